@@ -1,0 +1,3 @@
+from ctxmill.cli import main
+
+raise SystemExit(main())

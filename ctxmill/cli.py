@@ -1,0 +1,50 @@
+"""The `ctxmill` command line: one sub-command per module in ctxmill/commands/.
+
+Each command module defines `register(subparsers)`, which adds its parser and sets
+`func(args) -> int` as the default. Modules are imported lazily, only the one named
+on the command line, so hooks and short commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> module under ctxmill.commands
+COMMANDS: dict[str, str] = {
+    "compress": "compress",
+    "expand": "expand",
+}
+
+
+class CliError(Exception):
+    """A usage or input problem reported as one line on stderr with exit code 2."""
+
+
+def _parser(only: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxmill", description="Context compression and memory for coding agents.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        if only is None or only == name:
+            importlib.import_module(f"ctxmill.commands.{module}").register(sub)
+        else:
+            sub.add_parser(name, help=f"see `ctxmill {name} --help`")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = _parser(first if first in COMMANDS else None)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"ctxmill {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

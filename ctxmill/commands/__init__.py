@@ -1,0 +1,1 @@
+"""One module per `ctxmill` sub-command; see ctxmill/cli.py."""
