@@ -1,0 +1,39 @@
+"""Where ctxmill keeps its files. Faces resolve paths here and pass them to the engines.
+
+Project home: $CTXMILL_HOME if set, else `.ctxmill/` in the nearest ancestor of the working
+directory that already has one or is a git root, else `.ctxmill/` in the working directory.
+Global home: $XDG_DATA_HOME/ctxmill (default ~/.local/share/ctxmill).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".ctxmill").is_dir() or (folder / ".git").exists():
+            return folder
+    return here
+
+
+def project_home(start: Path | None = None) -> Path:
+    env = os.environ.get("CTXMILL_HOME")
+    if env:
+        return Path(env).expanduser()
+    return project_root(start) / ".ctxmill"
+
+
+def global_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "ctxmill"
+
+
+def ccr_dir(home: Path | None = None) -> Path:
+    return (home or project_home()) / "ccr"
+
+
+def sessions_dir(home: Path | None = None) -> Path:
+    return (home or project_home()) / "sessions"
