@@ -1,0 +1,109 @@
+"""Anthropic Messages request <-> canonical model.
+
+Must hold: `render_request(parse_request(body)) == body` for every body; an unchanged block
+or message renders as the very object it was parsed from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compress.adapters.common import render_text_block
+from compress.model import (
+    IMAGE,
+    OTHER,
+    REDACTED_THINKING,
+    TEXT,
+    THINKING,
+    TOOL_RESULT,
+    TOOL_USE,
+    Block,
+    Message,
+)
+
+
+def parse_block(item: Any) -> Block:
+    if not isinstance(item, dict):
+        return Block(OTHER, raw=item)
+    kind = item.get("type")
+    if kind == TEXT and isinstance(item.get("text"), str):
+        return Block(TEXT, raw=item, text=item["text"])
+    if kind == THINKING and isinstance(item.get("thinking"), str):
+        return Block(THINKING, raw=item, text=item["thinking"])
+    if kind == REDACTED_THINKING:
+        return Block(REDACTED_THINKING, raw=item)
+    if kind == TOOL_USE and isinstance(item.get("id"), str):
+        value = item.get("input")
+        return Block(TOOL_USE, raw=item, tool_id=item["id"], tool_name=str(item.get("name", "")),
+                     input=value, source_input=value)
+    if kind == TOOL_RESULT and isinstance(item.get("tool_use_id"), str):
+        content = item.get("content")
+        if isinstance(content, str):
+            parts: tuple[Block, ...] = (Block(TEXT, raw=None, text=content),)
+        elif isinstance(content, list):
+            parts = tuple(parse_block(p) for p in content)
+        else:
+            parts = ()
+        return Block(TOOL_RESULT, raw=item, tool_id=item["tool_use_id"], parts=parts,
+                     is_error=item.get("is_error") is True)
+    if kind == IMAGE:
+        return Block(IMAGE, raw=item)
+    return Block(OTHER, raw=item)
+
+
+def render_block(block: Block) -> Any:
+    raw = block.raw
+    if block.kind == TEXT:
+        return render_text_block(block)
+    if block.kind == THINKING:
+        return raw if block.text == raw["thinking"] else {**raw, "thinking": block.text}
+    if block.kind == TOOL_USE:
+        return raw if block.input is block.source_input else {**raw, "input": block.input}
+    if block.kind == TOOL_RESULT:
+        content = _render_result_content(block)
+        return raw if content is raw.get("content") else {**raw, "content": content}
+    return raw
+
+
+def _render_result_content(block: Block) -> Any:
+    original = block.raw.get("content")
+    if isinstance(original, str) and len(block.parts) == 1 and block.parts[0].kind == TEXT:
+        text = block.parts[0].text
+        return original if text == original else text
+    if not isinstance(original, list) and not block.parts:
+        return original
+    rendered = [render_block(p) for p in block.parts]
+    if isinstance(original, list) and len(rendered) == len(original) and all(
+        a is b for a, b in zip(rendered, original)
+    ):
+        return original
+    return rendered
+
+
+def parse_message(raw: Any) -> Message:
+    if not isinstance(raw, dict) or not isinstance(raw.get("role"), str):
+        return Message("other", (), raw)
+    content = raw.get("content")
+    if isinstance(content, str):
+        return Message(raw["role"], (Block(TEXT, raw=None, text=content),), raw, content_is_str=True)
+    if isinstance(content, list):
+        return Message(raw["role"], tuple(parse_block(b) for b in content), raw)
+    return Message(raw["role"], (), raw)
+
+
+def render_message(msg: Message) -> Any:
+    raw = msg.raw
+    if msg.role == "other":
+        return raw
+    original = raw.get("content")
+    if msg.content_is_str and len(msg.blocks) == 1 and msg.blocks[0].kind == TEXT:
+        text = msg.blocks[0].text
+        return raw if text == original else {**raw, "content": text}
+    if not isinstance(original, (list, str)) and not msg.blocks:
+        return raw
+    rendered = [render_block(b) for b in msg.blocks]
+    if isinstance(original, list) and len(rendered) == len(original) and all(
+        a is b for a, b in zip(rendered, original)
+    ):
+        return raw
+    return {**raw, "content": rendered}

@@ -1,0 +1,156 @@
+"""The canonical model every stage sees: a request as ordered messages of typed blocks.
+
+Provider shapes (Anthropic Messages, OpenAI Chat Completions) are converted in
+`compress.adapters`; stages never see them. Every canonical object keeps the provider's
+original (`raw`) so an adapter can render an unchanged object back byte for byte and keep
+fields it does not understand.
+
+Block kinds: text, thinking, redacted_thinking, tool_use, tool_result, image, other.
+Roles: user, assistant, tool (OpenAI tool results), system, other (anything unreadable).
+Objects are immutable; a stage that changes something builds a new object with
+`dataclasses.replace` (or the helpers below) and leaves `raw` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator
+
+TEXT = "text"
+THINKING = "thinking"
+REDACTED_THINKING = "redacted_thinking"
+TOOL_USE = "tool_use"
+TOOL_RESULT = "tool_result"
+IMAGE = "image"
+OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One content block.
+
+    text:      the text of text / thinking blocks.
+    tool_id, tool_name, input: of tool_use blocks (`input` is the parsed arguments).
+    parts:     of tool_result blocks: their content as blocks (text and image parts).
+    is_error:  of tool_result blocks.
+    source_input: the arguments as parsed from the provider; `input is source_input`
+               means unchanged.
+    """
+
+    kind: str
+    raw: Any = None
+    text: str = ""
+    tool_id: str = ""
+    tool_name: str = ""
+    input: Any = None
+    is_error: bool = False
+    parts: tuple["Block", ...] = ()
+    source_input: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def result_text(self) -> str:
+        """All text of a tool_result, parts joined by newlines."""
+        return "\n".join(p.text for p in self.parts if p.kind == TEXT)
+
+    def with_text(self, text: str) -> "Block":
+        return self if text == self.text else replace(self, text=text)
+
+    def with_result_text(self, text: str) -> "Block":
+        """A tool_result whose text parts become one text part; other parts (images) stay."""
+        if text == self.result_text:
+            return self
+        parts: list[Block] = []
+        placed = False
+        for part in self.parts:
+            if part.kind != TEXT:
+                parts.append(part)
+            elif not placed:
+                parts.append(part.with_text(text))
+                placed = True
+        if not placed:
+            parts.insert(0, Block(TEXT, raw={"type": "text", "text": text}, text=text))
+        return replace(self, parts=tuple(parts))
+
+    def with_input(self, value: Any) -> "Block":
+        return replace(self, input=value)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message. `turn` counts assistant messages up to and including this one."""
+
+    role: str
+    blocks: tuple[Block, ...]
+    raw: Any
+    turn: int = 0
+    content_is_str: bool = False
+
+    def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> "Message":
+        blocks = tuple(blocks)
+        if len(blocks) == len(self.blocks) and all(a is b for a, b in zip(blocks, self.blocks)):
+            return self
+        return replace(self, blocks=blocks)
+
+    def tool_results(self) -> Iterator[tuple[int, Block]]:
+        for i, b in enumerate(self.blocks):
+            if b.kind == TOOL_RESULT:
+                yield i, b
+
+    def tool_uses(self) -> Iterator[tuple[int, Block]]:
+        for i, b in enumerate(self.blocks):
+            if b.kind == TOOL_USE:
+                yield i, b
+
+    @property
+    def has_user_text(self) -> bool:
+        """A user message that carries something the person wrote (not only tool results)."""
+        return self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    provider: str  # "anthropic" | "openai"
+    messages: tuple[Message, ...]
+    raw: dict
+
+    @property
+    def model(self) -> str:
+        value = self.raw.get("model")
+        return value if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool_use and where it and its result live (result indexes are -1 when unanswered)."""
+
+    tool_id: str
+    name: str
+    use_msg: int
+    use_block: int
+    result_msg: int = -1
+    result_block: int = -1
+
+
+def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str, ToolCall]:
+    """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id."""
+    calls: dict[str, ToolCall] = {}
+    for mi, msg in enumerate(messages):
+        for bi, block in enumerate(msg.blocks):
+            if block.kind == TOOL_USE and block.tool_id not in calls:
+                calls[block.tool_id] = ToolCall(block.tool_id, block.tool_name, mi, bi)
+            elif block.kind == TOOL_RESULT:
+                call = calls.get(block.tool_id)
+                if call is not None and call.result_msg < 0:
+                    calls[block.tool_id] = replace(call, result_msg=mi, result_block=bi)
+    return calls
+
+
+def number_turns(messages: list[Message]) -> tuple[Message, ...]:
+    """Set each message's `turn`: the count of assistant messages up to and including it."""
+    turn = 0
+    out = []
+    for msg in messages:
+        if msg.role == "assistant":
+            turn += 1
+        out.append(msg if msg.turn == turn else replace(msg, turn=turn))
+    return tuple(out)

@@ -1,0 +1,165 @@
+"""Session state that keeps compressed output stable between epochs.
+
+For every message the session remembers how it was rendered, keyed by the hash of the whole
+message prefix up to and including it (the same thing a provider's prompt cache keys on).
+Between epochs a known prefix is rendered exactly as before, so the compressed request k is a
+byte prefix of request k+1 apart from new messages.
+
+On disk (`<dir>/state.jsonl`): line 1 is the epoch header; each further line is a message record
+or a header update. An epoch rewrites the file (temp file + rename); a run between epochs
+appends. A torn last line (crash while appending) is ignored on load. `Session.open(dir)`
+holds a file lock from load to save, so concurrent processes take turns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from compress.jsonbytes import dumps
+
+STATE_FILE = "state.jsonl"
+VERSION = 1
+
+
+@dataclass(slots=True)
+class Record:
+    """How one message (identified by its prefix hash) is rendered in the current epoch.
+
+    settled: it was decided outside the protected tail, so a re-run would not find more in it
+    compressible: tokens of the blocks a stage could shorten
+    """
+
+    rendered: Any
+    raw_tokens: int
+    out_tokens: int
+    compressible: int
+    settled: bool
+
+
+@dataclass(slots=True)
+class Header:
+    version: int = VERSION
+    provider: str = ""
+    epoch: int = 0
+    tier: int = -1
+    anchor_turn: int = 0
+    next_trial_at: int = 0
+
+
+@dataclass
+class Session:
+    path: Path | None = None
+    header: Header = field(default_factory=Header)
+    records: dict[str, Record] = field(default_factory=dict)
+    _pending: list[bytes] = field(default_factory=list, repr=False)
+    _rewrite: bool = field(default=False, repr=False)
+
+    @classmethod
+    def memory(cls) -> "Session":
+        return cls()
+
+    @classmethod
+    def load(cls, path: Path) -> "Session":
+        session = cls(path=Path(path))
+        try:
+            data = (session.path / STATE_FILE).read_bytes()
+        except FileNotFoundError:
+            return session
+        lines = data.split(b"\n")
+        try:
+            header = orjson.loads(lines[0])
+        except orjson.JSONDecodeError:
+            return session  # unreadable state: start a new epoch, never trust it
+        if header.get("version") != VERSION:
+            return session
+        session.header = Header(**{k: header[k] for k in asdict(Header()) if k in header})
+        for line in lines[1:]:
+            if not line:
+                continue
+            try:
+                item = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # torn last line
+            if "h" in item:
+                session.records[item["h"]] = Record(item["r"], item["rt"], item["ot"], item["c"], item["s"])
+            elif "next_trial_at" in item:
+                session.header.next_trial_at = item["next_trial_at"]
+        return session
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, path: Path) -> Iterator["Session"]:
+        """Load under the session's file lock and save on a clean exit."""
+        from filelock import FileLock
+
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with FileLock(str(path / "state.lock")):
+            session = cls.load(path)
+            yield session
+            session.save()
+
+    # -- changes -----------------------------------------------------------------
+
+    def start_epoch(self, provider: str, tier: int, anchor_turn: int, records: dict[str, Record]) -> None:
+        self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
+                             anchor_turn=anchor_turn, next_trial_at=0)
+        self.records = dict(records)
+        self._pending.clear()
+        self._rewrite = True
+
+    def add(self, prefix_hash: str, record: Record) -> None:
+        self.records[prefix_hash] = record
+        self._pending.append(_record_line(prefix_hash, record))
+
+    def set_next_trial(self, tokens: int) -> None:
+        self.header.next_trial_at = tokens
+        self._pending.append(dumps({"next_trial_at": tokens}))
+
+    # -- persistence ---------------------------------------------------------------
+
+    def save(self) -> None:
+        if self.path is None:
+            self._pending.clear()
+            self._rewrite = False
+            return
+        target = self.path / STATE_FILE
+        if self._rewrite or not target.exists():
+            lines = [dumps(asdict(self.header))]
+            lines += [_record_line(h, r) for h, r in self.records.items()]
+            _atomic_write(target, b"\n".join(lines) + b"\n")
+        elif self._pending:
+            with open(target, "ab") as fh:
+                fh.write(b"\n".join(self._pending) + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        self._pending.clear()
+        self._rewrite = False
+
+
+def _record_line(prefix_hash: str, r: Record) -> bytes:
+    return dumps({"h": prefix_hash, "r": r.rendered, "rt": r.raw_tokens, "ot": r.out_tokens,
+                         "c": r.compressible, "s": r.settled})
+
+
+def _atomic_write(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".state-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,111 @@
+"""The stage contract: a pure function (messages, context) -> messages.
+
+A stage may change only the messages whose `ctx.mutable[i]` is true (not frozen by the
+session, not in the protected tail), never user-written text, never the results of protected
+tools, and tool *inputs* only if it is the stage made for superseded inputs. It does no I/O
+except `ctx.store(...)`, which buffers originals for CCR; the pipeline commits them before any
+marker leaves the process. It returns a new list; unchanged messages are the same objects.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ccr.keys import make_key
+from ccr.markers import has_marker
+from compress.config import CompressConfig, is_protected_tool
+from compress.model import TOOL_RESULT, Block, Message
+from compress.tiers import Tier
+
+log = logging.getLogger("ctxmill.compress")
+
+_PLACEHOLDER_KEY = "0" * 32
+
+StageFn = Callable[[list[Message], "StageContext"], list[Message]]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    run: StageFn
+    min_tier: Tier = Tier.ALWAYS
+    may_edit_inputs: bool = False
+    """Only the stage made for superseded tool inputs may change them."""
+
+
+@dataclass(slots=True)
+class PendingOriginals:
+    """Originals a run wants in CCR, in order, keyed by content hash; committed by the pipeline."""
+
+    entries: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+    def put(self, text: str, hint: str | None = None) -> str:
+        key = make_key(text)
+        self.entries.setdefault(key, (text, hint))
+        return key
+
+
+@dataclass(slots=True)
+class StageContext:
+    config: CompressConfig
+    tier: Tier
+    anchor_turn: int
+    """Ages are measured from this turn (the epoch's anchor), never from the newest turn."""
+    mutable: tuple[bool, ...]
+    originals: PendingOriginals
+    count_tokens: Callable[[str], int]
+    stage: str = ""
+    decisions: list[tuple[int, str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def age(self, msg: Message) -> int:
+        """Assistant turns between a message and the anchor (0 or less: the current turn)."""
+        return self.anchor_turn - msg.turn
+
+    def store(self, original: str, hint: str | None = None) -> str:
+        """Buffer an original for CCR and return its key. Call before building its marker."""
+        return self.originals.put(original, hint)
+
+    def worth_it(self, original: str, compressed: str) -> bool:
+        """A lossy result is kept only if it saves enough, relatively and absolutely."""
+        saved = len(original) - len(compressed)
+        return saved >= self.config.min_saving_chars and saved >= self.config.min_saving_fraction * len(original)
+
+    def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None) -> str:
+        """`build(key)` with the original stored in CCR under `key`, if that saves enough;
+        otherwise the original. `build` must give the same length for any key."""
+        if not self.worth_it(original, build(_PLACEHOLDER_KEY)):
+            return original
+        return build(self.store(original, hint))
+
+    def note(self, index: int, decision: str) -> None:
+        self.decisions.append((index, self.stage, decision))
+
+    def may_compress_result(self, block: Block) -> bool:
+        """A tool_result a stage may shorten: not a protected tool's, not already compressed."""
+        return (
+            block.kind == TOOL_RESULT
+            and not is_protected_tool(block.tool_name, self.config)
+            and not has_marker(block.result_text)
+        )
+
+    def failed(self, index: int, exc: BaseException) -> None:
+        message = f"stage {self.stage} skipped message {index}: {type(exc).__name__}: {exc}"
+        log.warning(message)
+        self.errors.append(message)
+
+
+def each_mutable(messages: list[Message], ctx: StageContext,
+                 fn: Callable[[int, Message], Message]) -> list[Message]:
+    """Apply `fn` to every mutable message; a message whose `fn` raises stays as it was."""
+    out = list(messages)
+    for i, msg in enumerate(messages):
+        if not ctx.mutable[i]:
+            continue
+        try:
+            out[i] = fn(i, msg)
+        except Exception as exc:  # noqa: BLE001 - a failing stage must not take the request down
+            ctx.failed(i, exc)
+    return out

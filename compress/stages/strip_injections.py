@@ -1,0 +1,70 @@
+"""strip_injections: remove host-injected segments from old tool results and assistant text.
+
+Hosts inject reminders such as `<system-reminder>…</system-reminder>` into tool results;
+once old they only cost tokens. Each closed segment of an injected tag (stage option `tags`,
+default `system-reminder`) is removed, the rest of the block kept; the original goes to CCR and
+a marker says what was removed. Applied only when it saves enough (the common rule).
+"""
+
+from __future__ import annotations
+
+from ccr.markers import format_marker
+from compress.model import TEXT, Block, Message
+from compress.stage import Stage, StageContext, each_mutable
+from compress.tiers import Tier
+
+DEFAULT_TAGS = ("system-reminder",)
+
+
+def remove_segments(text: str, tags: tuple[str, ...]) -> tuple[str, int]:
+    """Text without closed segments of `tags`, and how many were removed. Linear time."""
+    removed = 0
+    for tag in tags:
+        opener, closer = f"<{tag}>", f"</{tag}>"
+        if opener not in text:
+            continue
+        out: list[str] = []
+        pos = 0
+        while True:
+            start = text.find(opener, pos)
+            end = text.find(closer, start) if start >= 0 else -1
+            if end < 0:
+                break
+            out.append(text[pos:start].rstrip(" \t") if start > pos else "")
+            pos = end + len(closer)
+            removed += 1
+        out.append(text[pos:])
+        text = "".join(out)
+    return text, removed
+
+
+def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
+    stripped, removed = remove_segments(text, tags)
+    if not removed:
+        return text
+    stripped = stripped.strip("\n")
+    what = "1 injected segment" if removed == 1 else f"{removed} injected segments"
+    summary = f"removed {what} ({', '.join(tags)})"
+    return ctx.lossy(text, lambda key: f"{stripped}\n{format_marker(summary, key)}")
+
+
+def run(messages: list[Message], ctx: StageContext) -> list[Message]:
+    tags = tuple(ctx.config.options("strip_injections").get("tags", DEFAULT_TAGS))
+
+    def strip(i: int, msg: Message) -> Message:
+        blocks: list[Block] = []
+        for block in msg.blocks:
+            if ctx.may_compress_result(block):
+                block = block.with_result_text(_shorten(block.result_text, tags, ctx))
+            elif block.kind == TEXT and msg.role == "assistant":
+                block = block.with_text(_shorten(block.text, tags, ctx))
+            blocks.append(block)
+        out = msg.with_blocks(blocks)
+        if out is not msg:
+            ctx.note(i, "removed injected segments")
+        return out
+
+    return each_mutable(messages, ctx, strip)
+
+
+STAGE = Stage("strip_injections", run, Tier.ALWAYS)

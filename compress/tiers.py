@@ -1,0 +1,52 @@
+"""Absolute token-pressure tiers: always, medium (>= 50K tokens), high (>= 150K).
+
+Each stage declares the lowest tier at which it runs. Thresholds are configurable, with
+per-model overrides chosen by the longest matching model-name prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Mapping
+
+
+class Tier(IntEnum):
+    ALWAYS = 0
+    MEDIUM = 1
+    HIGH = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, value: str) -> "Tier":
+        try:
+            return cls[value.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown tier {value!r} (always, medium, high)") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TierThresholds:
+    medium: int = 50_000
+    high: int = 150_000
+
+    def __post_init__(self) -> None:
+        if not 0 < self.medium <= self.high:
+            raise ValueError(f"tier thresholds must satisfy 0 < medium <= high, got {self}")
+
+    def tier_for(self, tokens: int) -> Tier:
+        if tokens >= self.high:
+            return Tier.HIGH
+        if tokens >= self.medium:
+            return Tier.MEDIUM
+        return Tier.ALWAYS
+
+
+def thresholds_for(model: str, default: TierThresholds,
+                   overrides: Mapping[str, TierThresholds]) -> TierThresholds:
+    """The override whose key is the longest prefix of `model`, else `default`."""
+    best = max((k for k in overrides if model.startswith(k)), key=len, default=None)
+    return overrides[best] if best is not None else default
