@@ -1,0 +1,115 @@
+"""The one place that writes and parses CCR markers.
+
+    [ctxmill: {summary} · deep_expand("{key}")]     replaces cut content (format_marker)
+    <<ctxmill: {summary} · deep_expand("{key}")>>   one-line note for a superseded tool input
+
+What must hold:
+- A summary is always one line without `[`, `]`, `<`, `>` or control characters: the writer
+  escapes them reversibly (`\\\\`, `\\n`, `\\r`, else `\\uXXXX`, e.g. `[` -> `\\u005b`), so
+  find_markers(format_marker(s, k)) gives back exactly (s, k) for every str s, including
+  lone surrogates, and the marker text is always valid UTF-8.
+- Parsing is linear in the text: a marker body never contains `[` or `]` (a note body never
+  `<` or `>`), not even escaped, so a scan from one candidate start stops before the next
+  candidate start and no character is scanned twice for the same kind (possessive
+  quantifiers, no backtracking).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ccr.keys import is_valid_key
+
+_SEPARATOR = ' · deep_expand("'
+_MARKER_OPEN, _MARKER_CLOSE = "[ctxmill: ", '")]'
+_NOTE_OPEN, _NOTE_CLOSE = "<<ctxmill: ", '")>>'
+
+_SHORT_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}
+_SHORT_UNESCAPES = {"n": "\n", "r": "\r"}
+# Characters that end a line for str.splitlines, other controls, and surrogates (unencodable).
+_NEEDS_ESCAPE = re.compile(r"[\\\[\]<>\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_ESCAPE_SEQUENCE = re.compile(r"\\(u[0-9a-f]{4}|.)", re.DOTALL)
+
+_FIND = re.compile(
+    r"\[ctxmill: (?P<marker>(?:[^\[\]\n\\]|\\[^\[\]<>\n])*+)\]"
+    r"|<<ctxmill: (?P<note>(?:[^<>\n\\]|\\[^\[\]<>\n])*+)>>"
+)
+
+
+@dataclass(frozen=True)
+class Marker:
+    kind: str  # "marker" | "note"
+    summary: str
+    key: str
+    start: int
+    end: int
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04x}"
+
+
+def _unescape_char(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if len(code) == 5:
+        return chr(int(code[1:], 16))
+    return _SHORT_UNESCAPES.get(code, code)
+
+
+def escape_summary(summary: str) -> str:
+    return _NEEDS_ESCAPE.sub(_escape_char, summary)
+
+
+def unescape_summary(escaped: str) -> str:
+    return _ESCAPE_SEQUENCE.sub(_unescape_char, escaped)
+
+
+def _checked(key: str) -> str:
+    if not is_valid_key(key):
+        raise ValueError(f"not a CCR key: {key!r}")
+    return key
+
+
+def format_marker(summary: str, key: str) -> str:
+    """`[ctxmill: {summary} · deep_expand("{key}")]` for content that was cut."""
+    return f"{_MARKER_OPEN}{escape_summary(summary)}{_SEPARATOR}{_checked(key)}{_MARKER_CLOSE}"
+
+
+def format_note(summary: str, key: str) -> str:
+    """`<<ctxmill: {summary} · deep_expand("{key}")>>` for a superseded tool input."""
+    return f"{_NOTE_OPEN}{escape_summary(summary)}{_SEPARATOR}{_checked(key)}{_NOTE_CLOSE}"
+
+
+def _split_body(body: str) -> tuple[str, str] | None:
+    """(summary, key) from `{escaped summary} · deep_expand("{key}")`, else None."""
+    cut = body.rfind(_SEPARATOR)
+    if cut < 0:
+        return None
+    tail = body[cut + len(_SEPARATOR) :]
+    key = tail[:-2]
+    if tail[-2:] != '")' or not is_valid_key(key):
+        return None
+    return unescape_summary(body[:cut]), key
+
+
+def _iter_markers(text: str) -> Iterator[Marker]:
+    if _SEPARATOR not in text:
+        return
+    for match in _FIND.finditer(text):
+        kind = "marker" if match.group("marker") is not None else "note"
+        parts = _split_body(match.group(kind))
+        if parts is not None:
+            yield Marker(kind, parts[0], parts[1], match.start(), match.end())
+
+
+def find_markers(text: str) -> list[Marker]:
+    """Every well-formed marker and note in `text`, in order of position."""
+    return list(_iter_markers(text))
+
+
+def has_marker(text: str) -> bool:
+    """True when `text` already carries a marker or note (stages skip such content)."""
+    return next(_iter_markers(text), None) is not None

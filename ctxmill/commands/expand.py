@@ -1,0 +1,62 @@
+"""`ctxmill expand KEY [--lines A:B] [--grep PATTERN] [--home DIR]`: print a CCR original.
+
+Exit 0 with the text on stdout; exit 1 with one line on stderr when the key is unknown,
+expired or nothing matches; exit 2 for a malformed key, line range or pattern.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "expand",
+        help='print the original text behind a deep_expand("KEY") marker',
+        description='Print the original text behind a [ctxmill: … · deep_expand("KEY")] marker.',
+    )
+    parser.add_argument("key", metavar="KEY", help="the 32-hex key inside deep_expand(\"…\")")
+    parser.add_argument("--lines", metavar="A:B", help='only lines A..B, 1-based inclusive ("120:180", "120:", ":50")')
+    parser.add_argument("--grep", metavar="PATTERN", help="only lines matching this regex")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
+    parser.set_defaults(func=run)
+
+
+def _write_stdout(text: str) -> None:
+    """Write the exact original; lone surrogates from undecodable bytes go back as bytes."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "replace")
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ccr.expand import expand
+    from ccr.keys import is_valid_key
+    from ccr.store import CCRError, CCRStore, db_path, invalid_key_message
+    from ctxmill.cli import CliError
+    from ctxmill.paths import ccr_dir
+
+    if not is_valid_key(args.key):
+        raise CliError(invalid_key_message(args.key).removeprefix("ctxmill: "))
+    directory = ccr_dir(args.home)
+    if not db_path(directory).exists():
+        print(f'ctxmill: deep_expand("{args.key}"): no CCR store at {directory}', file=sys.stderr)
+        return 1
+    try:
+        with CCRStore(directory) as store:
+            result = expand(store, args.key, lines=args.lines, grep=args.grep)
+    except CCRError as exc:
+        print(f"ctxmill: {exc}", file=sys.stderr)
+        return 1
+    if result.status == "bad_request":
+        raise CliError(result.message.removeprefix("ctxmill: "))
+    if not result.ok:
+        print(result.message, file=sys.stderr)
+        return 1
+    _write_stdout(result.text or "")
+    return 0
