@@ -3,7 +3,8 @@
 Hosts inject reminders such as `<system-reminder>…</system-reminder>` into tool results;
 once old they only cost tokens. Each closed segment of an injected tag (stage option `tags`,
 default `system-reminder`) is removed, the rest of the block kept; the original goes to CCR and
-a marker says what was removed. Applied only when it saves enough (the common rule).
+a marker says what was removed. Injected text is not content, so only the absolute part of the
+common saving rule applies (the marker must cost less than the segment by `min_saving_chars`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
     stripped = stripped.strip("\n")
     what = "1 injected segment" if removed == 1 else f"{removed} injected segments"
     summary = f"removed {what} ({', '.join(tags)})"
-    return ctx.lossy(text, lambda key: f"{stripped}\n{format_marker(summary, key)}")
+    return ctx.lossy(text, lambda key: f"{stripped}\n{format_marker(summary, key)}", relative=False)
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:

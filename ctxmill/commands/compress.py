@@ -1,0 +1,86 @@
+"""`ctxmill compress REQUEST.json [-o OUT] [--session DIR] [--json]`.
+
+Reads an Anthropic Messages or OpenAI Chat Completions request body, runs the per-turn
+transform and writes the compressed body (same shape, unknown fields untouched). Prints a
+one-line summary on stderr (`--json`: the report as JSON on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compress", help="compress one request body (Anthropic or OpenAI)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("request", help="request JSON file, or - for stdin")
+    p.add_argument("-o", "--output", help="where to write the compressed body (default: stdout)")
+    p.add_argument("--session", help="session directory: keeps output stable across turns "
+                                     "(default: a fresh in-memory session)")
+    p.add_argument("--home", help="ctxmill home for the CCR store (default: the project's .ctxmill)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead of one line")
+    p.add_argument("--input-tokens", type=int, metavar="N",
+                   help="the provider-reported input tokens of this request, used for the tier")
+    p.set_defaults(func=run)
+
+
+def read_request(source: str) -> object:
+    """The parsed body, or CliError with a one-line reason."""
+    import orjson
+
+    from ctxmill.cli import CliError
+
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {source}: {exc.strerror or exc}") from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{source} is not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(f"{source} is not valid JSON: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from ccr.store import CCRStore
+    from compress.adapters import InvalidRequest, detect
+    from compress.config import CompressConfig
+    from compress.jsonbytes import dumps
+    from compress.pipeline import run as run_pipeline
+    from compress.session import Session
+    from ctxmill.cli import CliError
+    from ctxmill.paths import ccr_dir
+
+    body = read_request(args.request)
+    try:
+        detect(body)
+    except InvalidRequest as exc:
+        raise CliError(f"{args.request}: {exc}") from None
+
+    home = Path(args.home) if args.home else None
+    with contextlib.ExitStack() as stack:
+        store = stack.enter_context(CCRStore(ccr_dir(home)))
+        session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
+        result = run_pipeline(body, session=session, store=store, config=CompressConfig(),
+                              reported_input_tokens=args.input_tokens)
+    if result.report.error:
+        raise CliError(f"{args.request}: {result.report.error}")
+    data = dumps(result.body)
+    if args.output:
+        Path(args.output).write_bytes(data + b"\n")
+    else:
+        sys.stdout.buffer.write(data + b"\n")
+    if args.json:
+        import orjson
+
+        sys.stderr.write(orjson.dumps(result.report.to_dict()).decode() + "\n")
+    else:
+        sys.stderr.write(f"ctxmill: {result.report.summary_line()}\n")
+    return 0
