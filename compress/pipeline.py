@@ -157,6 +157,10 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
     report = RunReport()
     try:
         out = _Runner(config, chain or Chain(), count_tokens, report).run(body, session, store, reported_input_tokens)
+    except RecursionError:
+        log.warning("request nested too deeply to process; passed through")
+        report.error = "JSON nested too deeply to process"
+        out = body
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("compression failed, request passed through: %s: %s", type(exc).__name__, exc)
         report.error = f"{type(exc).__name__}: {exc}"[:500]
