@@ -229,10 +229,11 @@ class CCRStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # also when COMMIT itself failed
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     # ---------------------------------------------------------------- writes
 
@@ -317,20 +318,19 @@ class CCRStore:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT hint, created, accessed, gone, reason, body FROM entries WHERE key = ?",
-                    (key,),
+                    "SELECT hint, created, accessed, reason, body FROM entries WHERE key = ?", (key,)
                 ).fetchone()
                 now = self._clock()
-                if row is not None and row[5] is not None and now - row[2] <= self.ttl_seconds:
+                if row is not None and row[4] is not None and now - row[2] <= self.ttl_seconds:
                     self._db.execute(
                         "UPDATE entries SET accessed = max(accessed, ?) WHERE key = ?", (now, key)
                     )
-                    return Lookup(key, "ok", _decode(row[5]), "")
+                    return Lookup(key, "ok", _decode(row[4]), "")
         except sqlite3.Error as exc:
             raise CCRError(f"CCR read failed at {self.path}: {exc}") from exc
         if row is None:
             return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
-        hint, created, accessed, gone, reason, _ = row
+        hint, created, _, reason, _ = row
         return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now))
 
     def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float) -> str:

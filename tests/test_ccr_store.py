@@ -170,6 +170,7 @@ def test_failed_batch_commit_raises_and_stores_nothing(tmp_path):
             store.put("bad", hint="boom")
     assert store.get(good).status == "missing"
     assert store.stats().live_bytes == 0
+    assert store.get(store.put("later")).ok  # the failed transaction was rolled back
 
 
 def test_nested_batches_commit_once_with_the_outer_one(tmp_path):
