@@ -43,6 +43,8 @@ def read_request(source: str) -> object:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc):
+            raise CliError(f"{source}: JSON nested too deeply to process") from None
         raise CliError(f"{source} is not valid JSON: {exc}") from None
 
 
