@@ -142,6 +142,26 @@ class RunResult:
     report: RunReport
 
 
+def block_tokens(b: Block, count: Callable[[str], int]) -> int:
+    """Input tokens of one block as the pipeline and the replay count them."""
+    if b.kind in (TEXT, THINKING):
+        return count(b.text)
+    if b.kind == TOOL_USE:
+        value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
+        return 8 + count(b.tool_name) + count(value)
+    if b.kind == TOOL_RESULT:
+        return 4 + sum(block_tokens(p, count) for p in b.parts)
+    if b.kind == IMAGE:
+        return IMAGE_TOKENS
+    if b.kind == REDACTED_THINKING:
+        return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
+    return count(dumps(b.raw).decode())
+
+
+MESSAGE_OVERHEAD = 4
+"""Tokens charged per message besides its blocks."""
+
+
 class CCRWriter:
     """What the runner needs of a CCR store: a batch of puts committed as one transaction."""
 
@@ -193,27 +213,16 @@ class _Runner:
     # -- token accounting ------------------------------------------------------------
 
     def block_tokens(self, b: Block) -> int:
-        if b.kind in (TEXT, THINKING):
-            return self.count(b.text)
-        if b.kind == TOOL_USE:
-            value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
-            return 8 + self.count(b.tool_name) + self.count(value)
-        if b.kind == TOOL_RESULT:
-            return 4 + sum(self.block_tokens(p) for p in b.parts)
-        if b.kind == IMAGE:
-            return IMAGE_TOKENS
-        if b.kind == REDACTED_THINKING:
-            return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
-        return self.count(dumps(b.raw).decode())
+        return block_tokens(b, self.count)
 
     def message_tokens(self, msg: Message) -> int:
         cached = self._tokens.get(id(msg))
         if cached is not None and cached[0] is msg:
             return cached[1]
         if msg.role in ("system", "other"):
-            n = 4 + self.count(dumps(msg.raw).decode())
+            n = MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
         else:
-            n = 4 + sum(self.block_tokens(b) for b in msg.blocks)
+            n = MESSAGE_OVERHEAD + sum(self.block_tokens(b) for b in msg.blocks)
         self._tokens[id(msg)] = (msg, n)
         return n
 
