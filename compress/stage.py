@@ -33,6 +33,10 @@ class Stage:
     min_tier: Tier = Tier.ALWAYS
     may_edit_inputs: bool = False
     """Only the stage made for superseded tool inputs may change them."""
+    appends_to_newest: bool = False
+    """The one exception to the protected tail: the stage may append exactly one text block to
+    the newest message when that is a user message (existing blocks unchanged). The runner runs
+    such a stage even when no message is mutable, and checks the append."""
 
 
 @dataclass(slots=True)
@@ -68,18 +72,20 @@ class StageContext:
         """Buffer an original for CCR and return its key. Call before building its marker."""
         return self.originals.put(original, hint)
 
-    def worth_it(self, original: str, compressed: str, relative: bool = True) -> bool:
+    def worth_it(self, original: str, compressed: str, relative: bool = True, min_fraction: float = 0.0) -> bool:
         """A lossy result is kept only if it saves enough characters and (unless `relative`
-        is off) a large enough fraction of the original."""
+        is off) a large enough fraction of the original: the configured one, or a stage's
+        stricter `min_fraction`."""
         saved = len(original) - len(compressed)
         enough = saved >= self.config.min_saving_chars
-        return enough and (not relative or saved >= self.config.min_saving_fraction * len(original))
+        fraction = max(self.config.min_saving_fraction, min_fraction)
+        return enough and (not relative or saved >= fraction * len(original))
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
-              relative: bool = True) -> str:
+              relative: bool = True, min_fraction: float = 0.0) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
         otherwise the original. `build` must give the same length for any key."""
-        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative):
+        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction):
             return original
         return build(self.store(original, hint))
 
