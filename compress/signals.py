@@ -64,8 +64,8 @@ _DECISION_CUES = {
         """),
     "constraint": regex.compile(
         r"""(?ix)
-        \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|required?|requirement
-           |constraint|only\ use|not\ allowed|forbidden|make\ sure)\b
+        \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|requirement
+           |constraint|only\ use|not\ allowed|forbidden)\b
         | 必须 | 不要 | 不能 | 不可 | 禁止 | 务必 | 一定要 | 只能 | 不允许 | 切勿
         """),
     "fix": regex.compile(

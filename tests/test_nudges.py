@@ -210,3 +210,45 @@ def test_runner_allows_only_one_appended_text_block_on_the_newest_user_message()
     result = run(prefill, session=Session.memory(), store=None, config=protected,
                  chain=Chain(()).push(_stage(_append_to(-1))))
     assert result.body is prefill and "other than by appending" in result.report.errors[0]
+
+
+def test_host_injected_reminders_are_not_cues():
+    injected = conversation([NEUTRAL], first="<system-reminder>You must never do X. Do not reply.</system-reminder>go on")
+    assert memory_nudges(canonical(injected), Options()) == {}
+
+
+# -------------------------------------------------------------- golden: real sessions, turn by turn
+
+def test_golden_turn_by_turn_on_claude_code_sessions():
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from claude_code_requests import claude_code_sessions, session_request
+    from token_corpus import corpus_dir
+
+    root = corpus_dir()
+    if root is None:
+        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9))
+    total = 0
+    for path in claude_code_sessions(root):
+        full = session_request(path)["messages"]
+        if not 40 <= len(full) <= 200:
+            continue
+        expected = memory_nudges(canonical({"messages": full, "system": ""}), Options())
+        session, previous, given_at = Session.memory(), [], []
+        for end in range(1, len(full) + 1, 2):
+            body = {"model": "m", "system": "", "messages": full[:end]}
+            result = run(body, session=session, store=CCRStore.in_memory(), config=config)
+            assert not result.report.error and not result.report.errors
+            rendered = [orjson.dumps(m) for m in result.body["messages"]]
+            assert rendered[:len(previous)] == previous, path.name
+            if result.body["messages"][-1]["content"][-1].get("text", "").startswith("[ctxmill: recent turns"):
+                given_at.append(end - 1)
+            previous = rendered
+        assert given_at == sorted(expected), path.name
+        total += len(given_at)
+    assert total >= 1

@@ -2,7 +2,8 @@
 
 - Medium tier and up: when a decision, constraint or fix (`compress.signals.decision_kinds`,
   English and Chinese cues) was stated in the text of the last `window_turns` (2) turns, by the
-  person or the model, and no memory_* tool was called since, one line is appended:
+  person or the model (host-injected `<system-reminder>` segments do not count), and no
+  memory_* tool was called since, one line is appended:
   `[ctxmill: recent turns hold a decision — store it with memory_store(type="decision", …) so
   it survives compaction]`.
 - High tier: on every `checkpoint_every`-th (10) assistant turn, a checkpoint reminder.
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from compress.model import TEXT, TOOL_USE, Block, Message
 from compress.signals import DECISION_KINDS, decision_kinds
 from compress.stage import Stage, StageContext
+from compress.stages.strip_injections import DEFAULT_TAGS, remove_segments
 from compress.tiers import Tier
 
 WINDOW_TURNS = 2
@@ -61,7 +63,8 @@ def memory_nudge(kinds: tuple[str, ...]) -> str:
 def _cues(msg: Message) -> set[str]:
     if msg.role not in ("user", "assistant"):
         return set()
-    return {kind for b in msg.blocks if b.kind == TEXT for kind in decision_kinds(b.text)}
+    return {kind for b in msg.blocks if b.kind == TEXT
+            for kind in decision_kinds(remove_segments(b.text, DEFAULT_TAGS)[0])}
 
 
 def _saves_memory(msg: Message) -> bool:
