@@ -118,3 +118,16 @@ def each_mutable(messages: list[Message], ctx: StageContext,
         except Exception as exc:  # noqa: BLE001 - a failing stage must not take the request down
             ctx.failed(i, exc)
     return out
+
+
+def each_block(messages: list[Message], ctx: StageContext, fn: Callable[[Message, Block], Block],
+               decision: str) -> list[Message]:
+    """Apply `fn(msg, block)` to every block of every mutable message (as `each_mutable`) and
+    note `decision` for each message that changed."""
+    def apply(i: int, msg: Message) -> Message:
+        out = msg.with_blocks([fn(msg, b) for b in msg.blocks])
+        if out is not msg:
+            ctx.note(i, decision)
+        return out
+
+    return each_mutable(messages, ctx, apply)

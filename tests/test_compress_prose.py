@@ -121,6 +121,8 @@ def test_pipeline_condenses_only_old_assistant_text_and_commits_originals():
     [marker] = find_markers(old["content"][0]["text"])
     assert store.get(marker.key).text == ENGLISH
     assert result.report.stages_saved["compress_prose"] > 0
+    again = run(result.body, session=Session.memory(), store=store, config=CompressConfig(**MEDIUM))
+    assert again.report.stages_saved["compress_prose"] == 0  # idempotent on its own output
     always = run(body, session=Session.memory(), store=store,
                  config=CompressConfig(**{**MEDIUM, "tiers": TierThresholds(medium=10**8, high=10**9)}))
     assert always.body is body  # the stage starts at medium tier

@@ -25,7 +25,7 @@ import regex
 from ccr.markers import format_marker, has_marker
 from compress.model import TEXT, Block, Message
 from compress.signals import decision_kinds, is_error_line, mentions_path
-from compress.stage import Stage, StageContext, each_mutable
+from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 
 MIN_CHARS = 500
@@ -137,18 +137,12 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     min_chars = int(opts.get("min_chars", MIN_CHARS))
     min_saving = float(opts.get("min_saving", MIN_SAVING))
 
-    def compress(i: int, msg: Message) -> Message:
-        if msg.role != "assistant":
-            return msg
-        blocks: list[Block] = [
-            b.with_text(shorten(b.text, ctx, min_chars, min_saving)) if b.kind == TEXT else b for b in msg.blocks
-        ]
-        out = msg.with_blocks(blocks)
-        if out is not msg:
-            ctx.note(i, "condensed old assistant prose")
-        return out
+    def compress(msg: Message, block: Block) -> Block:
+        if msg.role != "assistant" or block.kind != TEXT:
+            return block
+        return block.with_text(shorten(block.text, ctx, min_chars, min_saving))
 
-    return each_mutable(messages, ctx, compress)
+    return each_block(messages, ctx, compress, "condensed old assistant prose")
 
 
 STAGE = Stage("compress_prose", run, Tier.MEDIUM)
