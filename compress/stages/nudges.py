@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import xxhash
+
 from compress.model import TEXT, TOOL_USE, Block, Message
 from compress.signals import DECISION_KINDS, decision_kinds
 from compress.stage import Stage, StageContext
@@ -60,39 +62,48 @@ def memory_nudge(kinds: tuple[str, ...]) -> str:
     return f"[ctxmill: recent turns hold a {what} — store {it} with memory_store(type={types}, …) so it survives compaction]"
 
 
-def _cues(msg: Message) -> set[str]:
-    if msg.role not in ("user", "assistant"):
-        return set()
-    return {kind for b in msg.blocks if b.kind == TEXT
-            for kind in decision_kinds(remove_segments(b.text, DEFAULT_TAGS)[0])}
+_CUE_MEMO: dict[int, tuple[str, ...]] = {}
+"""Content hash of a text -> its cues. Every request replays the whole history, so without this
+each request would scan all earlier texts again; with it only new texts are scanned. A pure
+memo (results never depend on it), cleared when it reaches _CUE_MEMO_SIZE entries."""
+_CUE_MEMO_SIZE = 16_384
 
 
-def _saves_memory(msg: Message) -> bool:
-    return any(b.kind == TOOL_USE and b.tool_name.lower().rsplit("__", 1)[-1].startswith("memory_")
-               for b in msg.blocks)
+def _text_cues(text: str) -> tuple[str, ...]:
+    key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+    kinds = _CUE_MEMO.get(key)
+    if kinds is None:
+        if len(_CUE_MEMO) >= _CUE_MEMO_SIZE:
+            _CUE_MEMO.clear()
+        kinds = _CUE_MEMO[key] = decision_kinds(remove_segments(text, DEFAULT_TAGS)[0])
+    return kinds
 
 
-def _request_ends(messages: list[Message]) -> set[int]:
-    """Indexes of the last message of every request so far: each message an assistant
-    message answered, and the newest."""
-    ends = {i for i in range(len(messages) - 1) if messages[i + 1].role == "assistant"}
-    ends.add(len(messages) - 1)
-    return ends
+def _is_memory_tool(name: str) -> bool:
+    return name.lower().rsplit("__", 1)[-1].startswith("memory_")
 
 
 def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str, ...]]:
     """Index of the last message of every request that gets (or got) a memory reminder ->
-    the kinds it reminds of. Replays all requests so far, so the cooldown needs no state."""
-    ends = _request_ends(messages)
+    the kinds it reminds of. Replays all requests so far (a request ends at each message an
+    assistant message answered, and at the newest), so the cooldown needs no state."""
     stated: dict[str, int] = {}  # kind -> turn of the latest statement not yet saved or reminded
     last_nudge: int | None = None
     given: dict[int, tuple[str, ...]] = {}
+    last = len(messages) - 1
     for i, msg in enumerate(messages):
-        for kind in _cues(msg):
-            stated[kind] = msg.turn
-        if _saves_memory(msg):
+        if msg.role not in ("user", "assistant"):
+            continue
+        saved = False
+        for b in msg.blocks:
+            if b.kind == TEXT:
+                for kind in _text_cues(b.text):
+                    stated[kind] = msg.turn
+            elif b.kind == TOOL_USE and _is_memory_tool(b.tool_name):
+                saved = True
+        if saved:
             stated.clear()
-        if i not in ends or msg.role != "user":
+        if not stated or msg.role != "user" or (i != last and messages[i + 1].role != "assistant"):
             continue
         recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
         if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns):
