@@ -2,8 +2,9 @@
 
 A call failed when `compress.signals.is_failed_result` says so of its result. Once its
 tool_use is older than `min_age` assistant turns (counted from the epoch anchor, `ctx.age`):
-- its result keeps the first `keep_chars` characters visibly, plus the first error line when
-  that lies further down, then `[ctxmill: error output cut: … · deep_expand("…")]`;
+- its result keeps the first `keep_chars` characters visibly, plus the first error line
+  (`compress.signals.first_error_line`, up to 2,000 chars) when that is not among them, then
+  `[ctxmill: error output cut: … · deep_expand("…")]`;
 - every string of its input longer than `input_min_chars` (a rejected file body, a long
   old_string) becomes a note `<<ctxmill: 412-line content for src/app.py stored; this call
   failed at turn 12 · deep_expand("…")>>`.
@@ -27,6 +28,8 @@ from compress.tiers import Tier
 from compress.toolfiles import touched_files
 
 DEFAULTS = {"min_age": 4, "keep_chars": 300, "input_min_chars": 200}
+ERROR_LINE_MAX = 2_000
+"""A first error line further down is kept up to this many characters."""
 
 
 def _cut_error(keep: int, ctx: StageContext) -> BlockEdit:
@@ -34,7 +37,7 @@ def _cut_error(keep: int, ctx: StageContext) -> BlockEdit:
         text = block.result_text
         head = text[:keep]
         first = first_error_line(text)
-        extra = f"\n{first[:keep]}" if first and first not in head else ""
+        extra = f"\n{first[:ERROR_LINE_MAX]}" if first and first not in head else ""
         kept = f"the first {keep:,} of {len(text):,} chars" + (" and the first error line" if extra else "")
         summary = f"error output cut: kept {kept}"
         return block.with_result_text(ctx.lossy(text, lambda key: f"{head}{extra}\n{format_marker(summary, key)}",
