@@ -289,7 +289,7 @@ _DOUBLE_ESCAPE = re.compile(r'\\([\\"$`])')
 
 
 def _unquote(word: str) -> str:
-    return _QUOTED.sub(_unquote_part, word)
+    return _QUOTED.sub(_unquote_part, word) if "'" in word or '"' in word or "\\" in word else word
 
 
 def _simple_commands(script: str) -> list[list[str]]:
