@@ -51,3 +51,10 @@ def test_generic_requests_keep_every_invariant(body):
     out, _, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
     check_run(body, out, store)
     assert run_stages(out, *STAGES, config=MEDIUM_CONFIG, store=store)[0] == out
+
+
+@settings(max_examples=60, deadline=None)
+@given(agent_sessions(), st.sampled_from(sorted(BODIES)))
+def test_the_default_chain_is_idempotent_on_agent_sessions(calls, shape):
+    out, _, store = run_stages(BODIES[shape](calls), config=MEDIUM_CONFIG)
+    assert run_stages(out, config=MEDIUM_CONFIG, store=store)[0] == out

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ccr.markers import find_markers
 from compress.adapters import from_provider
+from compress.session import Session
 from compress.stages.supersede_inputs import STAGE
-from tests.chain_checks import BODIES, MEDIUM_CONFIG, anthropic_body, check_run, run_stages
+from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
 
 APP = "/repo/src/app.py"
 V1 = "\n".join(f"def v1_{i}():\n    return {i}" for i in range(60))
@@ -93,7 +96,6 @@ def test_small_bodies_stay_and_min_chars_is_an_option():
     body = anthropic_body([("Write", {"file_path": APP, "content": small}, "ok"),
                            ("Write", {"file_path": APP, "content": V2}, "ok")])
     assert run(body)[0] is body
-    from dataclasses import replace
     config = replace(MEDIUM_CONFIG, stage_options={"supersede_inputs": {"min_chars": 500}})
     out, _, _ = run_stages(body, STAGE, config=config)
     assert find_markers(inputs(out)[0]["content"])
@@ -102,8 +104,18 @@ def test_small_bodies_stay_and_min_chars_is_an_option():
 def test_runs_only_from_the_medium_tier_and_is_idempotent():
     body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
                            ("Write", {"file_path": APP, "content": V2}, "ok")])
-    from tests.chain_checks import OPEN_CONFIG
     assert run_stages(body, STAGE, config=OPEN_CONFIG)[0] is body  # a small request is at the always tier
     once, _, store = run(body)
     assert once is not body
     assert run_stages(once, STAGE, config=MEDIUM_CONFIG, store=store)[0] == once
+
+
+def test_a_frozen_write_stays_until_the_next_epoch():
+    session = Session.memory()
+    first = [("Write", {"file_path": APP, "content": V1}, "ok")]
+    run_stages(anthropic_body(first), STAGE, config=MEDIUM_CONFIG, session=session)
+    body = anthropic_body(first + [("Write", {"file_path": APP, "content": V2}, "ok")])
+    out, report, _ = run_stages(body, STAGE, config=MEDIUM_CONFIG, session=session)
+    assert report.mode == "incremental" and inputs(out)[0]["content"] == V1
+    out, report, _ = run(body)
+    assert report.mode == "epoch" and find_markers(inputs(out)[0]["content"])
