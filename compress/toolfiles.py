@@ -43,6 +43,8 @@ CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE, CREATE})
 
 @dataclass(frozen=True, slots=True)
 class FileTouch:
+    """One file a call touches: its normalised path and one of the actions above."""
+
     path: str
     action: str
 
@@ -57,7 +59,8 @@ class Heredoc:
     targets: tuple[str, ...]
 
 
-_PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
+PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
+"""Input keys of file tools that name the file (the first present one is used)."""
 _PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
 _READ_TOOLS = frozenset({"read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat",
                          "notebookread", "read_notebook"})
@@ -106,7 +109,7 @@ def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
         return list(shell_touches(command_of(tool_input), cwd))
     if not isinstance(tool_input, dict):
         return []
-    path = normalize_path(_first_str(tool_input, _PATH_KEYS), cwd)
+    path = normalize_path(_first_str(tool_input, PATH_KEYS), cwd)
     if not path:
         return []
     if base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor"):

@@ -29,14 +29,13 @@ from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.signals import is_failed_result
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.toolfiles import (CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file,
-                                shell_heredocs, touched_files)
+from compress.toolfiles import (CHANGES, CREATE, DELETE, EDIT, MOVE, PATH_KEYS, READ, WRITE, FileTouch, is_patch,
+                                same_file, shell_heredocs, touched_files)
 from compress.toolkinds import ToolKind, tool_kind
 
 DEFAULTS = {"min_chars": 1000}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
-_PATH_KEYS = frozenset({"file_path", "filePath", "notebook_path", "path"})
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
 
 
@@ -84,7 +83,7 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
         written = sum(len(h.body) for h in shell_heredocs(command) if h.targets)
         size = len(command) if is_patch(command) else written
         return [(command_path, command)] if size > min_chars else []
-    strings = large_strings(block.input, 0, _PATH_KEYS)
+    strings = large_strings(block.input, 0, frozenset(PATH_KEYS))
     return strings if sum(len(s) for _, s in strings) > min_chars else []
 
 
