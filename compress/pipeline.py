@@ -31,7 +31,15 @@ from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
-from compress.stages import compress_prose, nudges, strip_injections, strip_reasoning
+from compress.stages import (
+    compress_prose,
+    dedup_tool_calls,
+    nudges,
+    purge_errors,
+    strip_injections,
+    strip_reasoning,
+    supersede_inputs,
+)
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
 
@@ -40,6 +48,9 @@ log = logging.getLogger("ctxmill.compress")
 DEFAULT_STAGES: tuple[Stage, ...] = (
     strip_reasoning.STAGE,
     strip_injections.STAGE,
+    dedup_tool_calls.STAGE,
+    purge_errors.STAGE,
+    supersede_inputs.STAGE,
     compress_prose.STAGE,
     nudges.STAGE,
 )
