@@ -37,22 +37,39 @@ class Index:
     def __init__(self, params: Bm25Params = Bm25Params()):
         self.params = params
         self.postings: dict[str, dict[int, float]] = {}
-        self.doc_terms: dict[int, dict[str, float]] = {}
+        self._doc_terms: dict[int, list[str]] | None = {}  # rebuilt from postings when needed
         self.lengths: dict[int, float] = {}
         self.total_length = 0.0
         self._impacts: dict[str, tuple[dict[int, float], float]] = {}
         self._norms: dict[int, float] | None = None
 
     def __len__(self) -> int:
-        return len(self.doc_terms)
+        return len(self.lengths)
 
     def __contains__(self, doc: int) -> bool:
-        return doc in self.doc_terms
+        return doc in self.lengths
+
+    def load(self, postings: dict[str, dict[int, float]], lengths: dict[int, float]) -> None:
+        """Adopt saved postings and document lengths (as produced by add)."""
+        self.postings, self.lengths = postings, lengths
+        self.total_length = sum(lengths.values())
+        self._doc_terms = None
+        self._invalidate()
+
+    def _terms_by_doc(self) -> dict[int, list[str]]:
+        if self._doc_terms is None:
+            by_doc: dict[int, list[str]] = {doc: [] for doc in self.lengths}
+            for term, posting in self.postings.items():
+                for doc in posting:
+                    by_doc[doc].append(term)
+            self._doc_terms = by_doc
+        return self._doc_terms
 
     def add(self, doc: int, terms: dict[str, float]) -> None:
-        if doc in self.doc_terms:
+        if doc in self.lengths:
             self.remove(doc)
-        self.doc_terms[doc] = terms
+        if self._doc_terms is not None:
+            self._doc_terms[doc] = list(terms)
         length = sum(terms.values())
         self.lengths[doc] = length
         self.total_length += length
@@ -66,7 +83,7 @@ class Index:
         self._invalidate()
 
     def remove(self, doc: int) -> None:
-        terms = self.doc_terms.pop(doc)
+        terms = self._terms_by_doc().pop(doc)
         self.total_length -= self.lengths.pop(doc)
         for term in terms:
             posting = self.postings[term]
