@@ -8,7 +8,7 @@ from pathlib import Path
 from memory.bm25 import Bm25Params
 
 # Tuned on SciFact train, CMRC trial and LoCoMo with `bench/memory_retrieval.py --tune`.
-DEFAULT_BM25 = Bm25Params(k1=1.2, b=0.75, heading_weight=2.0)
+DEFAULT_BM25 = Bm25Params(k1=1.5, b=0.4, heading_weight=3.0)
 
 # Half-life in days of an entry's score, per entry type; None = never decays.
 DEFAULT_HALF_LIVES: dict[str, float | None] = {

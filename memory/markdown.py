@@ -114,15 +114,15 @@ def format_entry(entry: Entry) -> str:
 
 def normalize_text(text: str) -> str:
     """Entry text as stored: no trailing spaces, no surrounding blank lines, `\\n` line ends."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    return "\n".join(line.rstrip() for line in lines).strip()
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip()
 
 
 class MemoryDocument:
     """A parsed memory file. Entries outside typed sections get `default_type` (None: not entries)."""
 
-    def __init__(self, blocks: list[Block], scope: str, file: str):
+    def __init__(self, blocks: list[Block], scope: str, file: str, open_fence: str = ""):
         self.blocks, self.scope, self.file = blocks, scope, file
+        self.open_fence = open_fence  # the file ends inside a code fence opened by this marker
 
     def text(self) -> str:
         return "".join(block.raw for block in self.blocks)
@@ -165,6 +165,9 @@ class MemoryDocument:
     def _add_section(self, entry: Entry) -> Entry:
         if not self.blocks:
             self.blocks.append(Block("# Memory\n", level=1))
+        if self.open_fence:  # close it, or the new section would be code
+            self.blocks.append(Block(self.open_fence + "\n"))
+            self.open_fence = ""
         if self.blocks[-1].raw.strip():
             self.blocks.append(Block("\n"))
         name = SECTIONS[entry.type]
@@ -180,12 +183,14 @@ def parse(text: str, scope: str = "project", file: str = "", default_type: str |
     lines = text.splitlines(keepends=True)
     blocks: list[Block] = []
     current_type, current_name = default_type, ""
-    in_fence = False
+    fence = ""
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _FENCE.match(line.lstrip()):
-            in_fence = not in_fence
+        marker = _FENCE.match(line.lstrip())
+        if marker:
+            fence = "" if fence else marker.group(1)
+        in_fence = bool(fence)
         heading = None if in_fence else _HEADING.match(line)
         if heading:
             level = len(heading.group(1))
@@ -204,4 +209,4 @@ def parse(text: str, scope: str = "project", file: str = "", default_type: str |
             continue
         blocks.append(Block(line))
         i += 1
-    return MemoryDocument(blocks, scope, file)
+    return MemoryDocument(blocks, scope, file, fence)
