@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
 import regex
-from filelock import FileLock
 
 from ccr.redact import redact
 from memory.config import MemoryConfig
@@ -61,7 +61,9 @@ def _index_path(cfg: MemoryConfig) -> Path:
     return home / INDEX_FILE
 
 
-def _lock(path: Path) -> FileLock:
+def _lock(path: Path):
+    from filelock import FileLock  # only writers pay for the import
+
     path.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(path.with_name("." + path.name + ".lock")))
 
@@ -150,30 +152,33 @@ def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
 
 def reindex(cfg: MemoryConfig) -> int:
     """Rebuild the index from the files; returns the number of entries indexed."""
-    return len(open_index(cfg, rebuild=True).entries)
+    return len(open_index(cfg, rebuild=True).rows)
 
 
-def _decay(cfg: MemoryConfig, entry: Entry, today: date) -> float:
-    half_life = cfg.half_lives.get(entry.type)
-    if entry.pinned or half_life is None or not entry.created:
+def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool, today: date) -> float:
+    half_life = cfg.half_lives.get(entry_type)
+    if pinned or half_life is None or not created:
         return 1.0
     try:
-        age = (today - date.fromisoformat(entry.created)).days
+        age = (today - date.fromisoformat(created)).days
     except ValueError:
         return 1.0
     return cfg.decay_floor + (1.0 - cfg.decay_floor) * math.pow(0.5, max(age, 0) / half_life)
 
 
-def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> dict[int, float] | None:
+def _weight(cfg: MemoryConfig, index: SearchIndex, scope: str):
+    """doc -> score multiplier: 0 outside `scope`, else the entry's recency decay."""
     if not cfg.decay and scope == "all":
         return None
     today = date.today()
-    weights = {}
-    for doc, entry in index.entries.items():
-        weight = 0.0 if scope not in ("all", entry.scope) else _decay(cfg, entry, today) if cfg.decay else 1.0
-        if weight != 1.0:
-            weights[doc] = weight
-    return weights
+
+    def weight(doc: int) -> float:
+        _, entry_type, _, created, pinned, _, entry_scope, *_ = index.rows[doc]
+        if scope not in ("all", entry_scope):
+            return 0.0
+        return _decay(cfg, entry_type, created, pinned, today) if cfg.decay else 1.0
+
+    return weight
 
 
 def snippet(text: str, query_terms: list[str], width: int = 160) -> str:
@@ -195,6 +200,7 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
         raise BadInput("limit must be at least 1")
     index = open_index(cfg)
     terms = index.tokenizer.tokens(query)
-    found = index.index.search(terms, limit, _weights(cfg, index, scope))
+    found = index.index.search(terms, limit, _weight(cfg, index, scope))
     words = [w.lower() for w in query.split()] + terms
-    return [Hit(index.entries[doc], score, snippet(index.entries[doc].text, words)) for doc, score in found]
+    hits = [Hit(index.entry(doc), score) for doc, score in found]
+    return [replace(hit, snippet=snippet(hit.entry.text, words)) for hit in hits]

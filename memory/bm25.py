@@ -4,6 +4,10 @@ Scoring (Lucene's BM25): idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
 score(d, q) = sum over query terms of qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen)),
 where a document's tf and length count heading terms `heading_weight` times.
 
+A saved index is split into 256 buckets of posting lists by a hash of the term; `load` keeps
+them serialized and a bucket is decoded the first time one of its terms is needed, so a cold
+process answering one query decodes a few buckets, not the whole index.
+
 Per-term impact lists are computed lazily and cached until the next add/remove, so an update
 costs only its own terms. `search` skips the posting lists of frequent terms once they can no
 longer lift a new document into the top k (MaxScore), which keeps results exact.
@@ -11,8 +15,11 @@ longer lift a new document into the top k (MaxScore), which keeps results exact.
 
 from __future__ import annotations
 
+import marshal
 import math
+import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -31,6 +38,13 @@ def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -
     return terms
 
 
+BUCKETS = 256
+
+
+def _bucket(term: str) -> int:
+    return zlib.crc32(term.encode("utf-8")) % BUCKETS
+
+
 class Index:
     """Documents are ints chosen by the caller; `terms` maps term -> (weighted) frequency."""
 
@@ -38,6 +52,7 @@ class Index:
         self.params = params
         self.postings: dict[str, dict[int, float]] = {}
         self._doc_terms: dict[int, list[str]] | None = {}  # rebuilt from postings when needed
+        self._serialized: dict[int, bytes] = {}  # bucket -> postings not decoded yet
         self.lengths: dict[int, float] = {}
         self.total_length = 0.0
         self._impacts: dict[str, tuple[dict[int, float], float]] = {}
@@ -49,15 +64,37 @@ class Index:
     def __contains__(self, doc: int) -> bool:
         return doc in self.lengths
 
-    def load(self, postings: dict[str, dict[int, float]], lengths: dict[int, float]) -> None:
-        """Adopt saved postings and document lengths (as produced by add)."""
-        self.postings, self.lengths = postings, lengths
+    def dump(self) -> tuple[list[bytes], dict[int, float]]:
+        """(posting buckets, document lengths) for `load`."""
+        self._decode_all()
+        buckets: list[dict[str, dict[int, float]]] = [{} for _ in range(BUCKETS)]
+        for term, posting in self.postings.items():
+            buckets[_bucket(term)][term] = posting
+        return [marshal.dumps(bucket) for bucket in buckets], dict(self.lengths)
+
+    def load(self, buckets: list[bytes], lengths: dict[int, float]) -> None:
+        """Adopt what `dump` returned; buckets are decoded when first needed."""
+        if len(buckets) != BUCKETS:
+            raise ValueError("wrong number of posting buckets")
+        self.postings, self.lengths = {}, lengths
+        self._serialized = dict(enumerate(buckets))
         self.total_length = sum(lengths.values())
         self._doc_terms = None
         self._invalidate()
 
+    def _decode(self, term: str) -> None:
+        blob = self._serialized.pop(_bucket(term), None)
+        if blob is not None:
+            self.postings.update(marshal.loads(blob))
+
+    def _decode_all(self) -> None:
+        for blob in self._serialized.values():
+            self.postings.update(marshal.loads(blob))
+        self._serialized.clear()
+
     def _terms_by_doc(self) -> dict[int, list[str]]:
         if self._doc_terms is None:
+            self._decode_all()
             by_doc: dict[int, list[str]] = {doc: [] for doc in self.lengths}
             for term, posting in self.postings.items():
                 for doc in posting:
@@ -75,6 +112,8 @@ class Index:
         self.total_length += length
         postings = self.postings
         for term, tf in terms.items():
+            if self._serialized:
+                self._decode(term)
             posting = postings.get(term)
             if posting is None:
                 postings[term] = {doc: tf}
@@ -115,13 +154,17 @@ class Index:
 
     def warm(self) -> None:
         """Compute every impact list now (what a long-lived server does once)."""
+        self._decode_all()
         for term in self.postings:
             self._impact(term)
 
-    def search(self, query: list[str], limit: int, weights: dict[int, float] | None = None) -> list[tuple[int, float]]:
-        """Top `limit` (doc, score), best first. `weights` multiplies scores (each in [0, 1])."""
+    def search(self, query: list[str], limit: int, weight: Callable[[int], float] | None = None) -> list[tuple[int, float]]:
+        """Top `limit` (doc, score), best first. `weight(doc)` in [0, 1] multiplies a score; 0 drops it."""
+        weights = _Memo(weight) if weight is not None else None
         lists = []
         for term, qtf in Counter(query).items():
+            if self._serialized:
+                self._decode(term)
             if term in self.postings:
                 impacts, top = self._impact(term)
                 lists.append((top * qtf, qtf, impacts))
@@ -141,14 +184,26 @@ class Index:
             for doc, impact in impacts.items():
                 scores[doc] = get(doc, 0.0) + qtf * impact
         if weights is not None:
-            scores = {d: s * weights.get(d, 1.0) for d, s in scores.items()}
+            scores = {d: s * weights[d] for d, s in scores.items()}
             scores = {d: s for d, s in scores.items() if s > 0.0}
         best = sorted(scores, key=scores.__getitem__, reverse=True)[:limit]
         return [(doc, scores[doc]) for doc in best]
 
 
-def _kth_best(scores: dict[int, float], k: int, weights: dict[int, float] | None) -> float:
-    values = scores.values() if weights is None else [s * weights.get(d, 1.0) for d, s in scores.items()]
+class _Memo(dict):
+    """weight(doc), each computed once per search."""
+
+    def __init__(self, weight: Callable[[int], float]):
+        super().__init__()
+        self.weight = weight
+
+    def __missing__(self, doc: int) -> float:
+        value = self[doc] = self.weight(doc)
+        return value
+
+
+def _kth_best(scores: dict[int, float], k: int, weights: _Memo | None) -> float:
+    values = scores.values() if weights is None else [s * weights[d] for d, s in scores.items()]
     ranked = sorted(values, reverse=True)
     return ranked[k - 1] if len(ranked) >= k else 0.0
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
-from filelock import FileLock
 
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
@@ -29,6 +28,9 @@ MAGIC = b"CTXMIDX1"
 FORMAT_VERSION = 1  # bump when the tokenizer or payload layout changes
 # A file modified this recently may change again within the same mtime tick: hash it anyway.
 _MTIME_SLACK_NS = 2_000_000_000
+
+
+_FILE = list(Entry.__dataclass_fields__).index("file")
 
 
 class CorruptIndexWarning(UserWarning):
@@ -65,7 +67,7 @@ class SearchIndex:
     def __init__(self, params: Bm25Params, tokenizer: Tokenizer):
         self.params, self.tokenizer = params, tokenizer
         self.index = Index(params)
-        self.entries: dict[int, Entry] = {}
+        self.rows: dict[int, tuple] = {}  # doc -> Entry fields in order (cheap to load; see entry())
         self.keys: dict[str, int] = {}  # entry key -> doc
         self.signatures: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, hash)
         self.next_doc = 0
@@ -75,16 +77,17 @@ class SearchIndex:
 
     def _payload(self) -> bytes:
         p = self.params
+        buckets, lengths = self.index.dump()
         return marshal.dumps(
             {
                 "version": FORMAT_VERSION,
                 "params": (p.k1, p.b, p.heading_weight),
                 "signatures": self.signatures,
                 "next_doc": self.next_doc,
-                "entries": {doc: tuple(e.to_dict().values()) for doc, e in self.entries.items()},
+                "entries": self.rows,
                 "keys": self.keys,
-                "postings": self.index.postings,
-                "lengths": self.index.lengths,
+                "postings": buckets,
+                "lengths": lengths,
             }
         )
 
@@ -104,18 +107,17 @@ class SearchIndex:
             data = marshal.loads(payload)
             if data["version"] != FORMAT_VERSION:
                 raise ValueError(f"index format {data['version']}")
-            fields = list(Entry.__dataclass_fields__)
-            entries = {doc: Entry.from_dict(dict(zip(fields, values))) for doc, values in data["entries"].items()}
+            rows = data["entries"]
             params = tuple(data["params"])
             keys, postings, lengths = data["keys"], data["postings"], data["lengths"]
             signatures, next_doc = data["signatures"], data["next_doc"]
         except (EOFError, TypeError, KeyError) as exc:
             raise ValueError(f"unreadable payload ({exc.__class__.__name__})") from exc
-        if set(keys.values()) != set(entries) or set(lengths) != set(entries):
+        if set(keys.values()) != set(rows) or set(lengths) != set(rows):
             raise ValueError("inconsistent documents")
         if params != (self.params.k1, self.params.b, self.params.heading_weight):
             raise _Stale()
-        self.entries, self.keys, self.signatures, self.next_doc = entries, keys, signatures, next_doc
+        self.rows, self.keys, self.signatures, self.next_doc = rows, keys, signatures, next_doc
         self.index.load(postings, lengths)
 
     @classmethod
@@ -132,6 +134,8 @@ class SearchIndex:
                 index = cls(params, tokenizer)
         index.sync(sources)
         if path is not None and (index.changed or not path.exists()):
+            from filelock import FileLock  # imported here: searching an up-to-date index needs no lock
+
             with FileLock(str(path) + ".lock"):
                 index.save(path)
         return index
@@ -167,13 +171,16 @@ class SearchIndex:
         self.signatures[key] = (stat.st_size, stat.st_mtime_ns, digest)
         self.changed = True
 
+    def entry(self, doc: int) -> Entry:
+        return Entry(*self.rows[doc][:5], tuple(self.rows[doc][5]), *self.rows[doc][6:])
+
     def _replace_file(self, file: str, entries: list[Entry]) -> None:
         wanted = {_entry_key(e): e for e in entries}
-        for doc in [d for d, e in self.entries.items() if e.file == file]:
-            key = _entry_key(self.entries[doc])
+        for doc in [d for d, row in self.rows.items() if row[_FILE] == file]:
+            key = _entry_key(self.entry(doc))
             if key not in wanted:
                 self.index.remove(doc)
-                del self.entries[doc]
+                del self.rows[doc]
                 self.keys.pop(key, None)
         for key, entry in wanted.items():
             if key not in self.keys:
@@ -187,7 +194,7 @@ class SearchIndex:
         heading = f"{entry.section} {' '.join(entry.tags)}"
         terms = weighted_terms(self.tokenizer.tokens(entry.text), self.tokenizer.tokens(heading), self.params.heading_weight)
         self.index.add(doc, terms)
-        self.entries[doc] = entry
+        self.rows[doc] = tuple(entry.to_dict().values())
         self.keys[key or _entry_key(entry)] = doc
         self.changed = True
         return doc

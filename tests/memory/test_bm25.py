@@ -74,6 +74,20 @@ def test_heading_terms_weigh_more_than_body_terms():
 def test_weights_filter_and_scale_results():
     index = build([["a", "b"], ["a"], ["a", "a"]])
     plain = dict(index.search(["a"], 3))
-    weighted = index.search(["a"], 3, weights={1: 0.0, 2: 0.5})
+    weighted = index.search(["a"], 3, weight=lambda d: {1: 0.0, 2: 0.5}.get(d, 1.0))
     assert 1 not in dict(weighted)
     assert math.isclose(dict(weighted)[2], plain[2] * 0.5)
+
+
+@settings(max_examples=50, deadline=None)
+@given(docs_strategy, st.lists(st.sampled_from(VOCAB), min_size=1, max_size=5))
+def test_dump_then_lazy_load_gives_the_same_results_and_accepts_updates(docs, query):
+    index = build(docs)
+    loaded = Index(index.params)
+    loaded.load(*index.dump())
+    assert loaded.search(query, 10) == index.search(query, 10)
+    loaded.remove(0)
+    index.remove(0)
+    loaded.add(99, {"t1": 2.0})
+    index.add(99, {"t1": 2.0})
+    assert loaded.search(query, 10) == index.search(query, 10)
