@@ -9,10 +9,10 @@ from pathlib import Path
 
 import regex
 
-from ccr.redact import redact
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
-from memory.index_file import SearchIndex, Source, atomic_write
+from memory.files import atomic_write
+from memory.index_file import SearchIndex, Source
 from memory.markdown import MemoryDocument, normalize_text, parse
 from memory.tokenize import Tokenizer
 
@@ -83,6 +83,8 @@ def store(cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), s
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
+    from ccr.redact import redact  # only writers pay for compiling the secret patterns
+
     text = normalize_text(redact(text, cfg.redact_patterns))
     if not text:
         raise BadInput("empty text")

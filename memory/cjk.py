@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import logging
 import marshal
-import os
 import sys
-import tempfile
 from array import array
 from bisect import bisect_left
 from pathlib import Path
@@ -97,12 +95,9 @@ def _build_cache(jieba, path: Path | None) -> tuple[bytes, array, array, int]:
         offsets.append(offsets[-1] + len(word) + 1)
     freqs = array("I", (count for _, count in items))
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = marshal.dumps((_CACHE_VERSION, jieba.__version__, total, blob, offsets.tobytes(), freqs.tobytes()))
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-        os.replace(tmp, path)
+        from memory.files import atomic_write
+
+        atomic_write(path, marshal.dumps((_CACHE_VERSION, jieba.__version__, total, blob, offsets.tobytes(), freqs.tobytes())))
     return blob, offsets, freqs, total
 
 

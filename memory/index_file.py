@@ -10,8 +10,6 @@ entries that are new or changed are tokenized. The index is saved atomically whe
 from __future__ import annotations
 
 import marshal
-import os
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -21,6 +19,7 @@ import xxhash
 
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
+from memory.files import atomic_write
 from memory.markdown import parse
 from memory.tokenize import Tokenizer
 
@@ -49,18 +48,6 @@ class Source:
 def _entry_key(entry: Entry) -> str:
     data = marshal.dumps(tuple(entry.to_dict().values()))
     return xxhash.xxh64_hexdigest(data)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class SearchIndex:
