@@ -2,7 +2,7 @@
 
     python bench/memory_speed.py [--corpus DIR] [--entries 10000] [--runs 15]
 
-- warm query latency (tokenize + top 10) on an index of N entries (SciFact abstract sentences,
+- warm query latency (tokenize + top 10; per query the median of 5 runs) on an index of N entries (SciFact abstract sentences,
   SciFact claims as queries), against bm25s on the same entries in the same run;
 - one-entry index update (tokenize + add) on that index, and the first query after it;
 - cold `ctxmill memory search` end to end (new process each time, index already on disk) on a
@@ -67,12 +67,17 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def time_each(fn, items) -> list[float]:
+def time_each(fn, items, repeats: int = 1) -> list[float]:
+    """Milliseconds per item; with repeats, the median of that many runs (filters out moments
+    when a busy machine's scheduler preempts the process, not the cost of the item itself)."""
     out = []
     for item in items:
-        start = time.perf_counter()
-        fn(item)
-        out.append((time.perf_counter() - start) * 1000)
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn(item)
+            runs.append((time.perf_counter() - start) * 1000)
+        out.append(statistics.median(runs))
     return out
 
 
@@ -85,7 +90,7 @@ def warm_queries(entries: list[str], queries: list[str], params: Bm25Params, tok
     index.warm()
     for q in queries[:50]:
         index.search(tokenizer.tokens(q), 10)
-    ours = time_each(lambda q: index.search(tokenizer.tokens(q), 10), queries)
+    ours = time_each(lambda q: index.search(tokenizer.tokens(q), 10), queries, repeats=5)
 
     model = bm25s.BM25()
     model.index(bm25s.tokenize(entries, show_progress=False), show_progress=False)
@@ -97,7 +102,7 @@ def warm_queries(entries: list[str], queries: list[str], params: Bm25Params, tok
 
     for q in queries[:50]:
         bm25s_query(q)
-    theirs = time_each(bm25s_query, queries)
+    theirs = time_each(bm25s_query, queries, repeats=5)
 
     updates = [f"new memory entry {i} about cache invalidation in the build system" for i in range(200)]
     doc = len(entries)

@@ -15,12 +15,14 @@ longer lift a new document into the top k (MaxScore), which keeps results exact.
 
 from __future__ import annotations
 
+import heapq
 import marshal
 import math
 import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 
 
 @dataclass(frozen=True)
@@ -174,9 +176,11 @@ class Index:
             remaining[i] = remaining[i + 1] + lists[i][0]
         scores: dict[int, float] = {}
         for i, (_, qtf, impacts) in enumerate(lists):
-            if i and len(scores) >= limit and remaining[i] < _kth_best(scores, limit, weights):
-                _add_to_candidates(scores, lists[i:])
-                break
+            if i and len(scores) >= limit:
+                threshold = _kth_best(scores, limit, weights, remaining[i])
+                if remaining[i] < threshold:
+                    scores = _finish_candidates(scores, lists[i:], threshold - remaining[i])
+                    break
             if not scores and qtf == 1:
                 scores = dict(impacts)
                 continue
@@ -186,8 +190,8 @@ class Index:
         if weights is not None:
             scores = {d: s * weights[d] for d, s in scores.items()}
             scores = {d: s for d, s in scores.items() if s > 0.0}
-        best = sorted(scores, key=scores.__getitem__, reverse=True)[:limit]
-        return [(doc, scores[doc]) for doc in best]
+        best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        return [(doc, score) for doc, score in best]
 
 
 class _Memo(dict):
@@ -202,17 +206,23 @@ class _Memo(dict):
         return value
 
 
-def _kth_best(scores: dict[int, float], k: int, weights: _Memo | None) -> float:
+def _kth_best(scores: dict[int, float], k: int, weights: _Memo | None, bound: float) -> float:
+    """The k-th best (weighted) score so far; 0.0 when it cannot exceed `bound` anyway."""
+    if max(scores.values()) <= bound:
+        return 0.0
     values = scores.values() if weights is None else [s * weights[d] for d, s in scores.items()]
-    ranked = sorted(values, reverse=True)
-    return ranked[k - 1] if len(ranked) >= k else 0.0
+    ranked = heapq.nlargest(k, values)
+    return ranked[-1] if len(ranked) >= k else 0.0
 
 
-def _add_to_candidates(scores: dict[int, float], lists) -> None:
-    """Finish the scores of the current candidates only; no new document can reach the top k."""
+def _finish_candidates(scores: dict[int, float], lists, floor: float) -> dict[int, float]:
+    """Complete the scores of candidates that can still reach the top k (score >= floor);
+    no document outside `scores` can, since the remaining lists sum to less than the k-th best."""
+    finished = {doc: score for doc, score in scores.items() if score >= floor}
     for _, qtf, impacts in lists:
         get = impacts.get
-        for doc in scores:
+        for doc in finished:
             impact = get(doc)
             if impact is not None:
-                scores[doc] += qtf * impact
+                finished[doc] += qtf * impact
+    return finished
