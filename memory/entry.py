@@ -46,10 +46,6 @@ class Entry:
             "section": self.section,
         }
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Entry:
-        return cls(**{**data, "tags": tuple(data["tags"])})
-
 
 @dataclass(frozen=True)
 class Hit:

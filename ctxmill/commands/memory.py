@@ -8,10 +8,9 @@ import sys
 from ctxmill import paths
 from ctxmill.cli import CliError
 
-TYPES = ("constraint", "decision", "gotcha", "fact", "note")
-
 
 def register(subparsers) -> None:
+    from memory.entry import TYPES
     parser = subparsers.add_parser("memory", help="durable project and global memory (MEMORY.md)")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
