@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
     "replay": "replay",
+    "memory": "memory",
 }
 
 
