@@ -33,6 +33,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from ccr.files import private_dir, private_file
 from ccr.keys import is_valid_key, make_key
 
 DB_NAME = "ccr.sqlite3"
@@ -158,15 +159,11 @@ def _mib(n: int) -> str:
 
 
 def _secure_directory(directory: Path) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(directory)
     try:
         os.chmod(directory, 0o700)
     except PermissionError:  # not ours (e.g. a shared mount): leave its mode alone
         pass
-
-
-def _secure_file(path: Path) -> None:
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
 
 
 class CCRStore:
@@ -199,7 +196,7 @@ class CCRStore:
                 # Switching a new database to WAL is not covered by busy_timeout: serialize
                 # opening across processes so racing first users do not fail.
                 with FileLock(self.path + ".lock", mode=0o600, timeout=_BUSY_TIMEOUT_MS / 1000):
-                    _secure_file(Path(self.path))
+                    private_file(Path(self.path))
                     self._db = self._connect()
         except (sqlite3.Error, OSError, Timeout) as exc:
             raise CCRError(f"cannot open the CCR store at {self.path}: {exc}") from exc

@@ -33,6 +33,10 @@ class CompressConfig:
     disabled_stages: frozenset[str] = frozenset()
     stage_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-stage knobs by stage name; each stage documents its own keys and defaults."""
+    redact_extra: tuple[str | tuple[str, str], ...] = ()
+    """More secret patterns (regex, or (kind, regex)) redacted from originals before CCR stores them."""
+    redact_allow: tuple[str, ...] = ()
+    """Regexes for values the redaction must keep (see ccr.redact)."""
 
     def options(self, stage: str) -> Mapping[str, Any]:
         return self.stage_options.get(stage, {})

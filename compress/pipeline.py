@@ -367,7 +367,7 @@ class _Runner:
 
     def apply_chain(self, messages: list[Message], mutable: tuple[bool, ...], tier: Tier, anchor: int) -> "_Plan":
         provider = self.report.provider
-        originals = PendingOriginals()
+        originals = PendingOriginals(redact_extra=self.config.redact_extra, redact_allow=self.config.redact_allow)
         ctx = StageContext(self.config, tier, anchor, mutable, originals, self.count)
         current = list(messages)
         saved: dict[str, int] = {}

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
 
+from ccr.files import atomic_write, private_dir
 from compress.jsonbytes import dumps
 
 STATE_FILE = "state.jsonl"
@@ -102,9 +102,8 @@ class Session:
         """Load under the session's file lock and save on a clean exit."""
         from filelock import FileLock
 
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with FileLock(str(path / "state.lock")):
+        path = private_dir(Path(path))
+        with FileLock(str(path / "state.lock"), mode=0o600):
             session = cls.load(path)
             yield session
             session.save()
@@ -138,10 +137,12 @@ class Session:
         if self._rewrite or not target.exists():
             lines = [dumps(asdict(self.header))]
             lines += [_record_line(h, r) for h, r in self.records.items()]
-            _atomic_write(target, b"\n".join(lines) + b"\n")
+            atomic_write(target, b"\n".join(lines) + b"\n")
         elif self._pending:
-            with open(target, "ab") as fh:
-                fh.write(b"\n".join(self._pending) + b"\n")
+            with open(target, "ab+") as fh:
+                torn = fh.tell() > 0 and fh.seek(-1, os.SEEK_END) >= 0 and fh.read(1) != b"\n"
+                # After a crash mid-append, end the torn line first so the new records stay whole.
+                fh.write((b"\n" if torn else b"") + b"\n".join(self._pending) + b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
         self._pending.clear()
@@ -152,18 +153,3 @@ def _record_line(prefix_hash: str, r: Record) -> bytes:
     return dumps({"h": prefix_hash, "r": r.rendered, "rt": r.raw_tokens, "ot": r.out_tokens,
                          "c": r.compressible, "s": r.settled})
 
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".state-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -16,6 +16,7 @@ from typing import Callable, Mapping
 
 from ccr.keys import make_key
 from ccr.markers import has_marker
+from ccr.redact import redact
 from compress.config import CompressConfig, is_protected_tool
 from compress.model import TOOL_RESULT, Block, Message
 from compress.tiers import Tier
@@ -42,13 +43,19 @@ class Stage:
 
 @dataclass(slots=True)
 class PendingOriginals:
-    """Originals a run wants in CCR, in order, keyed by content hash; committed by the pipeline."""
+    """Originals a run wants in CCR, in order, keyed by content hash; committed by the pipeline.
+
+    Secrets are redacted before an original is buffered, and the key is the hash of the
+    redacted text, so a marker resolves to exactly what is stored and no secret reaches disk."""
 
     entries: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    redact_extra: tuple = ()
+    redact_allow: tuple = ()
 
     def put(self, text: str, hint: str | None = None) -> str:
+        text = redact(text, self.redact_extra, self.redact_allow)
         key = make_key(text)
-        self.entries.setdefault(key, (text, hint))
+        self.entries.setdefault(key, (text, hint and redact(hint, self.redact_extra, self.redact_allow)))
         return key
 
 

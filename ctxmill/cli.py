@@ -38,11 +38,27 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
 
 
 class _LazyFileHandler(logging.FileHandler):
-    """Appends to the log file, creating its folder only when something is logged."""
+    """Appends to the log file (0600 in a 0700 folder), created only when something is logged."""
 
     def _open(self):  # noqa: ANN202 - logging's signature
-        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from ccr.files import private_dir, private_file
+
+        private_file(private_dir(Path(self.baseFilename).parent) / Path(self.baseFilename).name)
         return super()._open()
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts secrets from every record (message and arguments) before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ccr.redact import redact
+
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info, record.exc_text = None, None
+        record.msg, record.args = redact(message), None
+        return True
 
 
 def configure_logging() -> None:
@@ -55,6 +71,7 @@ def configure_logging() -> None:
     logger.propagate = False
     handler = _LazyFileHandler(project_home() / "ctxmill.log", delay=True, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.addFilter(RedactingFilter())
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 
@@ -73,5 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"ctxmill {args.command}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # disk full, read-only folder, permission denied: one line, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"ctxmill {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -20,6 +20,10 @@ high = 90000
 
 [compress.stages.trim_outputs]         # per-stage knobs, documented in each stage
 max_lines = 400
+
+[security]                             # secrets are redacted before CCR or memory stores text
+redact_extra = ["INTERNAL-[0-9]{6}"]   # more regexes to redact (a group named `secret`: only it)
+redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full match)
 ```
 A missing file means defaults; an unknown key or a wrong type is an error naming the key.
 """
@@ -27,9 +31,11 @@ A missing file means defaults; an unknown key or a wrong type is an error naming
 from __future__ import annotations
 
 import tomllib
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+
+import regex
 
 from compress.config import PROTECTED_TOOLS, CompressConfig
 from compress.tiers import TierThresholds
@@ -45,20 +51,55 @@ _SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect
             "min_saving_fraction": float, "min_saving_chars": int}
 
 
-def load_compress_config(home: Path) -> CompressConfig:
+@dataclass(frozen=True)
+class Redaction:
+    """The `[security]` table: extra secret patterns and allowed values (regexes)."""
+
+    extra: tuple[str, ...] = ()
+    allow: tuple[str, ...] = ()
+
+
+def _load(home: Path) -> tuple[dict[str, Any], str]:
     path = home / CONFIG_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
     except FileNotFoundError:
-        return CompressConfig()
+        return {}, str(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    return compress_config_from(data.get("compress", {}), str(path))
+
+
+def load_compress_config(home: Path) -> CompressConfig:
+    data, where = _load(home)
+    redaction = redaction_from(data.get("security", {}), where)
+    config = compress_config_from(data.get("compress", {}), where)
+    return replace(config, redact_extra=redaction.extra, redact_allow=redaction.allow)
+
+
+def load_redaction(home: Path) -> Redaction:
+    data, where = _load(home)
+    return redaction_from(data.get("security", {}), where)
+
+
+def redaction_from(section: Any, where: str = "config") -> Redaction:
+    table = _table(section, f"{where}: security")
+    unknown = set(table) - {"redact_extra", "redact_allow"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key security.{sorted(unknown)[0]}")
+    lists = {}
+    for key in ("redact_extra", "redact_allow"):
+        lists[key] = tuple(_strings(table.get(key, []), f"{where}: security.{key}"))
+        for pattern in lists[key]:
+            try:
+                regex.compile(pattern)
+            except regex.error as exc:
+                raise ConfigError(f"{where}: security.{key}: bad regex {pattern!r}: {exc}") from None
+    return Redaction(lists["redact_extra"], lists["redact_allow"])
 
 
 def compress_config_from(section: dict[str, Any], where: str = "config") -> CompressConfig:
     config = CompressConfig()
-    known = {f.name for f in fields(CompressConfig)} | {"stages"}
+    known = {f.name for f in fields(CompressConfig)} - {"redact_extra", "redact_allow"} | {"stages"}
     changes: dict[str, Any] = {}
     for key, value in section.items():
         if key not in known:

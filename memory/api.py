@@ -11,7 +11,7 @@ import regex
 
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
-from memory.files import atomic_write
+from ccr.files import atomic_write, private_dir
 from memory.index_file import SearchIndex, Source
 from memory.markdown import MemoryDocument, normalize_text, parse
 from memory.tokenize import Tokenizer
@@ -64,8 +64,8 @@ def _index_path(cfg: MemoryConfig) -> Path:
 def _lock(path: Path):
     from filelock import FileLock  # only writers pay for the import
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(path.with_name("." + path.name + ".lock")))
+    private_dir(path.parent)
+    return FileLock(str(path.with_name("." + path.name + ".lock")), mode=0o600)
 
 
 def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
@@ -85,7 +85,7 @@ def store(cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), s
     _check_scope(scope, SCOPES)
     from ccr.redact import redact  # only writers pay for compiling the secret patterns
 
-    text = normalize_text(redact(text, cfg.redact_patterns))
+    text = normalize_text(redact(text, cfg.redact_patterns, cfg.redact_allow))
     if not text:
         raise BadInput("empty text")
     clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip()))

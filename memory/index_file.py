@@ -19,7 +19,7 @@ import xxhash
 
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
-from memory.files import atomic_write
+from ccr.files import atomic_write, private_dir
 from memory.markdown import parse
 from memory.tokenize import Tokenizer
 
@@ -80,7 +80,7 @@ class SearchIndex:
 
     def save(self, path: Path) -> None:
         payload = self._payload()
-        atomic_write(path, MAGIC + xxhash.xxh64_digest(payload) + payload)
+        atomic_write(path, MAGIC + xxhash.xxh64_digest(payload) + payload, fsync=False)  # rebuildable
         self.changed = False
 
     def _restore(self, blob: bytes) -> None:
@@ -123,7 +123,7 @@ class SearchIndex:
         if path is not None and (index.changed or not path.exists()):
             from filelock import FileLock  # imported here: searching an up-to-date index needs no lock
 
-            with FileLock(str(path) + ".lock"):
+            with FileLock(str(private_dir(path.parent) / (path.name + ".lock")), mode=0o600):
                 index.save(path)
         return index
 

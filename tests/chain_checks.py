@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
+from ccr.redact import redact
 from compress import pipeline
 from compress.adapters import from_provider
 from compress.config import CompressConfig
@@ -97,7 +98,7 @@ def check_run(before: Any, after: Any, store: CCRStore) -> int:
                 new_markers = [m for m in find_markers(y.result_text) if m not in find_markers(x.result_text)]
                 assert new_markers, "a changed result must carry a marker"
                 for marker in new_markers:
-                    assert store.get(marker.key).text == x.result_text
+                    assert store.get(marker.key).text == redact(x.result_text)  # CCR keeps originals redacted
                 written += len(new_markers)
             if x.kind == TOOL_USE and x.input != y.input:
                 assert type(x.input) is type(y.input)
@@ -108,6 +109,6 @@ def check_run(before: Any, after: Any, store: CCRStore) -> int:
                     if text != old_strings[path]:
                         (note,) = find_markers(text)
                         assert note.kind == "note" and text == text[note.start:note.end]
-                        assert store.get(note.key).text == old_strings[path]
+                        assert store.get(note.key).text == redact(old_strings[path])
                         written += 1
     return written

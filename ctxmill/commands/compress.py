@@ -51,7 +51,7 @@ def read_request(source: str) -> object:
 def run(args: argparse.Namespace) -> int:
     import contextlib
 
-    from ccr.store import CCRStore
+    from ccr.store import CCRError, CCRStore
     from compress.adapters import InvalidRequest, detect
     from compress.jsonbytes import dumps
     from compress.pipeline import run as run_pipeline
@@ -72,7 +72,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     with contextlib.ExitStack() as stack:
-        store = stack.enter_context(CCRStore(ccr_dir(home)))
+        try:
+            store = stack.enter_context(CCRStore(ccr_dir(home)))
+        except CCRError as exc:
+            raise CliError(str(exc)) from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
         result = run_pipeline(body, session=session, store=store, config=config,
                               reported_input_tokens=args.input_tokens)

@@ -40,10 +40,16 @@ def register(subparsers) -> None:
 
 
 def config():
+    from ctxmill.settings import ConfigError, load_redaction
     from memory.config import MemoryConfig
 
-    global_home = paths.global_home()
-    return MemoryConfig(project_home=paths.project_home(), global_home=global_home, cache_dir=global_home / "cache")
+    global_home, project_home = paths.global_home(), paths.project_home()
+    try:
+        redaction = load_redaction(project_home)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    return MemoryConfig(project_home=project_home, global_home=global_home, cache_dir=global_home / "cache",
+                        redact_patterns=redaction.extra, redact_allow=redaction.allow)
 
 
 def _line(entry) -> str:
