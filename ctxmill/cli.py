@@ -17,6 +17,7 @@ from pathlib import Path
 COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
+    "memory": "memory",
 }
 
 
