@@ -62,7 +62,8 @@ def _index_path(cfg: MemoryConfig) -> Path:
     return home / INDEX_FILE
 
 
-def _lock(path: Path) -> FileLock:
+def lock(path: Path) -> FileLock:
+    """The write lock of a memory file (held while reading, changing and replacing it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return FileLock(str(path.with_name("." + path.name + ".lock")))
 
@@ -92,7 +93,7 @@ def store(
     if bad:
         raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
     path = _home(cfg, scope) / (NOTES_FILE if notes else MEMORY_FILE)
-    with _lock(path):
+    with lock(path):
         doc = _read(path, scope, "note" if notes else None)
         taken = {e.id for e in doc.entries()}
         created, salt = now(), 0
@@ -109,7 +110,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
     for source in _sources(cfg):
         if not source.path.exists():
             continue
-        with _lock(source.path):
+        with lock(source.path):
             doc = _read(source.path, source.scope, source.default_type)
             removed = doc.remove(id)
             if removed is not None:
