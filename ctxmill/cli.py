@@ -18,6 +18,13 @@ COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
     "memory": "memory",
+    "hook": "hook",
+    "checkpoint": "checkpoint",
+    "dream": "dream",
+    "install": "install",
+    "uninstall": "uninstall",
+    "doctor": "doctor",
+    "mcp": "mcp",
 }
 
 
