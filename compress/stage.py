@@ -2,7 +2,8 @@
 
 A stage may change only the messages whose `ctx.mutable[i]` is true (not frozen by the
 session, not in the protected tail), never user-written text, never the results of protected
-tools, and tool *inputs* only if it is the stage made for superseded inputs. It does no I/O
+tools, and tool *inputs* only if it is one of the stages made for superseded or failed inputs
+(`supersede_inputs`, `purge_errors`; see `compress.inputnotes`). It does no I/O
 except `ctx.store(...)`, which buffers originals for CCR; the pipeline commits them before any
 marker leaves the process. It returns a new list; unchanged messages are the same objects.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from ccr.keys import make_key
 from ccr.markers import has_marker
@@ -32,7 +33,7 @@ class Stage:
     run: StageFn
     min_tier: Tier = Tier.ALWAYS
     may_edit_inputs: bool = False
-    """Only the stage made for superseded tool inputs may change them."""
+    """Only the stages made for superseded or failed tool inputs may change them."""
 
 
 @dataclass(slots=True)
@@ -112,3 +113,24 @@ def each_mutable(messages: list[Message], ctx: StageContext,
         except Exception as exc:  # noqa: BLE001 - a failing stage must not take the request down
             ctx.failed(i, exc)
     return out
+
+
+BlockEdit = Callable[[Block], Block]
+
+
+def edit_blocks(messages: list[Message], ctx: StageContext, edits: Mapping[int, Mapping[int, BlockEdit]],
+                decision: str) -> list[Message]:
+    """Apply `edits[message index][block index]` to the mutable messages (other entries are
+    ignored) and note `decision` for each message that changed; a message whose edit raises
+    stays as it was."""
+
+    def apply(i: int, msg: Message) -> Message:
+        todo = edits.get(i)
+        if not todo:
+            return msg
+        out = msg.with_blocks([todo[j](b) if j in todo else b for j, b in enumerate(msg.blocks)])
+        if out is not msg:
+            ctx.note(i, decision)
+        return out
+
+    return each_mutable(messages, ctx, apply)
