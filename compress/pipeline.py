@@ -17,6 +17,7 @@ the stages active at its tier, and returns the new body and a report. It holds:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import xxhash
 
-from compress.adapters import from_provider, render_message
+from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
@@ -145,6 +146,26 @@ class RunResult:
     report: RunReport
 
 
+def block_tokens(b: Block, count: Callable[[str], int]) -> int:
+    """Input tokens of one block as the pipeline and the replay count them."""
+    if b.kind in (TEXT, THINKING):
+        return count(b.text)
+    if b.kind == TOOL_USE:
+        value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
+        return 8 + count(b.tool_name) + count(value)
+    if b.kind == TOOL_RESULT:
+        return 4 + sum(block_tokens(p, count) for p in b.parts)
+    if b.kind == IMAGE:
+        return IMAGE_TOKENS
+    if b.kind == REDACTED_THINKING:
+        return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
+    return count(dumps(b.raw).decode())
+
+
+MESSAGE_OVERHEAD = 4
+"""Tokens charged per message besides its blocks."""
+
+
 class CCRWriter:
     """What the runner needs of a CCR store: a batch of puts committed as one transaction."""
 
@@ -196,27 +217,16 @@ class _Runner:
     # -- token accounting ------------------------------------------------------------
 
     def block_tokens(self, b: Block) -> int:
-        if b.kind in (TEXT, THINKING):
-            return self.count(b.text)
-        if b.kind == TOOL_USE:
-            value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
-            return 8 + self.count(b.tool_name) + self.count(value)
-        if b.kind == TOOL_RESULT:
-            return 4 + sum(self.block_tokens(p) for p in b.parts)
-        if b.kind == IMAGE:
-            return IMAGE_TOKENS
-        if b.kind == REDACTED_THINKING:
-            return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
-        return self.count(dumps(b.raw).decode())
+        return block_tokens(b, self.count)
 
     def message_tokens(self, msg: Message) -> int:
         cached = self._tokens.get(id(msg))
         if cached is not None and cached[0] is msg:
             return cached[1]
         if msg.role in ("system", "other"):
-            n = 4 + self.count(dumps(msg.raw).decode())
+            n = MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
         else:
-            n = 4 + sum(self.block_tokens(b) for b in msg.blocks)
+            n = MESSAGE_OVERHEAD + sum(self.block_tokens(b) for b in msg.blocks)
         self._tokens[id(msg)] = (msg, n)
         return n
 
@@ -237,15 +247,17 @@ class _Runner:
     # -- the run -----------------------------------------------------------------------
 
     def run(self, body: Any, session: Session, store: CCRWriter | None, reported: int | None) -> Any:
-        request = from_provider(body)
-        messages = list(request.messages)
-        report = self.report
-        report.provider = request.provider
-        report.messages = len(messages)
+        provider = detect(body)
         hashes = prefix_hashes(body["messages"])
         header = session.header
-        same_provider = header.provider == request.provider
+        same_provider = header.provider == provider
         frozen = _known_prefix(hashes, session.records) if same_provider else 0
+        known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
+        request = from_provider(body, provider, known)
+        messages = list(request.messages)
+        report = self.report
+        report.provider = provider
+        report.messages = len(messages)
 
         raw_tokens = [session.records[hashes[i]].raw_tokens if i < frozen else self.message_tokens(m)
                       for i, m in enumerate(messages)]
@@ -285,7 +297,8 @@ class _Runner:
         elif plan.originals.entries:
             raise RuntimeError("stages wrote originals but no CCR store was given")
 
-        self.apply_to_session(session, plan, request.provider, tier, hashes, raw_tokens, reason)
+        self.apply_to_session(session, plan, provider, tier, hashes, raw_tokens, reason)
+        session.parsed.update(zip(hashes, messages))
         report.mode = "epoch" if reason else "incremental"
         report.epoch_reason = reason
         report.frozen = 0 if reason else frozen

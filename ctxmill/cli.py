@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "uninstall": "uninstall",
     "doctor": "doctor",
     "mcp": "mcp",
+    "replay": "replay",
 }
 
 
