@@ -134,8 +134,8 @@ def _set_mcp(path: Path, container: str, style: str, change: Change, created: li
     data = _load_json(path)
     if not path.exists():
         created.append(str(path))
-    if style == "opencode":
-        data.setdefault("$schema", "https://opencode.ai/config.json")
+        if style == "opencode":
+            data["$schema"] = "https://opencode.ai/config.json"
     data.setdefault(container, {})["ctxmill"] = _mcp_entry(style)
     _write_json(path, data, change, created)
 

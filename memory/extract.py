@@ -55,7 +55,7 @@ _CRITICAL = regex.compile(
     | 注意 | 重要 | 关键 | 小心 | 切记 | 记住
     """)
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
-_BARE_EXIT = regex.compile(r"(?i)^\W*exit (?:code|status) \d+\W*$")
+_UNTELLING = regex.compile(r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
 _CODE_FENCE = regex.compile(r"```[^`]*+```", regex.DOTALL)
 _HAN = regex.compile(r"\p{Han}")
 _MIN_SENTENCE = 8  # characters; a Han character counts twice
@@ -133,11 +133,13 @@ def _fix_label(name: str, tool_input) -> str | None:
 
 
 def _error_line(text: str) -> str:
-    """The most telling error line: the first one that says more than "Exit code N"."""
+    """The most telling error line: the first that says more than "Exit code N" or a traceback header."""
     lines = [line.strip() for line in text.strip().split("\n")]
+    if "Traceback (most recent call last)" in text:  # Python names the exception last
+        return lines[-1]
     found = [lines[i] for i in error_line_indexes(lines)]
-    telling = [line for line in found if not _BARE_EXIT.match(line)]
-    other = [line for line in lines if line and not _BARE_EXIT.match(line)]
+    telling = [line for line in found if not _UNTELLING.match(line)]
+    other = [line for line in lines if line and not _UNTELLING.match(line)]
     return (telling or other or lines)[0]
 
 
