@@ -77,7 +77,7 @@ def _entry_line(entry) -> str:
 def session_start(event: dict) -> dict | None:
     from ctxmill.configs import memory_config
     from memory import api
-    from memory.checkpoint import latest_summary
+    from memory.summary import latest_summary
 
     home = project_home(event)
     if home.is_dir():
@@ -153,7 +153,7 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
 
 
 def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -> bool:
-    from memory.checkpoint import CHECKPOINT_FILE
+    from memory.summary import CHECKPOINT_FILE
 
     done = home / "sessions" / session_id / CHECKPOINT_FILE
     try:

@@ -32,8 +32,8 @@ from memory.entry import Entry
 from memory.extract import Extraction, Gotcha, extract
 from memory.index_file import atomic_write
 from memory.similar import DUPLICATE, overlap, terms
+from memory.summary import CHECKPOINT_FILE
 
-CHECKPOINT_FILE = "checkpoint.md"
 RAW_FILE = "checkpoint.raw.json"
 SECTIONS = ("Task", "Progress", "Decisions", "Constraints", "Files changed", "Errors → fixes", "Next steps",
             "Critical context")
@@ -233,17 +233,3 @@ def checkpoint_file(cfg: CheckpointConfig, path: str | Path, session_id: str | N
 
     transcript = read_session(path, fmt)
     return write_checkpoint(cfg, transcript, session_id_for(path, session_id), str(path), offer)
-
-
-def latest_summary(home: Path, max_chars: int = 1500) -> str | None:
-    """The Task, Next steps and Critical context of the last checkpoint, for session start."""
-    path = home / CHECKPOINT_FILE
-    if not path.exists():
-        return None
-    text = path.read_text("utf-8", errors="replace")
-    keep = []
-    for part in regex.split(r"(?m)^(?=## )", text):
-        if part.startswith(("## Task", "## Next steps", "## Critical context", "# Checkpoint")):
-            keep.append(part.strip())
-    summary = "\n\n".join(keep)
-    return summary if len(summary) <= max_chars else summary[:max_chars].rstrip() + "…"
