@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ctxmill import paths
 from ctxmill.cli import CliError
+from ctxmill.configs import memory_config
 
 
 def register(subparsers) -> None:
@@ -39,13 +39,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def config():
-    from memory.config import MemoryConfig
-
-    global_home = paths.global_home()
-    return MemoryConfig(project_home=paths.project_home(), global_home=global_home, cache_dir=global_home / "cache")
-
-
 def _line(entry) -> str:
     flags = " pinned" if entry.pinned else ""
     tags = "".join(f" #{t}" for t in entry.tags)
@@ -65,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from memory import api
     from memory.index_file import CorruptIndexWarning
 
-    cfg = config()
+    cfg = memory_config()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CorruptIndexWarning)
