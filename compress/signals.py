@@ -25,14 +25,26 @@ _ERROR_WORDS = regex.compile(
        |denied|refused|timed?\ ?out|undefined|unresolved|errno|exit\ (?:code|status)\ [1-9]\d*
        |non-zero\ exit|warning|deprecated|critical)\b
     | 错误 | 失败 | 异常 | 报错 | 无法 | 找不到 | 未找到 | 超时 | 拒绝 | 崩溃 | 警告
-    | ^\s*E\s{2,}\S            # pytest failure lines
-    | ^\s*File\ ".*",\ line\ \d+  # Python traceback frames
-    | ^\s*at\ [\w.$<>]+\(      # Java/JS stack frames
+    | ^[ \t]*E[ \t]{2,}\S          # pytest failure lines
+    | ^[ \t]*File\ "[^"\n]*",\ line\ \d+  # Python traceback frames
+    | ^[ \t]*at\ [\w.$<>]+\(      # Java/JS stack frames
     | <tool_use_error>
     | \b\w+(?:error|exception):  # ValueError: … / TypeError: … at the end of a traceback
     """,
     regex.MULTILINE,
 )
+
+_TRIGGERS = (
+    "error", "exception", "traceback", "fail", "fatal", "panic", "segmentation", "cannot", "can't",
+    "could not", "unable", "not found", "no such", "denied", "refused", "time", "undefined",
+    "unresolved", "errno", "exit ", "non-zero", "warning", "deprecated", "critical",
+    "错误", "失败", "异常", "报错", "无法", "找不到", "未找到", "超时", "拒绝", "崩溃", "警告",
+    "e  ", "e \t", "e\t", 'file "', "at ",
+)
+"""Lower-case substrings of which every match of `_ERROR_WORDS` contains one (keep in step):
+a line without any of them is not an error line, so long texts are scanned with str.find."""
+_WINDOW = 20_000
+"""Lines longer than this are checked only around their triggers (within 200 chars)."""
 
 _FAILED_START = regex.compile(
     r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|错误|失败)")
@@ -44,6 +56,42 @@ def is_error_line(line: str) -> bool:
 
 def error_line_indexes(lines: list[str]) -> list[int]:
     return [i for i, line in enumerate(lines) if _ERROR_WORDS.search(line)]
+
+
+def error_line_numbers(text: str) -> list[int]:
+    """Sorted indexes, in `text.split("\\n")`, of the lines `is_error_line` accepts; linear
+    time (str.find for triggers, the pattern only on lines holding one)."""
+    low = text.lower()
+    if len(low) != len(text):  # a few characters change length when lower-cased
+        return error_line_indexes(text.split("\n"))
+    positions: list[int] = []
+    for trigger in _TRIGGERS:
+        at = low.find(trigger)
+        while at >= 0:
+            positions.append(at)
+            at = low.find(trigger, at + 1)
+    positions.sort()
+    found: list[int] = []
+    line = line_start = 0
+    done = -1  # the last line decided for good
+    for pos in positions:
+        newlines = text.count("\n", line_start, pos)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", 0, pos) + 1
+        if line == done:
+            continue
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        if end - line_start <= _WINDOW:
+            done = line
+            hit = _ERROR_WORDS.search(text, line_start, end) is not None
+        else:
+            hit = _ERROR_WORDS.search(text[max(line_start, pos - 200):min(end, pos + 200)]) is not None
+        if hit:
+            found.append(line)
+            done = line
+    return found
 
 
 def first_error_line(text: str) -> str | None:
