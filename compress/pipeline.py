@@ -30,7 +30,7 @@ from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
-from compress.stages import strip_injections, strip_reasoning
+from compress.stages import crush_json, strip_injections, strip_reasoning, trim_outputs
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
 
@@ -39,6 +39,8 @@ log = logging.getLogger("ctxmill.compress")
 DEFAULT_STAGES: tuple[Stage, ...] = (
     strip_reasoning.STAGE,
     strip_injections.STAGE,
+    crush_json.STAGE,
+    trim_outputs.STAGE,
 )
 """The one ordered list of stages. Later stages see the output of earlier ones."""
 
