@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-import regex
+import re
 
 from ccr.markers import format_marker
 from compress.signals import error_line_numbers
@@ -40,8 +40,8 @@ class Selection:
     summary: str
 
 
-_NUMBER_PREFIX = regex.compile(r"^[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])")
-_DEFINITION = regex.compile(
+_NUMBER_PREFIX = re.compile(r"^[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])")
+_DEFINITION = re.compile(
     r"""^[ \t]{0,8}(?:
         (?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?
           (?:def|class|function|interface|enum|struct|trait|impl|type|module|namespace|fn|func
@@ -52,9 +52,9 @@ _DEFINITION = regex.compile(
       | (?:import|from|using|require|include|package|use|alias)\b
       | \#include\b
     )""",
-    regex.VERBOSE,
+    re.VERBOSE,
 )
-_HEADING = regex.compile(r"^[ \t]{0,3}#{1,6}[ \t]\S")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]\S")
 _PROSE_EXTENSIONS = (".md", ".mdx", ".markdown", ".rst", ".txt")
 
 
@@ -128,7 +128,7 @@ def select_prose(lines: list[str], budget: Budget, text: str) -> Selection:
     return _finish(n, _head_tail(n, budget.head, budget.tail) | wanted, budget.head, budget.tail, "headings and key")
 
 
-_MATCH_LINE = regex.compile(r"^(?P<path>[^\s:][^:\n]{0,500}?)(?::(?P<n>\d{1,9})[:-]|-(?P<c>\d{1,9})-|:)")
+_MATCH_LINE = re.compile(r"^(?P<path>[^\s:][^:\n]{0,500}?)(?::(?P<n>\d{1,9})[:-]|-(?P<c>\d{1,9})-|:)")
 
 
 def _looks_like_path(value: str) -> bool:

@@ -8,8 +8,8 @@ text is left to trim_outputs. Two forms are tried, in order:
    result shrinks by >= 15% (and 200 chars).
 2. Lossy crush: an array longer than `max_items` (nested arrays: `nested_max_items`) keeps its
    head (`head_fraction` of `max_items`), its tail (`tail_fraction`), every item that looks like
-   an error or an anomaly (`compress.signals`), the first item carrying each object key not seen
-   yet (so no key name disappears), and middle items of a shape (keys and value types) not kept
+   an error or an anomaly (`compress.signals`), the first item carrying an object key (at any depth)
+   not kept yet (so no key name disappears), and middle items of a shape (keys and value types) not kept
    yet, up to `max_items`. Each run of
    dropped items is replaced, in place, by one string element holding a marker:
    `"[ctxmill: 457 items omitted here (array kept 15 of 472) · deep_expand(\\"KEY\\")]"`.
@@ -124,6 +124,22 @@ def _shape(item: Any) -> Any:
     return type(item).__name__
 
 
+def keys_within(value: Any) -> set:
+    """Every object key inside `value` down to MAX_DEPTH (iterative)."""
+    keys: set = set()
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            continue
+        if isinstance(v, dict):
+            keys.update(v)
+            stack.extend((x, depth + 1) for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+    return keys
+
+
 def choose_items(items: list, limit: int, opts: CrushOptions) -> list[int]:
     """Sorted indexes of the items an array longer than `limit` keeps (see module docstring)."""
     n = len(items)
@@ -134,12 +150,13 @@ def choose_items(items: list, limit: int, opts: CrushOptions) -> list[int]:
     keep |= anomalous_indexes(items)
     seen_keys: set = set()
     for i in sorted(keep):
-        if isinstance(items[i], dict):
-            seen_keys.update(items[i])
+        seen_keys |= keys_within(items[i])
     for i, item in enumerate(items):
-        if isinstance(item, dict) and not seen_keys.issuperset(item):
-            keep.add(i)
-            seen_keys.update(item)
+        if isinstance(item, (dict, list)):
+            keys = keys_within(item)
+            if not seen_keys.issuperset(keys):
+                keep.add(i)
+                seen_keys |= keys
     seen_shapes = {_shape(items[i]) for i in keep}
     for i in range(head, n - tail):
         if len(keep) >= limit:

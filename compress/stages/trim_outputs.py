@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-import regex
+import re
 
 from ccr.markers import format_marker
 from compress.jsonbytes import dumps
@@ -148,9 +148,9 @@ def media_type(data: str, declared: str = "") -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _base64_pattern(min_chars: int) -> regex.Pattern:
+def _base64_pattern(min_chars: int) -> re.Pattern:
     # starts only where a run starts (lookbehind), possessive: each character is scanned once
-    return regex.compile(r"(?:data:(?P<mt>[\w.+-]{1,60}/[\w.+-]{1,60});base64,)?(?<![A-Za-z0-9+/])"
+    return re.compile(r"(?:data:(?P<mt>[\w.+-]{1,60}/[\w.+-]{1,60});base64,)?(?<![A-Za-z0-9+/])"
                          r"(?P<run>[A-Za-z0-9+/]{%d,}+={0,2})" % min_chars)
 
 
@@ -159,7 +159,7 @@ def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
     pattern = _base64_pattern(min_chars)
     count = 0
 
-    def note(m: regex.Match) -> str:
+    def note(m: re.Match) -> str:
         nonlocal count
         run = m.group("run")
         if run.isdigit() or run.islower() or run.isupper() or not any(c.isdigit() for c in run[:4096]):
@@ -167,7 +167,7 @@ def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
         count += 1
         return f"[ctxmill: {media_type(run, m.group('mt') or '')} base64 blob, {_kb(len(run))} cut]"
 
-    out = pattern.sub(note, text, timeout=30)
+    out = pattern.sub(note, text)
     return out, count
 
 
