@@ -1,0 +1,74 @@
+"""Golden checks of crush_json + trim_outputs on real Claude Code sessions from the shared
+corpus (skipped when it is absent). Parses the session minimally: main-chain user/assistant
+lines, same-role messages merged, unanswered tool calls dropped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ccr.store import CCRStore
+
+from ccr.markers import find_markers
+from compress.pipeline import Chain, run
+from compress.session import Session
+from compress.signals import first_error_line
+from compress.stages import crush_json, trim_outputs
+from tests.stagekit import config, corpus_transcripts, result_texts
+
+pytestmark = pytest.mark.corpus
+SESSION = "claude-code/marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+
+
+def load_request(path) -> dict:
+    messages: list[dict] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        msg = entry.get("message") or {}
+        if entry.get("type") not in ("user", "assistant") or entry.get("isSidechain"):
+            continue
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        if not blocks:
+            continue
+        if messages and messages[-1]["role"] == msg["role"]:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": msg["role"], "content": blocks})
+    answered = {b["tool_use_id"] for m in messages for b in m["content"] if b.get("type") == "tool_result"}
+    for m in messages:
+        m["content"] = [b for b in m["content"] if b.get("type") != "tool_use" or b["id"] in answered]
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1000, "messages": [m for m in messages if m["content"]]}
+
+
+@pytest.fixture(scope="module")
+def session_body():
+    root = corpus_transcripts()
+    if root is None or not (root / SESSION).exists():
+        pytest.skip("shared corpus (../shared/corpus/transcripts) is absent")
+    return load_request(root / SESSION)
+
+
+@pytest.mark.parametrize("tier", ["always", "high"])
+def test_real_session_saves_and_every_marker_resolves(session_body, tier):
+    before = result_texts(session_body)
+    failed = [b.get("is_error", False) for m in session_body["messages"] if isinstance(m["content"], list)
+              for b in m["content"] if b.get("type") == "tool_result"]
+    store = CCRStore.in_memory()
+    result = run(session_body, session=Session.memory(), store=store, config=config(tier),
+                 chain=Chain([crush_json.STAGE, trim_outputs.STAGE]))
+    report = result.report
+    assert not report.error and not report.errors
+    assert report.tokens_after < 0.8 * report.tokens_before
+    after = result_texts(result.body)
+    assert len(after) == len(before)
+    changed = 0
+    for old, new, is_error in zip(before, after, failed):
+        if is_error:  # retention: a failed call's first error line stays visible
+            assert (first_error_line(old) or old.strip().split("\n")[0]) in new
+        if old != new:
+            changed += 1
+            markers = find_markers(new)
+            assert markers and all(store.get(m.key).text == old for m in markers)
+    assert changed >= 10 and any(failed)
