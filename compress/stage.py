@@ -112,3 +112,17 @@ def each_mutable(messages: list[Message], ctx: StageContext,
         except Exception as exc:  # noqa: BLE001 - a failing stage must not take the request down
             ctx.failed(i, exc)
     return out
+
+
+def each_result(messages: list[Message], ctx: StageContext, fn: Callable[[Block, Message], Block],
+                decision: str) -> list[Message]:
+    """Apply `fn(block, msg)` to every tool_result of every mutable message that
+    `ctx.may_compress_result` allows; notes `decision` for each message that changed."""
+
+    def apply(i: int, msg: Message) -> Message:
+        out = msg.with_blocks([fn(b, msg) if ctx.may_compress_result(b) else b for b in msg.blocks])
+        if out is not msg:
+            ctx.note(i, decision)
+        return out
+
+    return each_mutable(messages, ctx, apply)

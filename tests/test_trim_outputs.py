@@ -12,6 +12,7 @@ from compress.signals import is_error_line
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import TrimOptions, stale_reads
 from compress.adapters import from_provider
+from compress.config import options_as
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 
@@ -130,7 +131,7 @@ def test_options_change_the_limit():
     body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
     cfg = config(stage_options={"trim_outputs": {"min_chars": 10**7}})
     assert result_texts(run_stage(body, trim_outputs.STAGE, cfg)[0].body)[0] == text
-    assert TrimOptions.from_config({"head_lines": 5, "unknown": 1}).head_lines == 5
+    assert options_as(TrimOptions, {"head_lines": 5, "unknown": 1}).head_lines == 5
 
 
 def test_idempotent():

@@ -24,16 +24,17 @@ they were. Linear time in the size of the document.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import orjson
 
 from ccr.markers import format_marker
+from compress.config import options_as
 from compress.lossy import accept
 from compress.model import Block, Message
 from compress.signals import anomalous_indexes, is_error_item
-from compress.stage import Stage, StageContext, each_mutable
+from compress.stage import Stage, StageContext, each_result
 from compress.tiers import Tier
 
 MAX_DEPTH = 64
@@ -47,11 +48,6 @@ class CrushOptions:
     head_fraction: float = 0.30
     tail_fraction: float = 0.15
     table_min_rows: int = 5
-
-    @classmethod
-    def from_config(cls, options: Any) -> "CrushOptions":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in dict(options).items() if k in known})
 
 
 def parse_document(text: str) -> Any:
@@ -75,6 +71,16 @@ def _dumps(value: Any) -> str | None:
 # -- lossless table form ---------------------------------------------------------------
 
 
+def _map_values(obj: dict, fn: Callable[[Any], tuple[Any, int]]) -> tuple[dict, int]:
+    """`obj` with `fn` applied to every value (all keys kept), and the sum of its counts."""
+    total = 0
+    out = {}
+    for k, v in obj.items():
+        out[k], n = fn(v)
+        total += n
+    return out, total
+
+
 def _table_columns(items: list, min_rows: int) -> list[str] | None:
     if len(items) < min_rows or not all(isinstance(item, dict) and item for item in items):
         return None
@@ -90,12 +96,7 @@ def tabulate(value: Any, key: str, opts: CrushOptions, depth: int = 0) -> tuple[
     if depth >= MAX_DEPTH:
         return value, 0
     if isinstance(value, dict):
-        total = 0
-        out = {}
-        for k, v in value.items():
-            out[k], n = tabulate(v, key, opts, depth + 1)
-            total += n
-        return out, total
+        return _map_values(value, lambda v: tabulate(v, key, opts, depth + 1))
     if not isinstance(value, list):
         return value, 0
     columns = _table_columns(value, opts.table_min_rows)
@@ -174,12 +175,7 @@ def crush(value: Any, key: str, opts: CrushOptions, depth: int = 0) -> tuple[Any
     if depth >= MAX_DEPTH:
         return value, 0
     if isinstance(value, dict):
-        total = 0
-        out = {}
-        for k, v in value.items():
-            out[k], n = crush(v, key, opts, depth + 1)
-            total += n
-        return out, total
+        return _map_values(value, lambda v: crush(v, key, opts, depth + 1))
     if not isinstance(value, list):
         return value, 0
     limit = opts.max_items if depth <= 1 else opts.nested_max_items
@@ -224,23 +220,15 @@ def crush_text(text: str, key: str, opts: CrushOptions, min_fraction: float = 0.
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    opts = CrushOptions.from_config(ctx.config.options("crush_json"))
+    opts = options_as(CrushOptions, ctx.config.options("crush_json"))
 
-    def crush_message(i: int, msg: Message) -> Message:
-        blocks: list[Block] = []
-        for block in msg.blocks:
-            if ctx.may_compress_result(block):
-                text = block.result_text
-                short = accept(ctx, text, lambda key: crush_text(text, key, opts, ctx.config.min_saving_fraction),
-                               hint=f"{block.tool_name} JSON result")
-                block = block.with_result_text(short)
-            blocks.append(block)
-        out = msg.with_blocks(blocks)
-        if out is not msg:
-            ctx.note(i, "crushed JSON arrays")
-        return out
+    def crush_block(block: Block, msg: Message) -> Block:
+        text = block.result_text
+        short = accept(ctx, text, lambda key: crush_text(text, key, opts, ctx.config.min_saving_fraction),
+                       hint=f"{block.tool_name} JSON result")
+        return block.with_result_text(short)
 
-    return each_mutable(messages, ctx, crush_message)
+    return each_result(messages, ctx, crush_block, "crushed JSON arrays")
 
 
 STAGE = Stage("crush_json", run, Tier.ALWAYS)

@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 import re
 
 from ccr.markers import format_marker
+from compress.config import options_as
 from compress.jsonbytes import dumps
 from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
-from compress.stage import Stage, StageContext, each_mutable
+from compress.stage import Stage, StageContext, each_result
 from compress.tiers import Tier
 from compress.toolkinds import ToolKind, tool_kind
 from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
@@ -59,11 +60,6 @@ class TrimOptions:
     def __post_init__(self) -> None:
         if self.tier_scale is None:
             object.__setattr__(self, "tier_scale", {"always": 1.0, "medium": 0.6, "high": 0.35})
-
-    @classmethod
-    def from_config(cls, options: Mapping[str, Any]) -> "TrimOptions":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in dict(options).items() if k in known})
 
     def scale(self, tier: Tier, age: int, stale: bool) -> float:
         scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0
@@ -229,22 +225,14 @@ def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: s
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    opts = TrimOptions.from_config(ctx.config.options("trim_outputs"))
+    opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
 
-    def trim_message(i: int, msg: Message) -> Message:
-        blocks: list[Block] = []
-        for block in msg.blocks:
-            if ctx.may_compress_result(block):
-                block = _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale)
-            blocks.append(block)
-        out = msg.with_blocks(blocks)
-        if out is not msg:
-            ctx.note(i, "trimmed tool output")
-        return out
+    def trim_block(block: Block, msg: Message) -> Block:
+        return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale)
 
-    return each_mutable(messages, ctx, trim_message)
+    return each_result(messages, ctx, trim_block, "trimmed tool output")
 
 
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
