@@ -180,3 +180,48 @@ def _rare_values(column: list[tuple[int, object]], limit: int) -> list[int]:
     if top * 2 < len(column) or len(counts) == 1:
         return []
     return [i for i, value in column if counts[value] <= limit and counts[value] < top]
+
+
+# -- what is worth remembering in prose: decisions, constraints, fixes, paths --------------
+
+_DECISION_CUES = {
+    "decision": regex.compile(
+        r"""(?ix)
+        \b(?:decided|decide\ to|decision|we(?:'ll|\ will|\ are\ going\ to)|i(?:'ll|\ will)\ (?:use|switch|go\ with|keep)
+           |instead\ of|rather\ than|switch(?:ed)?\ to|chose|choose|opted|going\ with|let's\ use|plan\ is)\b
+        | 决定 | 改为 | 改用 | 采用 | 选择 | 而不是 | 换成 | 方案是
+        """),
+    "constraint": regex.compile(
+        r"""(?ix)
+        \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|requirement
+           |constraint|only\ use|not\ allowed|forbidden)\b
+        | 必须 | 不要 | 不能 | 不可 | 禁止 | 务必 | 一定要 | 只能 | 不允许 | 切勿
+        """),
+    "fix": regex.compile(
+        r"""(?ix)
+        \b(?:fixed|fixes|the\ fix|fix\ (?:is|was)|root\ cause|caused\ by|the\ (?:problem|issue|bug)\ (?:is|was)
+           |resolved|workaround|turns\ out)\b
+        | 修复 | 修好 | 解决了 | 根本原因 | 原因是 | 问题在于 | 问题是 | 绕过
+        """),
+}
+DECISION_KINDS = tuple(_DECISION_CUES)
+"""Kinds of remembered facts a text can state, in a fixed order."""
+
+_PATH = regex.compile(
+    r"""(?x)
+    (?<![\w/.])(?:~|\.{1,2})?/[\w.@-]+(?:/[\w.@-]+)*   # /abs/path, ./x, ~/p
+    | (?<![\w/.])[\w.@-]+(?:/[\w.@-]+){2,}               # a/b/c
+    | (?<![\w/.])[\w.@-]+/[\w@-]+\.\w+                   # dir/file.ext
+    | \b[\w-]+\.(?:py|pyi|js|jsx|ts|tsx|mjs|go|rs|java|kt|swift|c|h|cc|cpp|hpp|cs|rb|php|sh|sql|md|json
+                 |ya?ml|toml|ini|cfg|lock|html|css|scss|vue|svelte|txt|env|proto|gradle|xml)\b
+    """)
+
+
+def decision_kinds(text: str) -> tuple[str, ...]:
+    """Which of DECISION_KINDS `text` states (English and Chinese cues), in DECISION_KINDS order."""
+    return tuple(kind for kind, cue in _DECISION_CUES.items() if cue.search(text))
+
+
+def mentions_path(text: str) -> bool:
+    """`text` names a file or directory (`src/app.py`, `./x/y`, `config.toml`)."""
+    return _PATH.search(text) is not None

@@ -33,6 +33,10 @@ class Stage:
     min_tier: Tier = Tier.ALWAYS
     may_edit_inputs: bool = False
     """Only the stage made for superseded tool inputs may change them."""
+    appends_to_newest: bool = False
+    """The one exception to the protected tail: the stage may append exactly one text block to
+    the newest message when that is a user message (existing blocks unchanged). The runner runs
+    such a stage even when no message is mutable, and checks the append."""
 
 
 @dataclass(slots=True)
@@ -68,18 +72,21 @@ class StageContext:
         """Buffer an original for CCR and return its key. Call before building its marker."""
         return self.originals.put(original, hint)
 
-    def worth_it(self, original: str, compressed: str, relative: bool = True) -> bool:
-        """A lossy result is kept only if it saves enough characters and (unless `relative`
-        is off) a large enough fraction of the original."""
+    def worth_it(self, original: str, compressed: str, relative: bool = True, min_fraction: float = 0.0,
+                 min_chars: int | None = None) -> bool:
+        """A lossy result is kept only if it saves enough characters (`min_chars`, default the
+        config's) and, unless `relative` is off, a large enough fraction of the original: the
+        configured one, or a stage's stricter `min_fraction`."""
         saved = len(original) - len(compressed)
-        enough = saved >= self.config.min_saving_chars
-        return enough and (not relative or saved >= self.config.min_saving_fraction * len(original))
+        enough = saved >= (self.config.min_saving_chars if min_chars is None else min_chars)
+        fraction = max(self.config.min_saving_fraction, min_fraction)
+        return enough and (not relative or saved >= fraction * len(original))
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
-              relative: bool = True) -> str:
+              relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
         otherwise the original. `build` must give the same length for any key."""
-        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative):
+        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
             return original
         return build(self.store(original, hint))
 
@@ -114,13 +121,12 @@ def each_mutable(messages: list[Message], ctx: StageContext,
     return out
 
 
-def each_result(messages: list[Message], ctx: StageContext, fn: Callable[[Block, Message], Block],
-                decision: str) -> list[Message]:
-    """Apply `fn(block, msg)` to every tool_result of every mutable message that
-    `ctx.may_compress_result` allows; notes `decision` for each message that changed."""
-
+def each_block(messages: list[Message], ctx: StageContext, fn: Callable[[Message, Block], Block],
+               decision: str) -> list[Message]:
+    """Apply `fn(msg, block)` to every block of every mutable message (as `each_mutable`) and
+    note `decision` for each message that changed."""
     def apply(i: int, msg: Message) -> Message:
-        out = msg.with_blocks([fn(b, msg) if ctx.may_compress_result(b) else b for b in msg.blocks])
+        out = msg.with_blocks([fn(msg, b) for b in msg.blocks])
         if out is not msg:
             ctx.note(i, decision)
         return out

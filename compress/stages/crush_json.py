@@ -34,7 +34,7 @@ from compress.config import options_as
 from compress.lossy import accept
 from compress.model import Block, Message
 from compress.signals import anomalous_indexes, is_error_item
-from compress.stage import Stage, StageContext, each_result
+from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 
 MAX_DEPTH = 64
@@ -222,13 +222,15 @@ def crush_text(text: str, key: str, opts: CrushOptions, min_fraction: float = 0.
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(CrushOptions, ctx.config.options("crush_json"))
 
-    def crush_block(block: Block, msg: Message) -> Block:
+    def crush_block(msg: Message, block: Block) -> Block:
+        if not ctx.may_compress_result(block):
+            return block
         text = block.result_text
         short = accept(ctx, text, lambda key: crush_text(text, key, opts, ctx.config.min_saving_fraction),
                        hint=f"{block.tool_name} JSON result")
         return block.with_result_text(short)
 
-    return each_result(messages, ctx, crush_block, "crushed JSON arrays")
+    return each_block(messages, ctx, crush_block, "crushed JSON arrays")
 
 
 STAGE = Stage("crush_json", run, Tier.ALWAYS)

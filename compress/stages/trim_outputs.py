@@ -31,7 +31,7 @@ from compress.config import options_as
 from compress.jsonbytes import dumps
 from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
-from compress.stage import Stage, StageContext, each_result
+from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.toolkinds import ToolKind, tool_kind
 from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
@@ -229,10 +229,12 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
 
-    def trim_block(block: Block, msg: Message) -> Block:
+    def trim_block(msg: Message, block: Block) -> Block:
+        if not ctx.may_compress_result(block):
+            return block
         return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale)
 
-    return each_result(messages, ctx, trim_block, "trimmed tool output")
+    return each_block(messages, ctx, trim_block, "trimmed tool output")
 
 
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
