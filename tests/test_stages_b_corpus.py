@@ -1,10 +1,10 @@
-"""Golden checks of crush_json + trim_outputs on real Claude Code sessions from the shared
-corpus (skipped when it is absent). Parses the session minimally: main-chain user/assistant
-lines, same-role messages merged, unanswered tool calls dropped."""
+"""Golden checks of crush_json + trim_outputs on a real Claude Code session from the shared
+corpus (skipped when it is absent), read by the minimal loader in bench/claude_code_requests.py."""
 
 from __future__ import annotations
 
-import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,28 +18,10 @@ from compress.stages import crush_json, trim_outputs
 from tests.stagekit import config, corpus_transcripts, result_texts
 
 pytestmark = pytest.mark.corpus
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from claude_code_requests import session_request  # noqa: E402
+
 SESSION = "claude-code/marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
-
-
-def load_request(path) -> dict:
-    messages: list[dict] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        entry = json.loads(line)
-        msg = entry.get("message") or {}
-        if entry.get("type") not in ("user", "assistant") or entry.get("isSidechain"):
-            continue
-        content = msg.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        if not blocks:
-            continue
-        if messages and messages[-1]["role"] == msg["role"]:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": msg["role"], "content": blocks})
-    answered = {b["tool_use_id"] for m in messages for b in m["content"] if b.get("type") == "tool_result"}
-    for m in messages:
-        m["content"] = [b for b in m["content"] if b.get("type") != "tool_use" or b["id"] in answered]
-    return {"model": "claude-sonnet-4-5", "max_tokens": 1000, "messages": [m for m in messages if m["content"]]}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +29,7 @@ def session_body():
     root = corpus_transcripts()
     if root is None or not (root / SESSION).exists():
         pytest.skip("shared corpus (../shared/corpus/transcripts) is absent")
-    return load_request(root / SESSION)
+    return session_request(root / SESSION)
 
 
 @pytest.mark.parametrize("tier", ["always", "high"])
