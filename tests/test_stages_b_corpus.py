@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ccr.store import CCRStore
-
 from ccr.markers import find_markers
+from ccr.store import CCRStore
 from compress.pipeline import Chain, run
 from compress.session import Session
 from compress.signals import first_error_line
