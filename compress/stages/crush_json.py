@@ -227,7 +227,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             return block
         text = block.result_text
         short = accept(ctx, text, lambda key: crush_text(text, key, opts, ctx.config.min_saving_fraction),
-                       hint=f"{block.tool_name} JSON result")
+                       hint=ctx.rerun_hint(block))
         return block.with_result_text(short)
 
     return each_block(messages, ctx, crush_block, "crushed JSON arrays")

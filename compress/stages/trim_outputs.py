@@ -33,6 +33,7 @@ from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
+from compress.toolfiles import touched_files
 from compress.toolkinds import ToolKind, tool_kind
 from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
                                select_file_read, select_prose, select_search)
@@ -85,42 +86,20 @@ class TrimOptions:
 
 # -- stale file reads --------------------------------------------------------------------
 
-_WRITE_TOOLS = frozenset({"edit", "write", "multiedit", "notebookedit", "str_replace_based_edit_tool",
-                          "create_file", "write_file", "edit_file", "apply_patch"})
-_PATH_KEYS = ("file_path", "path", "notebook_path")
-
-
-def _simple_path(tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for k in _PATH_KEYS:
-            value = tool_input.get(k)
-            if isinstance(value, str) and value:
-                return value
-    return ""
-
-
 def stale_reads(messages: list[Message]) -> set[str]:
-    """Tool ids of file reads whose file a later call reads, edits or writes again.
-
-    Private stand-in: looks only at the plain `file_path` / `path` / `notebook_path` input of
-    read-like and edit/write-like tools; switch to `compress.toolfiles.touched_files` when
-    that module is merged (it also understands shell commands and patches)."""
+    """Tool ids of file reads whose file a later call reads, edits, writes, moves or deletes
+    (files as `compress.toolfiles.touched_files` sees them: tools, shell commands, patches)."""
     later: set[str] = set()
     stale: set[str] = set()
     for msg in reversed(messages):
         for block in reversed(msg.blocks):
             if block.kind != TOOL_USE:
                 continue
-            path = _simple_path(block.input)
-            if not path:
-                continue
-            base = block.tool_name.lower().rsplit("__", 1)[-1]
-            if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
-                if path in later:
-                    stale.add(block.tool_id)
-                later.add(path)
-            elif base in _WRITE_TOOLS:
-                later.add(path)
+            touches = touched_files(block.tool_name, block.input)
+            if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ and any(
+                    t.action == "read" and t.path in later for t in touches):
+                stale.add(block.tool_id)
+            later.update(t.path for t in touches)
     return stale
 
 
@@ -167,7 +146,7 @@ def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
     return out, count
 
 
-def image_marker(part: Block, ctx: StageContext) -> Block:
+def image_marker(part: Block, ctx: StageContext, hint: str | None = None) -> Block:
     """A text part with a marker in place of an image part (original part JSON in CCR)."""
     raw = part.raw if isinstance(part.raw, dict) else {}
     source = raw.get("source") if isinstance(raw.get("source"), dict) else {}
@@ -183,7 +162,7 @@ def image_marker(part: Block, ctx: StageContext) -> Block:
     def build(key: str) -> str:
         return format_marker(f"{kind} image, {_kb(size)} base64, omitted", key)
 
-    text = ctx.lossy(original, build, hint="image part")
+    text = ctx.lossy(original, build, hint=hint)
     if text == original:
         return part
     return Block(TEXT, raw={"type": "text", "text": text}, text=text)
@@ -245,13 +224,13 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     over = len(text) > opts.min_chars * scale
     if over or (len(text) >= opts.base64_min_chars and _base64_pattern(opts.base64_min_chars).search(text)):
         budget = opts.budget(scale, kind)
-        path = _simple_path(tool_input)
-        hint = f"{block.tool_name} output" + (f" of {path}" if path else "")
+        path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
+        hint = ctx.rerun_hint(block)
         short = accept(ctx, text, lambda key: trim_text(text, kind, budget, key, path, opts.base64_min_chars, over),
                        hint)
         block = block.with_result_text(short)
     if any(p.kind == IMAGE for p in block.parts):
-        block = replace(block, parts=tuple(image_marker(p, ctx) if p.kind == IMAGE else p for p in block.parts))
+        block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
     return block
 
 
