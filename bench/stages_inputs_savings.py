@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.claude_sessions import claude_code_sessions, load_request  # noqa: E402
+from bench.claude_code_requests import claude_code_sessions, session_request as load_request  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress import pipeline  # noqa: E402
 from compress.adapters import from_provider  # noqa: E402

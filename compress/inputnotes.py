@@ -75,7 +75,7 @@ def note_strings(block: Block, strings: list[tuple[KeyPath, str]], ctx: StageCon
     value = block.input
     for path, text in strings:
         summary = summarize(path, text)
-        noted = ctx.lossy(text, lambda key: format_note(summary, key), hint=summary)
+        noted = ctx.lossy(text, lambda key: format_note(summary, key))
         if noted is not text:
             value = replace_at(value, path, noted)
     return block if value is block.input else block.with_input(value)

@@ -30,7 +30,8 @@ class Block:
     """One content block.
 
     text:      the text of text / thinking blocks.
-    tool_id, tool_name, input: of tool_use blocks (`input` is the parsed arguments).
+    tool_id, tool_name, input: of tool_use blocks (`input` is the parsed arguments); a
+               tool_result carries the id, and the name and input of its call.
     parts:     of tool_result blocks: their content as blocks (text and image parts).
     is_error:  of tool_result blocks.
     source_input: the arguments as parsed from the provider; `input is source_input`
@@ -46,6 +47,8 @@ class Block:
     is_error: bool = False
     parts: tuple["Block", ...] = ()
     source_input: Any = field(default=None, compare=False, repr=False)
+    call_input: Any = field(default=None, compare=False, repr=False)
+    """Of tool_result blocks: the input of the tool_use it answers (set by the adapter)."""
 
     @property
     def result_text(self) -> str:

@@ -33,12 +33,14 @@ from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
 from compress.stages import (
     compress_prose,
+    crush_json,
     dedup_tool_calls,
     nudges,
     purge_errors,
     strip_injections,
     strip_reasoning,
     supersede_inputs,
+    trim_outputs,
 )
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
@@ -51,6 +53,8 @@ DEFAULT_STAGES: tuple[Stage, ...] = (
     dedup_tool_calls.STAGE,
     purge_errors.STAGE,
     supersede_inputs.STAGE,
+    crush_json.STAGE,
+    trim_outputs.STAGE,
     compress_prose.STAGE,
     nudges.STAGE,
 )

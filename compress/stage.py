@@ -98,6 +98,13 @@ class StageContext:
             return original
         return build(self.store(original, hint))
 
+    @staticmethod
+    def rerun_hint(result: Block) -> str:
+        """For a tool_result's original in CCR: the call to re-run once it has expired."""
+        from compress.toolkinds import rerun_hint
+
+        return rerun_hint(result.tool_name, result.call_input)
+
     def note(self, index: int, decision: str) -> None:
         self.decisions.append((index, self.stage, decision))
 

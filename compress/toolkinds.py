@@ -48,6 +48,20 @@ def command_of(tool_input: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def rerun_hint(name: str, tool_input: Any) -> str:
+    """What to run to see a tool's output again, for CCR's "expired" message."""
+    command = command_of(tool_input)
+    if command:
+        what = command
+    else:
+        from compress.toolfiles import touched_files
+
+        paths = [t.path for t in touched_files(name, tool_input)]
+        what = f"{name} {paths[0]}" if paths else name
+    what = " ".join(what.split())
+    return f"re-run the tool call `{what[:117] + '...' if len(what) > 120 else what}`"
+
+
 def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
     low = name.lower()
     base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low

@@ -17,8 +17,15 @@ from pathlib import Path
 COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
-    "replay": "replay",
     "memory": "memory",
+    "hook": "hook",
+    "checkpoint": "checkpoint",
+    "dream": "dream",
+    "install": "install",
+    "uninstall": "uninstall",
+    "doctor": "doctor",
+    "mcp": "mcp",
+    "replay": "replay",
 }
 
 

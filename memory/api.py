@@ -34,7 +34,8 @@ _tokenizers: dict[Path, Tokenizer] = {}
 _indexes: dict[tuple, SearchIndex] = {}
 
 
-def _tokenizer(cfg: MemoryConfig) -> Tokenizer:
+def tokenizer(cfg: MemoryConfig) -> Tokenizer:
+    """The memory tokenizer for this configuration, created once per process."""
     if cfg.jieba_cache not in _tokenizers:
         _tokenizers[cfg.jieba_cache] = Tokenizer(cfg.jieba_cache)
     return _tokenizers[cfg.jieba_cache]
@@ -61,7 +62,8 @@ def _index_path(cfg: MemoryConfig) -> Path:
     return home / INDEX_FILE
 
 
-def _lock(path: Path):
+def lock(path: Path):
+    """The write lock of a memory file (held while reading, changing and replacing it)."""
     from filelock import FileLock  # only writers pay for the import
 
     private_dir(path.parent)
@@ -78,8 +80,10 @@ def _check_scope(scope: str, allowed: tuple[str, ...]) -> None:
         raise BadInput(f"unknown scope {scope!r} (use one of: {', '.join(allowed)})")
 
 
-def store(cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project") -> Entry:
-    """Append a redacted entry to the scope's MEMORY.md and return it as stored."""
+def store(
+    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project", notes: bool = False
+) -> Entry:
+    """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as stored."""
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
@@ -92,9 +96,9 @@ def store(cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), s
     bad = [t for t in clean_tags if not _TAG.fullmatch(t)]
     if bad:
         raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
-    path = _home(cfg, scope) / MEMORY_FILE
-    with _lock(path):
-        doc = _read(path, scope)
+    path = _home(cfg, scope) / (NOTES_FILE if notes else MEMORY_FILE)
+    with lock(path):
+        doc = _read(path, scope, "note" if notes else None)
         taken = {e.id for e in doc.entries()}
         created, salt = now(), 0
         while (entry_id := new_id(text, created, salt)) in taken:
@@ -110,7 +114,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
     for source in _sources(cfg):
         if not source.path.exists():
             continue
-        with _lock(source.path):
+        with lock(source.path):
             doc = _read(source.path, source.scope, source.default_type)
             removed = doc.remove(id)
             if removed is not None:
@@ -147,7 +151,7 @@ def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
         return cached
     if rebuild:
         path.unlink(missing_ok=True)
-    index = SearchIndex.open(path, _sources(cfg), cfg.bm25, _tokenizer(cfg))
+    index = SearchIndex.open(path, _sources(cfg), cfg.bm25, tokenizer(cfg))
     _indexes[key] = index
     return index
 

@@ -137,6 +137,15 @@ class MemoryDocument:
                 return block.entry
         return None
 
+    def replace_entry(self, entry_id: str, new: Entry) -> Entry | None:
+        """Put `new` where the entry `entry_id` is (same section); returns `new` as stored, None if absent."""
+        for block in self.blocks:
+            if block.entry is not None and block.entry.id == entry_id:
+                stored = replace(new, scope=self.scope, file=self.file, section=block.entry.section)
+                block.raw, block.entry = format_entry(stored), stored
+                return stored
+        return None
+
     def add(self, entry: Entry) -> Entry:
         """Append `entry` to its type's section (created at the end if missing); returns it as stored."""
         entry = replace(entry, scope=self.scope, file=self.file, section=SECTIONS[entry.type])

@@ -226,28 +226,35 @@ def test_golden_turn_by_turn_on_claude_code_sessions():
     import pytest
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from claude_code_requests import claude_code_sessions, session_request
+    from claude_code_requests import claude_code_sessions
     from token_corpus import corpus_dir
+
+    from compress.formats import read_session
 
     root = corpus_dir()
     if root is None:
         pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
-    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9))
+    # no new epochs: once trimming stages run, a full re-run would save enough to start one
+    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), epoch_savings_threshold=10**9)
     total = 0
     for path in claude_code_sessions(root):
-        full = session_request(path)["messages"]
+        transcript = read_session(path)
+        full = transcript.messages
         if not 40 <= len(full) <= 200:
             continue
         expected = memory_nudges(canonical({"messages": full, "system": ""}), Options())
         session, previous, given_at = Session.memory(), [], []
-        for end in range(1, len(full) + 1, 2):
-            body = {"model": "m", "system": "", "messages": full[:end]}
+        for k in range(len(transcript.calls)):  # each model call, as the agent sent it
+            body = {"model": "m", "system": "", "messages": transcript.request(k)["messages"]}
+            if not body["messages"]:
+                continue
             result = run(body, session=session, store=CCRStore.in_memory(), config=config)
             assert not result.report.error and not result.report.errors
             rendered = [orjson.dumps(m) for m in result.body["messages"]]
             assert rendered[:len(previous)] == previous, path.name
-            if result.body["messages"][-1]["content"][-1].get("text", "").startswith("[ctxmill: recent turns"):
-                given_at.append(end - 1)
+            last = result.body["messages"][-1]["content"]
+            if isinstance(last, list) and last[-1].get("text", "").startswith("[ctxmill: recent turns"):
+                given_at.append(len(body["messages"]) - 1)
             previous = rendered
         assert given_at == sorted(expected), path.name
         total += len(given_at)

@@ -177,3 +177,22 @@ def test_chain_can_be_edited_by_name():
 def test_reported_input_tokens_set_the_tier():
     result = compress(_reminder_session(), reported_input_tokens=160_000)
     assert result.report.tier == "high"
+
+
+def test_an_expired_original_says_which_call_to_rerun():
+    clock = [1_000_000.0]
+    store = CCRStore.in_memory(clock=lambda: clock[0])
+    log = "\n".join(f"test_{i} PASSED" for i in range(3_000))
+    body = {"messages": [
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                           "input": {"command": "pytest -q tests/"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": log}]},
+        {"role": "assistant", "content": "all green"}, {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "done"}]}
+    result = compress(body, store=store)
+    (marker, *_) = markers_in(result.body)
+    clock[0] += 3 * 86_400
+    lookup = store.get(marker.key)
+    assert lookup.status == "expired"
+    assert "re-run the tool call `pytest -q tests/` to see it again" in lookup.message

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.claude_sessions import claude_code_sessions, load_request
+from bench.claude_code_requests import claude_code_sessions, session_request as load_request
 from ccr.markers import find_markers
 from compress.adapters import from_provider
 from compress.model import TOOL_RESULT

@@ -72,13 +72,17 @@ def _name_results(messages: tuple[Message, ...], start: int = 0) -> tuple[Messag
     out = list(messages[:start])
     for msg in messages[start:]:
         blocks = tuple(
-            replace(b, tool_name=calls[b.tool_id].name)
+            replace(b, tool_name=calls[b.tool_id].name, call_input=_call_input(messages, calls[b.tool_id]))
             if b.kind == TOOL_RESULT and b.tool_id in calls and not b.tool_name
             else b
             for b in msg.blocks
         )
         out.append(msg.with_blocks(blocks))
     return tuple(out)
+
+
+def _call_input(messages: tuple[Message, ...], call: Any) -> Any:
+    return messages[call.use_msg].blocks[call.use_block].input
 
 
 def render_message(provider: str, msg: Message) -> Any:

@@ -128,7 +128,7 @@ def shorten(text: str, ctx: StageContext, min_chars: int = MIN_CHARS, min_saving
         return text
     body = f"{condensed.text}\n" if condensed.text else ""
     summary = condensed.summary()
-    return ctx.lossy(text, lambda key: body + format_marker(summary, key), hint="assistant prose",
+    return ctx.lossy(text, lambda key: body + format_marker(summary, key), hint=None,
                      min_fraction=min_saving)
 
 

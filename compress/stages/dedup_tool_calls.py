@@ -44,7 +44,8 @@ def _pointer(turn: int, ctx: StageContext) -> BlockEdit:
     def edit(block: Block) -> Block:
         text = block.result_text
         summary = f"same output as the call at turn {turn}"
-        return block.with_result_text(ctx.lossy(text, lambda key: format_marker(summary, key), hint=summary))
+        return block.with_result_text(ctx.lossy(text, lambda key: format_marker(summary, key),
+                                                      hint=ctx.rerun_hint(block)))
 
     return edit
 

@@ -41,7 +41,7 @@ def _cut_error(keep: int, ctx: StageContext) -> BlockEdit:
         kept = f"the first {keep:,} of {len(text):,} chars" + (" and the first error line" if extra else "")
         summary = f"error output cut: kept {kept}"
         return block.with_result_text(ctx.lossy(text, lambda key: f"{head}{extra}\n{format_marker(summary, key)}",
-                                                hint=summary))
+                                                hint=ctx.rerun_hint(block)))
 
     return edit
 

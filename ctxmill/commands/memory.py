@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ctxmill import paths
 from ctxmill.cli import CliError
+from ctxmill.configs import memory_config
 
 
 def register(subparsers) -> None:
@@ -39,19 +39,6 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def config():
-    from ctxmill.settings import ConfigError, load_redaction
-    from memory.config import MemoryConfig
-
-    global_home, project_home = paths.global_home(), paths.project_home()
-    try:
-        redaction = load_redaction(project_home)
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
-    return MemoryConfig(project_home=project_home, global_home=global_home, cache_dir=global_home / "cache",
-                        redact_patterns=redaction.extra, redact_allow=redaction.allow)
-
-
 def _line(entry) -> str:
     flags = " pinned" if entry.pinned else ""
     tags = "".join(f" #{t}" for t in entry.tags)
@@ -71,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
     from memory import api
     from memory.index_file import CorruptIndexWarning
 
-    cfg = config()
+    from ctxmill.settings import ConfigError
+
+    try:
+        cfg = memory_config()
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CorruptIndexWarning)

@@ -97,7 +97,7 @@ def test_index_is_persisted_and_not_retokenized_when_files_are_unchanged(cfg, mo
     assert (cfg.project_home / ".index" / "index.bin").exists()
     api._indexes.clear()
     calls = []
-    tokenizer = api._tokenizer(cfg)
+    tokenizer = api.tokenizer(cfg)
     original = tokenizer.tokens
     monkeypatch.setattr(tokenizer, "tokens", lambda text: calls.append(text) or original(text))
     os.utime(cfg.project_home / "MEMORY.md", ns=(1, 1_000_000_000))  # settled mtime
