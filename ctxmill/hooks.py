@@ -55,7 +55,7 @@ def remember_session(home: Path, event: dict) -> None:
             return
     except OSError:
         pass
-    from memory.index_file import atomic_write
+    from ccr.files import atomic_write
 
     atomic_write(path, data)
 
@@ -140,8 +140,9 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
     transcript = event.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         raise ValueError("hook input has no transcript_path")
-    home = project_home(event)
-    home.mkdir(parents=True, exist_ok=True)
+    from ccr.files import private_dir
+
+    home = private_dir(project_home(event))
     remember_session(home, event)
     from ctxmill.configs import checkpoint_config
     from memory.checkpoint import checkpoint_file, session_id_for

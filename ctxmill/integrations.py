@@ -73,7 +73,7 @@ def _load_json(path: Path) -> dict:
 
 def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
-    from memory.index_file import atomic_write
+    from ccr.files import atomic_write
 
     backup = path.with_name(path.name + ".ctxmill.bak")
     if path.exists() and not backup.exists() and str(path) not in created:
@@ -160,7 +160,7 @@ def _drop_or_write(path: Path, data: dict, change: Change, created: set[str]) ->
 
 
 def _write_commands(folder: Path, change: Change, created: list[str]) -> None:
-    from memory.index_file import atomic_write
+    from ccr.files import atomic_write
 
     if not folder.exists():
         created.append(str(folder))
@@ -211,7 +211,7 @@ def _manifest(path: Path) -> set[str]:
 
 
 def _save_manifest(path: Path, created: set[str]) -> None:
-    from memory.index_file import atomic_write
+    from ccr.files import atomic_write
 
     atomic_write(path, json.dumps({"created": sorted(created)}, indent=2).encode("utf-8"))
 

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 import regex
 
+from ccr.files import private_dir
 from ccr.markers import format_marker
 from ccr.redact import redact
 from ccr.store import CCRStore
@@ -30,7 +31,7 @@ from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
 from memory.extract import Extraction, Gotcha, extract
-from memory.index_file import atomic_write
+from ccr.files import atomic_write
 from memory.similar import DUPLICATE, overlap, terms
 from memory.summary import CHECKPOINT_FILE
 
@@ -69,13 +70,13 @@ def session_id_for(path: str | Path | None, given: str | None = None) -> str:
     return _SAFE_ID.sub("-", raw).strip("-.")[:120] or "session"
 
 
-def _redact_value(value: Any, patterns) -> Any:
+def _redact_value(value: Any, patterns, allow=()) -> Any:
     if isinstance(value, str):
-        return redact(value, patterns)
+        return redact(value, patterns, allow)
     if isinstance(value, list):
-        return [_redact_value(v, patterns) for v in value]
+        return [_redact_value(v, patterns, allow) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_value(v, patterns) for k, v in value.items()}
+        return {k: _redact_value(v, patterns, allow) for k, v in value.items()}
     return value
 
 
@@ -216,8 +217,8 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     folder = home / "sessions" / session_id
     with CCRStore(cfg.ccr_dir) as store, store.batch() as batch:
         markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format)
-    raw = _redact_value(transcript.messages, cfg.memory.redact_patterns)
-    folder.mkdir(parents=True, exist_ok=True)
+    raw = _redact_value(transcript.messages, cfg.memory.redact_patterns, cfg.memory.redact_allow)
+    private_dir(folder)
     raw_path, session_md, latest = folder / RAW_FILE, folder / CHECKPOINT_FILE, home / CHECKPOINT_FILE
     atomic_write(raw_path, orjson.dumps({"session_id": session_id, "format": transcript.format, "messages": raw}))
     atomic_write(session_md, markdown.encode("utf-8"))

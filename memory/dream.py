@@ -25,10 +25,11 @@ import orjson
 import regex
 from filelock import FileLock
 
+from ccr.files import private_dir
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
-from memory.index_file import atomic_write
+from ccr.files import atomic_write
 from memory.markdown import MemoryDocument, parse
 from memory.similar import DUPLICATE, overlap, terms
 
@@ -129,8 +130,8 @@ def dream(cfg: MemoryConfig) -> DreamResult:
     """Consolidate the project's notes.md into MEMORY.md (see the module docstring)."""
     home = cfg.project_home
     memory_path, notes_path = home / api.MEMORY_FILE, home / api.NOTES_FILE
-    home.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(home / ".dream.lock")), api.lock(memory_path), api.lock(notes_path):
+    private_dir(home)
+    with FileLock(str(home / ".dream.lock"), mode=0o600), api.lock(memory_path), api.lock(notes_path):
         memory_text = memory_path.read_text("utf-8") if memory_path.exists() else ""
         notes_text = notes_path.read_text("utf-8") if notes_path.exists() else ""
         memory = parse(memory_text, "project", str(memory_path))

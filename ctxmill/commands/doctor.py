@@ -17,7 +17,9 @@ def _writable(path) -> str | None:
     import tempfile
 
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        from ccr.files import private_dir
+
+        private_dir(path)
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
