@@ -26,11 +26,31 @@ tool_inputs = st.dictionaries(st.sampled_from(["file_path", "command", "pattern"
                               st.one_of(texts, long_texts), max_size=3)
 image = st.just({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
 
+# -- wild text: every plane of unicode, lone surrogates, controls, ANSI, marker look-alikes --------
+
+_WILD_PIECES = st.sampled_from([
+    "数据库连接失败", "ファイル", "한국어", "😀👩‍💻🏳️‍🌈", "\ud800", "\udfff", "\x00", "\x1b[31;1mERROR\x1b[0m", "\r\n",
+    "\u2028", "\ufeff", "[ctxmill: x · deep_expand(\"", '"0123456789abcdef0123456789abcdef")]', "<<ctxmill: ",
+    "<system-reminder>", "</system-reminder>", "{\"a\": [1, {\"b\": null}]}", "Traceback (most recent call last):",
+    "error: ", "\t", "    at foo (bar.js:1:2)", "sk-ant-api03-" + "x" * 24, "AKIAJ4Q7XKZ2L5WRT3NB",
+])
+wild_texts = st.one_of(
+    st.text(max_size=80),  # all categories, including lone surrogates (Cs)
+    st.lists(st.one_of(_WILD_PIECES, st.text(max_size=8)), max_size=12).map("".join),
+)
+wild_long_texts = st.one_of(
+    wild_texts,
+    st.builds(lambda line, n: "\n".join(f"{i}: {line}" for i in range(n)), wild_texts, st.integers(0, 300)),
+    st.builds(lambda t, n: t * n, wild_texts, st.integers(1, 50)),
+)
+
 
 @st.composite
-def anthropic_requests(draw, max_turns: int = 8) -> dict:
+def anthropic_requests(draw, max_turns: int = 8, texts=texts, long_texts=long_texts, wild: bool = False) -> dict:
     """A valid Anthropic Messages body: user text, then assistant turns whose tool_uses are
-    each answered by exactly one tool_result in the next user message."""
+    each answered by exactly one tool_result in the next user message. `wild` adds redacted
+    thinking, unknown block types, cache_control fields and tool_result content nested in
+    lists with images and empty parts."""
     messages: list[dict] = [{"role": "user", "content": draw(st.one_of(texts, st.just("start")))}]
     counter = 0
     for _ in range(draw(st.integers(0, max_turns))):
@@ -39,6 +59,10 @@ def anthropic_requests(draw, max_turns: int = 8) -> dict:
             content.append({"type": "thinking", "thinking": draw(texts), "signature": "sig"})
         if draw(st.booleans()):
             content.append({"type": "text", "text": draw(long_texts)})
+        if wild and draw(st.booleans()):
+            content.append(draw(st.sampled_from([{"type": "redacted_thinking", "data": "EmwKAhgBEgy3"},
+                                                 {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                                                  "input": {"query": "x"}}])))
         uses = []
         for _ in range(draw(st.integers(0 if content else 1, 3))):
             counter += 1
@@ -53,6 +77,11 @@ def anthropic_requests(draw, max_turns: int = 8) -> dict:
                 block: dict = {"type": "tool_result", "tool_use_id": tid}
                 body = draw(st.one_of(long_texts, st.lists(st.one_of(
                     st.builds(lambda t: {"type": "text", "text": t}, long_texts), image), max_size=3)))
+                if wild:
+                    body = draw(st.one_of(st.just(body), st.just([]), st.lists(st.one_of(
+                        st.builds(lambda t: {"type": "text", "text": t, "cache_control": {"type": "ephemeral"}}, long_texts),
+                        st.just({"type": "text", "text": ""}), image,
+                        st.just({"type": "document", "source": {"type": "text", "data": "doc"}})), max_size=4)))
                 block["content"] = body
                 if draw(st.booleans()):
                     block["is_error"] = draw(st.booleans())
@@ -72,7 +101,7 @@ def anthropic_requests(draw, max_turns: int = 8) -> dict:
 
 
 @st.composite
-def openai_requests(draw, max_turns: int = 8) -> dict:
+def openai_requests(draw, max_turns: int = 8, texts=texts, long_texts=long_texts) -> dict:
     """A valid OpenAI Chat Completions body with tool_calls answered by role=tool messages."""
     messages: list[dict] = [{"role": "system", "content": draw(texts)}, {"role": "user", "content": draw(texts)}]
     counter = 0
@@ -96,6 +125,10 @@ def openai_requests(draw, max_turns: int = 8) -> dict:
 
 
 requests = st.one_of(anthropic_requests(), openai_requests())
+wild_requests = st.one_of(anthropic_requests(texts=wild_texts, long_texts=wild_long_texts, wild=True),
+                          openai_requests(texts=wild_texts, long_texts=wild_long_texts))
+"""Requests with any unicode (CJK, emoji, lone surrogates), controls, ANSI, marker look-alikes and
+every block type, for the properties that must hold on any input."""
 
 
 # -- agent sessions that write, edit, re-read, repeat and fail (for the input and dedup stages)
@@ -142,3 +175,41 @@ def agent_sessions(draw, max_calls: int = 14) -> list[tuple]:
     for _ in range(draw(st.integers(0, 4))):
         calls.insert(draw(st.integers(0, len(calls))), calls[draw(st.integers(0, len(calls) - 1))])
     return calls
+
+
+# -- recorded sessions: items built from the keys the session readers look at, plus garbage lines
+
+SESSION_KEYS = [
+    "type", "role", "content", "text", "message", "id", "name", "input", "output", "arguments", "call_id",
+    "tool_use_id", "tool_call_id", "tool_calls", "function", "payload", "parts", "info", "state", "status",
+    "tool", "toolName", "toolInput", "toolResult", "toolUseId", "isError", "is_error", "usage", "uuid",
+    "parentUuid", "isSidechain", "isMeta", "subtype", "history", "messages", "request", "model", "thought",
+    "action", "callID", "thinking", "signature", "timestamp", "sessionId", "order",
+]
+SESSION_VALUES = ["user", "assistant", "system", "tool", "tool_use", "tool_result", "text", "function_call",
+                  "function_call_output", "response_item", "message", "completed", "error", "compact_boundary",
+                  "custom_tool_call", "turn_context", "session_meta", "reasoning", "developer"]
+session_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2, 10**12), st.floats(allow_nan=False), wild_texts,
+              st.sampled_from(SESSION_VALUES)),
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(st.sampled_from(SESSION_KEYS), children, max_size=6)),
+    max_leaves=25,
+)
+session_items = st.dictionaries(st.sampled_from(SESSION_KEYS), session_values, max_size=8)
+garbage_lines = st.one_of(st.text(alphabet=st.characters(blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+                                  max_size=60).filter(lambda s: s.strip() and not s.strip().startswith(("{", "["))),
+                          st.just('{"type": "user", "message": {"role": "user", "content": [{"type": "te'))
+
+
+@st.composite
+def session_jsonl(draw) -> tuple[str, int]:
+    """(JSONL text, number of lines that are not JSON objects)."""
+    lines, bad = [], 0
+    for _ in range(draw(st.integers(0, 25))):
+        if draw(st.integers(0, 4)) == 0:
+            lines.append(draw(garbage_lines))
+            bad += 1
+        else:
+            lines.append(json.dumps(draw(session_items)))
+    return "\n".join(lines), bad

@@ -17,7 +17,7 @@ from compress.formats.base import OpenAIBuilder, Transcript, as_text, iter_jsonl
 
 NAME = "codex"
 PROVIDER = "openai"
-_KINDS = {"session_meta", "response_item", "event_msg", "turn_context"}
+_KINDS = ("session_meta", "response_item", "event_msg", "turn_context")  # a tuple: values may be unhashable
 
 
 def sniff(sample: list[Any]) -> bool:

@@ -14,6 +14,7 @@ from compress.formats.base import (
     MessageBuilder,
     Transcript,
     as_text,
+    list_field,
     text_block,
     thinking_block,
     tool_result_block,
@@ -63,7 +64,7 @@ def _assistant(builder: MessageBuilder, parts: list[Any], transcript: Transcript
 def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
     builder = MessageBuilder(transcript)
-    for message in data.get("messages", []):
+    for message in list_field(data, "messages", transcript):
         info = message.get("info") if isinstance(message, dict) else None
         parts = message.get("parts") if isinstance(message, dict) else None
         if not isinstance(info, dict) or not isinstance(parts, list):

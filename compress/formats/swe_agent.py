@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from compress.formats.base import OpenAIBuilder, Transcript, as_text
+from compress.formats.base import OpenAIBuilder, Transcript, as_text, list_field
 
 NAME = "swe-agent"
 PROVIDER = "openai"
@@ -42,7 +42,7 @@ def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
     builder = OpenAIBuilder(transcript)
     pending: str | None = None  # id of a synthesized call waiting for its observation
-    for i, msg in enumerate(data.get("history", [])):
+    for i, msg in enumerate(list_field(data, "history", transcript)):
         role = msg.get("role") if isinstance(msg, dict) else None
         if role is None:
             transcript.malformed += 1
