@@ -59,12 +59,12 @@ class Hit:
 
 def new_id(text: str, created: datetime, salt: int = 0) -> str:
     """`m-` + 8 hex digits of xxhash over the text and the exact creation time."""
-    return "m-" + xxhash.xxh64_hexdigest(f"{text}\0{created.isoformat()}\0{salt}".encode())[:8]
+    return "m-" + xxhash.xxh64_hexdigest(f"{text}\0{created.isoformat()}\0{salt}".encode("utf-8", "surrogatepass"))[:8]
 
 
 def content_id(entry_type: str, text: str) -> str:
     """Stable id of a hand-written entry that carries no id of its own."""
-    return "m-" + xxhash.xxh64_hexdigest(f"{entry_type}\0{text}".encode())[:8]
+    return "m-" + xxhash.xxh64_hexdigest(f"{entry_type}\0{text}".encode("utf-8", "surrogatepass"))[:8]
 
 
 def now() -> datetime:

@@ -31,9 +31,10 @@ from memory.entry import SECTIONS, Entry, content_id
 _HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
 _BULLET = regex.compile(r"[-*+][ \t]")
 _FENCE = regex.compile(r"(```|~~~)")
-_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^>]*?)-->")
+_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")  # fields never hold "<": an unclosed "<!-- m-…" in the text stays text
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
 _TAG = regex.compile(r"#([\w.-]+)")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 _SECTION_TYPES = {name.lower(): kind for kind, name in SECTIONS.items()} | {kind: kind for kind in SECTIONS}
 
 
@@ -113,7 +114,9 @@ def format_entry(entry: Entry) -> str:
 
 
 def normalize_text(text: str) -> str:
-    """Entry text as stored: no trailing spaces, no surrounding blank lines, `\\n` line ends."""
+    """Entry text as stored: no trailing spaces, no surrounding blank lines, `\\n` line ends, and
+    lone surrogates (unencodable in the UTF-8 file) replaced by U+FFFD."""
+    text = _SURROGATE.sub("\ufffd", text)
     return "\n".join(line.rstrip() for line in text.splitlines()).strip()
 
 
