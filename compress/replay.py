@@ -334,6 +334,8 @@ class ReplayReport:
     ms_max: float = 0.0
     retention: Retention = field(default_factory=Retention)
     usage: UsageCheck | None = None
+    peers: dict[str, SideStats] = field(default_factory=dict)
+    """Other compressors priced the same way, by name."""
     malformed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     host_compactions: int = 0
@@ -341,12 +343,17 @@ class ReplayReport:
 
     @property
     def cost_ratio(self) -> float:
-        return round(self.compressed.cost / self.raw.cost, 4) if self.raw.cost else 1.0
+        return self.ratio(self.compressed)
+
+    def ratio(self, side: SideStats) -> float:
+        """Modelled cost of `side` relative to the raw requests."""
+        return round(side.cost / self.raw.cost, 4) if self.raw.cost else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["retention"] = self.retention.to_dict()
         out["cost_ratio"] = self.cost_ratio
+        out["peer_cost_ratios"] = {name: self.ratio(side) for name, side in self.peers.items()}
         return out
 
     def render(self) -> str:
@@ -376,6 +383,9 @@ class ReplayReport:
             lines.append(f"  vs usage    {u.compared} calls: modelled/reported cost {u.cost_ratio:.3f}, median input "
                          f"error {u.median_abs_error:.1%} (unseen system+tools ~{u.unseen_head:,}), cache-read share "
                          f"modelled {u.modelled_read_share:.1%} vs reported {u.reported_read_share:.1%}")
+        for name, side in self.peers.items():
+            lines.append(f"  peer        {name}: sum {side.tokens_sum:,}  peak {side.tokens_peak:,}  cost ratio "
+                         f"{self.ratio(side):.3f}  compactions {side.compactions}")
         if self.malformed:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
@@ -393,8 +403,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 def replay(transcript: Transcript, *, source: str = "", config: CompressConfig = CompressConfig(),
            chain: Chain | None = None, counter: TokenCounter | None = None,
-           progress: Callable[[int, int], None] | None = None) -> ReplayReport:
-    """Replay every model call of `transcript` through the pipeline and report."""
+           progress: Callable[[int, int], None] | None = None,
+           peers: dict[str, Callable[[dict], dict]] | None = None) -> ReplayReport:
+    """Replay every model call of `transcript` through the pipeline and report.
+
+    `peers`: other compressors (name -> raw body -> compressed body) priced alongside."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     report = ReplayReport(source, transcript.format, transcript.provider, counter.name,
@@ -403,6 +416,9 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     shared: dict = {}
     raw_side = RequestAccountant(transcript.provider, counter, shared)
     out_side = RequestAccountant(transcript.provider, counter, shared)
+    peers = peers or {}
+    peer_sides = {name: RequestAccountant(transcript.provider, counter, shared) for name in peers}
+    report.peers = {name: SideStats() for name in peers}
     session = Session.memory()
     store = CCRStore.in_memory()
     calls = [c for c in transcript.calls if c.index > 0]
@@ -426,6 +442,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
         priced = raw_side.add(raw_body)
         report.raw.add(priced)
         report.compressed.add(out_side.add(out_body))
+        for name, compress_body in peers.items():
+            report.peers[name].add(peer_sides[name].add(compress_body(raw_body)))
         if call.usage is not None and not call.after_host_compaction:
             usage_pairs.append((priced, call.usage))
         if progress:
@@ -435,6 +453,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     unseen = report.usage.unseen_head if report.usage else 0
     report.raw.finish([n + unseen for n in raw_side.sizes])
     report.compressed.finish([n + unseen for n in out_side.sizes])
+    for name, side in report.peers.items():
+        side.finish([n + unseen for n in peer_sides[name].sizes])
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0
