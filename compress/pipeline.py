@@ -17,6 +17,7 @@ the stages active at its tier, and returns the new body and a report. It holds:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 import xxhash
 
-from compress.adapters import from_provider, render_message
+from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
@@ -177,6 +178,10 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
     report = RunReport()
     try:
         out = _Runner(config, chain or Chain(), count_tokens, report).run(body, session, store, reported_input_tokens)
+    except RecursionError:
+        log.warning("request nested too deeply to process; passed through")
+        report.error = "JSON nested too deeply to process"
+        out = body
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("compression failed, request passed through: %s: %s", type(exc).__name__, exc)
         report.error = f"{type(exc).__name__}: {exc}"[:500]
@@ -239,15 +244,17 @@ class _Runner:
     # -- the run -----------------------------------------------------------------------
 
     def run(self, body: Any, session: Session, store: CCRWriter | None, reported: int | None) -> Any:
-        request = from_provider(body)
-        messages = list(request.messages)
-        report = self.report
-        report.provider = request.provider
-        report.messages = len(messages)
+        provider = detect(body)
         hashes = prefix_hashes(body["messages"])
         header = session.header
-        same_provider = header.provider == request.provider
+        same_provider = header.provider == provider
         frozen = _known_prefix(hashes, session.records) if same_provider else 0
+        known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
+        request = from_provider(body, provider, known)
+        messages = list(request.messages)
+        report = self.report
+        report.provider = provider
+        report.messages = len(messages)
 
         raw_tokens = [session.records[hashes[i]].raw_tokens if i < frozen else self.message_tokens(m)
                       for i, m in enumerate(messages)]
@@ -287,7 +294,8 @@ class _Runner:
         elif plan.originals.entries:
             raise RuntimeError("stages wrote originals but no CCR store was given")
 
-        self.apply_to_session(session, plan, request.provider, tier, hashes, raw_tokens, reason)
+        self.apply_to_session(session, plan, provider, tier, hashes, raw_tokens, reason)
+        session.parsed.update(zip(hashes, messages))
         report.mode = "epoch" if reason else "incremental"
         report.epoch_reason = reason
         report.frozen = 0 if reason else frozen

@@ -68,18 +68,18 @@ class StageContext:
         """Buffer an original for CCR and return its key. Call before building its marker."""
         return self.originals.put(original, hint)
 
-    def worth_it(self, original: str, compressed: str, relative: bool = True) -> bool:
-        """A lossy result is kept only if it saves enough characters and (unless `relative`
-        is off) a large enough fraction of the original."""
+    def worth_it(self, original: str, compressed: str, relative: bool = True, min_chars: int | None = None) -> bool:
+        """A lossy result is kept only if it saves enough characters (`min_chars`, default
+        the config's) and, unless `relative` is off, a large enough fraction of the original."""
         saved = len(original) - len(compressed)
-        enough = saved >= self.config.min_saving_chars
+        enough = saved >= (self.config.min_saving_chars if min_chars is None else min_chars)
         return enough and (not relative or saved >= self.config.min_saving_fraction * len(original))
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
-              relative: bool = True) -> str:
+              relative: bool = True, min_chars: int | None = None) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
         otherwise the original. `build` must give the same length for any key."""
-        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative):
+        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_chars):
             return original
         return build(self.store(original, hint))
 
