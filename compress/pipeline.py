@@ -31,7 +31,17 @@ from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
-from compress.stages import strip_injections, strip_reasoning
+from compress.stages import (
+    compress_prose,
+    crush_json,
+    dedup_tool_calls,
+    nudges,
+    purge_errors,
+    strip_injections,
+    strip_reasoning,
+    supersede_inputs,
+    trim_outputs,
+)
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
 
@@ -40,6 +50,13 @@ log = logging.getLogger("ctxmill.compress")
 DEFAULT_STAGES: tuple[Stage, ...] = (
     strip_reasoning.STAGE,
     strip_injections.STAGE,
+    dedup_tool_calls.STAGE,
+    purge_errors.STAGE,
+    supersede_inputs.STAGE,
+    crush_json.STAGE,
+    trim_outputs.STAGE,
+    compress_prose.STAGE,
+    nudges.STAGE,
 )
 """The one ordered list of stages. Later stages see the output of earlier ones."""
 
@@ -119,7 +136,7 @@ class RunReport:
             return f"passed through unchanged: {self.error}"
         saved = self.tokens_before - self.tokens_after
         pct = 100.0 * saved / self.tokens_before if self.tokens_before else 0.0
-        applied = ", ".join(f"{k} -{v:,}" for k, v in self.stages_saved.items() if v) or "none"
+        applied = ", ".join(f"{k} {-v:+,}" for k, v in self.stages_saved.items() if v) or "none"
         epoch = f" ({self.epoch_reason})" if self.mode == "epoch" else ""
         return (f"{self.tokens_before:,} → {self.tokens_after:,} tokens (-{pct:.1f}%) · tier {self.tier}"
                 f" · {self.mode}{epoch} · stages: {applied} · {self.ccr_written} CCR entries"
@@ -359,26 +376,28 @@ class _Runner:
         current = list(messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}
-        if any(mutable):
-            for stage in self.chain.active(tier, self.config):
-                t0 = time.perf_counter()
-                ctx.stage = stage.name
-                before_writes = dict(originals.entries)
-                try:
-                    result = stage.run(current, ctx)
-                    violation = _violation(current, result, mutable, stage)
-                except Exception as exc:  # noqa: BLE001 - skip a failing stage
-                    violation = f"raised {type(exc).__name__}: {exc}"
-                if violation:
-                    message = f"stage {stage.name} dropped for this run: {violation}"
-                    log.warning(message)
-                    ctx.errors.append(message)
-                    originals.entries = before_writes
-                else:
-                    saved[stage.name] = sum(self.message_tokens(a) - self.message_tokens(b)
-                                            for a, b in zip(current, result) if a is not b)
-                    current = result
-                stage_ms[stage.name] = round((time.perf_counter() - t0) * 1000, 3)
+        any_mutable = any(mutable)
+        for stage in self.chain.active(tier, self.config):
+            if not (any_mutable or stage.appends_to_newest):
+                continue
+            t0 = time.perf_counter()
+            ctx.stage = stage.name
+            before_writes = dict(originals.entries)
+            try:
+                result = stage.run(current, ctx)
+                violation = _violation(current, result, mutable, stage)
+            except Exception as exc:  # noqa: BLE001 - skip a failing stage
+                violation = f"raised {type(exc).__name__}: {exc}"
+            if violation:
+                message = f"stage {stage.name} dropped for this run: {violation}"
+                log.warning(message)
+                ctx.errors.append(message)
+                originals.entries = before_writes
+            else:
+                saved[stage.name] = sum(self.message_tokens(a) - self.message_tokens(b)
+                                        for a, b in zip(current, result) if a is not b)
+                current = result
+            stage_ms[stage.name] = round((time.perf_counter() - t0) * 1000, 3)
         return _Plan(provider=provider, messages=current, originals=originals, saved=saved, stage_ms=stage_ms,
                      decisions=ctx.decisions, errors=ctx.errors)
 
@@ -431,6 +450,10 @@ def _violation(before: list[Message], after: Any, mutable: tuple[bool, ...], sta
     for i, (a, b) in enumerate(zip(before, after)):
         if a is b:
             continue
+        if stage.appends_to_newest and i == len(before) - 1:
+            if _appends_one_text_block(a, b):
+                continue
+            return f"changed the newest message {i} other than by appending one text block"
         if not mutable[i]:
             return f"changed frozen or protected message {i}"
         if not isinstance(b, Message) or b.role != a.role or b.raw is not a.raw:
@@ -442,6 +465,13 @@ def _violation(before: list[Message], after: Any, mutable: tuple[bool, ...], sta
         if not stage.may_edit_inputs and not _same_objects(_inputs(a), _inputs(b)):
             return f"changed tool inputs in message {i}"
     return ""
+
+
+def _appends_one_text_block(before: Message, after: Any) -> bool:
+    """`after` is the user message `before` with one text block appended, all else the same objects."""
+    return (isinstance(after, Message) and before.role == after.role == "user" and after.raw is before.raw
+            and len(after.blocks) == len(before.blocks) + 1 and after.blocks[-1].kind == TEXT
+            and _same_objects(list(before.blocks), list(after.blocks[:-1])))
 
 
 def _calls(msg: Message) -> list[tuple[str, str, str]]:

@@ -17,6 +17,14 @@ from pathlib import Path
 COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
+    "memory": "memory",
+    "hook": "hook",
+    "checkpoint": "checkpoint",
+    "dream": "dream",
+    "install": "install",
+    "uninstall": "uninstall",
+    "doctor": "doctor",
+    "mcp": "mcp",
     "replay": "replay",
 }
 

@@ -62,6 +62,10 @@ class Transcript:
         """The body of the k-th model call."""
         return {**self.head, "messages": self.messages[: self.calls[k].index]}
 
+    def whole(self, max_messages: int | None = None) -> dict[str, Any]:
+        """The whole session (or its first `max_messages` messages) as one request body."""
+        return {**self.head, "messages": self.messages[:max_messages]}
+
 
 class MessageBuilder:
     """Appends blocks in conversation order and keeps the provider's message rules.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ccr.markers import format_marker
 from compress.model import TEXT, Block, Message
-from compress.stage import Stage, StageContext, each_mutable
+from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 
 DEFAULT_TAGS = ("system-reminder",)
@@ -55,20 +55,14 @@ def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     tags = tuple(ctx.config.options("strip_injections").get("tags", DEFAULT_TAGS))
 
-    def strip(i: int, msg: Message) -> Message:
-        blocks: list[Block] = []
-        for block in msg.blocks:
-            if ctx.may_compress_result(block):
-                block = block.with_result_text(_shorten(block.result_text, tags, ctx))
-            elif block.kind == TEXT and msg.role == "assistant":
-                block = block.with_text(_shorten(block.text, tags, ctx))
-            blocks.append(block)
-        out = msg.with_blocks(blocks)
-        if out is not msg:
-            ctx.note(i, "removed injected segments")
-        return out
+    def strip(msg: Message, block: Block) -> Block:
+        if ctx.may_compress_result(block):
+            return block.with_result_text(_shorten(block.result_text, tags, ctx))
+        if block.kind == TEXT and msg.role == "assistant":
+            return block.with_text(_shorten(block.text, tags, ctx))
+        return block
 
-    return each_mutable(messages, ctx, strip)
+    return each_block(messages, ctx, strip, "removed injected segments")
 
 
 STAGE = Stage("strip_injections", run, Tier.ALWAYS)
