@@ -37,7 +37,9 @@ from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
 from compress.signals import first_error_line, is_failed_result
 from compress.tokens import TokenCounter, get_counter
-from compress.toolkinds import written_paths
+from compress.toolfiles import CREATE, EDIT, WRITE, touched_files
+
+_WRITTEN = frozenset({WRITE, EDIT, CREATE})
 
 RECENT_TURNS = 10
 """Retention is also reported for what the last RECENT_TURNS assistant turns produced."""
@@ -247,9 +249,11 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
     last_turn = raw[-1].turn if raw else 0
     retention = Retention()
 
-    def check(bucket: Retained, item: str, msg: Message, what: str) -> None:
-        seen = item in visible
-        back = seen or item in recoverable
+    def check(bucket: Retained, item: str, msg: Message, what: str, carriers: tuple[str, ...] = ()) -> None:
+        """`carriers`: texts that show the item when present verbatim (a shell command that
+        writes a file names it relative to its `cd`, not by the normalised path)."""
+        seen = item in visible or any(c in visible for c in carriers)
+        back = seen or item in recoverable or any(c in recoverable for c in carriers)
         bucket.add(seen, back, last_turn - msg.turn < RECENT_TURNS)
         if not back:
             retention.missing.append(f"{what}: {item[:120]}")
@@ -259,8 +263,11 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
             if b.kind == TOOL_RESULT and is_failed_result(b) and (line := _error_line(b)):
                 check(retention.errors, line, msg, "error")
             elif b.kind == TOOL_USE:
-                for path in written_paths(b.tool_name, b.input):
-                    check(retention.paths, path, msg, "path")
+                for path in dict.fromkeys(t.path for t in touched_files(b.tool_name, b.input)
+                                          if t.action in _WRITTEN):
+                    name = path.rsplit("/", 1)[-1]
+                    check(retention.paths, path, msg, "path",
+                          tuple(x for x in _input_strings(b.input) if name in x))
     person = next((m for m in reversed(raw) if m.has_user_text), None)
     if person is not None:
         text = "\n".join(b.text for b in person.blocks if b.text).strip()
