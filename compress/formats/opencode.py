@@ -63,7 +63,11 @@ def _assistant(builder: MessageBuilder, parts: list[Any], transcript: Transcript
 def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
     builder = MessageBuilder(transcript)
-    for message in data.get("messages", []):
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        transcript.malformed += 1
+        messages = []
+    for message in messages:
         info = message.get("info") if isinstance(message, dict) else None
         parts = message.get("parts") if isinstance(message, dict) else None
         if not isinstance(info, dict) or not isinstance(parts, list):

@@ -42,7 +42,11 @@ def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
     builder = OpenAIBuilder(transcript)
     pending: str | None = None  # id of a synthesized call waiting for its observation
-    for i, msg in enumerate(data.get("history", [])):
+    history = data.get("history")
+    if not isinstance(history, list):
+        transcript.malformed += 1
+        history = []
+    for i, msg in enumerate(history):
         role = msg.get("role") if isinstance(msg, dict) else None
         if role is None:
             transcript.malformed += 1
