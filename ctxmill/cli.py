@@ -15,6 +15,7 @@ import sys
 COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
+    "proxy": "proxy",
 }
 
 
