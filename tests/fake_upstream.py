@@ -68,6 +68,8 @@ class FakeUpstream:
             return self._json({"method": request.method, "path": request.url.path, "query": request.url.query})
         try:
             req = orjson.loads(body)
+            if not isinstance(req, dict):
+                raise orjson.JSONDecodeError("not an object", "", 0)
         except orjson.JSONDecodeError:
             err = ({"type": "error", "error": {"type": "invalid_request_error", "message": "invalid JSON"}}
                    if anthropic else {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})

@@ -57,6 +57,7 @@ class Proxy:
             try:
                 yield
             finally:
+                self.pool.flush()
                 self.store.close()
 
     # -- endpoints ------------------------------------------------------------------
@@ -86,7 +87,8 @@ class Proxy:
         key = session_key(target.provider, body)
         async with self.pool.use(key) as entry:
             outcome: Outcome = await anyio.to_thread.run_sync(
-                lambda: entry.compress(body, len(raw), store=self.store, config=self.config.compress))
+                lambda: entry.compress(body, len(raw), store=self.store, config=self.config.compress,
+                                      chain=self.config.chain))
             entry.record_run(target.provider, len(raw), outcome)
         report = outcome.report
         sent = report.tokens_after if report and not outcome.error else 0
@@ -148,7 +150,7 @@ def _parse_request(raw: bytes) -> dict | None:
 
 def _count_body(body: dict, config: ProxyConfig) -> bytes | None:
     try:
-        return compress_once(body, config.compress)
+        return compress_once(body, config.compress, config.chain)
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("count_tokens: compression failed, original sent: %s", type(exc).__name__)
         return None

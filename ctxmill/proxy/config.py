@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compress.config import CompressConfig
+from compress.pipeline import Chain
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
@@ -23,6 +24,9 @@ class ProxyConfig:
     None with persist=False keeps everything in memory (tests, benchmarks)."""
     persist: bool = True
     compress: CompressConfig = field(default_factory=CompressConfig)
+    chain: Chain | None = None
+    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Shared by all requests: do not
+    edit it while the proxy runs."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256
     """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""

@@ -7,7 +7,8 @@ Must hold:
   around `compress`); different sessions run in parallel. `compress` runs in a worker thread
   and holds the session directory's file lock (`state.lock`, the one `Session.open` takes), and
   reloads the state when another process changed it since this process last saved it.
-- Stats are mutated only on the event loop thread (`record_run`, `record_usage`).
+- Stats are mutated only on the event loop thread (`record_run`, `record_usage`); they are
+  written to `proxy-stats.json` beside the state with each run and at shutdown (`flush`).
 
 Tier calibration. The pipeline's tier is defined on the size of the RAW request, but the
 provider reports the size of the COMPRESSED request it received. For each response with usage:
@@ -37,7 +38,7 @@ import orjson
 from ccr.keys import make_key
 from compress.config import CompressConfig
 from compress.jsonbytes import dumps
-from compress.pipeline import RunReport
+from compress.pipeline import Chain, RunReport
 from compress.pipeline import run as run_pipeline
 from compress.session import STATE_FILE, Session
 from ctxmill.proxy.usage import Usage
@@ -55,6 +56,8 @@ class SessionStats:
     tokens_before: int = 0
     tokens_after: int = 0
     failures: int = 0
+    epochs: int = 0
+    """Runs that re-rendered history (each one costs a prompt-cache write)."""
     usage_reports: int = 0
     input_tokens: int = 0
     cache_read_tokens: int = 0
@@ -94,12 +97,13 @@ class ProxySession:
 
     # -- worker thread ---------------------------------------------------------------
 
-    def compress(self, body: dict, body_size: int, *, store: Any, config: CompressConfig) -> Outcome:
+    def compress(self, body: dict, body_size: int, *, store: Any, config: CompressConfig,
+                 chain: Chain | None = None) -> Outcome:
         """Run the pipeline with this session's state. Never raises (fail open)."""
         try:
             with self._file_lock():
                 session = self._current()
-                result = run_pipeline(body, session=session, store=store, config=config,
+                result = run_pipeline(body, session=session, store=store, config=config, chain=chain,
                                       reported_input_tokens=self.calibrated_tokens(body_size))
                 self._save(session)
             data = None if result.body is body else dumps(result.body)
@@ -152,10 +156,19 @@ class ProxySession:
         try:
             session.save()
             self._signature = self._disk_signature()
-            _write_atomic(self.directory / STATS_FILE, orjson.dumps(asdict(self.stats)))
         except OSError as exc:
             self._signature = None
             log.warning("session %s: state not saved: %s", self.key[:12], exc)
+        self.save_stats()
+
+    def save_stats(self) -> None:
+        """Stats go to disk with each run (as of the previous response) and at shutdown."""
+        if self.directory is None or not self.stats.requests:
+            return
+        try:
+            _write_atomic(self.directory / STATS_FILE, orjson.dumps(asdict(self.stats)))
+        except OSError as exc:
+            log.warning("session %s: stats not saved: %s", self.key[:12], exc)
 
     def _load_stats(self) -> None:
         if self.stats.requests:
@@ -180,6 +193,7 @@ class ProxySession:
         s.tokens_before += report.tokens_before
         s.tokens_after += report.tokens_after
         s.last_tier = report.tier
+        s.epochs += report.mode == "epoch"
         if body_size and report.tokens_before:
             s.tokens_per_byte = report.tokens_before / body_size
 
@@ -232,6 +246,10 @@ class SessionPool:
         while len(self._stats) > self.max_stats:
             self._stats.popitem(last=False)
 
+    def flush(self) -> None:
+        for entry in self._live.values():
+            entry.save_stats()
+
     def snapshot(self) -> list[dict[str, Any]]:
         """Stats of the sessions seen, most recently used first."""
         return [s.to_dict(k) for k, s in reversed(self._stats.items())]
@@ -248,10 +266,10 @@ class DiscardingStore:
         return make_key(text)
 
 
-def compress_once(body: dict, config: CompressConfig) -> bytes | None:
-    """The body as a fresh session would compress it (None: unchanged). For count_tokens, so a
-    count does not disturb the session's epochs and the count matches what would be sent."""
-    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config)
+def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None) -> bytes | None:
+    """The body as a fresh session would compress it (None: unchanged). For count_tokens: the
+    count reflects compression (as an epoch would render it) without disturbing the session."""
+    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain)
     return None if result.body is body else dumps(result.body)
 
 
