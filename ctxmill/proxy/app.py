@@ -10,6 +10,7 @@ invalid requests itself, exactly as it would without the proxy.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -57,7 +58,7 @@ class Proxy:
             try:
                 yield
             finally:
-                self.pool.flush()
+                await self.pool.flush()
                 self.store.close()
 
     # -- endpoints ------------------------------------------------------------------
@@ -90,6 +91,7 @@ class Proxy:
                 lambda: entry.compress(body, len(raw), store=self.store, config=self.config.compress,
                                       chain=self.config.chain))
             entry.record_run(target.provider, len(raw), outcome)
+            entry.saving = asyncio.ensure_future(anyio.to_thread.run_sync(entry.persist))
         report = outcome.report
         sent = report.tokens_after if report and not outcome.error else 0
         note = report.summary_line() if report else f"passed through unchanged: {outcome.error}"

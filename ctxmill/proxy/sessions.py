@@ -4,7 +4,8 @@ Must hold:
 - One `ProxySession` per session key in memory (bounded LRU; an entry in use is never evicted),
   persisted under `<sessions_dir>/proxy-<key>/` so a restarted proxy continues the session.
 - Requests of one session run one at a time (`entry.lock`, an asyncio lock held by the app
-  around `compress`); different sessions run in parallel. `compress` runs in a worker thread
+  around `compress` and until the previous `persist` finished); different sessions run in
+  parallel. `compress` runs in a worker thread
   and holds the session directory's file lock (`state.lock`, the one `Session.open` takes), and
   reloads the state when another process changed it since this process last saved it.
 - Stats are mutated only on the event loop thread (`record_run`, `record_usage`); they are
@@ -92,20 +93,22 @@ class ProxySession:
         self.stats = stats
         self.lock = asyncio.Lock()
         self.active = 0
+        self.saving: asyncio.Future | None = None
         self._session: Session | None = None
         self._signature: tuple[int, int] | None = None
+        self._lock_file: Any = None
 
     # -- worker thread ---------------------------------------------------------------
 
     def compress(self, body: dict, body_size: int, *, store: Any, config: CompressConfig,
                  chain: Chain | None = None) -> Outcome:
-        """Run the pipeline with this session's state. Never raises (fail open)."""
+        """Run the pipeline with this session's state. Never raises (fail open). The new state
+        is written by `persist`, which the app runs while the request travels upstream."""
         try:
             with self._file_lock():
                 session = self._current()
                 result = run_pipeline(body, session=session, store=store, config=config, chain=chain,
                                       reported_input_tokens=self.calibrated_tokens(body_size))
-                self._save(session)
             data = None if result.body is body else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
             log.warning("session %s: compression failed, original sent: %s: %s",
@@ -114,6 +117,24 @@ class ProxySession:
         if result.report.error:
             return Outcome(None, result.report, result.report.error)
         return Outcome(data, result.report)
+
+    def persist(self) -> None:
+        """Write the state `compress` left in memory. If another process rewrote the state file
+        since this one loaded it, theirs wins: ours is dropped and reloaded on the next run."""
+        if self.directory is None or self._session is None:
+            return
+        try:
+            with self._file_lock():
+                if self._disk_signature() != self._signature:
+                    self._session = None
+                    log.warning("session %s: state changed by another process; reloading", self.key[:12])
+                else:
+                    self._session.save()
+                    self._signature = self._disk_signature()
+        except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
+            self._session = self._signature = None
+            log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+        self.save_stats()
 
     def calibrated_tokens(self, body_size: int) -> int | None:
         s = self.stats
@@ -128,8 +149,10 @@ class ProxySession:
             return
         from filelock import FileLock
 
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with FileLock(str(self.directory / "state.lock")):
+        if self._lock_file is None:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._lock_file = FileLock(str(self.directory / "state.lock"), thread_local=False)
+        with self._lock_file:
             yield
 
     def _disk_signature(self) -> tuple[int, int] | None:
@@ -149,17 +172,6 @@ class ProxySession:
             self._signature = self._disk_signature()
             self._load_stats()
         return self._session
-
-    def _save(self, session: Session) -> None:
-        if self.directory is None:
-            return
-        try:
-            session.save()
-            self._signature = self._disk_signature()
-        except OSError as exc:
-            self._signature = None
-            log.warning("session %s: state not saved: %s", self.key[:12], exc)
-        self.save_stats()
 
     def save_stats(self) -> None:
         """Stats go to disk with each run (as of the previous response) and at shutdown."""
@@ -224,6 +236,8 @@ class SessionPool:
         entry.active += 1
         try:
             async with entry.lock:
+                if entry.saving is not None:
+                    await entry.saving
                 yield entry
         finally:
             entry.active -= 1
@@ -246,8 +260,10 @@ class SessionPool:
         while len(self._stats) > self.max_stats:
             self._stats.popitem(last=False)
 
-    def flush(self) -> None:
+    async def flush(self) -> None:
         for entry in self._live.values():
+            if entry.saving is not None:
+                await entry.saving
             entry.save_stats()
 
     def snapshot(self) -> list[dict[str, Any]]:
