@@ -3,6 +3,10 @@
     [ctxmill: {summary} · deep_expand("{key}")]     replaces cut content (format_marker)
     <<ctxmill: {summary} · deep_expand("{key}")>>   one-line note for a superseded tool input
 
+A marker may also sit inside a JSON string (crush_json puts one where array items were cut, so
+the output stays valid JSON); serialized there its quotes read `deep_expand(\\"{key}\\")`, and
+the parser accepts that form too, so markers in JSON text resolve like any other.
+
 What must hold:
 - A summary is always one line without `[`, `]`, `<`, `>` or control characters: the writer
   escapes them reversibly (`\\\\`, `\\n`, `\\r`, else `\\uXXXX`, e.g. `[` -> `\\u005b`), so
@@ -16,6 +20,7 @@ What must hold:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from ccr.keys import is_valid_key
 
 _SEPARATOR = ' · deep_expand("'
+_JSON_SEPARATOR = ' · deep_expand(\\"'
 _MARKER_OPEN, _MARKER_CLOSE = "[ctxmill: ", '")]'
 _NOTE_OPEN, _NOTE_CLOSE = "<<ctxmill: ", '")>>'
 
@@ -84,19 +90,34 @@ def format_note(summary: str, key: str) -> str:
 
 
 def _split_body(body: str) -> tuple[str, str] | None:
-    """(summary, key) from `{escaped summary} · deep_expand("{key}")`, else None."""
+    """(summary, key) from `{escaped summary} · deep_expand("{key}")` or its JSON-string
+    form `… · deep_expand(\\"{key}\\")`, else None."""
     cut = body.rfind(_SEPARATOR)
+    if cut >= 0:
+        tail = body[cut + len(_SEPARATOR) :]
+        key = tail[:-2]
+        if tail[-2:] == '")' and is_valid_key(key):
+            return unescape_summary(body[:cut]), key
+        return None
+    cut = body.rfind(_JSON_SEPARATOR)
     if cut < 0:
         return None
-    tail = body[cut + len(_SEPARATOR) :]
-    key = tail[:-2]
-    if tail[-2:] != '")' or not is_valid_key(key):
+    tail = body[cut + len(_JSON_SEPARATOR) :]
+    key = tail[:-3]
+    if tail[-3:] != '\\")' or not is_valid_key(key):
         return None
-    return unescape_summary(body[:cut]), key
+    return unescape_summary(_json_unescape(body[:cut])), key
+
+
+def _json_unescape(text: str) -> str:
+    try:
+        return json.loads(f'"{text}"')
+    except ValueError:
+        return text
 
 
 def _iter_markers(text: str) -> Iterator[Marker]:
-    if _SEPARATOR not in text:
+    if _SEPARATOR not in text and _JSON_SEPARATOR not in text:
         return
     for match in _FIND.finditer(text):
         kind = "marker" if match.group("marker") is not None else "note"

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
 from ccr.keys import is_valid_key, make_key
 
 DB_NAME = "ccr.sqlite3"
@@ -108,6 +110,17 @@ class Stats:
     ttl_seconds: float
 
 
+def _migrate(db: sqlite3.Connection) -> None:
+    """Create the schema once (first opener; openers are serialized by a file lock)."""
+    if db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
+        try:
+            db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {_SCHEMA_VERSION};COMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+
+
 def db_path(directory: Path) -> Path:
     """The database file of the store kept in `directory`."""
     return Path(directory) / DB_NAME
@@ -177,36 +190,35 @@ class CCRStore:
         self._clock = clock
         self._lock = threading.RLock()
         self._local = threading.local()
-        if path is None:
-            self.path = ":memory:"
-        else:
-            _secure_directory(Path(path))
-            self.path = str(db_path(Path(path)))
-            _secure_file(Path(self.path))
+        self.path = ":memory:" if path is None else str(db_path(Path(path)))
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._migrate()
-        except sqlite3.Error as exc:
+            if path is None:
+                self._db = self._connect()
+            else:
+                _secure_directory(Path(path))
+                # Switching a new database to WAL is not covered by busy_timeout: serialize
+                # opening across processes so racing first users do not fail.
+                with FileLock(self.path + ".lock", mode=0o600, timeout=_BUSY_TIMEOUT_MS / 1000):
+                    _secure_file(Path(self.path))
+                    self._db = self._connect()
+        except (sqlite3.Error, OSError, Timeout) as exc:
             raise CCRError(f"cannot open the CCR store at {self.path}: {exc}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            _migrate(db)
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
 
     @classmethod
     def in_memory(cls, **options) -> CCRStore:
         return cls(None, **options)
-
-    def _migrate(self) -> None:
-        """Create the schema once; concurrent first openers serialize on BEGIN IMMEDIATE."""
-        if self._db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
-            try:
-                self._db.executescript(
-                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {_SCHEMA_VERSION};COMMIT;"
-                )
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
 
     # ---------------------------------------------------------------- transactions
 
@@ -217,10 +229,11 @@ class CCRStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # also when COMMIT itself failed
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     # ---------------------------------------------------------------- writes
 
@@ -305,20 +318,19 @@ class CCRStore:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT hint, created, accessed, gone, reason, body FROM entries WHERE key = ?",
-                    (key,),
+                    "SELECT hint, created, accessed, reason, body FROM entries WHERE key = ?", (key,)
                 ).fetchone()
                 now = self._clock()
-                if row is not None and row[5] is not None and now - row[2] <= self.ttl_seconds:
+                if row is not None and row[4] is not None and now - row[2] <= self.ttl_seconds:
                     self._db.execute(
                         "UPDATE entries SET accessed = max(accessed, ?) WHERE key = ?", (now, key)
                     )
-                    return Lookup(key, "ok", _decode(row[5]), "")
+                    return Lookup(key, "ok", _decode(row[4]), "")
         except sqlite3.Error as exc:
             raise CCRError(f"CCR read failed at {self.path}: {exc}") from exc
         if row is None:
             return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
-        hint, created, accessed, gone, reason, _ = row
+        hint, created, _, reason, _ = row
         return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now))
 
     def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float) -> str:

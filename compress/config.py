@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, TypeVar
 
 from compress.tiers import TierThresholds
 
@@ -42,3 +42,13 @@ def is_protected_tool(name: str, config: CompressConfig) -> bool:
     low = name.lower()
     base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
     return base in config.protected_tools or base.startswith("memory_") or "deep_expand" in base
+
+
+T = TypeVar("T")
+
+
+def options_as(cls: type[T], options: Mapping[str, Any]) -> T:
+    """A stage's options dataclass `cls` from its `config.options(...)` mapping; keys that are
+    not fields of `cls` are ignored, missing ones keep their defaults."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in options.items() if k in known})

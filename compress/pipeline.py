@@ -17,6 +17,7 @@ the stages active at its tier, and returns the new body and a report. It holds:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,13 +25,23 @@ from typing import Any, Callable, Iterable
 
 import xxhash
 
-from compress.adapters import from_provider, render_message
+from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
-from compress.stages import strip_injections, strip_reasoning
+from compress.stages import (
+    compress_prose,
+    crush_json,
+    dedup_tool_calls,
+    nudges,
+    purge_errors,
+    strip_injections,
+    strip_reasoning,
+    supersede_inputs,
+    trim_outputs,
+)
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
 
@@ -39,6 +50,13 @@ log = logging.getLogger("ctxmill.compress")
 DEFAULT_STAGES: tuple[Stage, ...] = (
     strip_reasoning.STAGE,
     strip_injections.STAGE,
+    dedup_tool_calls.STAGE,
+    purge_errors.STAGE,
+    supersede_inputs.STAGE,
+    crush_json.STAGE,
+    trim_outputs.STAGE,
+    compress_prose.STAGE,
+    nudges.STAGE,
 )
 """The one ordered list of stages. Later stages see the output of earlier ones."""
 
@@ -118,7 +136,7 @@ class RunReport:
             return f"passed through unchanged: {self.error}"
         saved = self.tokens_before - self.tokens_after
         pct = 100.0 * saved / self.tokens_before if self.tokens_before else 0.0
-        applied = ", ".join(f"{k} -{v:,}" for k, v in self.stages_saved.items() if v) or "none"
+        applied = ", ".join(f"{k} {-v:+,}" for k, v in self.stages_saved.items() if v) or "none"
         epoch = f" ({self.epoch_reason})" if self.mode == "epoch" else ""
         return (f"{self.tokens_before:,} → {self.tokens_after:,} tokens (-{pct:.1f}%) · tier {self.tier}"
                 f" · {self.mode}{epoch} · stages: {applied} · {self.ccr_written} CCR entries"
@@ -142,6 +160,26 @@ class RunResult:
     report: RunReport
 
 
+def block_tokens(b: Block, count: Callable[[str], int]) -> int:
+    """Input tokens of one block as the pipeline and the replay count them."""
+    if b.kind in (TEXT, THINKING):
+        return count(b.text)
+    if b.kind == TOOL_USE:
+        value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
+        return 8 + count(b.tool_name) + count(value)
+    if b.kind == TOOL_RESULT:
+        return 4 + sum(block_tokens(p, count) for p in b.parts)
+    if b.kind == IMAGE:
+        return IMAGE_TOKENS
+    if b.kind == REDACTED_THINKING:
+        return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
+    return count(dumps(b.raw).decode())
+
+
+MESSAGE_OVERHEAD = 4
+"""Tokens charged per message besides its blocks."""
+
+
 class CCRWriter:
     """What the runner needs of a CCR store: a batch of puts committed as one transaction."""
 
@@ -157,6 +195,10 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
     report = RunReport()
     try:
         out = _Runner(config, chain or Chain(), count_tokens, report).run(body, session, store, reported_input_tokens)
+    except RecursionError:
+        log.warning("request nested too deeply to process; passed through")
+        report.error = "JSON nested too deeply to process"
+        out = body
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("compression failed, request passed through: %s: %s", type(exc).__name__, exc)
         report.error = f"{type(exc).__name__}: {exc}"[:500]
@@ -189,27 +231,16 @@ class _Runner:
     # -- token accounting ------------------------------------------------------------
 
     def block_tokens(self, b: Block) -> int:
-        if b.kind in (TEXT, THINKING):
-            return self.count(b.text)
-        if b.kind == TOOL_USE:
-            value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
-            return 8 + self.count(b.tool_name) + self.count(value)
-        if b.kind == TOOL_RESULT:
-            return 4 + sum(self.block_tokens(p) for p in b.parts)
-        if b.kind == IMAGE:
-            return IMAGE_TOKENS
-        if b.kind == REDACTED_THINKING:
-            return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
-        return self.count(dumps(b.raw).decode())
+        return block_tokens(b, self.count)
 
     def message_tokens(self, msg: Message) -> int:
         cached = self._tokens.get(id(msg))
         if cached is not None and cached[0] is msg:
             return cached[1]
         if msg.role in ("system", "other"):
-            n = 4 + self.count(dumps(msg.raw).decode())
+            n = MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
         else:
-            n = 4 + sum(self.block_tokens(b) for b in msg.blocks)
+            n = MESSAGE_OVERHEAD + sum(self.block_tokens(b) for b in msg.blocks)
         self._tokens[id(msg)] = (msg, n)
         return n
 
@@ -230,15 +261,17 @@ class _Runner:
     # -- the run -----------------------------------------------------------------------
 
     def run(self, body: Any, session: Session, store: CCRWriter | None, reported: int | None) -> Any:
-        request = from_provider(body)
-        messages = list(request.messages)
-        report = self.report
-        report.provider = request.provider
-        report.messages = len(messages)
+        provider = detect(body)
         hashes = prefix_hashes(body["messages"])
         header = session.header
-        same_provider = header.provider == request.provider
+        same_provider = header.provider == provider
         frozen = _known_prefix(hashes, session.records) if same_provider else 0
+        known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
+        request = from_provider(body, provider, known)
+        messages = list(request.messages)
+        report = self.report
+        report.provider = provider
+        report.messages = len(messages)
 
         raw_tokens = [session.records[hashes[i]].raw_tokens if i < frozen else self.message_tokens(m)
                       for i, m in enumerate(messages)]
@@ -278,7 +311,8 @@ class _Runner:
         elif plan.originals.entries:
             raise RuntimeError("stages wrote originals but no CCR store was given")
 
-        self.apply_to_session(session, plan, request.provider, tier, hashes, raw_tokens, reason)
+        self.apply_to_session(session, plan, provider, tier, hashes, raw_tokens, reason)
+        session.parsed.update(zip(hashes, messages))
         report.mode = "epoch" if reason else "incremental"
         report.epoch_reason = reason
         report.frozen = 0 if reason else frozen
@@ -342,26 +376,28 @@ class _Runner:
         current = list(messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}
-        if any(mutable):
-            for stage in self.chain.active(tier, self.config):
-                t0 = time.perf_counter()
-                ctx.stage = stage.name
-                before_writes = dict(originals.entries)
-                try:
-                    result = stage.run(current, ctx)
-                    violation = _violation(current, result, mutable, stage)
-                except Exception as exc:  # noqa: BLE001 - skip a failing stage
-                    violation = f"raised {type(exc).__name__}: {exc}"
-                if violation:
-                    message = f"stage {stage.name} dropped for this run: {violation}"
-                    log.warning(message)
-                    ctx.errors.append(message)
-                    originals.entries = before_writes
-                else:
-                    saved[stage.name] = sum(self.message_tokens(a) - self.message_tokens(b)
-                                            for a, b in zip(current, result) if a is not b)
-                    current = result
-                stage_ms[stage.name] = round((time.perf_counter() - t0) * 1000, 3)
+        any_mutable = any(mutable)
+        for stage in self.chain.active(tier, self.config):
+            if not (any_mutable or stage.appends_to_newest):
+                continue
+            t0 = time.perf_counter()
+            ctx.stage = stage.name
+            before_writes = dict(originals.entries)
+            try:
+                result = stage.run(current, ctx)
+                violation = _violation(current, result, mutable, stage)
+            except Exception as exc:  # noqa: BLE001 - skip a failing stage
+                violation = f"raised {type(exc).__name__}: {exc}"
+            if violation:
+                message = f"stage {stage.name} dropped for this run: {violation}"
+                log.warning(message)
+                ctx.errors.append(message)
+                originals.entries = before_writes
+            else:
+                saved[stage.name] = sum(self.message_tokens(a) - self.message_tokens(b)
+                                        for a, b in zip(current, result) if a is not b)
+                current = result
+            stage_ms[stage.name] = round((time.perf_counter() - t0) * 1000, 3)
         return _Plan(provider=provider, messages=current, originals=originals, saved=saved, stage_ms=stage_ms,
                      decisions=ctx.decisions, errors=ctx.errors)
 
@@ -414,6 +450,10 @@ def _violation(before: list[Message], after: Any, mutable: tuple[bool, ...], sta
     for i, (a, b) in enumerate(zip(before, after)):
         if a is b:
             continue
+        if stage.appends_to_newest and i == len(before) - 1:
+            if _appends_one_text_block(a, b):
+                continue
+            return f"changed the newest message {i} other than by appending one text block"
         if not mutable[i]:
             return f"changed frozen or protected message {i}"
         if not isinstance(b, Message) or b.role != a.role or b.raw is not a.raw:
@@ -425,6 +465,13 @@ def _violation(before: list[Message], after: Any, mutable: tuple[bool, ...], sta
         if not stage.may_edit_inputs and not _same_objects(_inputs(a), _inputs(b)):
             return f"changed tool inputs in message {i}"
     return ""
+
+
+def _appends_one_text_block(before: Message, after: Any) -> bool:
+    """`after` is the user message `before` with one text block appended, all else the same objects."""
+    return (isinstance(after, Message) and before.role == after.role == "user" and after.raw is before.raw
+            and len(after.blocks) == len(before.blocks) + 1 and after.blocks[-1].kind == TEXT
+            and _same_objects(list(before.blocks), list(after.blocks[:-1])))
 
 
 def _calls(msg: Message) -> list[tuple[str, str, str]]:

@@ -58,6 +58,9 @@ class Session:
     path: Path | None = None
     header: Header = field(default_factory=Header)
     records: dict[str, Record] = field(default_factory=dict)
+    parsed: dict[str, Any] = field(default_factory=dict, repr=False)
+    """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
+    only new messages."""
     _pending: list[bytes] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
 
@@ -112,6 +115,7 @@ class Session:
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
                              anchor_turn=anchor_turn, next_trial_at=0)
         self.records = dict(records)
+        self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
         self._pending.clear()
         self._rewrite = True
 

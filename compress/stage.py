@@ -2,7 +2,8 @@
 
 A stage may change only the messages whose `ctx.mutable[i]` is true (not frozen by the
 session, not in the protected tail), never user-written text, never the results of protected
-tools, and tool *inputs* only if it is the stage made for superseded inputs. It does no I/O
+tools, and tool *inputs* only if it is one of the stages made for superseded or failed inputs
+(`supersede_inputs`, `purge_errors`; see `compress.inputnotes`). It does no I/O
 except `ctx.store(...)`, which buffers originals for CCR; the pipeline commits them before any
 marker leaves the process. It returns a new list; unchanged messages are the same objects.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 from ccr.keys import make_key
 from ccr.markers import has_marker
@@ -32,7 +33,11 @@ class Stage:
     run: StageFn
     min_tier: Tier = Tier.ALWAYS
     may_edit_inputs: bool = False
-    """Only the stage made for superseded tool inputs may change them."""
+    """Only the stages made for superseded or failed tool inputs may change them."""
+    appends_to_newest: bool = False
+    """The one exception to the protected tail: the stage may append exactly one text block to
+    the newest message when that is a user message (existing blocks unchanged). The runner runs
+    such a stage even when no message is mutable, and checks the append."""
 
 
 @dataclass(slots=True)
@@ -68,18 +73,21 @@ class StageContext:
         """Buffer an original for CCR and return its key. Call before building its marker."""
         return self.originals.put(original, hint)
 
-    def worth_it(self, original: str, compressed: str, relative: bool = True) -> bool:
-        """A lossy result is kept only if it saves enough characters and (unless `relative`
-        is off) a large enough fraction of the original."""
+    def worth_it(self, original: str, compressed: str, relative: bool = True, min_fraction: float = 0.0,
+                 min_chars: int | None = None) -> bool:
+        """A lossy result is kept only if it saves enough characters (`min_chars`, default the
+        config's) and, unless `relative` is off, a large enough fraction of the original: the
+        configured one, or a stage's stricter `min_fraction`."""
         saved = len(original) - len(compressed)
-        enough = saved >= self.config.min_saving_chars
-        return enough and (not relative or saved >= self.config.min_saving_fraction * len(original))
+        enough = saved >= (self.config.min_saving_chars if min_chars is None else min_chars)
+        fraction = max(self.config.min_saving_fraction, min_fraction)
+        return enough and (not relative or saved >= fraction * len(original))
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
-              relative: bool = True) -> str:
+              relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
         otherwise the original. `build` must give the same length for any key."""
-        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative):
+        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
             return original
         return build(self.store(original, hint))
 
@@ -112,3 +120,39 @@ def each_mutable(messages: list[Message], ctx: StageContext,
         except Exception as exc:  # noqa: BLE001 - a failing stage must not take the request down
             ctx.failed(i, exc)
     return out
+
+
+def _each_noted(messages: list[Message], ctx: StageContext, fn: Callable[[int, Message], Message],
+                decision: str) -> list[Message]:
+    def apply(i: int, msg: Message) -> Message:
+        out = fn(i, msg)
+        if out is not msg:
+            ctx.note(i, decision)
+        return out
+
+    return each_mutable(messages, ctx, apply)
+
+
+def each_block(messages: list[Message], ctx: StageContext, fn: Callable[[Message, Block], Block],
+               decision: str) -> list[Message]:
+    """Apply `fn(msg, block)` to every block of every mutable message (as `each_mutable`) and
+    note `decision` for each message that changed."""
+    return _each_noted(messages, ctx, lambda i, msg: msg.with_blocks([fn(msg, b) for b in msg.blocks]), decision)
+
+
+BlockEdit = Callable[[Block], Block]
+
+
+def edit_blocks(messages: list[Message], ctx: StageContext, edits: Mapping[int, Mapping[int, BlockEdit]],
+                decision: str) -> list[Message]:
+    """Apply `edits[message index][block index]` to the mutable messages (other entries are
+    ignored) and note `decision` for each message that changed; a message whose edit raises
+    stays as it was."""
+
+    def apply(i: int, msg: Message) -> Message:
+        todo = edits.get(i)
+        if not todo:
+            return msg
+        return msg.with_blocks([todo[j](b) if j in todo else b for j, b in enumerate(msg.blocks)])
+
+    return _each_noted(messages, ctx, apply, decision)

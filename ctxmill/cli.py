@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
+from pathlib import Path
 
 # command name -> module under ctxmill.commands
 COMMANDS: dict[str, str] = {
     "compress": "compress",
     "expand": "expand",
+    "memory": "memory",
+    "hook": "hook",
+    "checkpoint": "checkpoint",
+    "dream": "dream",
+    "install": "install",
+    "uninstall": "uninstall",
+    "doctor": "doctor",
+    "mcp": "mcp",
+    "replay": "replay",
     "proxy": "proxy",
 }
 
@@ -34,8 +45,31 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+class _LazyFileHandler(logging.FileHandler):
+    """Appends to the log file, creating its folder only when something is logged."""
+
+    def _open(self):  # noqa: ANN202 - logging's signature
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return super()._open()
+
+
+def configure_logging() -> None:
+    """Library warnings go to `<project home>/ctxmill.log`, never to the agent's terminal."""
+    from ctxmill.paths import project_home
+
+    logger = logging.getLogger("ctxmill")
+    if logger.handlers:
+        return
+    logger.propagate = False
+    handler = _LazyFileHandler(project_home() / "ctxmill.log", delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    configure_logging()
     first = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)

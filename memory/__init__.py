@@ -1,0 +1,18 @@
+"""Durable, human-readable memory: MEMORY.md files searched with BM25 (English, code and CJK).
+
+Library API (memory.api), all taking a `memory.config.MemoryConfig` first:
+
+    store(cfg, type, text, pin=False, tags=(), scope="project") -> Entry
+        type: constraint | decision | gotcha | fact | note; scope: project | global.
+        Secrets are redacted (ccr.redact + cfg.redact_patterns) before the file is written.
+    search(cfg, query, limit=5, scope="all") -> list[Hit]   # Hit: entry, score, snippet
+    forget(cfg, id) -> Entry                                 # raises NotFound
+    list_entries(cfg, scope="all") -> list[Entry]
+    pinned(cfg) -> list[Entry]                               # inject at every session start
+    reindex(cfg) -> int                                      # entries indexed
+
+Bad arguments raise `memory.api.BadInput`; an unknown id raises `memory.api.NotFound`; a
+corrupt index file is rebuilt and reported as `memory.index_file.CorruptIndexWarning`.
+Entry ids look like `m-1a2b3c4d` and never change. Files: <home>/MEMORY.md (typed sections,
+see memory.markdown), <home>/notes.md (bullets are notes), <project home>/.index/index.bin.
+"""

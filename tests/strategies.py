@@ -96,3 +96,49 @@ def openai_requests(draw, max_turns: int = 8) -> dict:
 
 
 requests = st.one_of(anthropic_requests(), openai_requests())
+
+
+# -- agent sessions that write, edit, re-read, repeat and fail (for the input and dedup stages)
+
+AGENT_FILES = ["/repo/src/app.py", "/repo/src/db.py", "src/app.py", "notes.md"]
+file_bodies = st.builds(lambda word, n: "\n".join(f"{word} = {i}  # 第{i}行" for i in range(n)),
+                        st.sampled_from(["alpha", "beta", "数据"]), st.integers(0, 120))
+
+
+@st.composite
+def agent_calls(draw) -> tuple:
+    """One (tool name, input, result text, is_error) call of a coding agent: file reads, writes,
+    edits, heredocs, patches, repeated commands and failures over a few shared files."""
+    path = draw(st.sampled_from(AGENT_FILES))
+    body = draw(file_bodies)
+    kind = draw(st.sampled_from(["read", "write", "edit", "multiedit", "heredoc", "patch", "bash", "fail"]))
+    if kind == "read":
+        return "Read", {"file_path": path, "offset": draw(st.sampled_from([None, 1]))}, body, False
+    if kind == "write":
+        return "Write", {"file_path": path, "content": body}, "File written", False
+    if kind == "edit":
+        return "Edit", {"file_path": path, "old_string": body, "new_string": draw(file_bodies)}, "ok", False
+    if kind == "multiedit":
+        edits = [{"old_string": draw(file_bodies), "new_string": body} for _ in range(draw(st.integers(1, 3)))]
+        return "MultiEdit", {"file_path": path, "edits": edits}, "ok", False
+    if kind == "heredoc":
+        return "Bash", {"command": f"cat > {path} <<'EOF'\n{body}\nEOF"}, "", False
+    if kind == "patch":
+        lines = "\n".join("+" + line for line in body.splitlines())
+        return "apply_patch", {"input": f"*** Begin Patch\n*** Update File: {path}\n@@\n{lines}\n*** End Patch"}, "Done", False
+    if kind == "bash":
+        return "Bash", {"command": draw(st.sampled_from(["pytest -q", "ls -la", "git status"]))}, body, False
+    failed_input = draw(st.sampled_from([{"file_path": path, "content": body},
+                                         {"command": f"python -c '{body}'"}]))
+    error = draw(st.sampled_from(["Error: permission denied\n", "Traceback (most recent call last):\n"])) + body
+    return draw(st.sampled_from(["Write", "Bash"])), failed_input, error, draw(st.booleans())
+
+
+@st.composite
+def agent_sessions(draw, max_calls: int = 14) -> list[tuple]:
+    """A list of agent calls in which some calls repeat earlier ones exactly (same input and
+    output), as agents re-read files and re-run commands."""
+    calls = draw(st.lists(agent_calls(), min_size=1, max_size=max_calls))
+    for _ in range(draw(st.integers(0, 4))):
+        calls.insert(draw(st.integers(0, len(calls))), calls[draw(st.integers(0, len(calls) - 1))])
+    return calls

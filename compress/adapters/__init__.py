@@ -9,7 +9,7 @@ anything unknown passes through untouched.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Sequence
 
 from compress.adapters import anthropic, openai
 from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns
@@ -51,22 +51,26 @@ def detect(body: Any) -> str:
     return "anthropic"
 
 
-def from_provider(body: Any, provider: str | None = None) -> Request:
+def from_provider(body: Any, provider: str | None = None, known: Sequence[Message] = ()) -> Request:
+    """The canonical request. `known` may hold messages already parsed (by this function) from
+    an identical prefix of `body["messages"]`; they are reused and only the rest is parsed."""
     provider = provider or detect(body)
     if provider not in PARSERS:
         raise InvalidRequest(f"unknown provider {provider!r}")
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         detect(body)  # raises the precise reason
     parse = PARSERS[provider]
-    messages = number_turns([parse(m) for m in body["messages"]])
-    return Request(provider, _name_results(messages), body)
+    fresh = [parse(m) for m in body["messages"][len(known):]]
+    messages = number_turns([*known, *fresh])
+    return Request(provider, _name_results(messages, start=len(known)), body)
 
 
-def _name_results(messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """Copy each tool_use's name onto its tool_result, so stages know what produced a result."""
+def _name_results(messages: tuple[Message, ...], start: int = 0) -> tuple[Message, ...]:
+    """Copy each tool_use's name onto its tool_result (from message `start` on), so stages
+    know what produced a result."""
     calls = index_tool_calls(messages)
-    out = []
-    for msg in messages:
+    out = list(messages[:start])
+    for msg in messages[start:]:
         blocks = tuple(
             replace(b, tool_name=calls[b.tool_id].name)
             if b.kind == TOOL_RESULT and b.tool_id in calls and not b.tool_name

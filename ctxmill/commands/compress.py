@@ -43,6 +43,8 @@ def read_request(source: str) -> object:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc):
+            raise CliError(f"{source}: JSON nested too deeply to process") from None
         raise CliError(f"{source} is not valid JSON: {exc}") from None
 
 
@@ -51,12 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ccr.store import CCRStore
     from compress.adapters import InvalidRequest, detect
-    from compress.config import CompressConfig
     from compress.jsonbytes import dumps
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
     from ctxmill.cli import CliError
-    from ctxmill.paths import ccr_dir
+    from ctxmill.paths import ccr_dir, project_home
+    from ctxmill.settings import ConfigError, load_compress_config
 
     body = read_request(args.request)
     try:
@@ -65,10 +67,14 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.request}: {exc}") from None
 
     home = Path(args.home) if args.home else None
+    try:
+        config = load_compress_config(home or project_home())
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
     with contextlib.ExitStack() as stack:
         store = stack.enter_context(CCRStore(ccr_dir(home)))
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
-        result = run_pipeline(body, session=session, store=store, config=CompressConfig(),
+        result = run_pipeline(body, session=session, store=store, config=config,
                               reported_input_tokens=args.input_tokens)
     if result.report.error:
         raise CliError(f"{args.request}: {result.report.error}")

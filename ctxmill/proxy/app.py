@@ -45,6 +45,9 @@ class Proxy:
         root = sessions_dir(config.home) if config.persist else None
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
+        self.cpu: anyio.CapacityLimiter | None = None
+        """Pipeline runs share the GIL: run them one after another (first come, first served)
+        rather than all at once, so a burst does not delay every request by the whole burst."""
         self.store: CCRStore | None = None
 
     @contextlib.asynccontextmanager
@@ -53,6 +56,7 @@ class Proxy:
         timeout = httpx.Timeout(c.read_timeout, connect=c.connect_timeout)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
         self.store = CCRStore(ccr_dir(c.home)) if c.persist else CCRStore.in_memory()
+        self.cpu = anyio.CapacityLimiter(c.pipeline_threads)
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             self.client = client
             try:
@@ -83,13 +87,13 @@ class Proxy:
         if body is None:
             return await self.forward(request, target, raw, started)
         if target.kind == COUNT_TOKENS:
-            data = await anyio.to_thread.run_sync(_count_body, body, self.config)
+            data = await anyio.to_thread.run_sync(_count_body, body, self.config, limiter=self.cpu)
             return await self.forward(request, target, data or raw, started)
         key = session_key(target.provider, body)
         async with self.pool.use(key) as entry:
             outcome: Outcome = await anyio.to_thread.run_sync(
                 lambda: entry.compress(body, len(raw), store=self.store, config=self.config.compress,
-                                      chain=self.config.chain))
+                                      chain=self.config.chain), limiter=self.cpu)
             entry.record_run(target.provider, len(raw), outcome)
             entry.saving = asyncio.ensure_future(anyio.to_thread.run_sync(entry.persist))
         report = outcome.report

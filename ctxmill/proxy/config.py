@@ -31,6 +31,8 @@ class ProxyConfig:
     max_sessions: int = 256
     """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""
     max_stats: int = 4096
+    pipeline_threads: int = 1
+    """Pipeline runs at once (they hold the GIL; more only share it)."""
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     """Longest silence from the upstream while a response streams (LLM turns can be slow)."""

@@ -1,0 +1,136 @@
+"""Claude Code session JSONL (`~/.claude/projects/<project>/<session>.jsonl`).
+
+Lines carry `uuid` / `parentUuid`; the conversation is the chain from the last message back
+to the root. A host compaction (`compact_boundary`, chained on by `logicalParentUuid`) is
+followed through, and its summary message dropped, so the replay keeps the whole history and
+can tell what ctxmill would have done instead of compacting. Parallel tool calls put their
+results on sibling branches: a result joins when its `tool_use_id` answers a call on the
+chain. Sidechain (sub-agent) and meta lines, progress, attachments, snapshots and system
+lines are skipped. Lines of one API response (same `message.id`, else `requestId`) form one
+assistant message and one model call, with that response's `usage`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compress.formats.base import MessageBuilder, Transcript, Usage, iter_jsonl
+
+NAME = "claude-code"
+PROVIDER = "anthropic"
+_MESSAGE_TYPES = ("user", "assistant")
+
+
+def sniff(sample: list[Any]) -> bool:
+    return any(isinstance(x, dict) and "parentUuid" in x and "sessionId" in x for x in sample)
+
+
+def _main_chain(lines: list[dict[str, Any]]) -> set[str]:
+    """uuids on the path from the last non-sidechain message back to the root."""
+    by_uuid = {x["uuid"]: x for x in lines if isinstance(x.get("uuid"), str)}
+    leaf = next((x for x in reversed(lines) if x.get("type") in _MESSAGE_TYPES
+                 and not x.get("isSidechain") and isinstance(x.get("uuid"), str)), None)
+    chain: set[str] = set()
+    node = leaf
+    while node is not None and node["uuid"] not in chain:
+        chain.add(node["uuid"])
+        parent = node.get("parentUuid") or node.get("logicalParentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    return chain
+
+
+def _usage(message: dict[str, Any]) -> Usage | None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    try:
+        return Usage(int(usage.get("input_tokens") or 0), int(usage.get("cache_read_input_tokens") or 0),
+                     int(usage.get("cache_creation_input_tokens") or 0))
+    except (TypeError, ValueError):
+        return None
+
+
+def _response_id(line: dict[str, Any]) -> str:
+    message = line["message"]
+    return str(message.get("id") or line.get("requestId") or line.get("uuid"))
+
+
+def _content(message: dict[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _is_message(line: dict[str, Any], transcript: Transcript) -> bool:
+    if line.get("type") not in _MESSAGE_TYPES:
+        if line.get("type") == "system" and line.get("subtype") == "compact_boundary":
+            transcript.host_compactions += 1
+        transcript.skipped[str(line.get("type"))] += 1
+        return False
+    if line.get("isSidechain") or line.get("isMeta") or line.get("isCompactSummary"):
+        transcript.skipped["sidechain/meta/summary"] += 1
+        return False
+    if not isinstance(line.get("message"), dict):
+        transcript.malformed += 1
+        return False
+    if line["message"].get("model") == "<synthetic>":  # host-written error stand-in, not a model call
+        transcript.skipped["synthetic"] += 1
+        return False
+    return True
+
+
+def read(text: str) -> Transcript:
+    transcript = Transcript(NAME, PROVIDER)
+    lines = iter_jsonl(text, transcript)
+    chain = _main_chain(lines)
+    messages = [x for x in lines if _is_message(x, transcript)]
+    on_chain = [x for x in messages if x.get("uuid") in chain]
+    responses = {_response_id(x) for x in on_chain if x["type"] == "assistant"}
+    calls = {b.get("id") for x in on_chain if x["type"] == "assistant" for b in _content(x["message"])
+             if b.get("type") == "tool_use"}
+
+    def belongs(line: dict[str, Any]) -> bool:
+        if line.get("uuid") in chain:
+            return True
+        if line["type"] == "assistant":
+            return _response_id(line) in responses
+        blocks = _content(line["message"])
+        return bool(blocks) and all(b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in blocks)
+
+    readable = {id(x) for x in messages}
+    builder = MessageBuilder(transcript)
+    last_response = None
+    compacted = False
+    seen_results: set[str] = set()
+    for line in lines:
+        if line.get("subtype") == "compact_boundary" and line.get("uuid") in chain:
+            compacted = True
+            continue
+        if id(line) not in readable or not belongs(line):
+            continue
+        message = line["message"]
+        if line["type"] == "assistant":
+            blocks = _content(message)
+            rid = _response_id(line)
+            if rid != last_response and blocks:
+                builder.start_response(after_host_compaction=compacted)
+                last_response = rid
+            for block in blocks:
+                builder.add("assistant", block)
+            if blocks:
+                builder.set_usage(_usage(message))
+        else:
+            for block in _content(message):
+                if block.get("type") == "tool_result":
+                    if block.get("tool_use_id") in seen_results:
+                        continue
+                    seen_results.add(block.get("tool_use_id"))
+                builder.add("user", block)
+    transcript.head = {"model": _model(on_chain)} if _model(on_chain) else {}
+    return transcript
+
+
+def _model(lines: list[dict[str, Any]]) -> str:
+    return next((x["message"].get("model") for x in reversed(lines)
+                 if x["type"] == "assistant" and isinstance(x["message"].get("model"), str)), "")

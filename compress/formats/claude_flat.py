@@ -1,0 +1,57 @@
+"""The flat Claude format: one content block per line.
+
+`{"timestamp", "role": "user|assistant|tool", "content": {"type": "text|thinking|tool_use|
+tool_result", "text", "tool_id", "tool_name", "input", "output", "is_error"}}`. Consecutive
+assistant lines are one model response; tool lines become tool_result blocks of a user message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compress.formats.base import (
+    MessageBuilder,
+    Transcript,
+    as_text,
+    iter_jsonl,
+    text_block,
+    thinking_block,
+    tool_result_block,
+    tool_use_block,
+)
+
+NAME = "claude-flat"
+PROVIDER = "anthropic"
+
+
+def sniff(sample: list[Any]) -> bool:
+    return any(isinstance(x, dict) and x.get("role") in ("user", "assistant", "tool")
+               and isinstance(x.get("content"), dict) and "type" in x["content"] for x in sample)
+
+
+def _block(content: dict[str, Any]) -> dict[str, Any] | None:
+    kind = content.get("type")
+    if kind == "text" and isinstance(content.get("text"), str):
+        return text_block(content["text"])
+    if kind == "thinking":
+        text = content.get("thinking", content.get("text"))
+        return thinking_block(text) if isinstance(text, str) else None
+    if kind == "tool_use" and isinstance(content.get("tool_id"), str):
+        return tool_use_block(content["tool_id"], str(content.get("tool_name", "")), content.get("input"))
+    if kind == "tool_result" and isinstance(content.get("tool_id"), str):
+        return tool_result_block(content["tool_id"], as_text(content.get("output", content.get("content"))),
+                                 content.get("is_error") is True)
+    return None
+
+
+def read(text: str) -> Transcript:
+    transcript = Transcript(NAME, PROVIDER)
+    builder = MessageBuilder(transcript)
+    for line in iter_jsonl(text, transcript):
+        role, content = line.get("role"), line.get("content")
+        block = _block(content) if isinstance(content, dict) else None
+        if role not in ("user", "assistant", "tool") or block is None:
+            transcript.malformed += 1
+            continue
+        builder.add("assistant" if role == "assistant" else "user", block)
+    return transcript

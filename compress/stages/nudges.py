@@ -1,0 +1,142 @@
+"""nudges: remind the model to save what was decided, and to checkpoint when context is large.
+
+- Medium tier and up: when a decision, constraint or fix (`compress.signals.decision_kinds`,
+  English and Chinese cues) was stated in the text of the last `window_turns` (2) turns, by the
+  person or the model (host-injected `<system-reminder>` segments do not count), and no
+  memory_* tool was called since, one line is appended:
+  `[ctxmill: recent turns hold a decision — store it with memory_store(type="decision", …) so
+  it survives compaction]`.
+- High tier: on every `checkpoint_every`-th (10) assistant turn, a checkpoint reminder.
+
+What must hold:
+- Only the newest message changes, and only by one appended text block
+  (`Stage.appends_to_newest`, checked by the runner); older messages never change. The newest
+  message must be a user message: Anthropic accepts text after tool_results there; an OpenAI
+  `role: "tool"` message is a tool result and an assistant message is a prefill, so requests
+  ending in those get no nudge (appending to an earlier user message would change a message
+  the session has already rendered).
+- No hidden state: whether an earlier request got a nudge is recomputed from the messages
+  (each assistant message answers the request that ended just before it), so the cooldown
+  (`cooldown_turns`, 6) is deterministic. The replay assumes this stage ran at medium tier on
+  those requests; a cue stated while the session was below medium counts as reminded.
+- Cache: the session records the newest message as rendered, nudge included; on the next
+  request that message is frozen and rendered from the record, so its nudge stays, byte for
+  byte. A new epoch re-renders from the client's messages, which never hold a nudge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import xxhash
+
+from compress.model import TEXT, TOOL_USE, Block, Message
+from compress.signals import DECISION_KINDS, decision_kinds
+from compress.stage import Stage, StageContext
+from compress.stages.strip_injections import DEFAULT_TAGS, remove_segments
+from compress.tiers import Tier
+
+WINDOW_TURNS = 2
+COOLDOWN_TURNS = 6
+CHECKPOINT_EVERY = 10
+
+MEMORY_TYPE = {"decision": "decision", "constraint": "constraint", "fix": "gotcha"}
+"""The memory entry type to suggest for each kind of cue."""
+
+CHECKPOINT_NUDGE = ('[ctxmill: the context is large and older turns are being compacted — checkpoint the task state '
+                    '(goal, done, next steps) with memory_store(type="note", …)]')
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    window_turns: int = WINDOW_TURNS
+    cooldown_turns: int = COOLDOWN_TURNS
+    checkpoint_every: int = CHECKPOINT_EVERY
+
+
+def memory_nudge(kinds: tuple[str, ...]) -> str:
+    """The reminder for cues of `kinds` (a non-empty subset of DECISION_KINDS, in that order)."""
+    what = " and a ".join(kinds)
+    it = "it" if len(kinds) == 1 else "each"
+    types = "|".join(f'"{MEMORY_TYPE[k]}"' for k in kinds)
+    return f"[ctxmill: recent turns hold a {what} — store {it} with memory_store(type={types}, …) so it survives compaction]"
+
+
+_CUE_MEMO: dict[int, tuple[str, ...]] = {}
+"""Content hash of a text -> its cues. Every request replays the whole history, so without this
+each request would scan all earlier texts again; with it only new texts are scanned. A pure
+memo (results never depend on it), cleared when it reaches _CUE_MEMO_SIZE entries."""
+_CUE_MEMO_SIZE = 16_384
+
+
+def _text_cues(text: str) -> tuple[str, ...]:
+    key = xxhash.xxh3_128_intdigest(text.encode("utf-8", "surrogatepass"))
+    kinds = _CUE_MEMO.get(key)
+    if kinds is None:
+        if len(_CUE_MEMO) >= _CUE_MEMO_SIZE:
+            _CUE_MEMO.clear()
+        kinds = _CUE_MEMO[key] = decision_kinds(remove_segments(text, DEFAULT_TAGS)[0])
+    return kinds
+
+
+def _is_memory_tool(name: str) -> bool:
+    return name.lower().rsplit("__", 1)[-1].startswith("memory_")
+
+
+def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str, ...]]:
+    """Index of the last message of every request that gets (or got) a memory reminder ->
+    the kinds it reminds of. Replays all requests so far (a request ends at each message an
+    assistant message answered, and at the newest), so the cooldown needs no state."""
+    stated: dict[str, int] = {}  # kind -> turn of the latest statement not yet saved or reminded
+    last_nudge: int | None = None
+    given: dict[int, tuple[str, ...]] = {}
+    last = len(messages) - 1
+    for i, msg in enumerate(messages):
+        if msg.role not in ("user", "assistant"):
+            continue
+        saved = False
+        for b in msg.blocks:
+            if b.kind == TEXT:
+                for kind in _text_cues(b.text):
+                    stated[kind] = msg.turn
+            elif b.kind == TOOL_USE and _is_memory_tool(b.tool_name):
+                saved = True
+        if saved:
+            stated.clear()
+        if not stated or msg.role != "user" or (i != last and messages[i + 1].role != "assistant"):
+            continue
+        recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
+        if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns):
+            given[i] = recent
+            last_nudge = msg.turn
+            stated.clear()
+    return given
+
+
+def nudge_text(messages: list[Message], tier: Tier, opts: Options) -> str:
+    """The reminder lines for the newest message ('' for none)."""
+    if not messages or messages[-1].role != "user":
+        return ""
+    lines = []
+    kinds = memory_nudges(messages, opts).get(len(messages) - 1)
+    if kinds:
+        lines.append(memory_nudge(kinds))
+    turn = messages[-1].turn
+    if tier >= Tier.HIGH and turn > 0 and turn % opts.checkpoint_every == 0:
+        lines.append(CHECKPOINT_NUDGE)
+    return "\n".join(lines)
+
+
+def run(messages: list[Message], ctx: StageContext) -> list[Message]:
+    raw = ctx.config.options("nudges")
+    opts = Options(**{k: int(raw[k]) for k in Options.__slots__ if k in raw})
+    text = nudge_text(messages, ctx.tier, opts)
+    if not text:
+        return messages
+    newest = messages[-1]
+    block = Block(TEXT, raw={"type": "text", "text": text}, text=text)
+    ctx.note(len(messages) - 1, "appended a reminder to the newest message")
+    return messages[:-1] + [newest.with_blocks(newest.blocks + (block,))]
+
+
+STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True)

@@ -1,0 +1,133 @@
+"""supersede_inputs: bodies of old writes and edits whose file was changed again later.
+
+A call writes or edits files (`compress.toolfiles.touched_files`: Write `content`, Edit
+`old_string`/`new_string`, MultiEdit `edits`, NotebookEdit, OpenCode `write`/`edit`, apply_patch
+bodies, shell heredocs such as `cat > f <<'EOF'`). When every file it changes is changed again by
+a later call, its body strings go to CCR and each becomes a one-line note naming the first later
+touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read at turn 52 ·
+deep_expand("…")>>`. A shell command holding such a heredoc is noted as a whole, so no command
+that writes a note into a file is left behind.
+
+What must hold:
+- The latest write or edit of every file keeps its input whole (a later read alone never
+  supersedes; the note only names it when it is the first later touch).
+- Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
+- A call is considered only when its body strings total more than `min_chars` (option,
+  default 1,000); each string is replaced under the common saving rule (`ctx.lossy`).
+- Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
+  mutable messages change. This stage runs from the medium tier.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass
+
+from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.model import Block, Message, ToolCall, index_tool_calls
+from compress.signals import is_failed_result
+from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.tiers import Tier
+from compress.toolfiles import (CHANGES, CREATE, DELETE, EDIT, MOVE, PATH_KEYS, READ, WRITE, FileTouch, is_patch,
+                                same_file, shell_heredocs, touched_files)
+from compress.toolkinds import ToolKind, tool_kind
+
+DEFAULTS = {"min_chars": 1000}
+_VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
+          CREATE: "re-created"}
+_BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Touching:
+    """A successful call that touches files, in request order."""
+
+    call: ToolCall
+    block: Block
+    turn: int
+    touches: list[FileTouch]
+
+
+def _timeline(messages: list[Message]) -> list[_Touching]:
+    out = []
+    calls = sorted(index_tool_calls(messages).values(), key=lambda c: (c.use_msg, c.use_block))
+    for call in calls:
+        if call.result_msg >= 0 and is_failed_result(messages[call.result_msg].blocks[call.result_block]):
+            continue
+        block = messages[call.use_msg].blocks[call.use_block]
+        touches = touched_files(block.tool_name, block.input)
+        if touches:
+            out.append(_Touching(call, block, messages[call.use_msg].turn, touches))
+    return out
+
+
+def _command_path(block: Block) -> KeyPath | None:
+    """Where the shell command string sits in a command tool's input."""
+    if not isinstance(block.input, dict):
+        return None
+    for key in ("command", "cmd"):
+        value = block.input.get(key)
+        if isinstance(value, str):
+            return (key,)
+        if isinstance(value, list) and value and isinstance(value[-1], str):
+            return (key, len(value) - 1)
+    return None
+
+
+def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
+    """The body strings of a writing call when they total more than `min_chars`, else []."""
+    command_path = _command_path(block)
+    if command_path is not None and (tool_kind(block.tool_name) is ToolKind.COMMAND or len(command_path) == 2):
+        command = block.input[command_path[0]] if len(command_path) == 1 else block.input[command_path[0]][-1]
+        written = sum(len(h.body) for h in shell_heredocs(command) if h.targets)
+        size = len(command) if is_patch(command) else written
+        return [(command_path, command)] if size > min_chars else []
+    strings = large_strings(block.input, 0, frozenset(PATH_KEYS))
+    return strings if sum(len(s) for _, s in strings) > min_chars else []
+
+
+def _what(path: KeyPath, text: str) -> str:
+    name = field_name(path)
+    if is_patch(text):
+        return "patch"
+    if name in ("command", "cmd"):
+        return "heredoc command"
+    return _BODY_NAMES.get(name, name)
+
+
+def run(messages: list[Message], ctx: StageContext) -> list[Message]:
+    min_chars = {**DEFAULTS, **ctx.config.options("supersede_inputs")}["min_chars"]
+    timeline = _timeline(messages)
+    by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
+    for pos, item in enumerate(timeline):
+        for touch in item.touches:
+            by_name[posixpath.basename(touch.path)].append((pos, touch))
+
+    def later(pos: int, path: str) -> list[tuple[int, FileTouch]]:
+        return [(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
+
+    edits: dict[int, dict[int, BlockEdit]] = {}
+    for pos, item in enumerate(timeline):
+        if not ctx.mutable[item.call.use_msg]:
+            continue
+        changed = list(dict.fromkeys(t.path for t in item.touches if t.action in CHANGES))
+        afterwards = [later(pos, path) for path in changed]
+        if not changed or not all(any(t.action in CHANGES for _, t in touches) for touches in afterwards):
+            continue
+        strings = _bodies(item.block, min_chars)
+        if not strings:
+            continue
+        next_pos, next_touch = min((touches[0] for touches in afterwards), key=lambda pt: pt[0])
+        where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
+        when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
+
+        def summarize(path: KeyPath, text: str, where: str = where, when: str = when) -> str:
+            return f"{line_count(text)}-line {_what(path, text)} of {where} stored; {when}"
+
+        edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
+            lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
+    return edit_blocks(messages, ctx, edits, "noted the body of a write superseded by a later call")
+
+
+STAGE = Stage("supersede_inputs", run, Tier.MEDIUM, may_edit_inputs=True)

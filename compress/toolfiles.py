@@ -1,0 +1,400 @@
+"""Which files a tool call touches, and how: `touched_files(tool_name, tool_input)`.
+
+Understands the file tools of Claude Code (Read, Write, Edit, MultiEdit, NotebookEdit),
+OpenCode (read, write, edit with `filePath`), Anthropic's `str_replace_based_edit_tool`,
+`read_file` / `write_file` style tools, apply_patch bodies (`*** Add File:`, `*** Update File:`,
+`*** Delete File:`, `*** Move to:`) and shell commands (Bash `command`, Codex `cmd` strings or
+argv lists): heredocs (`cat > f <<'EOF'`), redirections (`>`, `>>`, `<`, `tee`), `cat/head/
+tail/sed -n` reads, `mv`, `cp`, `rm`, `touch`, `sed -i`, `git mv/rm`, and `cd DIR &&` prefixes.
+
+Actions (`FileTouch.action`):
+  read    the content was read
+  write   the whole content was replaced (Write, `>` redirections, heredocs, `cp`/`tee` targets)
+  edit    part of the content changed (Edit, MultiEdit, `sed -i`, `>>`, `*** Update File:`)
+  delete  the file was removed (`rm`, `*** Delete File:`)
+  move    the file left this path (`mv` source, the file of a `*** Move to:` patch)
+  create  a file appeared at this path (`touch`, `*** Add File:`, `mv` / `*** Move to:` target)
+
+Paths are normalised lexically (`posixpath.normpath`: `./`, `//` and `..` folded, quotes
+removed); a relative path is joined to the call's working directory when the input names one
+(`workdir`, `cwd`, or a leading `cd DIR &&`), and otherwise stays relative. `same_file(a, b)`
+decides whether two normalised paths name the same file: equal, or one is relative with a
+directory part (`src/app.py`) and the other is absolute and ends with `/` + it. Bare file names
+never match absolute paths: that is not obviously the same file.
+
+Shell parsing is deliberately shallow (no variables, globs, subshell tracking); anything it cannot
+read gives no touch rather than a wrong one. Everything here is pure and linear in the input.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from functools import lru_cache
+from dataclasses import dataclass
+from typing import Any
+
+from compress.toolkinds import ToolKind, command_of, tool_kind
+
+READ, WRITE, EDIT, DELETE, MOVE, CREATE = "read", "write", "edit", "delete", "move", "create"
+CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE, CREATE})
+"""Actions that change what is on disk."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileTouch:
+    """One file a call touches: its normalised path and one of the actions above."""
+
+    path: str
+    action: str
+
+
+@dataclass(frozen=True, slots=True)
+class Heredoc:
+    """One heredoc of a shell command: its body and the files its command writes (may be none,
+    e.g. `python - <<EOF`)."""
+
+    delimiter: str
+    body: str
+    targets: tuple[str, ...]
+
+
+PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
+"""Input keys of file tools that name the file (the first present one is used)."""
+_PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
+_READ_TOOLS = frozenset({"read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat",
+                         "notebookread", "read_notebook"})
+_WRITE_TOOLS = frozenset({"write", "write_file", "writefile", "create_file", "create"})
+_EDIT_TOOLS = frozenset({"edit", "multiedit", "notebookedit", "edit_file", "str_replace", "replace",
+                         "replace_in_file", "search_replace", "insert"})
+_DELETE_TOOLS = frozenset({"delete_file", "remove_file", "delete"})
+_PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
+_EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
+
+
+def normalize_path(path: str, cwd: str | None = None) -> str:
+    """A lexically normalised path ('' for nothing usable); relative paths join `cwd` if given."""
+    path = path.strip().strip("'\"")
+    if not path or "\n" in path or "\x00" in path:
+        return ""
+    if cwd and not path.startswith(("/", "~")):
+        path = posixpath.join(cwd, path)
+    path = posixpath.normpath(path)
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    return "" if path == "." else path
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two normalised paths name the same file (see the module docstring for the rule)."""
+    if a == b:
+        return True
+    absolute, relative = (a, b) if a.startswith("/") else (b, a)
+    if not absolute.startswith("/") or relative.startswith(("/", "~", "..")) or "/" not in relative:
+        return False
+    return absolute.endswith("/" + relative)
+
+
+def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
+    """The files one tool call touches, in the order the call touches them."""
+    low = tool_name.lower()
+    base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
+    cwd = _input_cwd(tool_input)
+    if base in _PATCH_TOOLS:
+        return _patch_touches(_patch_text(tool_input), cwd)
+    if tool_kind(tool_name) is ToolKind.COMMAND or _argv(tool_input):
+        argv = _argv(tool_input)
+        if argv and posixpath.basename(argv[0]) in _PATCH_TOOLS:
+            return _patch_touches(argv[-1], cwd)
+        return list(shell_touches(command_of(tool_input), cwd))
+    if not isinstance(tool_input, dict):
+        return []
+    path = normalize_path(_first_str(tool_input, PATH_KEYS), cwd)
+    if not path:
+        return []
+    if base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor"):
+        action = _EDITOR_ACTIONS.get(str(tool_input.get("command", "")))
+        return [FileTouch(path, action)] if action else []
+    for names, action in ((_READ_TOOLS, READ), (_WRITE_TOOLS, WRITE), (_EDIT_TOOLS, EDIT), (_DELETE_TOOLS, DELETE)):
+        if base in names:
+            return [FileTouch(path, action)]
+    return []
+
+
+def _argv(tool_input: Any) -> list[str]:
+    """A Codex-style argv `command` (`["bash", "-lc", "..."]`, `["apply_patch", "..."]`), else []."""
+    value = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return value if isinstance(value, list) and value and all(isinstance(v, str) for v in value) else []
+
+
+def _input_cwd(tool_input: Any) -> str | None:
+    if isinstance(tool_input, dict):
+        value = tool_input.get("workdir", tool_input.get("cwd"))
+        if isinstance(value, str) and value.startswith("/"):
+            return value
+    return None
+
+
+def _first_str(value: dict, keys: tuple[str, ...]) -> str:
+    for key in keys:
+        found = value.get(key)
+        if isinstance(found, str) and found:
+            return found
+    return ""
+
+
+def _patch_text(tool_input: Any) -> str:
+    if isinstance(tool_input, str):
+        return tool_input
+    if isinstance(tool_input, dict):
+        return _first_str(tool_input, _PATCH_KEYS)
+    return ""
+
+
+# -- apply_patch -----------------------------------------------------------------------------
+
+_PATCH_HEADERS = (("*** Add File:", CREATE), ("*** Update File:", EDIT), ("*** Delete File:", DELETE))
+
+
+def _patch_touches(patch: str, cwd: str | None) -> list[FileTouch]:
+    touches: list[FileTouch] = []
+    for line in patch.splitlines():
+        if not line.startswith("*** "):
+            continue
+        if line.startswith("*** Move to:"):
+            target = normalize_path(line[len("*** Move to:"):], cwd)
+            if touches and target:
+                touches[-1] = FileTouch(touches[-1].path, MOVE)
+                touches.append(FileTouch(target, CREATE))
+            continue
+        for header, action in _PATCH_HEADERS:
+            if line.startswith(header):
+                path = normalize_path(line[len(header):], cwd)
+                if path:
+                    touches.append(FileTouch(path, action))
+    return touches
+
+
+def is_patch(text: str) -> bool:
+    return "*** Begin Patch" in text or any(h in text for h, _ in _PATCH_HEADERS)
+
+
+# -- shell -----------------------------------------------------------------------------------
+
+_WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"})
+_READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc", "diff", "source", "."})
+_VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "cp": {"-t"}, "mv": {"-t"}}
+
+
+@lru_cache(maxsize=2048)
+def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]:
+    """The files a shell command touches (heredoc targets included). Cached: agents repeat
+    commands, and every run of the pipeline reads the whole history."""
+    script, _ = _split_heredocs(command)
+    touches: list[FileTouch] = []
+    if "apply_patch" in script and is_patch(command):
+        touches += _patch_touches(command, cwd)
+    for words in _simple_commands(script):
+        cwd = _touch_command(words, cwd, touches)
+    return tuple(touches)
+
+
+@lru_cache(maxsize=2048)
+def shell_heredocs(command: str, cwd: str | None = None) -> tuple[Heredoc, ...]:
+    """Every heredoc of a shell command, in order, with the files its command writes."""
+    script, bodies = _split_heredocs(command)
+    targets: dict[int, tuple[str, ...]] = {}
+    for words in _simple_commands(script):
+        touches: list[FileTouch] = []
+        cwd = _touch_command(words, cwd, touches)
+        for word in words:
+            if word.startswith(_SENTINEL):
+                targets[int(word[1:])] = tuple(t.path for t in touches if t.action in (WRITE, EDIT))
+    return tuple(Heredoc(delimiter, body, targets.get(n, ())) for n, (delimiter, body) in enumerate(bodies))
+
+
+_SENTINEL = "\x00"
+"""Marks where heredoc n was opened (`\x00n`) in the script left after removing the bodies, so
+each body is tied to its own simple command; inside quotes it stays part of a quoted word."""
+
+
+def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
+    """The command without heredoc bodies (a sentinel word after each opener), and
+    (delimiter, body) of each heredoc in order."""
+    lines = command.split("\n")
+    script: list[str] = []
+    bodies: list[tuple[str, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        openers = _heredoc_openers(line)
+        for n, (_, _, end) in reversed(list(enumerate(openers, len(bodies)))):
+            line = f"{line[:end]} {_SENTINEL}{n} {line[end:]}"
+        script.append(line)
+        for delimiter, strip_tabs, _ in openers:
+            body: list[str] = []
+            while i < len(lines):
+                candidate = lines[i].lstrip("\t") if strip_tabs else lines[i]
+                i += 1
+                if candidate.strip() == delimiter:
+                    break
+                body.append(lines[i - 1])
+            bodies.append((delimiter, "\n".join(body)))
+    return "\n".join(script), bodies
+
+
+def _heredoc_openers(line: str) -> list[tuple[str, bool, int]]:
+    """(delimiter, strips tabs, end of the delimiter word) of each heredoc opened on a line
+    (`<<EOF`, `<<-'EOF'`, `<< "EOF"`; not the here-string `<<<`)."""
+    out = []
+    pos = line.find("<<")
+    while pos >= 0:
+        if line.startswith("<<<", pos):
+            pos = line.find("<<", pos + 3)
+            continue
+        cursor = pos + 2
+        strip_tabs = line.startswith("-", cursor)
+        cursor += strip_tabs
+        while line.startswith(" ", cursor):
+            cursor += 1
+        quote = line[cursor] if line[cursor:cursor + 1] in ("'", '"') else ""
+        cursor += bool(quote)
+        start = cursor
+        while cursor < len(line) and (line[cursor].isalnum() or line[cursor] in "_-."):
+            cursor += 1
+        if cursor > start:
+            cursor += bool(quote) and line.startswith(quote, cursor)
+            out.append((line[start:cursor].rstrip(quote) if quote else line[start:cursor], strip_tabs, cursor))
+        pos = line.find("<<", max(cursor, pos + 2))
+    return out
+
+
+_TOKEN = re.compile(r"""
+    (?P<op>&&|&>>|&>|\|\||\|&|;;|>>|>\||>&|<<<|<<-|<<|<&|[;&|()\n<>])
+  | (?P<word>(?:[^\s;&|()<>'"\\]|\\.|'[^']*'|"(?:[^"\\]|\\.)*")+)
+  | [ \t\r]+
+""", re.VERBOSE | re.DOTALL)
+_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)"|\\(.)""", re.DOTALL)
+_SEPARATORS = frozenset({"&&", "||", "|&", ";;", ";", "&", "|", "(", ")", "\n"})
+
+
+def _unquote_part(match: re.Match[str]) -> str:
+    single, double, escaped = match.groups()
+    if single is not None:
+        return single
+    if double is not None:
+        return _DOUBLE_ESCAPE.sub(r"\1", double)
+    return escaped
+
+
+_DOUBLE_ESCAPE = re.compile(r'\\([\\"$`])')
+
+
+def _unquote(word: str) -> str:
+    return _QUOTED.sub(_unquote_part, word) if "'" in word or '"' in word or "\\" in word else word
+
+
+def _simple_commands(script: str) -> list[list[str]]:
+    """Words of each simple command (split at `&&`, `||`, `;`, `|`, `&`, parentheses and
+    newlines), quotes removed; nothing when the script is unreadable (unbalanced quotes).
+    Comment lines and line continuations are dropped first. Linear time."""
+    script = "\n".join(line for line in script.replace("\\\n", " ").split("\n") if not line.lstrip().startswith("#"))
+    commands: list[list[str]] = [[]]
+    pos = 0
+    for match in _TOKEN.finditer(script):
+        if match.start() != pos:
+            return []
+        pos = match.end()
+        if match.group("op") in _SEPARATORS:
+            commands.append([])
+        elif match.group("op"):
+            commands[-1].append(match.group("op"))
+        elif match.group("word"):
+            commands[-1].append(_unquote(match.group("word")))
+    return [c for c in commands if c] if pos == len(script) else []
+
+
+_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">&", "<&"})
+_NOT_FILES = frozenset({"<<", "<<-", "<<<", ">&", "<&"})
+
+
+def _touch_command(words: list[str], cwd: str | None, touches: list[FileTouch]) -> str | None:
+    """Add the touches of one simple command; return the working directory after it."""
+    args: list[str] = []
+    redirects: list[FileTouch] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in _REDIRECTS and i + 1 < len(words):
+            target = words[i + 1]
+            i += 2
+            if word in _NOT_FILES or target.isdigit() or target.startswith("/dev/"):
+                continue
+            path = normalize_path(target, cwd)
+            if path:
+                redirects.append(FileTouch(path, READ if word == "<" else EDIT if word.endswith(">>") else WRITE))
+            continue
+        if not word.startswith(_SENTINEL) and not (word.isdigit() and words[i + 1:i + 2] and words[i + 1] in _REDIRECTS):
+            args.append(word)
+        i += 1
+    while args and (args[0] in _WRAPPERS or "=" in args[0] and not args[0].startswith(("=", "-"))):
+        args = args[1:]
+    if args:
+        name, rest = posixpath.basename(args[0]), args[1:]
+        if name == "git" and rest[:1] in (["mv"], ["rm"]):
+            name, rest = rest[0], rest[1:]
+        if name == "cd":
+            target = next((a for a in rest if not a.startswith("-")), "")
+            return normalize_path(target, cwd) if target.startswith("/") or (cwd and target) else cwd
+        touches += _command_touches(name, rest, cwd)
+    touches += redirects
+    return cwd
+
+
+def _operands(name: str, args: list[str]) -> list[str]:
+    """Arguments that are not options (nor option values)."""
+    takes_value = _VALUE_OPTIONS.get(name, set())
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            continue
+        elif arg.startswith("-") and arg != "-":
+            skip = arg in takes_value
+        else:
+            out.append(arg)
+    return out
+
+
+def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTouch]:
+    def paths(values: list[str]) -> list[str]:
+        return [p for p in (normalize_path(v, cwd) for v in values if v != "-") if p]
+
+    operands = _operands(name, args)
+    if name in _READERS:
+        return [FileTouch(p, READ) for p in paths(operands)]
+    if name == "sed":
+        in_place = any(a.startswith("-i") or a == "--in-place" for a in args)
+        has_script_option = any(a in ("-e", "-f") for a in args)
+        files = operands if has_script_option else operands[1:]
+        return [FileTouch(p, EDIT if in_place else READ) for p in paths(files)]
+    if name == "rm":
+        return [FileTouch(p, DELETE) for p in paths(operands)]
+    if name == "touch":
+        return [FileTouch(p, CREATE) for p in paths(operands)]
+    if name == "tee":
+        action = EDIT if any(a in ("-a", "--append") for a in args) else WRITE
+        return [FileTouch(p, action) for p in paths(operands)]
+    if name in ("mv", "cp") and len(operands) >= 2:
+        *sources, target = paths(operands)
+        if not sources:
+            return []
+        source_action, target_action = (MOVE, CREATE) if name == "mv" else (READ, WRITE)
+        if len(sources) == 1:
+            return [FileTouch(sources[0], source_action), FileTouch(target, target_action)]
+        return [t for s in sources for t in (FileTouch(s, source_action),
+                                            FileTouch(posixpath.join(target, posixpath.basename(s)), target_action))]
+    return []

@@ -1,0 +1,20 @@
+"""`ctxmill mcp`: run the ctxmill MCP server on stdio (see ctxmill.mcp_server)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("mcp", help="run the MCP server on stdio (deep_expand, memory_*, checkpoint)")
+    parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxmill.mcp_server import serve
+    from ctxmill.paths import project_home
+
+    serve(args.home or project_home())
+    return 0

@@ -1,0 +1,17 @@
+"""`ctxmill uninstall claude-code [--project|--user]` / `ctxmill uninstall opencode`: undo `install`."""
+
+from __future__ import annotations
+
+import argparse
+
+from ctxmill.commands.install import add_host_arguments, apply
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("uninstall", help="remove exactly what `ctxmill install` added")
+    add_host_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return apply(args, install=False)

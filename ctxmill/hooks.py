@@ -1,0 +1,176 @@
+"""Claude Code hook handlers: hook input (a dict from stdin JSON) -> hook output (a dict or None).
+
+Protocol (Claude Code hooks): every event gets `session_id`, `transcript_path`, `cwd` and
+`hook_event_name`; SessionStart adds `source` (startup/resume/clear/compact), UserPromptSubmit
+`prompt`, PreCompact `trigger`, SessionEnd `reason`. Output, for exit code 0, is JSON on stdout;
+SessionStart and UserPromptSubmit inject text with
+`{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}`. The other events
+print nothing (a Stop hook that printed `decision: block` would keep the agent running).
+
+Handlers import engines lazily: UserPromptSubmit starts a process per prompt.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop")
+PROMPT_BUDGET_TOKENS = 300  # memory injected per prompt at most
+PROMPT_MIN_SCORE = 2.0  # BM25 score a hit needs before it is worth injecting
+PROMPT_RELATIVE = 0.5  # and at least this fraction of the best hit's score
+START_BUDGET_CHARS = 4000
+CURRENT_FILE = "current.json"
+TOOLS_HINT = (
+    "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
+    "call the `deep_expand` MCP tool (or `ctxmill expand KEY`) to read them. `memory_search` / "
+    "`memory_store` reach project memory; `/checkpoint` saves progress, `/dream` consolidates memory."
+)
+
+
+def project_home(event: dict) -> Path:
+    from ctxmill.paths import project_home as home_of
+
+    cwd = event.get("cwd")
+    return home_of(Path(cwd) if isinstance(cwd, str) and cwd and not os.environ.get("CTXMILL_HOME") else None)
+
+
+def _inject(event_name: str, text: str) -> dict | None:
+    if not text.strip():
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
+
+
+def remember_session(home: Path, event: dict) -> None:
+    """Record the live session's transcript so `ctxmill checkpoint` and the MCP tool can find it."""
+    import orjson
+
+    record = {k: event.get(k) for k in ("session_id", "transcript_path", "cwd") if isinstance(event.get(k), str)}
+    if not record.get("transcript_path"):
+        return
+    path = home / "sessions" / CURRENT_FILE
+    data = orjson.dumps(record)
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    from memory.index_file import atomic_write
+
+    atomic_write(path, data)
+
+
+def current_session(home: Path) -> dict | None:
+    import orjson
+
+    try:
+        record = orjson.loads((home / "sessions" / CURRENT_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("transcript_path"), str) else None
+
+
+def _entry_line(entry) -> str:
+    return f"- [{entry.type}] " + " ".join(entry.text.split())
+
+
+def session_start(event: dict) -> dict | None:
+    from ctxmill.configs import memory_config
+    from memory import api
+    from memory.summary import latest_summary
+
+    home = project_home(event)
+    if home.is_dir():
+        remember_session(home, event)
+    cfg = memory_config(home)
+    parts = [TOOLS_HINT]
+    pinned = api.pinned(cfg)
+    if pinned:
+        parts.append("Pinned project memory:\n" + "\n".join(_entry_line(e) for e in pinned))
+    summary = latest_summary(home)
+    if summary:
+        parts.append("Last ctxmill checkpoint (full text: .ctxmill/checkpoint.md):\n" + summary)
+    text = "\n\n".join(parts)
+    return _inject("SessionStart", text[:START_BUDGET_CHARS])
+
+
+def after_session_start(event: dict) -> None:
+    """Consolidate memory when due (runs after the answer is written: never delays injection)."""
+    from ctxmill.configs import memory_config
+    from memory.dream import DreamRefused, maybe_dream
+
+    try:
+        maybe_dream(memory_config(project_home(event)))
+    except DreamRefused:
+        pass  # recorded in .schedule.json; `ctxmill dream` shows why
+
+
+def user_prompt_submit(event: dict) -> dict | None:
+    prompt = event.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
+        return None
+    from compress.tokens import estimate_tokens
+    from ctxmill.configs import memory_config
+    from memory import api
+
+    home = project_home(event)
+    cfg = memory_config(home)
+    if home.is_dir():
+        remember_session(home, event)
+    hits = api.search(cfg, prompt, limit=5)
+    if not hits or hits[0].score < PROMPT_MIN_SCORE:
+        return None
+    lines, used = [], 0
+    for hit in hits:
+        if hit.score < max(PROMPT_MIN_SCORE, PROMPT_RELATIVE * hits[0].score):
+            break
+        line = f"- [{hit.entry.type} {hit.entry.id}] {hit.snippet}"
+        cost = estimate_tokens(line)
+        if used + cost > PROMPT_BUDGET_TOKENS:
+            break
+        lines.append(line)
+        used += cost
+    if not lines:
+        return None
+    return _inject("UserPromptSubmit", "Relevant project memory (ctxmill):\n" + "\n".join(lines))
+
+
+def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
+    """Checkpoint the event's transcript (PreCompact, SessionEnd, Stop)."""
+    transcript = event.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        raise ValueError("hook input has no transcript_path")
+    home = project_home(event)
+    home.mkdir(parents=True, exist_ok=True)
+    remember_session(home, event)
+    from ctxmill.configs import checkpoint_config
+    from memory.checkpoint import checkpoint_file, session_id_for
+
+    session_id = session_id_for(transcript, event.get("session_id"))
+    if only_if_changed and _unchanged_since_checkpoint(home, session_id, Path(transcript)):
+        return
+    checkpoint_file(checkpoint_config(home), transcript, session_id)
+
+
+def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -> bool:
+    from memory.summary import CHECKPOINT_FILE
+
+    done = home / "sessions" / session_id / CHECKPOINT_FILE
+    try:
+        return done.stat().st_mtime >= transcript.stat().st_mtime
+    except OSError:
+        return False
+
+
+def handle(event_name: str, event: dict) -> dict | None:
+    if event_name == "SessionStart":
+        return session_start(event)
+    if event_name == "UserPromptSubmit":
+        return user_prompt_submit(event)
+    if event_name in ("PreCompact", "SessionEnd"):
+        checkpoint_now(event)
+        return None
+    if event_name == "Stop":
+        checkpoint_now(event, only_if_changed=True)
+        return None
+    raise ValueError(f"unknown hook event {event_name!r}")

@@ -1,0 +1,290 @@
+"""Install ctxmill into Claude Code and OpenCode, and undo exactly that.
+
+Claude Code (scope project: `<root>/.claude/`, `<root>/.mcp.json`; scope user: `~/.claude/`,
+`~/.claude.json`): hooks merged into `settings.json` (one command hook per event, recognised by
+its command `… hook EVENT`), slash commands `commands/checkpoint.md` and `commands/dream.md`,
+and the MCP server `ctxmill` under `mcpServers`. OpenCode (project): the `mcp.ctxmill` entry in
+`opencode.json` and `.opencode/command/{checkpoint,dream}.md`.
+
+What must hold: installing twice equals installing once; every JSON file is backed up
+(`<file>.ctxmill.bak`) before its first change and written atomically; uninstall removes only
+what install added (our hook entries, our MCP entry, command files that still hold our text) and
+deletes files install created that are left empty. A manifest of created files is kept in the
+ctxmill home (`installed-<host>.json`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxmill.hooks import EVENTS
+
+HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreCompact": 60, "SessionEnd": 60, "Stop": 30}
+MARK = "<!-- installed by ctxmill -->"
+CLAUDE_COMMANDS = {
+    "checkpoint.md": f"""---
+description: Save a ctxmill checkpoint of this session (task, decisions, files, next steps)
+---
+{MARK}
+Call the `checkpoint` tool of the ctxmill MCP server (or run `ctxmill checkpoint` with Bash).
+Then tell me in two lines what the checkpoint recorded as next steps.
+""",
+    "dream.md": f"""---
+description: Consolidate ctxmill notes and checkpoints into MEMORY.md
+allowed-tools: Bash(ctxmill dream:*)
+---
+{MARK}
+Run `ctxmill dream` with Bash and report its one-line result.
+""",
+}
+
+
+def ctxmill_command() -> list[str]:
+    """How hosts start ctxmill: the installed `ctxmill` script, else this Python with `-m ctxmill`."""
+    script = shutil.which("ctxmill")
+    return [script] if script else [sys.executable, "-m", "ctxmill"]
+
+
+@dataclass
+class Change:
+    """What one install or uninstall did (for the CLI to print)."""
+
+    written: list[Path] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [f"wrote {p}" for p in self.written] + [f"removed {p}" for p in self.removed]
+
+
+def _load_json(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    text = path.read_text("utf-8")
+    data = json.loads(text) if text.strip() else {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
+    """Write `data`; the first change to a file ctxmill did not create backs it up first."""
+    from memory.index_file import atomic_write
+
+    backup = path.with_name(path.name + ".ctxmill.bak")
+    if path.exists() and not backup.exists() and str(path) not in created:
+        shutil.copyfile(path, backup)
+    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    change.written.append(path)
+
+
+def _is_ours(hook: dict, event: str) -> bool:
+    command = hook.get("command") if isinstance(hook, dict) else None
+    return isinstance(command, str) and "ctxmill" in command and command.rstrip().endswith(f" hook {event}")
+
+
+def _without_our_hooks(settings: dict) -> dict:
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    for event in EVENTS:
+        groups = hooks.get(event)
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(inner, list):
+                rest = [h for h in inner if not _is_ours(h, event)]
+                if not rest:
+                    continue
+                group = {**group, "hooks": rest}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks:
+        del settings["hooks"]
+    return settings
+
+
+def _with_our_hooks(settings: dict) -> dict:
+    settings = _without_our_hooks(settings)
+    hooks = settings.setdefault("hooks", {})
+    base = shlex.join(ctxmill_command())
+    for event in EVENTS:
+        entry = {"type": "command", "command": f"{base} hook {event}", "timeout": HOOK_TIMEOUTS[event]}
+        hooks.setdefault(event, []).append({"hooks": [entry]})
+    return settings
+
+
+def _mcp_entry(style: str) -> dict:
+    command = ctxmill_command()
+    if style == "opencode":
+        return {"type": "local", "command": [*command, "mcp"], "enabled": True}
+    return {"type": "stdio", "command": command[0], "args": [*command[1:], "mcp"]}
+
+
+def _set_mcp(path: Path, container: str, style: str, change: Change, created: list[str]) -> None:
+    data = _load_json(path)
+    if not path.exists():
+        created.append(str(path))
+        if style == "opencode":
+            data["$schema"] = "https://opencode.ai/config.json"
+    data.setdefault(container, {})["ctxmill"] = _mcp_entry(style)
+    _write_json(path, data, change, created)
+
+
+def _unset_mcp(path: Path, container: str, change: Change, created: set[str]) -> None:
+    data = _load_json(path)
+    servers = data.get(container)
+    if not isinstance(servers, dict) or "ctxmill" not in servers:
+        return
+    del servers["ctxmill"]
+    if not servers:
+        del data[container]
+    _drop_or_write(path, data, change, created)
+
+
+def _drop_or_write(path: Path, data: dict, change: Change, created: set[str]) -> None:
+    if str(path) in created and set(data) <= {"$schema"}:
+        path.unlink()
+        change.removed.append(path)
+    else:
+        _write_json(path, data, change, created)
+
+
+def _write_commands(folder: Path, change: Change, created: list[str]) -> None:
+    from memory.index_file import atomic_write
+
+    if not folder.exists():
+        created.append(str(folder))
+    for name, text in CLAUDE_COMMANDS.items():
+        path = folder / name
+        if path.exists() and MARK not in path.read_text("utf-8", errors="replace"):
+            continue  # the user's own command of that name: leave it alone
+        atomic_write(path, text.encode("utf-8"))
+        change.written.append(path)
+
+
+def _remove_commands(folder: Path, change: Change, created: set[str]) -> None:
+    for name in CLAUDE_COMMANDS:
+        path = folder / name
+        if path.exists() and MARK in path.read_text("utf-8", errors="replace"):
+            path.unlink()
+            change.removed.append(path)
+    while str(folder) in created and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        change.removed.append(folder)
+        folder = folder.parent
+
+
+@dataclass(frozen=True)
+class ClaudeCodeTarget:
+    """Where a Claude Code installation lives for one scope."""
+
+    settings: Path
+    commands: Path
+    mcp_file: Path
+    manifest: Path
+
+    @classmethod
+    def for_scope(cls, scope: str, root: Path, ctxmill_home: Path) -> ClaudeCodeTarget:
+        if scope == "user":
+            claude = Path.home() / ".claude"
+            return cls(claude / "settings.json", claude / "commands", Path.home() / ".claude.json",
+                       ctxmill_home / "installed-claude-code.json")
+        return cls(root / ".claude" / "settings.json", root / ".claude" / "commands", root / ".mcp.json",
+                   ctxmill_home / "installed-claude-code.json")
+
+
+def _manifest(path: Path) -> set[str]:
+    try:
+        return set(json.loads(path.read_text("utf-8")).get("created", []))
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def _save_manifest(path: Path, created: set[str]) -> None:
+    from memory.index_file import atomic_write
+
+    atomic_write(path, json.dumps({"created": sorted(created)}, indent=2).encode("utf-8"))
+
+
+def install_claude_code(target: ClaudeCodeTarget) -> Change:
+    change = Change()
+    new = sorted(_manifest(target.manifest))  # files ctxmill created, this run's appended
+    if not target.settings.parent.exists():
+        new.append(str(target.settings.parent))
+    if not target.settings.exists():
+        new.append(str(target.settings))
+    _write_json(target.settings, _with_our_hooks(_load_json(target.settings)), change, new)
+    _write_commands(target.commands, change, new)
+    _set_mcp(target.mcp_file, "mcpServers", "claude", change, new)
+    _save_manifest(target.manifest, set(new))
+    return change
+
+
+def uninstall_claude_code(target: ClaudeCodeTarget) -> Change:
+    change = Change()
+    created = _manifest(target.manifest)
+    if target.settings.exists():
+        _drop_or_write(target.settings, _without_our_hooks(_load_json(target.settings)), change, created)
+    if str(target.settings.parent) in created and target.settings.parent.is_dir():
+        created.add(str(target.commands))  # inside a folder we created
+    _remove_commands(target.commands, change, created)
+    if target.mcp_file.exists():
+        _unset_mcp(target.mcp_file, "mcpServers", change, created)
+    target.manifest.unlink(missing_ok=True)
+    return change
+
+
+def install_opencode(root: Path, ctxmill_home: Path) -> Change:
+    change = Change()
+    manifest = ctxmill_home / "installed-opencode.json"
+    new = sorted(_manifest(manifest))
+    _set_mcp(root / "opencode.json", "mcp", "opencode", change, new)
+    if not (root / ".opencode").exists():
+        new.append(str(root / ".opencode"))
+    _write_commands(root / ".opencode" / "command", change, new)
+    _save_manifest(manifest, set(new))
+    return change
+
+
+def uninstall_opencode(root: Path, ctxmill_home: Path) -> Change:
+    change = Change()
+    manifest = ctxmill_home / "installed-opencode.json"
+    created = _manifest(manifest)
+    if (root / "opencode.json").exists():
+        _unset_mcp(root / "opencode.json", "mcp", change, created)
+    _remove_commands(root / ".opencode" / "command", change, created)
+    manifest.unlink(missing_ok=True)
+    return change
+
+
+def claude_code_status(target: ClaudeCodeTarget) -> list[str]:
+    """Problems of an installation, each with how to fix it ([] when complete)."""
+    problems = []
+    try:
+        settings = _load_json(target.settings)
+        groups = settings.get("hooks", {})
+        missing = [e for e in EVENTS if not any(_is_ours(h, e) for g in groups.get(e, []) if isinstance(g, dict)
+                                                for h in g.get("hooks", []))]
+        if missing:
+            problems.append(f"hooks missing in {target.settings}: {', '.join(missing)}")
+    except ValueError as exc:
+        problems.append(f"{target.settings} is not valid JSON ({exc})")
+    for name in CLAUDE_COMMANDS:
+        if not (target.commands / name).exists():
+            problems.append(f"slash command file missing: {target.commands / name}")
+    try:
+        if "ctxmill" not in _load_json(target.mcp_file).get("mcpServers", {}):
+            problems.append(f"MCP server not registered in {target.mcp_file}")
+    except ValueError as exc:
+        problems.append(f"{target.mcp_file} is not valid JSON ({exc})")
+    return problems

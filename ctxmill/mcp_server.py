@@ -1,0 +1,113 @@
+"""The ctxmill MCP server (stdio, official `mcp` SDK): CCR expansion, project memory, checkpoints.
+
+Every tool raises ToolError with a one-line message on bad input or a failed operation; the SDK
+returns it as a tool error (`isError: true`) and the server keeps running.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+INSTRUCTIONS = (
+    "ctxmill keeps the originals of context it compressed and the project's durable memory. "
+    'When you see [ctxmill: … · deep_expand("KEY")] call deep_expand with that KEY.'
+)
+
+
+def build_server(project_home: Path) -> MCPServer:
+    from ctxmill.configs import checkpoint_config, memory_config
+    from ctxmill.paths import ccr_dir
+
+    server = MCPServer("ctxmill", instructions=INSTRUCTIONS)
+    memory_cfg = memory_config(project_home)
+
+    @server.tool()
+    def deep_expand(key: str, lines: str | None = None, grep: str | None = None) -> str:
+        """Return the original text behind a ctxmill marker [ctxmill: … · deep_expand("KEY")].
+
+        key: the 32-hex-digit key inside deep_expand("…"). lines: optional 1-based inclusive
+        range "120:180", "120:" or ":50". grep: optional regex; only matching lines are returned.
+        With lines or grep each line is prefixed with its line number in the original."""
+        from ccr.expand import expand
+        from ccr.store import CCRError, CCRStore, db_path
+
+        directory = ccr_dir(project_home)
+        if not db_path(directory).exists():
+            raise ToolError(f'deep_expand("{key}"): no CCR store at {directory}')
+        try:
+            with CCRStore(directory) as store:
+                result = expand(store, key, lines=lines, grep=grep)
+        except CCRError as exc:
+            raise ToolError(str(exc)) from None
+        if not result.ok:
+            raise ToolError(result.message)
+        return result.text or ""
+
+    @server.tool()
+    def memory_search(query: str, limit: int = 5) -> list[dict]:
+        """Search the project's and the global durable memory (MEMORY.md, notes.md) with BM25.
+
+        Returns the best `limit` entries (1-50), best first: id, type, text, score, pinned, tags."""
+        from memory import api
+
+        try:
+            hits = api.search(memory_cfg, query, limit=max(1, min(int(limit), 50)))
+        except api.BadInput as exc:
+            raise ToolError(str(exc)) from None
+        return [hit.to_dict() for hit in hits]
+
+    @server.tool()
+    def memory_store(type: str, text: str, pin: bool = False, tags: list[str] | None = None) -> dict:
+        """Store a durable memory entry in the project's MEMORY.md (secrets are redacted).
+
+        type: constraint | decision | gotcha | fact | note. pin: inject it at every session start.
+        tags: short words (letters, digits, '_', '.', '-'). Returns the stored entry with its id."""
+        from memory import api
+
+        try:
+            return api.store(memory_cfg, type, text, pin=pin, tags=tags or ()).to_dict()
+        except api.BadInput as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def memory_forget(id: str) -> str:
+        """Remove the memory entry with this id (as returned by memory_search / memory_store)."""
+        from memory import api
+
+        try:
+            entry = api.forget(memory_cfg, id)
+        except api.NotFound as exc:
+            raise ToolError(str(exc)) from None
+        return f"forgot {entry.id}: {entry.text}"
+
+    @server.tool()
+    def checkpoint(transcript_path: str | None = None) -> str:
+        """Write a checkpoint of the current session to .ctxmill/checkpoint.md and return it.
+
+        The checkpoint lists task, progress, decisions, constraints, files changed, errors and
+        fixes, next steps. transcript_path: optional session file; default: the live Claude Code
+        session recorded by the ctxmill hooks."""
+        from compress.formats import UnknownFormat
+        from ctxmill.hooks import current_session
+        from memory.checkpoint import checkpoint_file
+
+        session_id = None
+        if not transcript_path:
+            live = current_session(project_home)
+            if live is None:
+                raise ToolError("no live session recorded (install the hooks); pass transcript_path")
+            transcript_path, session_id = live["transcript_path"], live.get("session_id")
+        try:
+            result = checkpoint_file(checkpoint_config(project_home), transcript_path, session_id)
+        except (OSError, UnknownFormat) as exc:
+            raise ToolError(f"{transcript_path}: {exc}") from None
+        return result.markdown
+
+    return server
+
+
+def serve(project_home: Path) -> None:
+    build_server(project_home).run("stdio")

@@ -1,0 +1,114 @@
+"""`<project home>/config.toml` -> the typed engine configuration. Only faces read files or env.
+
+```toml
+[compress]
+epoch_savings_threshold = 20000
+protect_tail_tokens = 4000
+protect_tail_turns = 2
+min_saving_fraction = 0.15
+min_saving_chars = 200
+disabled_stages = ["compress_prose"]
+protected_tools = ["my_tool"]          # added to the built-in protected tools
+
+[compress.tiers]                       # absolute token thresholds
+medium = 50000
+high = 150000
+
+[compress.model_tiers."gpt-4o-mini"]   # per-model overrides, longest prefix wins
+medium = 30000
+high = 90000
+
+[compress.stages.trim_outputs]         # per-stage knobs, documented in each stage
+max_lines = 400
+```
+A missing file means defaults; an unknown key or a wrong type is an error naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from compress.config import PROTECTED_TOOLS, CompressConfig
+from compress.tiers import TierThresholds
+
+CONFIG_FILE = "config.toml"
+
+
+class ConfigError(ValueError):
+    """The config file is unreadable or has an unknown key or a wrong type (one line)."""
+
+
+_SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect_tail_turns": int,
+            "min_saving_fraction": float, "min_saving_chars": int}
+
+
+def load_compress_config(home: Path) -> CompressConfig:
+    path = home / CONFIG_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return CompressConfig()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return compress_config_from(data.get("compress", {}), str(path))
+
+
+def compress_config_from(section: dict[str, Any], where: str = "config") -> CompressConfig:
+    config = CompressConfig()
+    known = {f.name for f in fields(CompressConfig)} | {"stages"}
+    changes: dict[str, Any] = {}
+    for key, value in section.items():
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key compress.{key}")
+        if key in _SCALARS:
+            changes[key] = _typed(value, _SCALARS[key], f"{where}: compress.{key}")
+        elif key == "tiers":
+            changes["tiers"] = _thresholds(value, f"{where}: compress.tiers")
+        elif key == "model_tiers":
+            changes["model_tiers"] = {m: _thresholds(v, f"{where}: compress.model_tiers.{m}")
+                                      for m, v in _table(value, f"{where}: compress.model_tiers").items()}
+        elif key == "disabled_stages":
+            changes["disabled_stages"] = frozenset(_strings(value, f"{where}: compress.disabled_stages"))
+        elif key == "protected_tools":
+            extra = _strings(value, f"{where}: compress.protected_tools")
+            changes["protected_tools"] = PROTECTED_TOOLS | {t.lower() for t in extra}
+        elif key == "stages":
+            changes["stage_options"] = {name: dict(_table(opts, f"{where}: compress.stages.{name}"))
+                                        for name, opts in _table(value, f"{where}: compress.stages").items()}
+        else:
+            raise ConfigError(f"{where}: compress.{key} cannot be set in the config file")
+    return replace(config, **changes)
+
+
+def _typed(value: Any, kind: type, where: str) -> Any:
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConfigError(f"{where} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
+    return value
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return value
+
+
+def _thresholds(value: Any, where: str) -> TierThresholds:
+    table = _table(value, where)
+    unknown = set(table) - {"medium", "high"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]}")
+    try:
+        return TierThresholds(**{k: _typed(v, int, f"{where}.{k}") for k, v in table.items()})
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None

@@ -1,0 +1,212 @@
+"""Library API of durable memory (see the package docstring in memory/__init__.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+import regex
+
+from memory.config import MemoryConfig
+from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
+from memory.files import atomic_write
+from memory.index_file import SearchIndex, Source
+from memory.markdown import MemoryDocument, normalize_text, parse
+from memory.tokenize import Tokenizer
+
+MEMORY_FILE = "MEMORY.md"
+NOTES_FILE = "notes.md"
+INDEX_FILE = Path(".index") / "index.bin"
+_TAG = regex.compile(r"[\w.-]+")
+
+
+class BadInput(ValueError):
+    """Invalid arguments: empty text, unknown type or scope, malformed tag."""
+
+
+class NotFound(LookupError):
+    """No entry has the given id."""
+
+
+_tokenizers: dict[Path, Tokenizer] = {}
+_indexes: dict[tuple, SearchIndex] = {}
+
+
+def tokenizer(cfg: MemoryConfig) -> Tokenizer:
+    """The memory tokenizer for this configuration, created once per process."""
+    if cfg.jieba_cache not in _tokenizers:
+        _tokenizers[cfg.jieba_cache] = Tokenizer(cfg.jieba_cache)
+    return _tokenizers[cfg.jieba_cache]
+
+
+def _home(cfg: MemoryConfig, scope: str) -> Path:
+    return cfg.global_home if scope == "global" else cfg.project_home
+
+
+def _sources(cfg: MemoryConfig) -> list[Source]:
+    homes = [("project", cfg.project_home)]
+    if cfg.global_home.resolve() != cfg.project_home.resolve():
+        homes.append(("global", cfg.global_home))
+    return [
+        source
+        for scope, home in homes
+        for source in (Source(home / MEMORY_FILE, scope), Source(home / NOTES_FILE, scope, "note"))
+    ]
+
+
+def _index_path(cfg: MemoryConfig) -> Path:
+    """In the project home when it exists; searching never creates a project's `.ctxmill/`."""
+    home = cfg.project_home if cfg.project_home.is_dir() else cfg.global_home
+    return home / INDEX_FILE
+
+
+def lock(path: Path):
+    """The write lock of a memory file (held while reading, changing and replacing it)."""
+    from filelock import FileLock  # only writers pay for the import
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path.with_name("." + path.name + ".lock")))
+
+
+def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return parse(text, scope, str(path), default_type)
+
+
+def _check_scope(scope: str, allowed: tuple[str, ...]) -> None:
+    if scope not in allowed:
+        raise BadInput(f"unknown scope {scope!r} (use one of: {', '.join(allowed)})")
+
+
+def store(
+    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project", notes: bool = False
+) -> Entry:
+    """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as stored."""
+    if type not in TYPES:
+        raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
+    _check_scope(scope, SCOPES)
+    from ccr.redact import redact  # only writers pay for compiling the secret patterns
+
+    text = normalize_text(redact(text, cfg.redact_patterns))
+    if not text:
+        raise BadInput("empty text")
+    clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip()))
+    bad = [t for t in clean_tags if not _TAG.fullmatch(t)]
+    if bad:
+        raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
+    path = _home(cfg, scope) / (NOTES_FILE if notes else MEMORY_FILE)
+    with lock(path):
+        doc = _read(path, scope, "note" if notes else None)
+        taken = {e.id for e in doc.entries()}
+        created, salt = now(), 0
+        while (entry_id := new_id(text, created, salt)) in taken:
+            salt += 1
+        entry = Entry(entry_id, type, text, created.date().isoformat(), pin, clean_tags)
+        stored = doc.add(entry)
+        atomic_write(path, doc.text().encode("utf-8"))
+    return stored
+
+
+def forget(cfg: MemoryConfig, id: str) -> Entry:
+    """Remove the entry with this id from whichever memory file holds it; returns it."""
+    for source in _sources(cfg):
+        if not source.path.exists():
+            continue
+        with lock(source.path):
+            doc = _read(source.path, source.scope, source.default_type)
+            removed = doc.remove(id)
+            if removed is not None:
+                atomic_write(source.path, doc.text().encode("utf-8"))
+                return removed
+    raise NotFound(f"no memory entry with id {id!r}")
+
+
+def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:
+    """All entries in file order, project first."""
+    _check_scope(scope, ("all", *SCOPES))
+    return [
+        entry
+        for source in _sources(cfg)
+        if scope in ("all", source.scope)
+        for entry in _read(source.path, source.scope, source.default_type).entries()
+    ]
+
+
+def pinned(cfg: MemoryConfig) -> list[Entry]:
+    """Entries to inject at every session start."""
+    return [e for e in list_entries(cfg) if e.pinned]
+
+
+def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
+    """The search index, loaded once per process and re-synced with the files on every call."""
+    path = _index_path(cfg)
+    key = (path, cfg.bm25, cfg.jieba_cache)
+    cached = None if rebuild else _indexes.get(key)
+    if cached is not None:
+        cached.sync(_sources(cfg))
+        if cached.changed:
+            cached.save(path)
+        return cached
+    if rebuild:
+        path.unlink(missing_ok=True)
+    index = SearchIndex.open(path, _sources(cfg), cfg.bm25, tokenizer(cfg))
+    _indexes[key] = index
+    return index
+
+
+def reindex(cfg: MemoryConfig) -> int:
+    """Rebuild the index from the files; returns the number of entries indexed."""
+    return len(open_index(cfg, rebuild=True).rows)
+
+
+def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool, today: date) -> float:
+    half_life = cfg.half_lives.get(entry_type)
+    if pinned or half_life is None or not created:
+        return 1.0
+    try:
+        age = (today - date.fromisoformat(created)).days
+    except ValueError:
+        return 1.0
+    return cfg.decay_floor + (1.0 - cfg.decay_floor) * math.pow(0.5, max(age, 0) / half_life)
+
+
+def _weight(cfg: MemoryConfig, index: SearchIndex, scope: str):
+    """doc -> score multiplier: 0 outside `scope`, else the entry's recency decay."""
+    if not cfg.decay and scope == "all":
+        return None
+    today = date.today()
+
+    def weight(doc: int) -> float:
+        _, entry_type, _, created, pinned, _, entry_scope, *_ = index.rows[doc]
+        if scope not in ("all", entry_scope):
+            return 0.0
+        return _decay(cfg, entry_type, created, pinned, today) if cfg.decay else 1.0
+
+    return weight
+
+
+def snippet(text: str, query_terms: list[str], width: int = 160) -> str:
+    """About `width` characters of `text` around the first place a query word occurs."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    hits = [lower.find(t) for t in query_terms if len(t) > 1 and lower.find(t) >= 0]
+    start = max(0, min(hits) - width // 4) if hits else 0
+    start = min(start, len(flat) - width)
+    return ("…" if start else "") + flat[start : start + width].strip() + ("…" if start + width < len(flat) else "")
+
+
+def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") -> list[Hit]:
+    """Best `limit` entries for `query`, best first."""
+    _check_scope(scope, ("all", *SCOPES))
+    if limit < 1:
+        raise BadInput("limit must be at least 1")
+    index = open_index(cfg)
+    terms = index.tokenizer.tokens(query)
+    found = index.index.search(terms, limit, _weight(cfg, index, scope))
+    words = [w.lower() for w in query.split()] + terms
+    hits = [Hit(index.entry(doc), score) for doc, score in found]
+    return [replace(hit, snippet=snippet(hit.entry.text, words)) for hit in hits]

@@ -1,0 +1,235 @@
+"""Checkpoint: a Markdown summary of a session that survives the host's compaction.
+
+`checkpoint_file(cfg, path)` reads a session in any format compress.formats reads;
+`write_checkpoint(cfg, transcript, session_id)` writes, under the project home:
+- `checkpoint.md` (the latest checkpoint) and `sessions/<id>/checkpoint.md` (same text), with
+  sections Task, Progress, Decisions, Constraints, Files changed, Errors → fixes, Next steps,
+  Critical context;
+- `sessions/<id>/checkpoint.raw.json`: the session's raw messages, every string redacted.
+Detail the checkpoint leaves out (long requests, error output, older requests, the full last
+reply) goes to the CCR store and is named by a `deep_expand("key")` marker. Decisions,
+constraints and gotchas are offered to memory: appended to notes.md (tag `checkpoint`) unless
+MEMORY.md or notes.md already holds a near-duplicate (memory.similar). Deterministic for a
+given session apart from the date line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+import regex
+
+from ccr.markers import format_marker
+from ccr.redact import redact
+from ccr.store import CCRStore
+from memory import api
+from memory.config import MemoryConfig
+from memory.entry import Entry
+from memory.extract import Extraction, Gotcha, extract
+from memory.index_file import atomic_write
+from memory.similar import DUPLICATE, overlap, terms
+from memory.summary import CHECKPOINT_FILE
+
+RAW_FILE = "checkpoint.raw.json"
+SECTIONS = ("Task", "Progress", "Decisions", "Constraints", "Files changed", "Errors → fixes", "Next steps",
+            "Critical context")
+_SAFE_ID = regex.compile(r"[^\w.-]+")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """memory: where MEMORY.md / notes.md / checkpoints live (memory.project_home); ccr_dir: the CCR store."""
+
+    memory: MemoryConfig
+    ccr_dir: Path
+    max_requests: int = 8  # user requests listed under Progress (older ones go to CCR)
+    max_items: int = 12  # per section
+    line_chars: int = 240  # one bullet; longer text is cut and its original stored in CCR
+    task_chars: int = 800
+    next_step_turns: int = 3  # "next …" sentences count from the last this many assistant turns
+    offer_limit: int = 10  # per type, offered to notes.md per checkpoint
+
+
+@dataclass
+class CheckpointResult:
+    session_id: str
+    markdown: str
+    paths: list[Path]
+    ccr_keys: list[str] = field(default_factory=list)
+    offered: list[Entry] = field(default_factory=list)
+
+
+def session_id_for(path: str | Path | None, given: str | None = None) -> str:
+    """A file-name-safe session id: the host's id when given, else the session file's stem."""
+    raw = given or (Path(path).stem if path else "") or "session"
+    return _SAFE_ID.sub("-", raw).strip("-.")[:120] or "session"
+
+
+def _redact_value(value: Any, patterns) -> Any:
+    if isinstance(value, str):
+        return redact(value, patterns)
+    if isinstance(value, list):
+        return [_redact_value(v, patterns) for v in value]
+    if isinstance(value, dict):
+        return {k: _redact_value(v, patterns) for k, v in value.items()}
+    return value
+
+
+class _Writer:
+    """Renders sections; cuts long text and keeps the original in the CCR batch."""
+
+    def __init__(self, cfg: CheckpointConfig, store: CCRStore) -> None:
+        self.cfg, self.store, self.keys = cfg, store, []
+
+    def keep(self, text: str, hint: str) -> str:
+        key = self.store.put(text, hint)
+        self.keys.append(key)
+        return key
+
+    def cut(self, text: str, limit: int, hint: str) -> str:
+        flat = " ".join(text.split())
+        if len(flat) <= limit:
+            return flat
+        key = self.keep(text, hint)
+        return flat[:limit].rstrip() + "… " + format_marker(f"{len(flat)} chars", key)
+
+    def bullets(self, items: list[str], hint: str) -> list[str]:
+        """The last `max_items` as bullets; earlier ones are stored and named by one marker."""
+        shown = items[-self.cfg.max_items :]
+        lines = [f"- {self.cut(item, self.cfg.line_chars, hint)}" for item in shown]
+        if len(items) > len(shown):
+            hidden = items[: len(items) - len(shown)]
+            key = self.keep("\n".join(f"- {i}" for i in hidden), f"checkpoint: earlier {hint}")
+            lines.insert(0, "- " + format_marker(f"{len(hidden)} earlier {hint}", key))
+        return lines
+
+
+def _task(w: _Writer, ex: Extraction) -> list[str]:
+    if not ex.intents:
+        return ["(no user request recorded)"]
+    lines = [w.cut(ex.intents[0].text, w.cfg.task_chars, "checkpoint: first request")]
+    if len(ex.intents) > 1:
+        lines.append("")
+        lines.append("Latest request: " + w.cut(ex.intents[-1].text, w.cfg.task_chars, "checkpoint: latest request"))
+    return lines
+
+
+def _progress(w: _Writer, ex: Extraction) -> list[str]:
+    lines = [f"- {ex.turns} assistant turns, {ex.tool_calls} tool calls, {len(ex.files)} files changed."]
+    lines += [f"- [x] {t}" for t in ex.todos_done[-w.cfg.max_items :]]
+    requests = [s.text for s in ex.intents]
+    if len(requests) > 1:
+        lines.append(f"- Requests so far ({len(requests)}):")
+        shown = requests[-w.cfg.max_requests :]
+        if len(requests) > len(shown):
+            hidden = "\n\n".join(requests[: len(requests) - len(shown)])
+            key = w.keep(hidden, "checkpoint: earlier requests")
+            lines.append("  - " + format_marker(f"{len(requests) - len(shown)} earlier requests", key))
+        lines += [f"  - {w.cut(r, w.cfg.line_chars, 'checkpoint: request')}" for r in shown]
+    if ex.last_reply is not None:
+        lines.append("- Last reply: " + w.cut(ex.last_reply.text, w.cfg.line_chars * 2, "checkpoint: last reply"))
+    return lines
+
+
+def _files(ex: Extraction) -> list[str]:
+    return [f"- `{path}` — {', '.join(actions)}" for path, actions in ex.files.items()]
+
+
+def _gotcha_line(w: _Writer, g: Gotcha) -> str:
+    error = w.cut(g.error, w.cfg.line_chars // 2, "checkpoint: error")
+    marker = ""
+    if g.detail.strip() and " ".join(g.detail.split()) != " ".join(g.error.split()):
+        marker = " " + format_marker("full error output", w.keep(g.detail, f"checkpoint: error turn {g.turn}"))
+    fix = f" → fixed by {w.cut(g.fix, w.cfg.line_chars // 2, 'checkpoint: fix')}" if g.fix else " → not fixed yet"
+    return f"- `{error}`{fix}{marker}"
+
+
+def _next_steps(w: _Writer, ex: Extraction) -> list[str]:
+    recent = [s.text for s in ex.next_steps if s.turn > ex.turns - w.cfg.next_step_turns]
+    return [f"- [ ] {t}" for t in ex.todos_open] + w.bullets(recent, "next steps")
+
+
+def _critical(w: _Writer, ex: Extraction, raw_path: str) -> list[str]:
+    lines = w.bullets([s.text for s in ex.critical], "critical notes")
+    recent_errors = [g for g in ex.unresolved_errors if g.turn > ex.turns - w.cfg.next_step_turns]
+    lines += [_gotcha_line(w, g) for g in recent_errors[-3:]]
+    lines.append(f"- Raw messages (secrets redacted): `{raw_path}`")
+    return lines
+
+
+def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: str, source: str) -> tuple[str, list[str]]:
+    """The checkpoint Markdown and the CCR keys it names."""
+    w = _Writer(cfg, store)
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    body = {
+        "Task": _task(w, ex),
+        "Progress": _progress(w, ex),
+        "Decisions": w.bullets([s.text for s in ex.decisions], "decisions"),
+        "Constraints": w.bullets([s.text for s in ex.constraints], "constraints"),
+        "Files changed": _files(ex),
+        "Errors → fixes": [_gotcha_line(w, g) for g in ex.gotchas[-cfg.max_items :]],
+        "Next steps": _next_steps(w, ex),
+        "Critical context": _critical(w, ex, f"sessions/{session_id}/{RAW_FILE}"),
+    }
+    out = [f"# Checkpoint: session {session_id}", "", f"_{stamp} · from `{source}` · ctxmill checkpoint_", ""]
+    for name in SECTIONS:
+        out += [f"## {name}", "", *(body[name] or ["(none)"]), ""]
+    return "\n".join(out), w.keys
+
+
+def _candidates(ex: Extraction) -> list[tuple[str, str]]:
+    """(type, text) offered to memory, oldest first."""
+    found = [("decision", s.text) for s in ex.decisions] + [("constraint", s.text) for s in ex.constraints]
+    found += [("gotcha", f"{g.error} → fixed by {g.fix}") for g in ex.gotchas]
+    return found
+
+
+def offer_to_memory(cfg: CheckpointConfig, ex: Extraction, session_id: str) -> list[Entry]:
+    """Append new decisions/constraints/gotchas to notes.md; near-duplicates of memory are skipped."""
+    tok = api.tokenizer(cfg.memory)
+    known = [terms(e.text, tok) for e in api.list_entries(cfg.memory, "project")]
+    offered: list[Entry] = []
+    per_type: dict[str, int] = {}
+    for kind, text in _candidates(ex):
+        mine = terms(text, tok)
+        if per_type.get(kind, 0) >= cfg.offer_limit or any(overlap(mine, k) >= DUPLICATE for k in known):
+            continue
+        entry = api.store(cfg.memory, kind, text, tags=("checkpoint", session_id), notes=True)
+        offered.append(entry)
+        known.append(mine)
+        per_type[kind] = per_type.get(kind, 0) + 1
+    return offered
+
+
+def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source: str = "", offer: bool = True
+                     ) -> CheckpointResult:
+    """Write checkpoint.md, sessions/<id>/checkpoint.md and checkpoint.raw.json for a Transcript."""
+    from compress.adapters import from_provider
+
+    request = from_provider({**transcript.head, "messages": transcript.messages})
+    ex = extract(request.messages)
+    home = cfg.memory.project_home
+    folder = home / "sessions" / session_id
+    with CCRStore(cfg.ccr_dir) as store, store.batch() as batch:
+        markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format)
+    raw = _redact_value(transcript.messages, cfg.memory.redact_patterns)
+    folder.mkdir(parents=True, exist_ok=True)
+    raw_path, session_md, latest = folder / RAW_FILE, folder / CHECKPOINT_FILE, home / CHECKPOINT_FILE
+    atomic_write(raw_path, orjson.dumps({"session_id": session_id, "format": transcript.format, "messages": raw}))
+    atomic_write(session_md, markdown.encode("utf-8"))
+    atomic_write(latest, markdown.encode("utf-8"))
+    offered = offer_to_memory(cfg, ex, session_id) if offer else []
+    return CheckpointResult(session_id, markdown, [latest, session_md, raw_path], keys, offered)
+
+
+def checkpoint_file(cfg: CheckpointConfig, path: str | Path, session_id: str | None = None, fmt: str | None = None,
+                    offer: bool = True) -> CheckpointResult:
+    """Checkpoint the session recorded in `path` (OSError / compress.formats.UnknownFormat on bad input)."""
+    from compress.formats import read_session
+
+    transcript = read_session(path, fmt)
+    return write_checkpoint(cfg, transcript, session_id_for(path, session_id), str(path), offer)

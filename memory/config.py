@@ -1,0 +1,46 @@
+"""The one configuration object memory functions take. Faces build it (see ctxmill/commands/memory.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory.bm25 import Bm25Params
+
+# Tuned on SciFact train, CMRC trial and LoCoMo with `bench/memory_retrieval.py --tune`.
+DEFAULT_BM25 = Bm25Params(k1=1.5, b=0.4, heading_weight=3.0)
+
+# Half-life in days of an entry's score, per entry type; None = never decays.
+DEFAULT_HALF_LIVES: dict[str, float | None] = {
+    "constraint": None,
+    "decision": 365.0,
+    "gotcha": 365.0,
+    "fact": 180.0,
+    "note": 60.0,
+}
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Where memory lives and how it is searched.
+
+    project_home: the project's `.ctxmill/` folder; global_home: the cross-project folder
+    (e.g. ~/.local/share/ctxmill). Both hold MEMORY.md, notes.md and the `.index/` folder
+    (the index lives in the project home and covers both). cache_dir holds the jieba
+    dictionary cache (default: global_home/cache).
+    decay: scores of old entries shrink by half_lives[type], never below decay_floor of their
+    value; pinned entries and types with half-life None never decay.
+    """
+
+    project_home: Path
+    global_home: Path
+    cache_dir: Path | None = None
+    bm25: Bm25Params = DEFAULT_BM25
+    decay: bool = True
+    half_lives: dict[str, float | None] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    decay_floor: float = 0.5
+    redact_patterns: tuple[str | tuple[str, str], ...] = ()
+
+    @property
+    def jieba_cache(self) -> Path:
+        return self.cache_dir or self.global_home / "cache"

@@ -1,0 +1,230 @@
+"""What a checkpoint records, extracted from a session's messages without any LLM.
+
+`extract(messages)` reads canonical messages (compress.model) and returns `Extraction`:
+- intents: what the person asked, each user request in order (host-injected text removed);
+- decisions / constraints / notes: sentences of user and assistant text that match the
+  English and Chinese patterns below (constraints mostly come from the person);
+- gotchas: a failed tool result followed within `FIX_WINDOW` assistant turns by a fix (an
+  edit, a write or a command of the same session);
+- files: every file the session created, edited, moved or deleted, from tool inputs
+  (compress.toolfiles: editor tools, apply_patch, shell mv/rm/cp …), in first-touch order;
+- todos: the latest todo list the agent wrote (TodoWrite-style tools), open and done;
+- next steps: "next / TODO / remaining …" sentences of the last assistant replies;
+- last_reply: the agent's last text.
+Everything is deterministic and linear in the session size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import regex
+
+from compress.model import TEXT, TOOL_USE, Message
+from compress.signals import error_line_indexes, is_failed_result
+from compress.stages.strip_injections import remove_segments
+from compress.toolfiles import CHANGES, touched_files
+from compress.toolkinds import ToolKind, command_of, tool_kind
+
+FIX_WINDOW = 3  # assistant turns after an error in which an edit/write/command counts as its fix
+INJECTED_TAGS = ("system-reminder", "local-command-stdout", "local-command-stderr", "command-message")
+_HOST_NOISE = regex.compile(r"^\s*(?:Caveat: The messages below|\[Request interrupted|<command-name>|<local-command)")
+
+_DECISION = regex.compile(
+    r"""(?ix)
+    \b(?:decided|decide\ to|decision|we(?:'ll|\ will)\ (?:use|go\ with|keep|switch)|let's\ (?:use|go\ with|switch)
+       |i(?:'ll|\ will)\ (?:use|go\ with|switch\ to)|going\ with|chose|choose|opted|switch(?:ed)?\ to
+       |instead\ of|rather\ than|settled\ on|prefer)\b
+    | 决定 | 改用 | 采用 | 选择了 | 换成 | 改为 | 而不是 | 就用 | 统一用
+    """)
+_CONSTRAINT = regex.compile(
+    r"""(?ix)
+    \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|only\ use|make\ sure|required?
+       |not\ allowed|no\ more\ than|at\ most|at\ least|avoid)\b
+    | 必须 | 不要 | 不能 | 禁止 | 务必 | 只能 | 一定要 | 不得 | 不允许 | 至少 | 最多 | 避免
+    """)
+_NEXT = regex.compile(
+    r"""(?ix)
+    \b(?:next\ steps?|next,|todo|to\ do|remaining|still\ (?:need|needs|have|to)|follow[-\ ]up|not\ yet
+       |left\ to|pending|then\ we|after\ that)\b
+    | 下一步 | 接下来 | 待办 | 还需要 | 剩下 | 尚未 | 后续 | 然后
+    """)
+_CRITICAL = regex.compile(
+    r"""(?ix)
+    \b(?:important|critical|careful|warning|note\ that|beware|gotcha|caveat|do\ not\ forget|remember)\b
+    | 注意 | 重要 | 关键 | 小心 | 切记 | 记住
+    """)
+_SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+_UNTELLING = regex.compile(r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
+_CODE_FENCE = regex.compile(r"```[^`]*+```", regex.DOTALL)
+_HAN = regex.compile(r"\p{Han}")
+_MIN_SENTENCE = 8  # characters; a Han character counts twice
+_MAX_SENTENCE = 300
+
+
+@dataclass(frozen=True)
+class Said:
+    """One extracted sentence or request; `turn` is the assistant turn it belongs to."""
+
+    text: str
+    turn: int
+    role: str
+
+
+@dataclass(frozen=True)
+class Gotcha:
+    error: str  # the first error line
+    fix: str  # what fixed it: "Edit path" / "Bash: command"
+    turn: int
+    detail: str  # the whole failed result (goes to CCR when long)
+
+
+@dataclass
+class Extraction:
+    intents: list[Said] = field(default_factory=list)
+    decisions: list[Said] = field(default_factory=list)
+    constraints: list[Said] = field(default_factory=list)
+    critical: list[Said] = field(default_factory=list)
+    next_steps: list[Said] = field(default_factory=list)
+    gotchas: list[Gotcha] = field(default_factory=list)
+    unresolved_errors: list[Gotcha] = field(default_factory=list)
+    files: dict[str, list[str]] = field(default_factory=dict)  # path -> actions in order, no repeats
+    todos_open: list[str] = field(default_factory=list)
+    todos_done: list[str] = field(default_factory=list)
+    last_reply: Said | None = None
+    tool_calls: int = 0
+    turns: int = 0
+
+
+def user_text(msg: Message) -> str:
+    """What the person wrote in a user message: host-injected segments and notices removed."""
+    parts = []
+    for block in msg.blocks:
+        if block.kind != TEXT or _HOST_NOISE.match(block.text):
+            continue
+        text, _ = remove_segments(block.text, INJECTED_TAGS)
+        if text.strip():
+            parts.append(text.strip())
+    return "\n\n".join(parts)
+
+
+def assistant_text(msg: Message) -> str:
+    return "\n\n".join(b.text.strip() for b in msg.blocks if b.kind == TEXT and b.text.strip())
+
+
+def sentences(text: str) -> list[str]:
+    """Prose sentences of `text` (code fences dropped), whitespace collapsed, length-capped."""
+    out = []
+    for piece in _SENTENCE_END.split(_CODE_FENCE.sub(" ", text)):
+        sentence = " ".join(piece.split()).lstrip("-*#>0123456789. ")
+        if len(sentence) + len(_HAN.findall(sentence)) >= _MIN_SENTENCE and not sentence.startswith(("|", "`")):
+            out.append(sentence[:_MAX_SENTENCE])
+    return out
+
+
+def _fix_label(name: str, tool_input) -> str | None:
+    """How a tool call reads as a fix, or None when it is not one (reads, searches, other)."""
+    touched = [t for t in touched_files(name, tool_input) if t.action in CHANGES]
+    if touched:
+        return f"{name} " + ", ".join(t.path for t in touched[:3])
+    if tool_kind(name, tool_input) is ToolKind.COMMAND:
+        return f"{name}: {command_of(tool_input)[:160]}"
+    return None
+
+
+def _error_line(text: str) -> str:
+    """The most telling error line: the first that says more than "Exit code N" or a traceback header."""
+    lines = [line.strip() for line in text.strip().split("\n")]
+    if "Traceback (most recent call last)" in text:  # Python names the exception last
+        return lines[-1]
+    found = [lines[i] for i in error_line_indexes(lines)]
+    telling = [line for line in found if not _UNTELLING.match(line)]
+    other = [line for line in lines if line and not _UNTELLING.match(line)]
+    return (telling or other or lines)[0]
+
+
+def _todos(tool_input) -> list[dict] | None:
+    todos = tool_input.get("todos") if isinstance(tool_input, dict) else None
+    return [t for t in todos if isinstance(t, dict)] if isinstance(todos, list) else None
+
+
+def _todo_text(todo: dict) -> str:
+    return " ".join(str(todo.get("content") or todo.get("activeForm") or todo.get("text") or "").split())
+
+
+class _Extractor:
+    def __init__(self) -> None:
+        self.out = Extraction()
+        self.pending: list[Gotcha] = []  # errors waiting for a fix, oldest first
+        self.seen: set[tuple[str, str]] = set()
+
+    def _add(self, bucket: list[Said], kind: str, said: Said) -> None:
+        key = (kind, said.text.lower())
+        if key not in self.seen:
+            self.seen.add(key)
+            bucket.append(said)
+
+    def text(self, text: str, turn: int, role: str) -> None:
+        for sentence in sentences(text):
+            said = Said(sentence, turn, role)
+            if _DECISION.search(sentence):
+                self._add(self.out.decisions, "d", said)
+            if role == "user" and _CONSTRAINT.search(sentence):
+                self._add(self.out.constraints, "c", said)
+            if _CRITICAL.search(sentence):
+                self._add(self.out.critical, "k", said)
+            if role == "assistant" and _NEXT.search(sentence):
+                self._add(self.out.next_steps, "n", said)
+
+    def tool_use(self, name: str, tool_input, turn: int) -> None:
+        self.out.tool_calls += 1
+        for touch in touched_files(name, tool_input):
+            if touch.action not in CHANGES:
+                continue
+            actions = self.out.files.setdefault(touch.path, [])
+            if touch.action not in actions:
+                actions.append(touch.action)
+        todos = _todos(tool_input)
+        if todos is not None:
+            self.out.todos_open = [_todo_text(t) for t in todos if t.get("status") != "completed" and _todo_text(t)]
+            self.out.todos_done = [_todo_text(t) for t in todos if t.get("status") == "completed" and _todo_text(t)]
+        fix = _fix_label(name, tool_input)
+        if fix is None:
+            return
+        for error in self.pending:
+            if turn - error.turn <= FIX_WINDOW:
+                self.out.gotchas.append(Gotcha(error.error, fix, error.turn, error.detail))
+            else:
+                self.out.unresolved_errors.append(error)
+        self.pending = []
+
+    def failed(self, text: str, turn: int) -> None:
+        error = _error_line(text)
+        self.pending.append(Gotcha(error[:_MAX_SENTENCE], "", turn, text))
+
+    def finish(self) -> Extraction:
+        self.out.unresolved_errors += self.pending
+        return self.out
+
+
+def extract(messages: list[Message] | tuple[Message, ...]) -> Extraction:
+    ex = _Extractor()
+    for msg in messages:
+        ex.out.turns = max(ex.out.turns, msg.turn)
+        if msg.role == "user":
+            text = user_text(msg)
+            if text:
+                ex.out.intents.append(Said(text, msg.turn, "user"))
+                ex.text(text, msg.turn, "user")
+        elif msg.role == "assistant":
+            text = assistant_text(msg)
+            if text:
+                ex.out.last_reply = Said(text, msg.turn, "assistant")
+                ex.text(text, msg.turn, "assistant")
+        for block in msg.blocks:
+            if block.kind == TOOL_USE:
+                ex.tool_use(block.tool_name or "", block.input, msg.turn)
+        for _, block in msg.tool_results():
+            if is_failed_result(block):
+                ex.failed(block.result_text, msg.turn)
+    return ex.finish()

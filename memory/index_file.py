@@ -1,0 +1,191 @@
+"""The persisted search index over the memory files, kept in step with them incrementally.
+
+`SearchIndex.open(path, sources, params, tokenizer)` loads `path` if it is valid (magic,
+format version, payload hash, BM25 parameters, Python marshal version), otherwise rebuilds it
+(a corrupt file raises `CorruptIndexWarning` as a warning, never an error). `sync()` stats each
+source file; a file whose size or mtime changed is re-read, and if its hash changed only the
+entries that are new or changed are tokenized. The index is saved atomically when it changed.
+"""
+
+from __future__ import annotations
+
+import marshal
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from memory.bm25 import Bm25Params, Index, weighted_terms
+from memory.entry import Entry
+from memory.files import atomic_write
+from memory.markdown import parse
+from memory.tokenize import Tokenizer
+
+MAGIC = b"CTXMIDX1"
+FORMAT_VERSION = 1  # bump when the tokenizer or payload layout changes
+# A file modified this recently may change again within the same mtime tick: hash it anyway.
+_MTIME_SLACK_NS = 2_000_000_000
+
+
+_FILE = list(Entry.__dataclass_fields__).index("file")
+
+
+class CorruptIndexWarning(UserWarning):
+    """The index file could not be trusted and was rebuilt from the memory files."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A memory file; bullets outside typed sections are entries of `default_type` (None: not entries)."""
+
+    path: Path
+    scope: str
+    default_type: str | None = None
+
+
+def _entry_key(entry: Entry) -> str:
+    data = marshal.dumps(tuple(entry.to_dict().values()))
+    return xxhash.xxh64_hexdigest(data)
+
+
+class SearchIndex:
+    def __init__(self, params: Bm25Params, tokenizer: Tokenizer):
+        self.params, self.tokenizer = params, tokenizer
+        self.index = Index(params)
+        self.rows: dict[int, tuple] = {}  # doc -> Entry fields in order (cheap to load; see entry())
+        self.keys: dict[str, int] = {}  # entry key -> doc
+        self.signatures: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, hash)
+        self.next_doc = 0
+        self.changed = False
+
+    # --- persistence ---------------------------------------------------------------------
+
+    def _payload(self) -> bytes:
+        p = self.params
+        buckets, lengths = self.index.dump()
+        return marshal.dumps(
+            {
+                "version": FORMAT_VERSION,
+                "params": (p.k1, p.b, p.heading_weight),
+                "signatures": self.signatures,
+                "next_doc": self.next_doc,
+                "entries": self.rows,
+                "keys": self.keys,
+                "postings": buckets,
+                "lengths": lengths,
+            }
+        )
+
+    def save(self, path: Path) -> None:
+        payload = self._payload()
+        atomic_write(path, MAGIC + xxhash.xxh64_digest(payload) + payload)
+        self.changed = False
+
+    def _restore(self, blob: bytes) -> None:
+        """Fill self from a saved blob; raises ValueError on anything that does not check out."""
+        if blob[: len(MAGIC)] != MAGIC:
+            raise ValueError("not a ctxmill memory index")
+        digest, payload = blob[len(MAGIC) : len(MAGIC) + 8], blob[len(MAGIC) + 8 :]
+        if xxhash.xxh64_digest(payload) != digest:
+            raise ValueError("checksum mismatch")
+        try:
+            data = marshal.loads(payload)
+            if data["version"] != FORMAT_VERSION:
+                raise ValueError(f"index format {data['version']}")
+            rows = data["entries"]
+            params = tuple(data["params"])
+            keys, postings, lengths = data["keys"], data["postings"], data["lengths"]
+            signatures, next_doc = data["signatures"], data["next_doc"]
+        except (EOFError, TypeError, KeyError) as exc:
+            raise ValueError(f"unreadable payload ({exc.__class__.__name__})") from exc
+        if set(keys.values()) != set(rows) or set(lengths) != set(rows):
+            raise ValueError("inconsistent documents")
+        if params != (self.params.k1, self.params.b, self.params.heading_weight):
+            raise _Stale()
+        self.rows, self.keys, self.signatures, self.next_doc = rows, keys, signatures, next_doc
+        self.index.load(postings, lengths)
+
+    @classmethod
+    def open(cls, path: Path | None, sources: list[Source], params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex:
+        """Load (or rebuild) the index at `path` and bring it up to date with `sources`."""
+        index = cls(params, tokenizer)
+        if path is not None and path.exists():
+            try:
+                index._restore(path.read_bytes())
+            except _Stale:
+                index = cls(params, tokenizer)
+            except (ValueError, OSError) as exc:
+                warnings.warn(CorruptIndexWarning(f"memory index {path} was corrupt ({exc}); rebuilt it"), stacklevel=2)
+                index = cls(params, tokenizer)
+        index.sync(sources)
+        if path is not None and (index.changed or not path.exists()):
+            from filelock import FileLock  # imported here: searching an up-to-date index needs no lock
+
+            with FileLock(str(path) + ".lock"):
+                index.save(path)
+        return index
+
+    # --- keeping in step with the files -------------------------------------------------
+
+    def sync(self, sources: list[Source]) -> None:
+        known = {str(s.path) for s in sources}
+        for path in [p for p in self.signatures if p not in known]:
+            self._replace_file(path, [])
+            del self.signatures[path]
+        for source in sources:
+            self._sync_source(source)
+
+    def _sync_source(self, source: Source) -> None:
+        key = str(source.path)
+        old = self.signatures.get(key)
+        try:
+            stat = source.path.stat()
+        except FileNotFoundError:
+            if old is not None:
+                self._replace_file(key, [])
+                del self.signatures[key]
+            return
+        settled = time.time_ns() - stat.st_mtime_ns > _MTIME_SLACK_NS
+        if old is not None and old[:2] == (stat.st_size, stat.st_mtime_ns) and settled:
+            return
+        data = source.path.read_bytes()
+        digest = xxhash.xxh64_hexdigest(data)
+        if old is None or old[2] != digest:
+            doc = parse(data.decode("utf-8", errors="replace"), source.scope, key, source.default_type)
+            self._replace_file(key, doc.entries())
+        self.signatures[key] = (stat.st_size, stat.st_mtime_ns, digest)
+        self.changed = True
+
+    def entry(self, doc: int) -> Entry:
+        return Entry(*self.rows[doc][:5], tuple(self.rows[doc][5]), *self.rows[doc][6:])
+
+    def _replace_file(self, file: str, entries: list[Entry]) -> None:
+        wanted = {_entry_key(e): e for e in entries}
+        for doc in [d for d, row in self.rows.items() if row[_FILE] == file]:
+            key = _entry_key(self.entry(doc))
+            if key not in wanted:
+                self.index.remove(doc)
+                del self.rows[doc]
+                self.keys.pop(key, None)
+        for key, entry in wanted.items():
+            if key not in self.keys:
+                self.add(entry, key)
+        self.changed = True
+
+    def add(self, entry: Entry, key: str | None = None) -> int:
+        """Index one entry (the incremental update); returns its document number."""
+        doc = self.next_doc
+        self.next_doc += 1
+        heading = f"{entry.section} {' '.join(entry.tags)}"
+        terms = weighted_terms(self.tokenizer.tokens(entry.text), self.tokenizer.tokens(heading), self.params.heading_weight)
+        self.index.add(doc, terms)
+        self.rows[doc] = tuple(entry.to_dict().values())
+        self.keys[key or _entry_key(entry)] = doc
+        self.changed = True
+        return doc
+
+
+class _Stale(Exception):
+    """The index was built with other BM25 parameters: rebuild silently."""

@@ -1,0 +1,221 @@
+"""MEMORY.md: typed entries under `##` sections, parsed losslessly.
+
+File format (a person may edit it freely):
+
+    # Memory
+
+    ## Decisions
+
+    - Use BM25 with identifier splitting for memory search. <!-- m-1a2b3c4d 2025-06-01 pinned #search -->
+    - A second entry; continuation lines are indented by two spaces
+      like this one. <!-- m-9f8e7d6c 2025-06-02 -->
+
+Sections Constraints, Decisions, Gotchas, Facts and Notes (any case, singular or plural) hold
+entries: each top-level bullet with its indented continuation lines. The trailing HTML comment
+carries the id, the created date, `pinned` and `#tags`; a bullet without it is a hand-written
+entry whose id is derived from its type and text. Everything else (other headings, prose, code
+fences) is kept as it is.
+
+What must hold: `parse(text).text() == text` for any text, and an entry added with `add`
+parses back to the same entry. Edits touch only the lines of the entries they add or remove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import regex
+
+from memory.entry import SECTIONS, Entry, content_id
+
+_HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
+_BULLET = regex.compile(r"[-*+][ \t]")
+_FENCE = regex.compile(r"(```|~~~)")
+_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^>]*?)-->")
+_DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
+_TAG = regex.compile(r"#([\w.-]+)")
+_SECTION_TYPES = {name.lower(): kind for kind, name in SECTIONS.items()} | {kind: kind for kind in SECTIONS}
+
+
+@dataclass
+class Block:
+    """A run of source lines. `raw` is exact source text; headings carry level and entry type."""
+
+    raw: str
+    entry: Entry | None = None
+    level: int = 0
+    section_type: str | None = None
+
+
+def section_type(heading: str) -> str | None:
+    return _SECTION_TYPES.get(heading.strip().lower())
+
+
+def _indented(line: str) -> bool:
+    return line.startswith(("  ", "\t")) and bool(line.strip())
+
+
+def _entry_end(lines: list[str], start: int) -> int:
+    """Index after the last line of the bullet at `start` (indented lines, blank gaps inside)."""
+    j = start + 1
+    while j < len(lines):
+        if _indented(lines[j]):
+            j += 1
+            continue
+        k = j
+        while k < len(lines) and not lines[k].strip():
+            k += 1
+        if k > j and k < len(lines) and _indented(lines[k]):
+            j = k
+            continue
+        break
+    return j
+
+
+def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str) -> Entry | None:
+    lines = raw.splitlines()
+    lines[0] = _BULLET.sub("", lines[0], count=1).lstrip(" \t")
+    lines[1:] = [line[2:] if line.startswith("  ") else line[1:] if line.startswith("\t") else line for line in lines[1:]]
+    text = "\n".join(line.rstrip() for line in lines)
+    metas = list(_META.finditer(text))
+    entry_id, created, pinned, tags = None, None, False, ()
+    if metas:
+        meta = metas[-1]
+        entry_id, fields = meta.group(1), meta.group(2)
+        text = text[: meta.start()] + text[meta.end() :]
+        date = _DATE.search(fields)
+        created = date.group(0) if date else None
+        pinned = "pinned" in fields.split()
+        tags = tuple(_TAG.findall(fields))
+    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    if not text:
+        return None
+    return Entry(
+        id=entry_id or content_id(entry_type, text),
+        type=entry_type,
+        text=text,
+        created=created,
+        pinned=pinned,
+        tags=tags,
+        scope=scope,
+        file=file,
+        section=section,
+    )
+
+
+def format_entry(entry: Entry) -> str:
+    """The entry as MEMORY.md lines; `entry.text` must be normalized (see normalize_text)."""
+    first, *rest = entry.text.split("\n")
+    body = "- " + first + "".join("\n" + ("  " + line if line else "") for line in rest)
+    meta = [entry.id, *([entry.created] if entry.created else []), *(["pinned"] if entry.pinned else [])]
+    meta += ["#" + tag for tag in entry.tags]
+    return f"{body} <!-- {' '.join(meta)} -->\n"
+
+
+def normalize_text(text: str) -> str:
+    """Entry text as stored: no trailing spaces, no surrounding blank lines, `\\n` line ends."""
+    return "\n".join(line.rstrip() for line in text.splitlines()).strip()
+
+
+class MemoryDocument:
+    """A parsed memory file. Entries outside typed sections get `default_type` (None: not entries)."""
+
+    def __init__(self, blocks: list[Block], scope: str, file: str, open_fence: str = ""):
+        self.blocks, self.scope, self.file = blocks, scope, file
+        self.open_fence = open_fence  # the file ends inside a code fence opened by this marker
+
+    def text(self) -> str:
+        return "".join(block.raw for block in self.blocks)
+
+    def entries(self) -> list[Entry]:
+        return [block.entry for block in self.blocks if block.entry is not None]
+
+    def remove(self, entry_id: str) -> Entry | None:
+        for i, block in enumerate(self.blocks):
+            if block.entry is not None and block.entry.id == entry_id:
+                del self.blocks[i]
+                return block.entry
+        return None
+
+    def replace_entry(self, entry_id: str, new: Entry) -> Entry | None:
+        """Put `new` where the entry `entry_id` is (same section); returns `new` as stored, None if absent."""
+        for block in self.blocks:
+            if block.entry is not None and block.entry.id == entry_id:
+                stored = replace(new, scope=self.scope, file=self.file, section=block.entry.section)
+                block.raw, block.entry = format_entry(stored), stored
+                return stored
+        return None
+
+    def add(self, entry: Entry) -> Entry:
+        """Append `entry` to its type's section (created at the end if missing); returns it as stored."""
+        entry = replace(entry, scope=self.scope, file=self.file, section=SECTIONS[entry.type])
+        if self.blocks and not self.blocks[-1].raw.endswith("\n"):
+            self.blocks[-1].raw += "\n"
+        heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == entry.type), None)
+        if heading is None:
+            return self._add_section(entry)
+        section = replace(entry, section=_HEADING.match(self.blocks[heading].raw).group(2))
+        end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
+        last_entry = max((i for i in range(heading + 1, end) if self.blocks[i].entry is not None), default=None)
+        new = [Block(format_entry(section), entry=section)]
+        if last_entry is not None:
+            at = last_entry + 1
+        else:
+            at = heading + 1
+            if at < end and not self.blocks[at].raw.strip():
+                at += 1
+            else:
+                new.insert(0, Block("\n"))
+        if at < len(self.blocks) and self.blocks[at].raw.strip() and self.blocks[at].entry is None:
+            new.append(Block("\n"))
+        self.blocks[at:at] = new
+        return section
+
+    def _add_section(self, entry: Entry) -> Entry:
+        if not self.blocks:
+            self.blocks.append(Block("# Memory\n", level=1))
+        if self.open_fence:  # close it, or the new section would be code
+            self.blocks.append(Block(self.open_fence + "\n"))
+            self.open_fence = ""
+        if self.blocks[-1].raw.strip():
+            self.blocks.append(Block("\n"))
+        name = SECTIONS[entry.type]
+        self.blocks += [
+            Block(f"## {name}\n", level=2, section_type=entry.type),
+            Block("\n"),
+            Block(format_entry(entry), entry=entry),
+        ]
+        return entry
+
+
+def parse(text: str, scope: str = "project", file: str = "", default_type: str | None = None) -> MemoryDocument:
+    lines = text.splitlines(keepends=True)
+    blocks: list[Block] = []
+    current_type, current_name = default_type, ""
+    fence = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        marker = _FENCE.match(line.lstrip())
+        if marker:
+            fence = "" if fence else marker.group(1)
+        in_fence = bool(fence)
+        heading = None if in_fence else _HEADING.match(line)
+        if heading:
+            level = len(heading.group(1))
+            if level <= 2:
+                current_type = section_type(heading.group(2)) if level == 2 else default_type
+                current_name = heading.group(2) if level == 2 else ""
+            blocks.append(Block(line, level=level, section_type=current_type if level == 2 else None))
+            i += 1
+            continue
+        if current_type and not in_fence and _BULLET.match(line):
+            end = _entry_end(lines, i)
+            raw = "".join(lines[i:end])
+            entry = _parse_entry(raw, current_type, current_name or SECTIONS[current_type], scope, file)
+            blocks.append(Block(raw, entry=entry))
+            i = end
+            continue
+        blocks.append(Block(line))
+        i += 1
+    return MemoryDocument(blocks, scope, file, fence)

@@ -1,0 +1,43 @@
+"""Shared test helpers: run the pipeline with an in-memory CCR store and a small protected tail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ccr.markers import find_markers
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.jsonbytes import dumps
+from compress.pipeline import RunResult, run
+from compress.session import Session
+
+SMALL_TAIL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)
+
+
+def compress(body: Any, config: CompressConfig = SMALL_TAIL, session: Session | None = None,
+             store: CCRStore | None = None, **kw: Any) -> RunResult:
+    return run(body, session=session or Session.memory(), store=store or CCRStore.in_memory(), config=config, **kw)
+
+
+def as_bytes(body: Any) -> bytes:
+    return dumps(body)
+
+
+def strings(obj: Any) -> list[str]:
+    """Every string inside a parsed JSON value, depth first."""
+    out: list[str] = []
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return out
+
+
+def markers_in(body: Any) -> list:
+    """Every ctxmill marker in the strings of a request body."""
+    return [m for s in strings(body) for m in find_markers(s)]

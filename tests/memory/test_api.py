@@ -1,0 +1,147 @@
+"""Library API: store/search/forget/list/pinned/reindex over real files in a temp project."""
+
+import multiprocessing
+import os
+import warnings
+from dataclasses import replace
+
+import pytest
+
+from memory import api
+from memory.index_file import CorruptIndexWarning
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_cache():
+    api._indexes.clear()
+    yield
+    api._indexes.clear()
+
+
+def test_store_then_search_finds_entry_with_file_section_and_snippet(cfg):
+    api.store(cfg, "decision", "Use BM25 with identifier splitting for memory_store search", tags=["search"])
+    api.store(cfg, "gotcha", "The CI runner has only two cores")
+    hits = api.search(cfg, "how does memory store search work")
+    assert hits[0].entry.text.startswith("Use BM25")
+    assert hits[0].entry.section == "Decisions" and hits[0].entry.file.endswith("MEMORY.md")
+    assert hits[0].snippet and hits[0].score > 0
+
+
+def test_secrets_are_redacted_before_writing(cfg):
+    entry = api.store(cfg, "fact", "deploy key ghp_" + "a1B2c3D4e5" * 4 + " and password=hunter2hunter2")
+    content = (cfg.project_home / "MEMORY.md").read_text()
+    assert "ghp_" not in content and "hunter2" not in content
+    assert "[REDACTED:github_token]" in entry.text
+
+
+def test_extra_redaction_patterns_from_config(cfg):
+    cfg = replace(cfg, redact_patterns=(("ticket", r"SECRET-\d+"),))
+    assert api.store(cfg, "note", "see SECRET-42").text == "see [REDACTED:ticket]"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"type": "decision", "text": "  \n "}, "empty text"), ({"type": "idea", "text": "x"}, "unknown type"),
+     ({"type": "note", "text": "x", "tags": ["bad tag"]}, "bad tag"), ({"type": "note", "text": "x", "scope": "team"}, "unknown scope")],
+)
+def test_bad_input_is_rejected(cfg, kwargs, message):
+    with pytest.raises(api.BadInput, match=message):
+        api.store(cfg, **kwargs)
+
+
+def test_forget_removes_only_that_entry_and_unknown_id_fails(cfg):
+    keep = api.store(cfg, "fact", "Python 3.11 is required")
+    drop = api.store(cfg, "fact", "Python 3.9 is required")
+    assert api.forget(cfg, drop.id).id == drop.id
+    assert [e.id for e in api.list_entries(cfg)] == [keep.id]
+    assert [h.entry.id for h in api.search(cfg, "python required")] == [keep.id]
+    with pytest.raises(api.NotFound):
+        api.forget(cfg, drop.id)
+
+
+def test_scopes_and_pins(cfg):
+    local = api.store(cfg, "constraint", "Never push to main", pin=True)
+    shared = api.store(cfg, "constraint", "Never push secrets", scope="global")
+    assert {e.id for e in api.list_entries(cfg)} == {local.id, shared.id}
+    assert [e.id for e in api.list_entries(cfg, "global")] == [shared.id]
+    assert [e.id for e in api.pinned(cfg)] == [local.id]
+    assert [h.entry.id for h in api.search(cfg, "never push", scope="global")] == [shared.id]
+
+
+def test_hand_edits_are_picked_up_and_notes_are_searched(cfg):
+    api.store(cfg, "fact", "placeholder")
+    path = cfg.project_home / "MEMORY.md"
+    path.write_text(path.read_text() + "- Hand written: the staging database is Postgres 16\n")
+    (cfg.project_home / "notes.md").write_text("- quick capture about flaky websocket tests\n")
+    assert api.search(cfg, "postgres staging")[0].entry.text.startswith("Hand written")
+    assert api.search(cfg, "websocket")[0].entry.type == "note"
+
+
+def test_older_entries_decay_but_constraints_and_pins_do_not(cfg):
+    path = cfg.project_home / "MEMORY.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "## Notes\n- cache layer note old <!-- m-00000001 2000-01-01 -->\n- cache layer note new <!-- m-00000002 2099-01-01 -->\n"
+        "## Constraints\n- cache layer constraint old <!-- m-00000003 2000-01-01 -->\n"
+    )
+    scores = {h.entry.id: h.score for h in api.search(cfg, "cache layer", limit=3)}
+    assert scores["m-00000001"] < scores["m-00000002"]
+    assert scores["m-00000003"] > scores["m-00000001"]
+    no_decay = {h.entry.id: h.score for h in api.search(replace(cfg, decay=False), "cache layer", limit=3)}
+    assert no_decay["m-00000003"] == pytest.approx(scores["m-00000003"])
+
+
+def test_index_is_persisted_and_not_retokenized_when_files_are_unchanged(cfg, monkeypatch):
+    api.store(cfg, "fact", "persisted index entry")
+    api.search(cfg, "index")
+    assert (cfg.project_home / ".index" / "index.bin").exists()
+    api._indexes.clear()
+    calls = []
+    tokenizer = api.tokenizer(cfg)
+    original = tokenizer.tokens
+    monkeypatch.setattr(tokenizer, "tokens", lambda text: calls.append(text) or original(text))
+    os.utime(cfg.project_home / "MEMORY.md", ns=(1, 1_000_000_000))  # settled mtime
+    api.search(cfg, "persisted")
+    api._indexes.clear()
+    assert api.search(cfg, "persisted")[0].entry.text == "persisted index entry"
+    assert calls == ["persisted", "persisted"]  # only the queries were tokenized
+
+
+def test_corrupt_index_is_rebuilt_with_a_warning(cfg):
+    api.store(cfg, "fact", "survives corruption")
+    api.search(cfg, "survives")
+    index_file = cfg.project_home / ".index" / "index.bin"
+    blob = bytearray(index_file.read_bytes())
+    blob[-5] ^= 0xFF
+    index_file.write_bytes(bytes(blob))
+    api._indexes.clear()
+    with pytest.warns(CorruptIndexWarning, match="checksum"):
+        hits = api.search(cfg, "survives")
+    assert hits[0].entry.text == "survives corruption"
+    api._indexes.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert api.search(cfg, "survives")  # the rebuilt index is valid
+
+
+def test_reindex_counts_entries(cfg):
+    for i in range(3):
+        api.store(cfg, "note", f"note number {i}")
+    assert api.reindex(cfg) == 3
+
+
+def _store_many(cfg, worker, count):
+    for i in range(count):
+        api.store(cfg, "note", f"worker {worker} entry {i}")
+
+
+def test_concurrent_writers_lose_nothing(cfg):
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_store_many, args=(cfg, w, 8)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    texts = {e.text for e in api.list_entries(cfg)}
+    assert texts == {f"worker {w} entry {i}" for w in range(4) for i in range(8)}

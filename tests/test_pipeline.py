@@ -1,0 +1,179 @@
+"""The runner: determinism, idempotence, protocol safety, fail-open, chain editing."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ccr.markers import find_markers
+from ccr.store import CCRStore
+from compress.adapters import from_provider
+from compress.model import TEXT, TOOL_RESULT, TOOL_USE
+from compress.pipeline import Chain, run
+from compress.session import Session
+from compress.stage import Stage
+from compress.tiers import Tier
+from tests.helpers import SMALL_TAIL, as_bytes, compress, markers_in
+from tests.strategies import requests
+
+PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _calls(body):
+    request = from_provider(body)
+    return [(b.kind, b.tool_id, b.tool_name) for m in request.messages for b in m.blocks
+            if b.kind in (TOOL_USE, TOOL_RESULT)]
+
+
+def _user_texts(body):
+    request = from_provider(body)
+    return [b.text for m in request.messages if m.role == "user" for b in m.blocks if b.kind == TEXT]
+
+
+@PROPS
+@given(requests)
+def test_never_raises_keeps_pairing_ids_and_user_text(body):
+    original = copy.deepcopy(body)
+    result = compress(body)
+    assert not result.report.error
+    assert body == original  # the input is never mutated
+    assert _calls(result.body) == _calls(original)
+    assert _user_texts(result.body) == _user_texts(original)
+    assert result.report.tokens_after <= result.report.tokens_before
+
+
+@PROPS
+@given(requests)
+def test_deterministic_and_idempotent(body):
+    first = compress(body)
+    second = compress(copy.deepcopy(body))
+    assert as_bytes(first.body) == as_bytes(second.body)
+    again = compress(first.body)
+    assert as_bytes(again.body) == as_bytes(first.body)
+
+
+@PROPS
+@given(requests)
+def test_every_marker_resolves_to_its_original(body):
+    store = CCRStore.in_memory()
+    result = compress(body, store=store)
+    for marker in markers_in(result.body):
+        lookup = store.get(marker.key)
+        assert lookup.status == "ok"
+        assert marker.summary  # says what was kept
+
+
+@PROPS
+@given(requests)
+def test_latest_assistant_message_is_untouched(body):
+    result = compress(body)
+    last = max((i for i, m in enumerate(body["messages"]) if m.get("role") == "assistant"), default=None)
+    if last is not None:
+        assert result.body["messages"][last] == body["messages"][last]
+
+
+def _reminder_session():
+    reminder = "<system-reminder>" + "Keep the todo list current. " * 20 + "</system-reminder>"
+    return {"system": "s", "messages": [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "plan", "signature": "x"},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "built ok\n" + reminder}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Built."}]},
+        {"role": "user", "content": "now test it"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Testing."}]},
+    ]}
+
+
+def test_first_stages_strip_old_reasoning_and_reminders_with_a_resolvable_marker():
+    store = CCRStore.in_memory()
+    body = _reminder_session()
+    result = compress(body, store=store)
+    out = result.body["messages"]
+    assert [b["type"] for b in out[1]["content"]] == ["tool_use"]
+    text = out[2]["content"][0]["content"]
+    assert text.startswith("built ok\n[ctxmill: removed system-reminder · deep_expand(")
+    (marker,) = find_markers(text)
+    assert store.get(marker.key).text == body["messages"][2]["content"][0]["content"]
+    assert result.report.stages_saved["strip_injections"] > 0
+    assert result.report.ccr_written == 1
+
+
+def test_protected_tail_keeps_recent_messages_whole():
+    body = _reminder_session()
+    result = run(body, session=Session.memory(), store=CCRStore.in_memory())  # default 4,000-token tail
+    assert result.body == body
+
+
+def test_unusable_input_passes_through_unchanged():
+    for body in ({"messages": "nope"}, [], None, {"model": "x"}):
+        result = run(body, session=Session.memory(), store=CCRStore.in_memory())
+        assert result.body is body
+        assert result.report.error and result.report.mode == "passthrough"
+
+
+def test_deep_nesting_and_huge_results_do_not_raise():
+    deep: object = "leaf"
+    for _ in range(10_000):
+        deep = [deep]
+    body = {"messages": [{"role": "user", "content": "x"},
+                         {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {"v": deep}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "y" * 50_000_000}]},
+                         {"role": "assistant", "content": "done"}]}
+    result = compress(body)  # too deep to hash: the whole request passes through, nothing raises
+    assert result.body is body
+    assert "nested too deeply" in result.report.error
+
+
+def test_lone_surrogates_and_unknown_blocks_survive():
+    body = {"messages": [{"role": "user", "content": "bad \ud800 text"},
+                         {"role": "assistant", "content": [{"type": "mystery", "x": 1}, {"type": "text", "text": "ok"}]},
+                         {"role": "user", "content": "next"}, {"role": "assistant", "content": "done"}]}
+    result = compress(body)
+    assert not result.report.error
+    assert result.body["messages"][0]["content"] == "bad \ud800 text"
+    assert result.body["messages"][1]["content"][0] == {"type": "mystery", "x": 1}
+
+
+def _raising(messages, ctx):
+    raise RuntimeError("boom")
+
+
+def _renaming(messages, ctx):
+    out = list(messages)
+    for i, msg in enumerate(messages):
+        if ctx.mutable[i] and any(b.kind == TOOL_USE for b in msg.blocks):
+            from dataclasses import replace
+            out[i] = msg.with_blocks([replace(b, tool_name="Renamed") if b.kind == TOOL_USE else b for b in msg.blocks])
+    return out
+
+
+@pytest.mark.parametrize("fn, reason", [(_raising, "raised RuntimeError"), (_renaming, "tool ids or names")])
+def test_a_misbehaving_stage_is_dropped_and_the_rest_runs(fn, reason):
+    chain = Chain().before("strip_reasoning", Stage("bad", fn, Tier.ALWAYS))
+    result = compress(_reminder_session(), chain=chain)
+    assert any(reason in e for e in result.report.errors)
+    assert result.report.stages_saved.get("strip_injections", 0) > 0
+    assert _calls(result.body) == _calls(_reminder_session())
+
+
+def test_chain_can_be_edited_by_name():
+    chain = Chain()
+    assert chain.names()[:2] == ["strip_reasoning", "strip_injections"]
+    chain.disable("strip_injections")
+    assert "strip_injections" not in [s.name for s in chain.active(Tier.HIGH, SMALL_TAIL)]
+    chain.enable("strip_injections")
+    extra = Stage("extra", lambda m, c: m, Tier.HIGH)
+    chain.after("strip_reasoning", extra)
+    assert chain.names()[1] == "extra"
+    assert extra not in chain.active(Tier.MEDIUM, SMALL_TAIL)
+    with pytest.raises(KeyError):
+        chain.disable("nonexistent")
+
+
+def test_reported_input_tokens_set_the_tier():
+    result = compress(_reminder_session(), reported_input_tokens=160_000)
+    assert result.report.tier == "high"

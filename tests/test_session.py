@@ -1,0 +1,112 @@
+"""Cache-stable epochs: between epochs, compressed request k is a byte prefix of request k+1."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+
+from ccr.store import CCRStore
+from compress.jsonbytes import dumps
+from compress.pipeline import run
+from compress.session import STATE_FILE, Session
+from tests.helpers import SMALL_TAIL
+from tests.strategies import requests
+
+
+def feed(body, config, session_factory, store=None):
+    """Send request k = first k messages, k = 1..n, through one session; yield (k, result)."""
+    store = store or CCRStore.in_memory()
+    for k in range(1, len(body["messages"]) + 1):
+        request = {**body, "messages": copy.deepcopy(body["messages"][:k])}
+        with session_factory() as session:
+            yield k, run(request, session=session, store=store, config=config)
+
+
+class _Memory:
+    def __init__(self):
+        self.session = Session.memory()
+
+    def __call__(self):
+        import contextlib
+
+        return contextlib.nullcontext(self.session)
+
+
+def assert_prefix_stable(results):
+    previous = None
+    for k, result in results:
+        assert not result.report.error
+        out = [dumps(m) for m in result.body["messages"]]
+        if previous is not None and result.report.mode == "incremental":
+            assert out[: len(previous)] == previous, f"request {k} rewrote an old message outside an epoch"
+        previous = out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests)
+def test_turn_by_turn_prefix_is_stable_between_epochs(body):
+    config = replace(SMALL_TAIL, epoch_savings_threshold=10**9)
+    assert_prefix_stable(feed(body, config, _Memory()))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests)
+def test_savings_epochs_are_declared(body):
+    config = replace(SMALL_TAIL, epoch_savings_threshold=30)
+    assert_prefix_stable(feed(body, config, _Memory()))
+
+
+def _reminder_turns(n):
+    reminder = "<system-reminder>" + "Remember the todo list. " * 30 + "</system-reminder>"
+    messages = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                                           "input": {"command": f"step {i}"}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                      "content": f"output {i}\n{reminder}"}]})
+    return {"system": "s", "messages": messages}
+
+
+def test_incremental_runs_leave_old_messages_until_an_epoch_pays():
+    body = _reminder_turns(12)
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400)
+    modes = [(k, r.report.mode, r.report.epoch_reason) for k, r in feed(body, config, _Memory())]
+    assert modes[0][1] == "epoch" and modes[0][2] == "new session"
+    epochs = [m for m in modes[1:] if m[1] == "epoch"]
+    assert epochs and all(reason.startswith("saves") for _, _, reason in epochs)
+    assert len(epochs) < len(modes) // 2  # most turns are incremental
+
+
+def test_tier_change_starts_an_epoch():
+    body = _reminder_turns(3)
+    session = Session.memory()
+    store = CCRStore.in_memory()
+    first = run(body, session=session, store=store, config=SMALL_TAIL)
+    same = run(body, session=session, store=store, config=SMALL_TAIL)
+    higher = run(body, session=session, store=store, config=SMALL_TAIL, reported_input_tokens=60_000)
+    assert (first.report.mode, same.report.mode) == ("epoch", "incremental")
+    assert higher.report.mode == "epoch" and higher.report.epoch_reason == "tier always → medium"
+
+
+def test_state_persists_across_processes(tmp_path):
+    """A session reloaded from disk each turn renders exactly as one kept in memory."""
+    body = _reminder_turns(8)
+    config = replace(SMALL_TAIL, epoch_savings_threshold=400)
+    in_memory = [dumps(r.body) for _, r in feed(body, config, _Memory())]
+    on_disk = [dumps(r.body) for _, r in feed(body, config, lambda: Session.open(tmp_path / "s"))]
+    assert on_disk == in_memory
+    assert (tmp_path / "s" / STATE_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_torn_or_corrupt_state_is_never_trusted(tmp_path):
+    body = _reminder_turns(4)
+    with Session.open(tmp_path) as session:
+        run(body, session=session, store=CCRStore.in_memory(), config=SMALL_TAIL)
+    state = tmp_path / STATE_FILE
+    state.write_bytes(state.read_bytes() + b'{"h": "trunc')
+    reloaded = Session.load(tmp_path)
+    assert len(reloaded.records) == len(body["messages"])
+    state.write_bytes(b"not json\n")
+    assert Session.load(tmp_path).records == {}

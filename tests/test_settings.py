@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from compress.config import CompressConfig
+from compress.tiers import TierThresholds
+from ctxmill.settings import ConfigError, load_compress_config
+
+
+def test_missing_file_means_defaults(tmp_path):
+    assert load_compress_config(tmp_path) == CompressConfig()
+
+
+def test_every_setting_reaches_the_typed_config(tmp_path):
+    (tmp_path / "config.toml").write_text('''
+[compress]
+epoch_savings_threshold = 5000
+min_saving_fraction = 1
+disabled_stages = ["strip_injections"]
+protected_tools = ["MyTool"]
+[compress.tiers]
+medium = 10000
+high = 20000
+[compress.model_tiers."gpt-4o-mini"]
+medium = 1000
+high = 2000
+[compress.stages.strip_injections]
+tags = ["system-reminder", "env"]
+''')
+    config = load_compress_config(tmp_path)
+    assert config.epoch_savings_threshold == 5000 and config.min_saving_fraction == 1.0
+    assert config.disabled_stages == {"strip_injections"}
+    assert "mytool" in config.protected_tools and "edit" in config.protected_tools
+    assert config.tiers == TierThresholds(10_000, 20_000)
+    assert config.model_tiers["gpt-4o-mini"] == TierThresholds(1_000, 2_000)
+    assert config.options("strip_injections")["tags"] == ["system-reminder", "env"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[compress]\nbogus = 1", "unknown key compress.bogus"),
+    ("[compress]\nprotect_tail_tokens = 'many'", "must be an integer"),
+    ("[compress.tiers]\nmedium = 9\nhigh = 3", "0 < medium <= high"),
+    ("[compress", "config.toml"),
+])
+def test_bad_config_is_one_clear_error(tmp_path, text, message):
+    (tmp_path / "config.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_compress_config(tmp_path)

@@ -1,0 +1,60 @@
+"""Property tests for dedup_tool_calls, purge_errors and supersede_inputs on generated sessions:
+pairing intact, never larger, markers resolve exactly, deterministic, idempotent, and the latest
+successful change of every file keeps its input."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress.adapters import from_provider
+from compress.model import index_tool_calls
+from compress.signals import is_failed_result
+from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
+from compress.toolfiles import CHANGES, same_file, touched_files
+from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
+from tests.strategies import agent_sessions, requests
+
+STAGES = (dedup_tool_calls.STAGE, purge_errors.STAGE, supersede_inputs.STAGE)
+
+
+def _changed_inputs_were_stale_or_failed(before: dict, after: dict) -> None:
+    old, new = from_provider(before).messages, from_provider(after).messages
+    calls = sorted(index_tool_calls(old).values(), key=lambda c: (c.use_msg, c.use_block))
+    ok = [c for c in calls if c.result_msg < 0 or not is_failed_result(old[c.result_msg].blocks[c.result_block])]
+    for call in calls:
+        use = old[call.use_msg].blocks[call.use_block]
+        if use.input == new[call.use_msg].blocks[call.use_block].input:
+            continue
+        if call not in ok:
+            continue  # purge_errors
+        changed = [t.path for t in touched_files(use.tool_name, use.input) if t.action in CHANGES]
+        later = [t for c in ok[ok.index(call) + 1:] for t in touched_files(c.name, old[c.use_msg].blocks[c.use_block].input)
+                 if t.action in CHANGES]
+        assert changed and all(any(same_file(p, t.path) for t in later) for p in changed)
+
+
+@settings(max_examples=120, deadline=None)
+@given(agent_sessions(), st.sampled_from(sorted(BODIES)))
+def test_agent_sessions_keep_every_invariant(calls, shape):
+    body = BODIES[shape](calls)
+    out, _, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
+    check_run(body, out, store)
+    _changed_inputs_were_stale_or_failed(body, out)
+    assert run_stages(body, *STAGES, config=MEDIUM_CONFIG)[0] == out  # deterministic
+    assert run_stages(out, *STAGES, config=MEDIUM_CONFIG, store=store)[0] == out  # idempotent
+
+
+@settings(max_examples=120, deadline=None)
+@given(requests)
+def test_generic_requests_keep_every_invariant(body):
+    out, _, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
+    check_run(body, out, store)
+    assert run_stages(out, *STAGES, config=MEDIUM_CONFIG, store=store)[0] == out
+
+
+@settings(max_examples=60, deadline=None)
+@given(agent_sessions(), st.sampled_from(sorted(BODIES)))
+def test_the_default_chain_is_idempotent_on_agent_sessions(calls, shape):
+    out, _, store = run_stages(BODIES[shape](calls), config=MEDIUM_CONFIG)
+    assert run_stages(out, config=MEDIUM_CONFIG, store=store)[0] == out

@@ -1,0 +1,74 @@
+"""Golden and retention tests of dedup_tool_calls, purge_errors and supersede_inputs on real
+Claude Code sessions from ../shared/corpus (skipped when it is absent)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.claude_code_requests import claude_code_sessions, session_request as load_request
+from ccr.markers import find_markers
+from compress.adapters import from_provider
+from compress.model import TOOL_RESULT
+from compress.signals import first_error_line, is_failed_result
+from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
+from tests.chain_checks import MEDIUM_CONFIG, check_run, run_stages
+
+pytestmark = pytest.mark.corpus
+STAGES = (dedup_tool_calls.STAGE, purge_errors.STAGE, supersede_inputs.STAGE)
+SESSIONS = claude_code_sessions()
+GOLDEN_SESSION = "marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"  # MIT, sanitised by its author
+
+
+def _session(name: str):
+    found = [p for p in SESSIONS if p.name == name]
+    if not found:
+        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    return found[0]
+
+
+def _summaries(before: dict, after: dict) -> list[tuple[int, str, str]]:
+    out = []
+    for i, (a, b) in enumerate(zip(before["messages"], after["messages"])):
+        for x, y in zip(a["content"], b["content"]):
+            if x is not y:
+                text = y.get("content") if x["type"] == "tool_result" else json.dumps(y["input"], ensure_ascii=False)
+                text = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False)
+                out += [(i, x.get("name", x["type"]), m.summary) for m in find_markers(text.replace('\\"', '"'))]
+    return out
+
+
+def test_golden_excerpt():
+    """The first 120 messages of a real session: which results and inputs change, and how."""
+    body = load_request(_session(GOLDEN_SESSION), max_messages=120)
+    out, report, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
+    assert _summaries(body, out) == [
+        (6, "tool_result", "same output as the call at turn 21"),
+        (10, "tool_result", "same output as the call at turn 24"),
+        (43, "Write", "473-line body of …/spotter/services/transcript_renderer.ex stored; the file was edited again at turn 23"),
+        (49, "Edit", "380-line new_string of …/spotter/services/transcript_renderer_test.exs stored; "
+                     "the file was edited again at turn 26"),
+        (99, "Edit", "50-line old_string of …/spotter_web/live/session_live.ex stored; the file was edited again at turn 51"),
+        (99, "Edit", "59-line new_string of …/spotter_web/live/session_live.ex stored; the file was edited again at turn 51"),
+        (101, "Edit", "29-line new_string of …/spotter_web/live/session_live.ex stored; the file was re-read at turn 52"),
+    ]
+    assert check_run(body, out, store) == 7
+    assert report.tokens_after < 0.9 * report.tokens_before
+
+
+@pytest.mark.parametrize("name", [p.name for p in SESSIONS if p.stat().st_size > 200_000] or ["absent"])
+def test_whole_sessions_keep_invariants_and_error_lines(name):
+    body = load_request(_session(name))
+    out, _, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
+    check_run(body, out, store)
+    assert run_stages(out, *STAGES, config=MEDIUM_CONFIG, store=store)[0] == out
+    rendered = json.dumps(out, ensure_ascii=False)
+    old, new = from_provider(body).messages, from_provider(out).messages
+    for a, b in zip(old, new):
+        for x, y in zip(a.blocks, b.blocks):
+            if x.kind != TOOL_RESULT or not is_failed_result(x) or not (line := first_error_line(x.result_text)):
+                continue
+            line = line[:purge_errors.ERROR_LINE_MAX]
+            pointer = any(m.summary.startswith("same output as") for m in find_markers(y.result_text))
+            assert line in y.result_text or (pointer and json.dumps(line, ensure_ascii=False)[1:-1] in rendered)

@@ -1,0 +1,121 @@
+"""supersede_inputs: bodies of writes and edits that a later change made stale become notes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ccr.markers import find_markers
+from compress.adapters import from_provider
+from compress.session import Session
+from compress.stages.supersede_inputs import STAGE
+from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
+
+APP = "/repo/src/app.py"
+V1 = "\n".join(f"def v1_{i}():\n    return {i}" for i in range(60))
+V2 = V1.replace("v1", "v2")
+OLD = "\n".join(f"    line {i} of the old block" for i in range(40))
+NEW = OLD.replace("old", "new")
+
+
+def inputs(body: dict) -> list:
+    return [b.input for m in from_provider(body).messages for b in m.blocks if b.kind == "tool_use"]
+
+
+def note_of(text: str):
+    (note,) = find_markers(text)
+    assert note.kind == "note" and text == text[note.start:note.end]
+    return note
+
+
+def run(body: dict):
+    return run_stages(body, STAGE, config=MEDIUM_CONFIG)
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "openai"])
+def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape):
+    body = BODIES[shape]([
+        ("Write", {"file_path": APP, "content": V1}, "File created"),
+        ("Read", {"file_path": APP}, V1),
+        ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW, "replace_all": False}, "ok"),
+        ("Write", {"file_path": APP, "content": V2}, "File written"),
+        ("Read", {"file_path": APP}, V2),
+    ])
+    out, report, store = run(body)
+    write, _, edit, latest, _ = inputs(out)
+    assert note_of(write["content"]).summary == "120-line body of /repo/src/app.py stored; the file was re-read at turn 2"
+    assert write["file_path"] == APP
+    assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was rewritten at turn 4"
+    assert note_of(edit["new_string"]).summary.startswith("40-line new_string of")
+    assert edit["replace_all"] is False
+    assert latest == {"file_path": APP, "content": V2}  # the latest write stays whole, though re-read later
+    assert check_run(body, out, store) == 3
+    assert report.stages_saved["supersede_inputs"] > 0
+
+
+def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
+    heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
+    body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""),
+                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")])
+    out, _, store = run(body)
+    bash, edit = inputs(out)
+    assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was edited again at turn 2"
+    assert bash["description"] == "write app" and edit["old_string"] == OLD
+    check_run(body, out, store)
+
+
+def test_a_bare_file_name_is_not_matched_to_an_absolute_path():
+    body = anthropic_body([("Bash", {"command": f"cat > app.py <<'EOF'\n{V1}\nEOF"}, ""),
+                           ("Write", {"file_path": APP, "content": V2}, "ok")])
+    assert run(body)[0] is body
+
+
+def test_failed_and_read_only_followers_do_not_supersede():
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
+                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "String not found", True),
+                           ("Read", {"file_path": APP}, V1)])
+    assert run(body)[0] is body
+
+
+def test_patches_are_noted_only_when_every_file_changed_later():
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x\n" * 400 + "*** Update File: src/b.py\n+y\n*** End Patch"
+    later_a = ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok")
+    later_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
+    only_a = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a])
+    assert run(only_a)[0] is only_a
+    both = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, later_b])
+    out, _, store = run(both)
+    assert note_of(inputs(out)[0]["input"]).summary == (
+        "405-line patch of src/a.py (+1 more files) stored; the file was rewritten at turn 2")
+    check_run(both, out, store)
+
+
+def test_small_bodies_stay_and_min_chars_is_an_option():
+    small = "\n".join(f"x{i}" for i in range(200))  # 789 chars, under the default 1,000
+    body = anthropic_body([("Write", {"file_path": APP, "content": small}, "ok"),
+                           ("Write", {"file_path": APP, "content": V2}, "ok")])
+    assert run(body)[0] is body
+    config = replace(MEDIUM_CONFIG, stage_options={"supersede_inputs": {"min_chars": 500}})
+    out, _, _ = run_stages(body, STAGE, config=config)
+    assert find_markers(inputs(out)[0]["content"])
+
+
+def test_runs_only_from_the_medium_tier_and_is_idempotent():
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
+                           ("Write", {"file_path": APP, "content": V2}, "ok")])
+    assert run_stages(body, STAGE, config=OPEN_CONFIG)[0] is body  # a small request is at the always tier
+    once, _, store = run(body)
+    assert once is not body
+    assert run_stages(once, STAGE, config=MEDIUM_CONFIG, store=store)[0] == once
+
+
+def test_a_frozen_write_stays_until_the_next_epoch():
+    session = Session.memory()
+    first = [("Write", {"file_path": APP, "content": V1}, "ok")]
+    run_stages(anthropic_body(first), STAGE, config=MEDIUM_CONFIG, session=session)
+    body = anthropic_body(first + [("Write", {"file_path": APP, "content": V2}, "ok")])
+    out, report, _ = run_stages(body, STAGE, config=MEDIUM_CONFIG, session=session)
+    assert report.mode == "incremental" and inputs(out)[0]["content"] == V1
+    out, report, _ = run(body)
+    assert report.mode == "epoch" and find_markers(inputs(out)[0]["content"])

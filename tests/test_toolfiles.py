@@ -1,0 +1,101 @@
+"""toolfiles: which files a tool call touches and how."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress.toolfiles import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, normalize_path, same_file,
+                                shell_heredocs, touched_files)
+
+PATCH = """*** Begin Patch
+*** Add File: docs/new.md
++# New
+*** Update File: src/app.py
+*** Move to: src/main.py
+@@
+-old
++new
+*** Delete File: src/legacy.py
+*** End Patch"""
+
+
+@pytest.mark.parametrize("name, tool_input, expected", [
+    ("Read", {"file_path": "/repo/src/app.py", "offset": 10}, [("/repo/src/app.py", READ)]),
+    ("Write", {"file_path": "/repo/./src//app.py", "content": "x"}, [("/repo/src/app.py", WRITE)]),
+    ("Edit", {"file_path": "/repo/a/../b.py", "old_string": "a", "new_string": "b"}, [("/repo/b.py", EDIT)]),
+    ("MultiEdit", {"file_path": "/r/m.py", "edits": [{"old_string": "a", "new_string": "b"}]}, [("/r/m.py", EDIT)]),
+    ("NotebookEdit", {"notebook_path": "/r/n.ipynb", "new_source": "x"}, [("/r/n.ipynb", EDIT)]),
+    ("read", {"filePath": "/r/x.ts"}, [("/r/x.ts", READ)]),
+    ("edit", {"filePath": "/r/x.ts", "oldString": "a", "newString": "b"}, [("/r/x.ts", EDIT)]),
+    ("write_file", {"path": "out/y.txt", "workdir": "/w"}, [("/w/out/y.txt", WRITE)]),
+    ("mcp__fs__read_file", {"path": "/r/z.md"}, [("/r/z.md", READ)]),
+    ("str_replace_based_edit_tool", {"command": "create", "path": "/r/c.py", "file_text": "x"}, [("/r/c.py", WRITE)]),
+    ("str_replace_based_edit_tool", {"command": "view", "path": "/r/c.py"}, [("/r/c.py", READ)]),
+    ("apply_patch", PATCH, [("docs/new.md", CREATE), ("src/app.py", MOVE), ("src/main.py", CREATE),
+                            ("src/legacy.py", DELETE)]),
+    ("apply_patch", {"patchText": "*** Begin Patch\n*** Update File: a.py\n*** End Patch"}, [("a.py", EDIT)]),
+    ("shell", {"command": ["apply_patch", "*** Begin Patch\n*** Delete File: x.py\n*** End Patch"]}, [("x.py", DELETE)]),
+    ("Glob", {"pattern": "**/*.py"}, []),
+    ("WebFetch", {"url": "https://example.com/a.py"}, []),
+    ("Read", "not a dict", []),
+])
+def test_file_tools(name, tool_input, expected):
+    assert touched_files(name, tool_input) == [FileTouch(p, a) for p, a in expected]
+
+
+@pytest.mark.parametrize("command, expected", [
+    ("cat > src/a.py <<'EOF'\nprint(1)\n# > not a redirect\nEOF\npython src/a.py", [("src/a.py", WRITE)]),
+    ("cd /repo && cat <<EOF > b.txt\nhello\nEOF", [("/repo/b.txt", WRITE)]),
+    ("cat >> log.txt << \"END\"\nline\nEND", [("log.txt", EDIT)]),
+    ("git commit -m \"$(cat <<'EOF'\nfix > bug\nEOF\n)\"", []),
+    ("mv a.py b/c.py && rm -rf build x.log", [("a.py", MOVE), ("b/c.py", CREATE), ("build", DELETE), ("x.log", DELETE)]),
+    ("git mv old.py new.py; git rm gone.py", [("old.py", MOVE), ("new.py", CREATE), ("gone.py", DELETE)]),
+    ("sed -i 's/a/b/' f1 \"f 2\"; sed -n '1,20p' g", [("f1", EDIT), ("f 2", EDIT), ("g", READ)]),
+    ("sed -i.bak -e 's/a/b/' conf.ini", [("conf.ini", EDIT)]),
+    ("head -n 20 h.txt | grep x > out.txt 2>&1", [("h.txt", READ), ("out.txt", WRITE)]),
+    ("echo hi | tee -a log.txt; touch new.txt; cp a.txt b.txt", [("log.txt", EDIT), ("new.txt", CREATE),
+                                                                 ("a.txt", READ), ("b.txt", WRITE)]),
+    ("cp a.py b.py dest", [("a.py", READ), ("dest/a.py", WRITE), ("b.py", READ), ("dest/b.py", WRITE)]),
+    ("python run.py > /dev/null 2> err.log < input.txt", [("err.log", WRITE), ("input.txt", READ)]),
+    ("FOO=1 sudo cat /etc/hosts", [("/etc/hosts", READ)]),
+    ("echo 'unbalanced > x", []),
+    ("ls -la && pytest -q", []),
+])
+def test_shell_commands(command, expected):
+    assert touched_files("Bash", {"command": command}) == [FileTouch(p, a) for p, a in expected]
+
+
+def test_codex_shapes_use_workdir_and_argv():
+    assert touched_files("exec_command", {"cmd": "cat README.md", "workdir": "/w"}) == [FileTouch("/w/README.md", READ)]
+    argv = {"command": ["bash", "-lc", "cat > notes.txt <<'EOF'\nhi\nEOF"], "workdir": "/w"}
+    assert touched_files("shell", argv) == [FileTouch("/w/notes.txt", WRITE)]
+
+
+def test_heredocs_know_their_targets():
+    command = "cat > a.txt <<'A'\nalpha\nA\npython - <<B\nprint(2)\nB\ncd /x && tee b.txt <<-C\n\tbeta\n\tC"
+    docs = shell_heredocs(command)
+    assert [(d.delimiter, d.body, d.targets) for d in docs] == [
+        ("A", "alpha", ("a.txt",)), ("B", "print(2)", ()), ("C", "\tbeta", ("/x/b.txt",))]
+
+
+def test_normalize_and_same_file():
+    assert normalize_path("'./src//x/../a.py'") == "src/a.py"
+    assert normalize_path("a.py", "/repo") == "/repo/a.py"
+    assert normalize_path(".") == "" and normalize_path("") == ""
+    assert same_file("/home/u/proj/src/a.py", "src/a.py")
+    assert same_file("src/a.py", "/home/u/proj/src/a.py")
+    assert not same_file("/home/u/proj/a.py", "a.py")  # a bare name is not obviously the same file
+    assert not same_file("/x/notsrc/a.py", "src/a.py")
+    assert not same_file("src/a.py", "lib/src/a.py")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["Bash", "Write", "Read", "apply_patch", "exec_command", "Edit"]),
+       st.one_of(st.text(), st.dictionaries(st.sampled_from(["command", "cmd", "file_path", "patch", "workdir"]),
+                                             st.one_of(st.text(), st.lists(st.text(), max_size=3)), max_size=3)))
+def test_never_raises_and_paths_are_normalised(name, tool_input):
+    for touch in touched_files(name, tool_input):
+        assert touch.action in (READ, WRITE, EDIT, DELETE, MOVE, CREATE)
+        assert touch.path and touch.path == normalize_path(touch.path)

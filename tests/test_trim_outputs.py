@@ -1,0 +1,174 @@
+"""trim_outputs: per-kind trimming, stale reads, images and base64, markers, properties."""
+
+from __future__ import annotations
+
+import base64
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccr.markers import find_markers
+from compress.signals import is_error_line
+from compress.stages import trim_outputs
+from compress.stages.trim_outputs import TrimOptions, stale_reads
+from compress.adapters import from_provider
+from compress.config import options_as
+from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
+
+
+def numbered(lines: list[str]) -> str:
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, 1))
+
+
+def python_file(n_funcs: int = 60) -> list[str]:
+    lines = ["import os", "from pathlib import Path", ""]
+    for f in range(n_funcs):
+        lines += [f"def function_{f}(x):", f"    value = x * {f}  # compute", "    total = value + 1",
+                  "    return total", ""]
+    return lines
+
+
+def test_file_read_keeps_numbers_definitions_head_and_tail():
+    text = numbered(python_file())
+    body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
+    result, store = run_stage(body, trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    assert len(after) < 0.6 * len(text)
+    kept = [line for line in after.split("\n") if not line.startswith("[ctxmill:")]
+    assert all(line in text.split("\n") for line in kept)  # verbatim, numbers and indentation intact
+    numbers = [int(line.split("\t")[0]) for line in kept]
+    assert numbers == sorted(numbers) and numbers[0] == 1 and numbers[-1] == len(text.split("\n"))
+    assert sum("\tdef function_" in line for line in kept) >= 20
+    assert assert_markers_resolve(after, text, store) == 1
+    assert "kept" in find_markers(after)[0].summary
+
+
+def test_command_output_keeps_every_error_block_and_the_tail():
+    lines = [f"collecting module {i} ... ok" for i in range(600)]
+    lines[300:304] = ["Traceback (most recent call last):", '  File "app.py", line 3, in main',
+                      "    run()", "ValueError: bad input"]
+    lines[450] = "npm error code ELIFECYCLE"
+    lines += ["===== 1 failed, 599 passed in 3.2s =====", "exit code 1"]
+    text = "\n".join(lines)
+    for body in (anthropic([("Bash", {"command": "pytest"}, text)]), openai([("shell", {"command": "pytest"}, text)])):
+        result, store = run_stage(body, trim_outputs.STAGE)
+        after = result_texts(result.body)[0]
+        assert len(after) < 0.5 * len(text)
+        for line in lines[300:304] + [lines[450]] + lines[-2:] + lines[:5]:
+            assert line in after.split("\n")
+        assert assert_markers_resolve(after, text, store) == 1
+
+
+def test_search_results_grouped_by_file():
+    lines = [f"src/mod{f}.py:{n}:    call_thing({n})" for f in range(40) for n in range(1, 12)]
+    text = "\n".join(lines)
+    body = anthropic([("Grep", {"pattern": "call_thing"}, text)])
+    result, store = run_stage(body, trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    summary = find_markers(after)[0].summary
+    assert "20 of 40 files" in summary and "20 more files" in summary
+    assert "src/mod0.py:5:" in after and "src/mod0.py:6:" not in after and "src/mod25.py" not in after
+    assert_markers_resolve(after, text, store)
+
+
+def test_file_list_grouped_by_directory_with_counts():
+    paths = [f"/repo/pkg{d}/module_{i}.py" for d in range(6) for i in range(60)]
+    text = "\n".join(paths)
+    body = anthropic([("Glob", {"pattern": "**/*.py"}, text)])
+    result, store = run_stage(body, trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    assert "[ctxmill: 55 more in /repo/pkg3/ (60 entries)]" in after
+    assert "/repo/pkg3/module_0.py" in after and "/repo/pkg3/module_7.py" not in after
+    assert "360 paths in 6 directories" in find_markers(after)[0].summary
+    assert_markers_resolve(after, text, store)
+
+
+def test_image_parts_and_base64_runs_become_markers():
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40).decode()
+    content = [{"type": "text", "text": "screenshot taken"},
+               {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}]
+    blob = f"saved file, contents: data:image/png;base64,{png} done"
+    body = anthropic([("browser_screenshot", {}, content), ("Bash", {"command": "cat x.b64"}, blob)])
+    result, store = run_stage(body, trim_outputs.STAGE)
+    first = result.body["messages"][2]["content"][0]["content"]
+    assert [p["type"] for p in first] == ["text", "text"]
+    marker = find_markers(first[1]["text"])[0]
+    assert "image/png image" in marker.summary and png in store.get(marker.key).text
+    after = result_texts(result.body)[1]
+    assert png not in after and "image/png base64 blob" in after and after.startswith("saved file")
+    assert_markers_resolve(after, blob, store)
+
+
+def test_stale_reads_are_cut_harder():
+    text = numbered(python_file(40))
+    fresh = anthropic([("Read", {"file_path": "/a.py"}, text)])
+    stale = anthropic([("Read", {"file_path": "/a.py"}, text), ("Edit", {"file_path": "/a.py"}, "ok")])
+    assert stale_reads(list(from_provider(stale).messages)) == {"toolu_000"}
+    assert stale_reads(list(from_provider(fresh).messages)) == set()
+    fresh_after = result_texts(run_stage(fresh, trim_outputs.STAGE)[0].body)[0]
+    stale_after = result_texts(run_stage(stale, trim_outputs.STAGE)[0].body)[0]
+    assert len(stale_after) < len(fresh_after)
+
+
+def test_older_outputs_get_less_at_higher_tiers():
+    text = numbered(python_file(80))
+    body = anthropic([("Read", {"file_path": "/a.py"}, text)], turns_after=8)
+    sizes = [len(result_texts(run_stage(body, trim_outputs.STAGE, config(tier))[0].body)[0])
+             for tier in ("always", "medium", "high")]
+    assert sizes[0] > sizes[1] > sizes[2]
+
+
+def test_small_outputs_and_protected_tools_stay():
+    small = "line\n" * 100
+    big = numbered(python_file())
+    body = anthropic([("Bash", {"command": "ls"}, small), ("Write", {"file_path": "/x"}, big)])
+    result, _ = run_stage(body, trim_outputs.STAGE)
+    assert result_texts(result.body) == [small, big]
+
+
+def test_options_change_the_limit():
+    text = numbered(python_file())
+    body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
+    cfg = config(stage_options={"trim_outputs": {"min_chars": 10**7}})
+    assert result_texts(run_stage(body, trim_outputs.STAGE, cfg)[0].body)[0] == text
+    assert options_as(TrimOptions, {"head_lines": 5, "unknown": 1}).head_lines == 5
+
+
+def test_idempotent():
+    text = numbered(python_file())
+    body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
+    once, store = run_stage(body, trim_outputs.STAGE)
+    twice, _ = run_stage(once.body, trim_outputs.STAGE, store=store)
+    assert twice.body == once.body
+
+
+def test_one_huge_line_is_cut_inside():
+    text = "x" * 300_000
+    body = anthropic([("Bash", {"command": "cat min.js"}, text)])
+    result, store = run_stage(body, trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    assert len(after) < 2_000 and "chars cut" in after
+    assert_markers_resolve(after, text, store)
+
+
+log_lines = st.lists(st.one_of(
+    st.text(alphabet="abcdefghij klmnop0123456789=._/", max_size=60),
+    st.sampled_from(["ERROR: disk full", "Traceback (most recent call last):", "  File \"a.py\", line 1",
+                     "FAILED tests/test_x.py::test_y", "fatal: not a git repository", "构建失败"]),
+), min_size=0, max_size=500)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log_lines, st.sampled_from(["Bash", "Read", "Grep", "Glob", "WebFetch", "mcp__x__y"]),
+       st.sampled_from(["always", "medium", "high"]))
+def test_property_errors_visible_never_larger_markers_resolve(lines, tool, tier):
+    text = "\n".join(lines)
+    body = anthropic([(tool, {"command": "make", "file_path": "/f"}, text)], turns_after=7)
+    result, store = run_stage(body, trim_outputs.STAGE, config(tier))
+    after = result_texts(result.body)[0]
+    assert len(after) <= len(text)
+    if after != text:
+        assert assert_markers_resolve(after, text, store) >= 1
+        if tool == "Bash":
+            visible = after.split("\n")
+            assert all(line in visible for line in lines if is_error_line(line))
