@@ -86,11 +86,6 @@ def stats(proxy: ServerThread) -> dict:
     return httpx.get(proxy.url + "/ctxmill/stats").json()
 
 
-def _thinking_blocks(body: dict) -> int:
-    return sum(1 for m in body["messages"] if isinstance(m.get("content"), list)
-               for b in m["content"] if b.get("type") == "thinking")
-
-
 def _check_transparent(fake: FakeUpstream, client_bodies: list[bytearray]) -> None:
     assert len(client_bodies) == len(fake.sent)
     for got, sent in zip(client_bodies, fake.sent):
@@ -135,7 +130,6 @@ def test_anthropic_sdk_conversation_streaming_and_not(fake, proxy):
     _check_transparent(fake, received)
     [session] = stats(proxy)["sessions"]
     _check_compressed_and_paired(fake, sent, session["epochs"])
-    assert _thinking_blocks(fake.received[-1].json()) < _thinking_blocks(sent[-1])
     assert session["requests"] == session["usage_reports"] == len(sent)
     assert session["saved"] > 0 and session["cache_read_tokens"] > 0 and session["failures"] == 0
 
