@@ -46,8 +46,8 @@ class Proxy:
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
         self.cpu: anyio.CapacityLimiter | None = None
-        """Pipeline runs share the GIL: run them one after another (first come, first served)
-        rather than all at once, so a burst does not delay every request by the whole burst."""
+        """Bounds the pipeline runs at once (ProxyConfig.pipeline_threads): a burst of new
+        sessions is worked off a few at a time instead of all sharing the GIL at once."""
         self.store: CCRStore | None = None
 
     @contextlib.asynccontextmanager
