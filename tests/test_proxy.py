@@ -207,6 +207,9 @@ def test_secrets_not_written_to_session_files(fake, start_proxy, tmp_path):
     client, _ = anthropic_client(proxy.url)
     body = example()
     client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:3])
+    deadline = time.monotonic() + 5  # the state is written beside the upstream round trip
+    while not list(tmp_path.rglob("state.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.02)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any(p.name == "state.jsonl" for p in files)
     assert all(SECRET.encode() not in p.read_bytes() for p in files)
