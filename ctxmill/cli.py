@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "mcp": "mcp",
     "replay": "replay",
+    "proxy": "proxy",
 }
 
 
