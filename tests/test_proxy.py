@@ -219,7 +219,7 @@ def test_session_continues_after_restart(fake, start_proxy, tmp_path):
     """Without epochs a continued session renders its known prefix as before; a fresh session
     would compress the old results that have left the tail since."""
     body = example()
-    no_epochs = replace(SMALL, epoch_savings_threshold=10**9, tiers=TierThresholds())
+    no_epochs = replace(SMALL, epoch_savings_threshold=10**9, window_epoch_savings=10**9, tiers=TierThresholds())
     first = start_proxy(home=tmp_path, compress=no_epochs)
     client, _ = anthropic_client(first.url)
     for n in (3, 5):
