@@ -102,12 +102,14 @@ def run(args: argparse.Namespace) -> int:
 
     from ctxmill.proxy.config import ProxyConfig
     from ctxmill.proxy.server import serve
+    from ctxmill.settings import compress_config_for_cli
 
     config = ProxyConfig(
         upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
         upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
         home=args.home,
         max_body_bytes=int(args.max_body_mb * 2**20),
+        compress=compress_config_for_cli(Path(args.home) if args.home else None),
     )
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)
