@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "mcp",
     "replay": "replay",
     "proxy": "proxy",
+    "run": "run",
 }
 
 
