@@ -21,7 +21,14 @@ class CompressConfig:
     tiers: TierThresholds = TierThresholds()
     model_tiers: Mapping[str, TierThresholds] = field(default_factory=dict)
     epoch_savings_threshold: int = 20_000
-    """A new epoch starts when a full re-run would save at least this many tokens."""
+    """A new epoch starts when re-deciding the messages that left the protected tail since the
+    last epoch would save at least this many tokens."""
+    cache_window_blocks: int = 20
+    """Providers look for a cached prefix only this many content blocks back from the end of a
+    request (Anthropic: 20); a change further back makes the whole request a cache write."""
+    window_epoch_savings: int = 1_000
+    """A cheaper epoch: when the first message to re-decide is still within the cache window,
+    saving this many tokens is enough, since only the few blocks after it are written again."""
     protect_tail_tokens: int = 4_000
     protect_tail_turns: int = 2
     """The newest messages holding this many tokens and at least this many assistant turns are

@@ -291,18 +291,21 @@ class _Runner:
         else:
             reason = ""
 
+        current_turn = messages[-1].turn if messages else 0
         if reason:
-            plan = self.full(messages, tail, tier)
+            plan = self.plan(messages, 0, tail, tier, current_turn, session, hashes)
         else:
-            plan = self.incremental(messages, frozen, tail, tier, header.anchor_turn, session, hashes)
-            potential = sum(r.compressible for h in hashes[:min(frozen, tail)]
-                            if not (r := session.records[h]).settled)
-            if potential >= max(self.config.epoch_savings_threshold, header.next_trial_at):
-                trial = self.full(messages, tail, tier)
-                if plan.out_total - trial.out_total >= self.config.epoch_savings_threshold:
+            plan = self.plan(messages, frozen, tail, tier, header.anchor_turn, session, hashes)
+            # Messages that left the protected tail since the last epoch were never compressed;
+            # an epoch re-decides from the first of them on, so everything before stays cached.
+            choice = self.epoch_start(messages, frozen, tail, session, hashes)
+            if choice is not None:
+                start, needed, potential = choice
+                trial = self.plan(messages, start, tail, tier, current_turn, session, hashes)
+                if plan.out_total - trial.out_total >= needed:
                     plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
-                else:
-                    plan.next_trial_at = potential + self.config.epoch_savings_threshold // 2
+                elif needed == self.config.epoch_savings_threshold:
+                    plan.next_trial_at = potential + needed // 2
 
         if store is not None and plan.originals.entries:
             with store.batch():
@@ -312,6 +315,7 @@ class _Runner:
             raise RuntimeError("stages wrote originals but no CCR store was given")
 
         self.apply_to_session(session, plan, provider, tier, hashes, raw_tokens, reason)
+        session.add_request_end(len(messages))
         session.parsed.update(zip(hashes, messages))
         report.mode = "epoch" if reason else "incremental"
         report.epoch_reason = reason
@@ -336,28 +340,49 @@ class _Runner:
         last_assistant = max((j for j, m in enumerate(messages) if m.role == "assistant"), default=len(messages))
         return min(i, last_assistant)
 
-    def full(self, messages: list[Message], tail: int, tier: Tier) -> "_Plan":
-        anchor = messages[-1].turn if messages else 0
-        mutable = tuple(i < tail for i in range(len(messages)))
-        plan = self.apply_chain(messages, mutable, tier, anchor)
-        plan.anchor_turn = anchor
-        plan.first_new = 0
-        for i, msg in enumerate(plan.messages):
-            plan.rendered.append(render_message(plan.provider, msg))
-            plan.out_tokens.append(self.message_tokens(msg))
-        plan.out_total = sum(plan.out_tokens)
-        plan.settled = [i < tail for i in range(len(messages))]
-        plan.compressible = [self.compressible_tokens(m) for m in messages]
-        return plan
+    def epoch_start(self, messages: list[Message], frozen: int, tail: int, session: Session,
+                    hashes: list[str]) -> tuple[int, int, int] | None:
+        """Whether to try an epoch now: (first message to re-decide, tokens it must save, the
+        compressible tokens at stake), or None.
 
-    def incremental(self, messages: list[Message], frozen: int, tail: int, tier: Tier, anchor: int,
-                    session: Session, hashes: list[str]) -> "_Plan":
-        mutable = tuple(frozen <= i < tail for i in range(len(messages)))
+        Only messages that left the protected tail since they were decided ("unsettled") are
+        re-decided. A change more than `cache_window_blocks` back makes the provider write the
+        whole request again, so such an epoch must save `epoch_savings_threshold` tokens; a change
+        within the window rewrites only the few blocks after it, so `window_epoch_savings` pays.
+        """
+        records = session.records
+        unsettled = [i for i in range(min(frozen, tail)) if not records[hashes[i]].settled]
+        if not unsettled:
+            return None
+        potential = sum(records[hashes[i]].compressible for i in unsettled)
+        big = self.config.epoch_savings_threshold
+        if potential >= max(big, session.header.next_trial_at):
+            return unsettled[0], big, potential
+        # The provider holds the requests rendered since this epoch began; the latest of them that
+        # ends before the change point must end within the window for the epoch to be cheap.
+        cached_end = max((e for e in session.request_ends if e <= unsettled[-1]), default=None)
+        if cached_end is None:
+            return None
+        blocks = sum(len(m.blocks) or 1 for m in messages[cached_end:])
+        if blocks > self.config.cache_window_blocks:
+            return None
+        window = [i for i in unsettled if i >= cached_end]
+        at_stake = sum(records[hashes[i]].compressible for i in window)
+        small = self.config.window_epoch_savings
+        if window and at_stake >= small:
+            return window[0], small, at_stake
+        return None
+
+    def plan(self, messages: list[Message], start: int, tail: int, tier: Tier, anchor: int,
+             session: Session, hashes: list[str]) -> "_Plan":
+        """Messages before `start` render as the session recorded them; the stages may change
+        the messages from `start` up to the protected tail; ages count from `anchor`."""
+        mutable = tuple(start <= i < tail for i in range(len(messages)))
         plan = self.apply_chain(messages, mutable, tier, anchor)
         plan.anchor_turn = anchor
-        plan.first_new = frozen
+        plan.first_new = start
         for i, msg in enumerate(plan.messages):
-            if i < frozen:
+            if i < start:
                 record = session.records[hashes[i]]
                 plan.rendered.append(record.rendered)
                 plan.out_tokens.append(record.out_tokens)
@@ -366,7 +391,7 @@ class _Runner:
                 plan.out_tokens.append(self.message_tokens(msg))
         plan.out_total = sum(plan.out_tokens)
         plan.settled = [i < tail for i in range(len(messages))]
-        plan.compressible = [0 if i < frozen else self.compressible_tokens(m) for i, m in enumerate(messages)]
+        plan.compressible = [0 if i < start else self.compressible_tokens(m) for i, m in enumerate(messages)]
         return plan
 
     def apply_chain(self, messages: list[Message], mutable: tuple[bool, ...], tier: Tier, anchor: int) -> "_Plan":
@@ -407,8 +432,9 @@ class _Runner:
             return Record(plan.rendered[i], raw_tokens[i], plan.out_tokens[i], plan.compressible[i], plan.settled[i])
 
         if reason:
+            kept = {h: session.records[h] for h in hashes[:plan.first_new]}
             session.start_epoch(provider, int(tier), plan.anchor_turn,
-                                {hashes[i]: record(i) for i in range(len(hashes))})
+                                kept | {hashes[i]: record(i) for i in range(plan.first_new, len(hashes))})
             return
         for i in range(plan.first_new, len(hashes)):
             session.add(hashes[i], record(i))

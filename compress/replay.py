@@ -37,7 +37,9 @@ from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
 from compress.signals import first_error_line, is_failed_result
 from compress.tokens import TokenCounter, get_counter
-from compress.toolkinds import written_paths
+from compress.toolfiles import CREATE, EDIT, WRITE, touched_files
+
+_WRITTEN = frozenset({WRITE, EDIT, CREATE})
 
 RECENT_TURNS = 10
 """Retention is also reported for what the last RECENT_TURNS assistant turns produced."""
@@ -247,9 +249,11 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
     last_turn = raw[-1].turn if raw else 0
     retention = Retention()
 
-    def check(bucket: Retained, item: str, msg: Message, what: str) -> None:
-        seen = item in visible
-        back = seen or item in recoverable
+    def check(bucket: Retained, item: str, msg: Message, what: str, carriers: tuple[str, ...] = ()) -> None:
+        """`carriers`: texts that show the item when present verbatim (a shell command that
+        writes a file names it relative to its `cd`, not by the normalised path)."""
+        seen = item in visible or any(c in visible for c in carriers)
+        back = seen or item in recoverable or any(c in recoverable for c in carriers)
         bucket.add(seen, back, last_turn - msg.turn < RECENT_TURNS)
         if not back:
             retention.missing.append(f"{what}: {item[:120]}")
@@ -259,8 +263,11 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
             if b.kind == TOOL_RESULT and is_failed_result(b) and (line := _error_line(b)):
                 check(retention.errors, line, msg, "error")
             elif b.kind == TOOL_USE:
-                for path in written_paths(b.tool_name, b.input):
-                    check(retention.paths, path, msg, "path")
+                for path in dict.fromkeys(t.path for t in touched_files(b.tool_name, b.input)
+                                          if t.action in _WRITTEN):
+                    name = path.rsplit("/", 1)[-1]
+                    check(retention.paths, path, msg, "path",
+                          tuple(x for x in _input_strings(b.input) if name in x))
     person = next((m for m in reversed(raw) if m.has_user_text), None)
     if person is not None:
         text = "\n".join(b.text for b in person.blocks if b.text).strip()
@@ -334,6 +341,8 @@ class ReplayReport:
     ms_max: float = 0.0
     retention: Retention = field(default_factory=Retention)
     usage: UsageCheck | None = None
+    peers: dict[str, SideStats] = field(default_factory=dict)
+    """Other compressors priced the same way, by name."""
     malformed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     host_compactions: int = 0
@@ -341,12 +350,17 @@ class ReplayReport:
 
     @property
     def cost_ratio(self) -> float:
-        return round(self.compressed.cost / self.raw.cost, 4) if self.raw.cost else 1.0
+        return self.ratio(self.compressed)
+
+    def ratio(self, side: SideStats) -> float:
+        """Modelled cost of `side` relative to the raw requests."""
+        return round(side.cost / self.raw.cost, 4) if self.raw.cost else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["retention"] = self.retention.to_dict()
         out["cost_ratio"] = self.cost_ratio
+        out["peer_cost_ratios"] = {name: self.ratio(side) for name, side in self.peers.items()}
         return out
 
     def render(self) -> str:
@@ -376,6 +390,9 @@ class ReplayReport:
             lines.append(f"  vs usage    {u.compared} calls: modelled/reported cost {u.cost_ratio:.3f}, median input "
                          f"error {u.median_abs_error:.1%} (unseen system+tools ~{u.unseen_head:,}), cache-read share "
                          f"modelled {u.modelled_read_share:.1%} vs reported {u.reported_read_share:.1%}")
+        for name, side in self.peers.items():
+            lines.append(f"  peer        {name}: sum {side.tokens_sum:,}  peak {side.tokens_peak:,}  cost ratio "
+                         f"{self.ratio(side):.3f}  compactions {side.compactions}")
         if self.malformed:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
@@ -393,8 +410,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 def replay(transcript: Transcript, *, source: str = "", config: CompressConfig = CompressConfig(),
            chain: Chain | None = None, counter: TokenCounter | None = None,
-           progress: Callable[[int, int], None] | None = None) -> ReplayReport:
-    """Replay every model call of `transcript` through the pipeline and report."""
+           progress: Callable[[int, int], None] | None = None,
+           peers: dict[str, Callable[[dict], dict]] | None = None) -> ReplayReport:
+    """Replay every model call of `transcript` through the pipeline and report.
+
+    `peers`: other compressors (name -> raw body -> compressed body) priced alongside."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     report = ReplayReport(source, transcript.format, transcript.provider, counter.name,
@@ -403,6 +423,9 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     shared: dict = {}
     raw_side = RequestAccountant(transcript.provider, counter, shared)
     out_side = RequestAccountant(transcript.provider, counter, shared)
+    peers = peers or {}
+    peer_sides = {name: RequestAccountant(transcript.provider, counter, shared) for name in peers}
+    report.peers = {name: SideStats() for name in peers}
     session = Session.memory()
     store = CCRStore.in_memory()
     calls = [c for c in transcript.calls if c.index > 0]
@@ -426,6 +449,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
         priced = raw_side.add(raw_body)
         report.raw.add(priced)
         report.compressed.add(out_side.add(out_body))
+        for name, compress_body in peers.items():
+            report.peers[name].add(peer_sides[name].add(compress_body(raw_body)))
         if call.usage is not None and not call.after_host_compaction:
             usage_pairs.append((priced, call.usage))
         if progress:
@@ -435,6 +460,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     unseen = report.usage.unseen_head if report.usage else 0
     report.raw.finish([n + unseen for n in raw_side.sizes])
     report.compressed.finish([n + unseen for n in out_side.sizes])
+    for name, side in report.peers.items():
+        side.finish([n + unseen for n in peer_sides[name].sizes])
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0

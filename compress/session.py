@@ -58,6 +58,9 @@ class Session:
     path: Path | None = None
     header: Header = field(default_factory=Header)
     records: dict[str, Record] = field(default_factory=dict)
+    request_ends: list[int] = field(default_factory=list)
+    """Message counts of the requests rendered since the epoch began: their renderings are
+    what the provider has cached."""
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
@@ -94,6 +97,8 @@ class Session:
                 session.records[item["h"]] = Record(item["r"], item["rt"], item["ot"], item["c"], item["s"])
             elif "next_trial_at" in item:
                 session.header.next_trial_at = item["next_trial_at"]
+            elif "end" in item:
+                session.request_ends.append(item["end"])
         return session
 
     @classmethod
@@ -114,6 +119,7 @@ class Session:
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
                              anchor_turn=anchor_turn, next_trial_at=0)
         self.records = dict(records)
+        self.request_ends = []
         self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
         self._pending.clear()
         self._rewrite = True
@@ -121,6 +127,11 @@ class Session:
     def add(self, prefix_hash: str, record: Record) -> None:
         self.records[prefix_hash] = record
         self._pending.append(_record_line(prefix_hash, record))
+
+    def add_request_end(self, messages: int) -> None:
+        if not self.request_ends or self.request_ends[-1] != messages:
+            self.request_ends.append(messages)
+            self._pending.append(dumps({"end": messages}))
 
     def set_next_trial(self, tokens: int) -> None:
         self.header.next_trial_at = tokens
@@ -137,6 +148,7 @@ class Session:
         if self._rewrite or not target.exists():
             lines = [dumps(asdict(self.header))]
             lines += [_record_line(h, r) for h, r in self.records.items()]
+            lines += [dumps({"end": n}) for n in self.request_ends]
             atomic_write(target, b"\n".join(lines) + b"\n")
         elif self._pending:
             with open(target, "ab+") as fh:

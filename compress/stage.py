@@ -84,11 +84,13 @@ class StageContext:
                  min_chars: int | None = None) -> bool:
         """A lossy result is kept only if it saves enough characters (`min_chars`, default the
         config's) and, unless `relative` is off, a large enough fraction of the original: the
-        configured one, or a stage's stricter `min_fraction`."""
+        configured one, or a stage's stricter `min_fraction`; and it must hold fewer tokens."""
         saved = len(original) - len(compressed)
         enough = saved >= (self.config.min_saving_chars if min_chars is None else min_chars)
         fraction = max(self.config.min_saving_fraction, min_fraction)
-        return enough and (not relative or saved >= fraction * len(original))
+        if not enough or (relative and saved < fraction * len(original)):
+            return False
+        return self.count_tokens(compressed) < self.count_tokens(original)  # markers are token-dense
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
               relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:

@@ -74,23 +74,3 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
                     return candidate
     return kind
 
-
-_WRITE_TOOLS = {"write", "edit", "multiedit", "notebookedit", "write_file", "edit_file", "create_file",
-                "str_replace_editor", "str_replace_based_edit_tool", "create", "insert", "patch", "apply_patch"}
-_PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "filename", "file")
-_PATCH_FILE_LINE = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
-
-
-def written_paths(name: str, tool_input: Any) -> list[str]:
-    """Paths a call writes or edits (Claude Code, opencode, Codex apply_patch, SWE-agent editors);
-    [] for any other call. Read-only editor commands (`view`) write nothing."""
-    low = name.lower()
-    base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
-    if base not in _WRITE_TOOLS or not isinstance(tool_input, dict):
-        return []
-    if tool_input.get("command") == "view":
-        return []
-    patch = tool_input.get("input", tool_input.get("patch"))
-    if base in ("apply_patch", "patch") and isinstance(patch, str):
-        return [line.split(": ", 1)[1].strip() for line in patch.splitlines() if line.startswith(_PATCH_FILE_LINE)]
-    return [v for k in _PATH_KEYS if isinstance(v := tool_input.get(k), str) and v][:1]

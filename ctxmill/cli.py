@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "doctor": "doctor",
     "mcp": "mcp",
     "replay": "replay",
+    "proxy": "proxy",
+    "run": "run",
 }
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop")
 PROMPT_BUDGET_TOKENS = 300  # memory injected per prompt at most
-PROMPT_MIN_SCORE = 2.0  # BM25 score a hit needs before it is worth injecting
+PROMPT_MIN_COVERAGE = 0.34  # share of the prompt's distinct search terms a hit must contain
+PROMPT_MIN_TERMS = 2  # and at least this many of them (or all, for shorter prompts)
 PROMPT_RELATIVE = 0.5  # and at least this fraction of the best hit's score
 START_BUDGET_CHARS = 4000
 CURRENT_FILE = "current.json"
@@ -105,6 +106,14 @@ def after_session_start(event: dict) -> None:
         pass  # recorded in .schedule.json; `ctxmill dream` shows why
 
 
+def relevant(prompt_terms: set[str], entry_terms: set[str]) -> bool:
+    """Whether a memory hit is worth injecting, independent of the memory's size (BM25 scores
+    are not comparable across corpora): it must share enough of the prompt's search terms."""
+    shared = len(prompt_terms & entry_terms)
+    needed = min(PROMPT_MIN_TERMS, len(prompt_terms))
+    return shared >= needed and shared >= PROMPT_MIN_COVERAGE * len(prompt_terms)
+
+
 def user_prompt_submit(event: dict) -> dict | None:
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
@@ -118,12 +127,16 @@ def user_prompt_submit(event: dict) -> dict | None:
     if home.is_dir():
         remember_session(home, event)
     hits = api.search(cfg, prompt, limit=5)
-    if not hits or hits[0].score < PROMPT_MIN_SCORE:
+    if not hits:
         return None
+    tokenize = api.tokenizer(cfg).tokens
+    terms = set(tokenize(prompt))
     lines, used = [], 0
     for hit in hits:
-        if hit.score < max(PROMPT_MIN_SCORE, PROMPT_RELATIVE * hits[0].score):
+        if hit.score < PROMPT_RELATIVE * hits[0].score:
             break
+        if not relevant(terms, set(tokenize(hit.entry.text))):
+            continue
         line = f"- [{hit.entry.type} {hit.entry.id}] {hit.snippet}"
         cost = estimate_tokens(line)
         if used + cost > PROMPT_BUDGET_TOKENS:

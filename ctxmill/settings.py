@@ -97,6 +97,17 @@ def redaction_from(section: Any, where: str = "config") -> Redaction:
     return Redaction(lists["redact_extra"], lists["redact_allow"])
 
 
+def compress_config_for_cli(home: Path | None = None) -> CompressConfig:
+    """The project's compress settings for a CLI command; a bad file is a one-line CLI error."""
+    from ctxmill.cli import CliError
+    from ctxmill.paths import project_home
+
+    try:
+        return load_compress_config(home or project_home())
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+
+
 def compress_config_from(section: dict[str, Any], where: str = "config") -> CompressConfig:
     config = CompressConfig()
     known = {f.name for f in fields(CompressConfig)} - {"redact_extra", "redact_allow"} | {"stages"}

@@ -190,3 +190,12 @@ def test_install_is_idempotent_and_uninstall_restores(tmp_path, host):
     after = {k: v for k, v in _tree(root).items() if not k.endswith(".ctxmill.bak") and not k.startswith(".ctxmill/")}
     assert {k: json.loads(v) if k.endswith(".json") else v for k, v in after.items()} == \
            {k: json.loads(v) if k.endswith(".json") else v for k, v in before.items()}
+
+
+def test_prompt_relevance_does_not_depend_on_memory_size():
+    from ctxmill.hooks import relevant
+
+    assert relevant({"sqlite", "ccr", "choos"}, {"use", "sqlite", "ccr", "store", "atom", "batch"})
+    assert not relevant({"button", "set", "page"}, {"use", "sqlite", "ccr", "store"})
+    assert not relevant({"sqlite", "ccr", "store", "button", "page", "layout", "color"}, {"sqlite"})
+    assert relevant({"sqlite"}, {"sqlite", "wal"})  # a one-word prompt needs its one word

@@ -235,7 +235,8 @@ def test_golden_turn_by_turn_on_claude_code_sessions():
     if root is None:
         pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
     # no new epochs: once trimming stages run, a full re-run would save enough to start one
-    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), epoch_savings_threshold=10**9)
+    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), epoch_savings_threshold=10**9,
+                            window_epoch_savings=10**9)
     total = 0
     for path in claude_code_sessions(root):
         transcript = read_session(path)

@@ -110,3 +110,27 @@ def test_torn_or_corrupt_state_is_never_trusted(tmp_path):
     assert len(reloaded.records) == len(body["messages"])
     state.write_bytes(b"not json\n")
     assert Session.load(tmp_path).records == {}
+
+
+def test_window_epoch_rewrites_only_after_a_cached_request():
+    """A big result that leaves the protected tail is compressed by an epoch whose first change
+    lies after the end of a request the provider already cached, within the cache window."""
+    messages = [{"role": "user", "content": "start"}]
+    for i in range(8):
+        output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == 2 else 3))
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                                        "input": {"command": f"step {i}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
+    body = {"system": "s", "messages": messages}
+    config = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
+                     window_epoch_savings=500)
+    outputs: list[list[bytes]] = []
+    window_epochs = 0
+    for k, result in feed(body, config, _Memory()):
+        out = [dumps(m) for m in result.body["messages"]]
+        if result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves"):
+            window_epochs += 1
+            assert any(out[: len(p)] == p for p in outputs[1:]), "no cached request is a prefix"
+        outputs.append(out)
+    assert window_epochs == 1
+    assert "kept 55 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed

@@ -198,9 +198,9 @@ def iter_jsonl(text: str, transcript: Transcript) -> list[dict[str, Any]]:
 
 
 def list_field(data: Any, key: str, transcript: Transcript) -> list[Any]:
-    """`data[key]` when it is a list; a missing key gives [], anything else counts as malformed."""
+    """`data[key]` when it is a list; anything else (missing too) counts as one malformed item."""
     value = data.get(key) if isinstance(data, dict) else None
     if isinstance(value, list):
         return value
-    transcript.malformed += not isinstance(data, dict) or key in data
+    transcript.malformed += 1
     return []

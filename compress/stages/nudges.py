@@ -43,8 +43,8 @@ CHECKPOINT_EVERY = 10
 MEMORY_TYPE = {"decision": "decision", "constraint": "constraint", "fix": "gotcha"}
 """The memory entry type to suggest for each kind of cue."""
 
-CHECKPOINT_NUDGE = ('[ctxmill: the context is large and older turns are being compacted — checkpoint the task state '
-                    '(goal, done, next steps) with memory_store(type="note", …)]')
+CHECKPOINT_NUDGE = ("[ctxmill: the context is large — save the task state before the host compacts it: call the "
+                    "ctxmill checkpoint tool (or run /checkpoint)]")
 
 
 @dataclass(frozen=True, slots=True)

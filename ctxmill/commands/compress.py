@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
     from ctxmill.cli import CliError
-    from ctxmill.paths import ccr_dir, project_home
-    from ctxmill.settings import ConfigError, load_compress_config
+    from ctxmill.paths import ccr_dir
+    from ctxmill.settings import compress_config_for_cli
 
     body = read_request(args.request)
     try:
@@ -67,10 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.request}: {exc}") from None
 
     home = Path(args.home) if args.home else None
-    try:
-        config = load_compress_config(home or project_home())
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
+    config = compress_config_for_cli(home)
     with contextlib.ExitStack() as stack:
         try:
             store = stack.enter_context(CCRStore(ccr_dir(home)))

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from compress.formats import UnknownFormat, read_session, session_files
     from compress.replay import replay
     from ctxmill.cli import CliError
+    from ctxmill.settings import compress_config_for_cli
 
+    config = compress_config_for_cli()
     path = Path(args.path)
     if not path.exists():
         raise CliError(f"{path}: no such file or folder")
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read {file}: {exc.strerror or exc}") from None
         if not transcript.calls:
             sys.stderr.write(f"ctxmill replay: {file}: no model calls found\n")
-        reports.append(replay(transcript, source=str(file), progress=_progress(file.name)))
+        reports.append(replay(transcript, source=str(file), config=config, progress=_progress(file.name)))
     if args.json:
         data = [r.to_dict() for r in reports]
         sys.stdout.write(orjson.dumps(data if path.is_dir() else data[0], option=orjson.OPT_INDENT_2).decode() + "\n")

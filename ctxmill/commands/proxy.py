@@ -1,0 +1,117 @@
+"""`ctxmill proxy [--port 8787] [--host 127.0.0.1] [--upstream-anthropic URL] [--upstream-openai URL]`.
+
+Serves the API proxy: point a client at it with ANTHROPIC_BASE_URL=http://127.0.0.1:8787 or
+OPENAI_BASE_URL=http://127.0.0.1:8787/v1 and every request passes through the per-turn
+transform. `ctxmill proxy --stats [--json]` prints the per-session stats of a running proxy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ctxmill.proxy.config import ANTHROPIC_API, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("proxy", help="serve the compressing API proxy (Anthropic and OpenAI)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --host (the proxy forwards your API keys: think twice)")
+    p.add_argument("--upstream-anthropic", default=ANTHROPIC_API, metavar="URL",
+                   help=f"Anthropic API origin (default {ANTHROPIC_API})")
+    p.add_argument("--upstream-openai", default=OPENAI_API, metavar="URL",
+                   help=f"OpenAI API origin; the request path (/v1/…) is appended (default {OPENAI_API})")
+    p.add_argument("--home", type=Path, metavar="DIR",
+                   help="ctxmill home for sessions and CCR (default: the project's .ctxmill)")
+    p.add_argument("--max-body-mb", type=float, default=DEFAULT_MAX_BODY / 2**20, metavar="MB",
+                   help="largest request body accepted (default %(default)g MB)")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--stats", action="store_true", help="print the stats of the proxy running on --host/--port")
+    p.add_argument("--json", action="store_true", help="with --stats: print the raw JSON")
+    p.set_defaults(func=run)
+
+
+def _check_upstream(url: str, flag: str, host: str, port: int) -> str:
+    from urllib.parse import urlsplit
+
+    from ctxmill.cli import CliError
+    from ctxmill.proxy.server import is_loopback
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CliError(f"{flag} must be an http(s) URL, got {url!r}")
+    default = 443 if parts.scheme == "https" else 80
+    if (parts.port or default) == port and is_loopback(parts.hostname) and is_loopback(host):
+        raise CliError(f"{flag} {url} points at the proxy itself (port {port})")
+    return url
+
+
+def base_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def fetch_stats(host: str, port: int) -> dict:
+    import httpx
+
+    from ctxmill.cli import CliError
+
+    url = f"{base_url(host, port)}/ctxmill/stats"
+    try:
+        response = httpx.get(url, timeout=5, trust_env=False)
+        response.raise_for_status()
+        return response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise CliError(f"no ctxmill proxy answering at {url} ({type(exc).__name__})") from None
+
+
+def format_stats(data: dict) -> str:
+    header = f"{'session':<14}{'provider':<11}{'requests':>9}{'before':>12}{'after':>12}{'saved':>11}" \
+             f"{'cache read':>12}{'cache write':>12}{'failures':>9}"
+    rows = [header]
+    for s in data.get("sessions", []) + [{"session": "total", "provider": "", **data.get("totals", {})}]:
+        rows.append(f"{s['session'][:12]:<14}{s.get('provider', ''):<11}{s['requests']:>9,}"
+                    f"{s['tokens_before']:>12,}{s['tokens_after']:>12,}{s['saved']:>11,}"
+                    f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}")
+    return "\n".join(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxmill.cli import CliError
+    from ctxmill.proxy.server import is_loopback
+
+    if args.stats:
+        data = fetch_stats(args.host, args.port)
+        if args.json:
+            import orjson
+
+            sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        else:
+            print(format_stats(data))
+        return 0
+    if not 0 < args.port < 65536:
+        raise CliError(f"--port must be 1..65535, got {args.port}")
+    if not is_loopback(args.host) and not args.allow_remote:
+        raise CliError(f"--host {args.host} is not a loopback address; add --allow-remote to expose the proxy")
+    if args.max_body_mb <= 0:
+        raise CliError("--max-body-mb must be positive")
+
+    from ctxmill.proxy.config import ProxyConfig
+    from ctxmill.proxy.server import serve
+    from ctxmill.settings import compress_config_for_cli
+
+    config = ProxyConfig(
+        upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
+        upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
+        home=args.home,
+        max_body_bytes=int(args.max_body_mb * 2**20),
+        compress=compress_config_for_cli(Path(args.home) if args.home else None),
+    )
+    print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
+          f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)
+    serve(config, args.host, args.port, args.log_level)
+    return 0

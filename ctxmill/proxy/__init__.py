@@ -1,0 +1,20 @@
+"""The API proxy face: every Anthropic / OpenAI request passes through the per-turn transform.
+
+`create_app(ProxyConfig(...))` is a Starlette ASGI app; `serve(config, host, port)` runs it
+under uvicorn. Modules: `config` (ProxyConfig), `routing` (which upstream, which route
+compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
+`usage` (provider-reported token usage, read from JSON and SSE without buffering),
+`sessions` (per-session state, locks, calibration and stats), `app` (the ASGI app),
+`server` (uvicorn runner and the loopback rule).
+"""
+
+from ctxmill.proxy.config import ProxyConfig
+
+__all__ = ["ProxyConfig", "create_app"]
+
+
+def create_app(config: ProxyConfig):
+    """The ASGI app (imported lazily: Starlette and httpx load only when the proxy runs)."""
+    from ctxmill.proxy.app import create_app as _create
+
+    return _create(config)

@@ -1,0 +1,78 @@
+"""The prompt-cache cost model and compaction counting on hand-computed examples."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
+
+
+def test_prices_are_anthropic_multipliers():
+    assert CacheCost(read=100, write=10).cost == 100 * 0.1 + 10 * 1.25
+    assert (READ_PRICE, WRITE_PRICE) == (0.1, 1.25)
+
+
+def test_growing_request_reads_its_predecessor_and_writes_the_rest():
+    cache = PromptCache()
+    assert cache.add([1, 2], [10, 20]) == CacheCost(read=0, write=30)
+    second = cache.add([1, 2, 3], [10, 20, 30])
+    assert second == CacheCost(read=30, write=30)
+    assert second.cost == 0.1 * 30 + 1.25 * 30
+
+
+def test_longest_prefix_wins():
+    cache = PromptCache()
+    cache.add([1], [5])
+    cache.add([1, 2], [5, 7])
+    assert cache.add([1, 2, 3], [5, 7, 9]) == CacheCost(read=12, write=9)
+
+
+def test_changed_early_block_breaks_the_prefix():
+    cache = PromptCache()
+    cache.add([1, 2, 3], [10, 10, 10])
+    assert cache.add([9, 2, 3, 4], [10, 10, 10, 10]) == CacheCost(read=0, write=40)
+
+
+def test_lookback_is_twenty_blocks():
+    cache = PromptCache()
+    cache.add([0], [100])
+    # 1 + 19 new blocks: the earlier request's last block is among the last 20 -> hit
+    assert cache.add(list(range(20)), [100] + [1] * 19).read == 100
+    other = PromptCache()
+    other.add([0], [100])
+    # 1 + 20 new blocks: it ends before the last 20 -> no hit
+    assert other.add(list(range(21)), [100] + [1] * 20) == CacheCost(read=0, write=120)
+
+
+def test_head_is_written_once_then_read():
+    cache = PromptCache()
+    assert cache.add([1], [10], head_key="sys", head_tokens=50) == CacheCost(read=0, write=60)
+    assert cache.add([1, 2], [10, 5], head_key="sys", head_tokens=50) == CacheCost(read=60, write=5)
+    assert cache.add([1, 2], [10, 5], head_key="other", head_tokens=7) == CacheCost(read=15, write=7)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=1, max_size=12))
+def test_every_token_is_read_or_written(requests):
+    cache = PromptCache()
+    for keys in requests:
+        tokens = [k + 1 for k in keys]
+        cost = cache.add(keys, tokens)
+        assert cost.read + cost.write == sum(tokens)
+        assert cost.read >= 0 and cost.write >= 0
+
+
+def test_compaction_resets_to_twenty_thousand():
+    # crosses at 170K (then counts from 20K: offset 150K); 310K - 150K = 160K crosses again
+    assert compaction_events([100_000, 170_000, 200_000, 310_000]) == 2
+    assert compaction_events([100_000, 159_999]) == 0
+    assert compaction_events([]) == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 400_000), max_size=50))
+def test_compactions_only_on_crossings(sizes):
+    events = compaction_events(sizes)
+    assert events <= sum(1 for s in sizes if s >= 160_000)
+    assert (events > 0) == any(s >= 160_000 for s in sizes)

@@ -1,0 +1,261 @@
+"""Session readers: every format, detection, malformed lines, pairing, the parentUuid chain."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compress.adapters import from_provider
+from compress.formats import FORMATS, UnknownFormat, read_text
+from compress.model import TOOL_RESULT, TOOL_USE, index_tool_calls
+
+
+def jsonl(*items) -> str:
+    return "\n".join(x if isinstance(x, str) else json.dumps(x) for x in items) + "\n"
+
+
+def cc(kind, uuid, parent, message, **extra):
+    return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": False,
+            "message": message, **extra}
+
+
+def assistant(mid, blocks, usage=None):
+    return {"role": "assistant", "id": mid, "model": "claude-x", "content": blocks,
+            "usage": usage or {"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20}}
+
+
+CLAUDE_CODE = jsonl(
+    {"type": "file-history-snapshot", "messageId": "x"},
+    cc("user", "u1", None, {"role": "user", "content": "fix the bug"}),
+    cc("assistant", "a1", "u1", assistant("m1", [{"type": "thinking", "thinking": "hmm", "signature": "s"}])),
+    cc("assistant", "a2", "a1", assistant("m1", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a.py"}}])),
+    {"type": "progress", "uuid": "p1", "parentUuid": "a2", "sessionId": "s"},
+    cc("assistant", "a3", "p1", assistant("m1", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}])),
+    # the first result hangs off a2 (a sibling branch), the second off a3
+    cc("user", "r1", "a2", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x = 1"}]}),
+    cc("user", "r2", "a3", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ls: denied", "is_error": True}]}),
+    cc("assistant", "side", "r2", assistant("m9", [{"type": "text", "text": "sub-agent"}]), isSidechain=True),
+    cc("user", "meta", "r2", {"role": "user", "content": "caveat"}, isMeta=True),
+    "{not json",
+    cc("assistant", "a4", "r2", assistant("m2", [{"type": "text", "text": "done"}],
+                                          {"input_tokens": 5, "cache_read_input_tokens": 200, "cache_creation_input_tokens": 9})),
+    # an abandoned branch (the user rewound): not on the chain from the last message
+    cc("user", "old", "a4", {"role": "user", "content": "abandoned"}),
+    cc("user", "u2", "a4", {"role": "user", "content": "thanks"}),
+    cc("assistant", "a5", "u2", assistant("m3", [{"type": "text", "text": "welcome"}])),
+)
+
+
+def test_claude_code_chain_merge_pairing_and_usage():
+    t = read_text(CLAUDE_CODE)
+    assert t.format == "claude-code" and t.provider == "anthropic"
+    assert t.malformed == 1
+    roles = [m["role"] for m in t.messages]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    # one API response (m1) over three lines is one assistant message and one call
+    assert [b["type"] for b in t.messages[1]["content"]] == ["thinking", "tool_use", "tool_use"]
+    assert [c.index for c in t.calls] == [1, 3, 5]
+    assert t.calls[1].usage.total == 5 + 200 + 9
+    text = json.dumps(t.messages)
+    assert "sub-agent" not in text and "caveat" not in text and "abandoned" not in text
+    results = [b for b in t.messages[2]["content"]]
+    assert [b["tool_use_id"] for b in results] == ["t1", "t2"] and results[1]["is_error"] is True
+    request = from_provider(t.request(1))
+    calls = index_tool_calls(request.messages)
+    assert all(c.result_msg >= 0 for c in calls.values())
+
+
+def test_claude_code_follows_host_compaction_and_drops_its_summary():
+    text = jsonl(
+        cc("user", "u1", None, {"role": "user", "content": "start"}),
+        cc("assistant", "a1", "u1", assistant("m1", [{"type": "text", "text": "ok"}])),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b", "parentUuid": None,
+         "logicalParentUuid": "a1", "sessionId": "s"},
+        cc("user", "sum", "b", {"role": "user", "content": "summary of before"}, isCompactSummary=True),
+        cc("user", "u2", "sum", {"role": "user", "content": "go on"}),
+        cc("assistant", "a2", "u2", assistant("m2", [{"type": "text", "text": "sure"}])),
+    )
+    t = read_text(text)
+    assert t.host_compactions == 1
+    assert [m["content"][0].get("text") for m in t.messages] == ["start", "ok", "go on", "sure"]
+    assert [c.after_host_compaction for c in t.calls] == [False, True]
+
+
+FLAT = jsonl(
+    {"role": "user", "content": {"type": "text", "text": "hi"}},
+    {"role": "assistant", "content": {"type": "thinking", "text": "think"}},
+    {"role": "assistant", "content": {"type": "tool_use", "tool_id": "t1", "tool_name": "Bash", "input": {"command": "x"}}},
+    {"role": "assistant", "content": {"type": "tool_use", "tool_id": "t2", "tool_name": "Bash", "input": {"command": "y"}}},
+    {"role": "tool", "content": {"type": "tool_result", "tool_id": "t1", "output": "Exit code 1\nboom", "is_error": True}},
+    {"role": "tool", "content": {"type": "tool_result", "tool_id": "t2", "output": "fine"}},
+    {"role": "assistant", "content": {"type": "text", "text": "done"}},
+    {"role": "robot", "content": {"type": "text", "text": "?"}},
+    "[1, 2]",
+)
+
+
+def test_claude_flat_groups_blocks_into_messages():
+    t = read_text(FLAT)
+    assert t.format == "claude-flat" and t.malformed == 2
+    assert [m["role"] for m in t.messages] == ["user", "assistant", "user", "assistant"]
+    assert [b["type"] for b in t.messages[1]["content"]] == ["thinking", "tool_use", "tool_use"]
+    assert t.messages[2]["content"][0]["is_error"] is True
+    assert [c.index for c in t.calls] == [1, 3]
+
+
+CODEX = jsonl(
+    {"type": "session_meta", "payload": {"base_instructions": {"text": "You are Codex."}}},
+    {"type": "turn_context", "payload": {"model": "gpt-5"}},
+    {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]}},
+    {"type": "response_item", "payload": {"type": "reasoning", "summary": [], "encrypted_content": "zzz"}},
+    {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}},
+    {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
+    {"type": "event_msg", "payload": {"type": "token_count"}},
+    {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py"}},
+    {"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch", "call_id": "c2"}},
+    {"type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c2", "output": "Success"}},
+    {"type": "response_item", "payload": "broken"},
+)
+
+
+def test_codex_rollout_becomes_openai_chat():
+    t = read_text(CODEX)
+    assert t.format == "codex" and t.provider == "openai" and t.head["model"] == "gpt-5"
+    assert t.malformed == 1 and t.skipped["reasoning"] == 1
+    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert t.messages[2]["content"] == "Looking." and t.messages[2]["tool_calls"][0]["id"] == "c1"
+    assert [c.index for c in t.calls] == [2, 4]
+    request = from_provider({**t.head, "messages": t.messages})
+    uses = [b for m in request.messages for b in m.blocks if b.kind == TOOL_USE]
+    assert uses[1].input == {"input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch"}
+    assert all(c.result_msg >= 0 for c in index_tool_calls(request.messages).values())
+
+
+OPENCODE = {
+    "info": {"id": "ses"},
+    "messages": [
+        {"info": {"role": "user"}, "parts": [{"type": "text", "text": "build it"}]},
+        {"info": {"role": "assistant", "modelID": "glm"}, "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "plan"},
+            {"type": "tool", "tool": "write", "callID": "w1", "state": {"status": "completed", "input": {"filePath": "a.txt"}, "output": "ok"}},
+            {"type": "tool", "tool": "bash", "callID": "b1", "state": {"status": "error", "input": {"command": "x"}, "error": "Error: no x"}},
+            {"type": "step-finish"},
+            {"type": "step-start"},
+            {"type": "text", "text": "done"},
+            {"type": "tool", "tool": "bash", "callID": "b2", "state": {"status": "running", "input": {}}},
+        ]},
+        {"parts": []},
+    ],
+}
+
+
+def test_opencode_steps_are_model_calls():
+    t = read_text(json.dumps(OPENCODE))
+    assert t.format == "opencode" and t.malformed == 1 and t.head["model"] == "glm"
+    assert [m["role"] for m in t.messages] == ["user", "assistant", "user", "assistant"]
+    assert [b["type"] for b in t.messages[1]["content"]] == ["thinking", "tool_use", "tool_use"]
+    result = t.messages[2]["content"][1]
+    assert result["tool_use_id"] == "b1" and result["is_error"] is True and result["content"] == "Error: no x"
+    assert [c.index for c in t.calls] == [1, 3]  # the running tool has no result
+
+
+CRAFT = jsonl(
+    {"id": "sess", "sdkSessionId": "x", "workspaceRootPath": "~", "model": "kimi"},
+    {"id": "u", "type": "user", "content": "do it", "order": 1},
+    {"id": "t1", "type": "tool", "toolName": "Read", "toolUseId": "call_a_1", "toolInput": {"file_path": "f"},
+     "toolResult": "text", "isError": False, "order": 5},
+    {"id": "t2", "type": "tool", "toolName": "Bash", "toolUseId": "call_a_2", "toolInput": {"command": "x"},
+     "toolResult": "Error: nope", "isError": True, "order": 6},
+    {"id": "a", "type": "assistant", "content": "reading", "order": 4},
+    {"id": "u", "type": "user", "content": "do it", "order": 1},
+    {"id": "t3", "type": "tool", "toolName": "Write", "toolUseId": "call_b_1", "toolInput": {"file_path": "g"},
+     "toolResult": "written", "order": 7},
+    {"id": "i", "type": "info", "content": "interrupted", "order": 8},
+    {"id": "bad"},
+)
+
+
+def test_craft_orders_items_and_batches_parallel_calls():
+    t = read_text(CRAFT)
+    assert t.format == "craft" and t.head["model"] == "kimi" and t.malformed == 1
+    assert t.skipped["duplicate"] == 1 and t.skipped["info"] == 1
+    assert [m["role"] for m in t.messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert [b["type"] for b in t.messages[1]["content"]] == ["text", "tool_use", "tool_use"]
+    assert t.messages[2]["content"][1]["is_error"] is True
+    assert [c.index for c in t.calls] == [1, 3]
+
+
+SWE_FC = {"history": [
+    {"role": "system", "content": "SETTING"},
+    {"role": "user", "content": "issue"},
+    {"role": "assistant", "content": "look", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "open", "arguments": "{\"path\":\"a.py\"}"}}]},
+    {"role": "tool", "content": "[File: a.py]", "tool_call_ids": ["c1"]},
+    {"role": "assistant", "content": "fix", "tool_calls": [
+        {"id": "c2", "type": "function", "function": {"name": "submit", "arguments": "{}"}}]},
+]}
+SWE_TEXT = {"trajectory": [], "history": [
+    {"role": "system", "content": "SETTING"},
+    {"role": "user", "content": "issue"},
+    {"role": "assistant", "content": "thought\n```\nfind_file x.py\n```", "thought": "thought", "action": "find_file x.py\n"},
+    {"role": "user", "content": "Found 1 match"},
+    {"role": "assistant", "content": "```\npython x.py\n```", "thought": "", "action": "python x.py"},
+    {"role": "user", "content": "Traceback (most recent call last)"},
+    {"role": "assistant", "content": "done"},
+    "junk",
+]}
+
+
+def test_swe_agent_function_calling_and_text_actions():
+    t = read_text(json.dumps(SWE_FC))
+    assert t.format == "swe-agent" and t.provider == "openai"
+    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert [c.index for c in t.calls] == [2, 4]
+    t = read_text(json.dumps(SWE_TEXT))
+    assert t.malformed == 1
+    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    names = [m["tool_calls"][0]["function"]["name"] for m in t.messages if m.get("tool_calls")]
+    assert names == ["find_file", "bash"]
+    assert t.messages[5]["content"] == "Traceback (most recent call last)"
+
+
+def test_request_body_prefixes_end_with_the_whole_body():
+    body = {"model": "m", "system": "s", "messages": [
+        {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]}
+    t = read_text(json.dumps(body))
+    assert t.format == "request" and t.provider == "anthropic"
+    assert [c.index for c in t.calls] == [1, 3]
+    assert t.request(1) == body
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_forced_format_reads_garbage_without_raising(name):
+    text = '{"messages": 5, "history": 3, "info": 1}' if name in ("opencode", "swe-agent", "request") else "nope\n[1]\n"
+    try:
+        t = read_text(text, name)
+    except UnknownFormat:
+        return
+    assert t.messages == [] or t.malformed
+
+
+def test_unknown_content_and_format_names_are_clear_errors():
+    with pytest.raises(UnknownFormat, match="not a session format"):
+        read_text("hello\nworld\n")
+    with pytest.raises(UnknownFormat, match="unknown format"):
+        read_text(CLAUDE_CODE, "word")
+
+
+def test_format_override_beats_detection():
+    # a request body forced through the SWE-agent reader has no history: nothing to replay
+    t = read_text(json.dumps({"messages": [{"role": "user", "content": "x"}], "history": []}), "swe-agent")
+    assert t.format == "swe-agent" and t.messages == []
+
+
+def test_results_of_every_format_are_tool_results():
+    for text in (CLAUDE_CODE, FLAT, CODEX, json.dumps(OPENCODE), CRAFT, json.dumps(SWE_FC)):
+        t = read_text(text)
+        request = from_provider({**t.head, "messages": t.messages}, t.provider)
+        kinds = {b.kind for m in request.messages for b in m.blocks}
+        assert TOOL_USE in kinds and TOOL_RESULT in kinds, t.format

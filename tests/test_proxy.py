@@ -1,0 +1,349 @@
+"""The proxy over real HTTP on 127.0.0.1: official SDK clients -> proxy -> fake upstream."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import replace
+import time
+
+import httpx
+import orjson
+import pytest
+
+from ccr.markers import format_marker
+from compress.config import CompressConfig
+from compress.model import Message
+from compress.pipeline import Chain
+from compress.stage import Stage, StageContext, each_mutable
+from compress.tiers import Tier, TierThresholds
+from ctxmill.proxy import ProxyConfig, create_app
+from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,
+                                 tool_ids)
+
+# Small tail, tiers and epoch threshold so every stage runs on the small example conversation.
+SMALL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, epoch_savings_threshold=300,
+                       tiers=TierThresholds(medium=1000, high=2000))
+
+
+def _head_of_results(messages: list[Message], ctx: StageContext) -> list[Message]:
+    """A test stage that visibly compresses whatever other stages exist: long old tool
+    results keep their first 200 characters and a CCR marker."""
+    def shorten(i: int, msg: Message) -> Message:
+        blocks = [b.with_result_text(ctx.lossy(b.result_text, lambda key, t=b.result_text: (
+                      t[:200] + "\n" + format_marker(f"{len(t)} chars", key))))
+                  if ctx.may_compress_result(b) and len(b.result_text) > 1000 else b for b in msg.blocks]
+        return msg.with_blocks(blocks)
+
+    return each_mutable(messages, ctx, shorten)
+
+
+CHAIN = Chain().push(Stage("head_of_results", _head_of_results, Tier.ALWAYS))
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    fake = FakeUpstream()
+    with ServerThread(fake.app()) as server:
+        fake.url = server.url
+        yield fake
+
+
+@pytest.fixture
+def fake(upstream):
+    upstream.received.clear()
+    upstream.sent.clear()
+    upstream.replies.clear()
+    return upstream
+
+
+@pytest.fixture
+def start_proxy(upstream, tmp_path):
+    """Start a proxy (in memory unless `home` is given) in front of the fake upstream."""
+    running: list[ServerThread] = []
+
+    def start(**options) -> ServerThread:
+        options.setdefault("persist", "home" in options)
+        config = ProxyConfig(upstream_anthropic=upstream.url, upstream_openai=upstream.url,
+                             compress=options.pop("compress", SMALL), chain=options.pop("chain", CHAIN),
+                             **options)
+        server = ServerThread(create_app(config)).__enter__()
+        running.append(server)
+        return server
+
+    yield start
+    for server in running:
+        server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def proxy(start_proxy):
+    return start_proxy()
+
+
+def stats(proxy: ServerThread) -> dict:
+    return httpx.get(proxy.url + "/ctxmill/stats").json()
+
+
+def _check_transparent(fake: FakeUpstream, client_bodies: list[bytearray]) -> None:
+    assert len(client_bodies) == len(fake.sent)
+    for got, sent in zip(client_bodies, fake.sent):
+        assert bytes(got) == bytes(sent)
+
+
+def _check_compressed_and_paired(fake: FakeUpstream, client_sent: list[dict], epochs: int) -> None:
+    upstream = [r.json() for r in fake.received]
+    assert len(upstream) == len(client_sent)
+    for up, mine in zip(upstream, client_sent):
+        assert len(up["messages"]) == len(mine["messages"])
+        assert tool_ids(up) == tool_ids(mine) and paired(tool_ids(up))
+    assert sum(len(orjson.dumps(u["messages"])) for u in upstream) < sum(len(orjson.dumps(b["messages"])) for b in client_sent)
+    assert b"deep_expand(" in fake.received[-1].body  # strip_injections left CCR markers
+    # cache-stable: between epochs each request extends the previous one
+    breaks = sum(after["messages"][:len(before["messages"])] != before["messages"]
+                 for before, after in zip(upstream, upstream[1:]))
+    assert 1 < epochs < len(upstream) and breaks <= epochs - 1
+
+
+def test_anthropic_sdk_conversation_streaming_and_not(fake, proxy):
+    body = example()
+    client, received = anthropic_client(proxy.url)
+    sent: list[dict] = []
+
+    def send(history: list[dict], reply: dict) -> dict:
+        fake.replies.append(reply)
+        kwargs = dict(model=body["model"], max_tokens=1024, system=body["system"], messages=list(history),
+                      metadata={"user_id": "user_abc_session_1"})
+        sent.append({"messages": list(history)})
+        if len(sent) % 2:
+            message = client.messages.create(**kwargs)
+        else:
+            with client.messages.stream(**kwargs) as stream:
+                message = stream.get_final_message()
+        assert [b.type for b in message.content] == [b["type"] for b in reply["content"]]
+        return {"role": "assistant", "content": [b.model_dump(exclude_none=True, include={"type", "text", "thinking",
+                                                 "signature", "id", "name", "input"}) for b in message.content]}
+
+    history = replay(body["messages"], lambda m: m["role"] == "assistant", send)
+    assert tool_ids({"messages": history}) == tool_ids(body)  # ids survived the round trips
+    _check_transparent(fake, received)
+    [session] = stats(proxy)["sessions"]
+    _check_compressed_and_paired(fake, sent, session["epochs"])
+    assert session["requests"] == session["usage_reports"] == len(sent)
+    assert session["saved"] > 0 and session["cache_read_tokens"] > 0 and session["failures"] == 0
+
+
+def test_openai_sdk_conversation_streaming_and_not(fake, proxy):
+    ex = example()
+    messages = to_openai(ex["system"], ex["messages"])
+    client, received = openai_client(proxy.url)
+    sent: list[dict] = []
+
+    def send(history: list[dict], reply: dict) -> dict:
+        fake.replies.append(reply)
+        sent.append({"messages": list(history)})
+        if len(sent) % 2:
+            message = client.chat.completions.create(model="gpt-x", messages=history).choices[0].message
+            out = message.model_dump(exclude_none=True, include={"role", "content", "tool_calls"})
+        else:
+            stream = client.chat.completions.create(model="gpt-x", messages=history, stream=True,
+                                                    stream_options={"include_usage": True})
+            chunks = list(stream)
+            assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens > 0
+            calls = {}
+            for c in chunks:
+                for d in (c.choices[0].delta.tool_calls or []) if c.choices else []:
+                    call = calls.setdefault(d.index, {"id": d.id, "type": "function",
+                                                      "function": {"name": d.function.name, "arguments": ""}})
+                    call["function"]["arguments"] += d.function.arguments or ""
+            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+            out = {"role": "assistant", "content": text or None, **({"tool_calls": list(calls.values())} if calls else {})}
+        assert [c["id"] for c in out.get("tool_calls", [])] == [c["id"] for c in reply.get("tool_calls", [])]
+        return out
+
+    replay(messages, lambda m: m["role"] == "assistant", send)
+    _check_transparent(fake, received)
+    [session] = stats(proxy)["sessions"]
+    _check_compressed_and_paired(fake, sent, session["epochs"])
+    assert session["provider"] == "openai" and session["usage_reports"] == len(sent)
+    assert session["cache_read_tokens"] > 0 and session["cache_write_tokens"] == 0
+
+
+def test_usage_calibrates_the_next_request(fake, proxy):
+    """calibration = reported prompt tokens / estimated sent tokens (fake reports len(body)//4)."""
+    body = example()
+    client, _ = anthropic_client(proxy.url)
+    client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:5])
+    [session] = stats(proxy)["sessions"]
+    reported = len(fake.received[-1].body) // 4
+    assert session["calibration"] == pytest.approx(reported / session["tokens_after"])
+    assert session["tokens_per_byte"] > 0
+
+
+def test_headers_forwarded_hop_by_hop_dropped_and_secrets_never_logged(fake, proxy, caplog):
+    caplog.set_level(logging.DEBUG)
+    body = example()
+    headers = {"x-api-key": SECRET, "authorization": f"Bearer {SECRET}", "anthropic-version": "2023-06-01",
+               "anthropic-beta": "prompt-caching-2024-07-31", "connection": "keep-alive, x-hop", "x-hop": "1",
+               "te": "trailers", "accept-encoding": "gzip", "content-type": "application/json"}
+    r = httpx.post(proxy.url + "/v1/messages?beta=true", headers=headers,
+                   content=orjson.dumps({**body, "stream": True}))
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    got = fake.received[-1]
+    assert got.query == "beta=true"
+    for name in ("x-api-key", "authorization", "anthropic-version", "anthropic-beta"):
+        assert got.headers[name] == headers[name]
+    assert "x-hop" not in got.headers and "te" not in got.headers
+    assert got.headers["accept-encoding"] == "identity"  # so usage can be read; bytes pass unchanged
+    assert got.headers["content-length"] == str(len(got.body))
+    assert any("/v1/messages" in rec.getMessage() for rec in caplog.records)
+    assert SECRET not in caplog.text
+    assert SECRET not in httpx.get(proxy.url + "/ctxmill/stats").text
+
+
+def test_secrets_not_written_to_session_files(fake, start_proxy, tmp_path):
+    proxy = start_proxy(home=tmp_path)
+    client, _ = anthropic_client(proxy.url)
+    body = example()
+    client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:3])
+    deadline = time.monotonic() + 5  # the state is written beside the upstream round trip
+    while not list(tmp_path.rglob("state.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "state.jsonl" for p in files)
+    assert all(SECRET.encode() not in p.read_bytes() for p in files)
+
+
+def test_session_continues_after_restart(fake, start_proxy, tmp_path):
+    """Without epochs a continued session renders its known prefix as before; a fresh session
+    would compress the old results that have left the tail since."""
+    body = example()
+    no_epochs = replace(SMALL, epoch_savings_threshold=10**9, window_epoch_savings=10**9, tiers=TierThresholds())
+    first = start_proxy(home=tmp_path, compress=no_epochs)
+    client, _ = anthropic_client(first.url)
+    for n in (3, 5):
+        client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:n])
+    first.__exit__(None, None, None)
+    second = start_proxy(home=tmp_path, compress=no_epochs)
+    client, _ = anthropic_client(second.url)
+    client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:7])
+    [session] = stats(second)["sessions"]
+    assert session["requests"] == session["usage_reports"] == 3  # stats continue across the restart
+    assert session["epochs"] == 1
+    before, after = fake.received[-2].json()["messages"], fake.received[-1].json()["messages"]
+    assert after[:len(before)] == before  # the restarted proxy rendered the known prefix as before
+
+
+def test_upstream_errors_come_back_with_status_and_body(fake, proxy):
+    for status in (429, 500):
+        r = httpx.post(proxy.url + "/v1/messages", headers={"x-fake-status": str(status)},
+                       content=orjson.dumps(example()))
+        assert r.status_code == status and r.content == fake.sent[-1]
+        r = httpx.post(proxy.url + "/v1/chat/completions", headers={"x-fake-status": str(status)},
+                       json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        assert r.status_code == status and r.content == fake.sent[-1]
+    client, _ = anthropic_client(proxy.url)
+    import anthropic
+
+    with pytest.raises(anthropic.RateLimitError):
+        client.messages.create(model="m", max_tokens=1, messages=[{"role": "user", "content": "x"}],
+                               extra_headers={"x-fake-status": "429"})
+
+
+def test_upstream_down_gives_502_in_provider_shape(start_proxy):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    proxy = ServerThread(create_app(ProxyConfig(upstream_anthropic=dead, upstream_openai=dead, persist=False)))
+    with proxy:
+        r = httpx.post(proxy.url + "/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 502
+        assert r.json()["type"] == "error" and r.json()["error"]["type"] == "api_error"
+        r = httpx.post(proxy.url + "/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        assert r.status_code == 502 and set(r.json()["error"]) >= {"message", "type"}
+        assert httpx.get(proxy.url + "/ctxmill/stats").status_code == 200  # still serving
+
+
+def test_client_disconnect_mid_stream_closes_upstream_and_keeps_serving(fake, proxy):
+    body = {**example(), "stream": True}
+    cancelled = fake.cancelled
+    with httpx.Client() as client:
+        with client.stream("POST", proxy.url + "/v1/messages", headers={"x-fake-slow": "100"},
+                           content=orjson.dumps(body)) as r:
+            assert r.status_code == 200
+            next(r.iter_raw())
+        # leaving the block closes the connection mid-stream
+    deadline = time.monotonic() + 5
+    while fake.cancelled == cancelled and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake.cancelled == cancelled + 1  # the proxy stopped reading the upstream stream
+    r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps(example()))
+    assert r.status_code == 200
+
+
+def test_30mb_body_passes_and_too_large_gets_413(fake, start_proxy):
+    big = "line of build output that repeats\n" * (30 * 2**20 // 34)
+    body = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "build it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": big}]}]}
+    data = orjson.dumps(body)
+    assert len(data) > 30 * 10**6
+    proxy = start_proxy()
+    r = httpx.post(proxy.url + "/v1/messages", content=data, timeout=60)
+    assert r.status_code == 200 and len(fake.received[-1].body) >= len(big)
+    small = start_proxy(max_body_bytes=2**20)
+    r = httpx.post(small.url + "/v1/messages", content=data, timeout=60)
+    assert r.status_code == 413 and r.json()["error"]["type"] == "request_too_large"
+    r = httpx.post(small.url + "/v1/chat/completions", content=b"x" * (2**20 + 1))
+    assert r.status_code == 413 and "message" in r.json()["error"]
+    assert httpx.post(small.url + "/v1/messages", content=orjson.dumps(example())).status_code == 200
+
+
+@pytest.mark.parametrize("payload", [b"{not json", b"[1, 2]", b'{"model": "m"}', b"\xff\xfe"])
+def test_unreadable_bodies_are_forwarded_untouched(fake, proxy, payload):
+    r = httpx.post(proxy.url + "/v1/messages", content=payload, headers={"content-type": "application/json"})
+    assert fake.received[-1].body == payload  # the provider answers, as without the proxy
+    assert r.content == fake.sent[-1]
+    assert stats(proxy)["totals"]["requests"] == 0
+
+
+def test_other_routes_forwarded_untouched(fake, proxy):
+    r = httpx.get(proxy.url + "/v1/models?limit=5", headers={"authorization": "Bearer k"})
+    assert r.json() == {"method": "GET", "path": "/v1/models", "query": "limit=5"}
+    r = httpx.delete(proxy.url + "/v1/files/file_1", headers={"x-api-key": "k"})
+    assert r.json()["method"] == "DELETE" and fake.received[-1].headers["x-api-key"] == "k"
+
+
+def test_count_tokens_is_compressed_without_touching_the_session(fake, proxy):
+    body = example()
+    r = httpx.post(proxy.url + "/v1/messages/count_tokens", content=orjson.dumps(body))
+    assert r.status_code == 200
+    assert len(fake.received[-1].body) < len(orjson.dumps(body))
+    assert stats(proxy)["sessions"] == []
+
+
+def test_sessions_run_in_parallel_and_each_is_serialised(fake, proxy):
+    body = example()
+    errors: list[BaseException] = []
+
+    def conversation(user: str) -> None:
+        try:
+            client, _ = anthropic_client(proxy.url)
+            for n in (3, 5, 7, 9):
+                client.messages.create(model=body["model"], max_tokens=10, system=body["system"],
+                                       messages=body["messages"][:n], metadata={"user_id": user})
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=conversation, args=(f"user_{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    sessions = stats(proxy)["sessions"]
+    assert len(sessions) == 4 and all(s["requests"] == 4 and s["failures"] == 0 for s in sessions)

@@ -1,0 +1,113 @@
+"""Proxy pieces without HTTP: usage reading, header rules, session keys, calibration, CLI checks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxmill.proxy.identity import session_key
+from ctxmill.proxy.sessions import ProxySession, SessionStats
+from ctxmill.proxy.usage import Usage, UsageTap
+from ctxmill.proxy.wire import downstream_headers, upstream_headers
+from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion
+
+ROOT = Path(__file__).resolve().parents[1]
+REPLY = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t" * 50, "signature": "s"},
+                                          {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"c": "ls"}}]}
+
+
+def _cuts(data: bytes, points: list[int]) -> list[bytes]:
+    points = sorted({p % (len(data) + 1) for p in points})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)])]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=0), max_size=40), st.integers(min_value=1, max_value=10**6))
+def test_sse_usage_does_not_depend_on_how_the_stream_is_chunked(points, prompt):
+    """Anthropic: input/cache from message_start, output from message_delta, for any chunking."""
+    data = b"".join(e for e, _ in anthropic_events(REPLY, 1, prompt))
+    tap = UsageTap("anthropic", event_stream=True)
+    for chunk in _cuts(data, points):
+        tap.feed(chunk)
+    assert tap.finish() == Usage(input=prompt // 2, cache_read=prompt - prompt // 2, cache_write=0, output=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=0), max_size=20), st.integers(min_value=1, max_value=10**6), st.booleans())
+def test_openai_usage_from_final_chunk_or_json(points, prompt, include_usage):
+    message = {"role": "assistant", "content": "hi"}
+    stream = b"".join(e for e, _ in openai_chunks(message, 1, prompt, include_usage))
+    tap = UsageTap("openai", event_stream=True)
+    for chunk in _cuts(stream, points):
+        tap.feed(chunk)
+    expected = Usage(input=prompt - prompt // 2, cache_read=prompt // 2, output=40) if include_usage else None
+    assert tap.finish() == expected
+    import orjson
+
+    tap = UsageTap("openai", event_stream=False)
+    for chunk in _cuts(orjson.dumps(openai_completion(message, 1, prompt)), points):
+        tap.feed(chunk)
+    assert tap.finish() == Usage(input=prompt - prompt // 2, cache_read=prompt // 2, output=40)
+
+
+def test_hop_by_hop_and_connection_named_headers_are_dropped():
+    pairs = [("Host", "h"), ("Connection", "keep-alive, X-Private"), ("X-Private", "1"), ("TE", "trailers"),
+             ("Content-Length", "5"), ("x-api-key", "k"), ("accept-encoding", "gzip"), ("x-dup", "1"), ("x-dup", "2")]
+    out = upstream_headers(pairs, identity_encoding=True)
+    assert out == [("x-api-key", "k"), ("x-dup", "1"), ("x-dup", "2"), ("accept-encoding", "identity")]
+    assert ("accept-encoding", "gzip") in upstream_headers(pairs, identity_encoding=False)
+    raw = [(b"transfer-encoding", b"chunked"), (b"set-cookie", b"a"), (b"set-cookie", b"b"), (b"keep-alive", b"5")]
+    assert downstream_headers(raw) == [(b"set-cookie", b"a"), (b"set-cookie", b"b")]
+
+
+def test_session_key_is_stable_across_turns_and_separates_conversations():
+    first = {"role": "user", "content": "fix the bug"}
+    turn1 = {"system": "sys", "metadata": {"user_id": "u1"}, "messages": [first]}
+    turn2 = {**turn1, "messages": [first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]}
+    key = session_key("anthropic", turn1)
+    assert key == session_key("anthropic", turn2) and len(key) == 32
+    assert key != session_key("anthropic", {**turn1, "metadata": {"user_id": "u2"}})
+    assert key != session_key("anthropic", {**turn1, "system": "other"})
+    assert key != session_key("anthropic", {**turn1, "messages": [{"role": "user", "content": "title this"}]})
+    assert key != session_key("openai", turn1)
+    chat = {"messages": [{"role": "system", "content": "s"}, first], "user": "u1"}
+    assert session_key("openai", chat) != session_key("openai", {**chat, "user": "u2"})
+
+
+def test_calibration_scales_the_raw_estimate_by_reported_over_estimated():
+    entry = ProxySession("k", None, SessionStats())
+    assert entry.calibrated_tokens(1000) is None  # no usage yet: the pipeline estimates
+    entry.stats.tokens_per_byte = 0.25
+    entry.record_usage(Usage(input=100, cache_read=900, cache_write=200), estimated_sent=1000)
+    assert entry.stats.calibration == 1.2
+    assert entry.calibrated_tokens(40_000) == 12_000  # 1.2 * 0.25 * 40,000
+    entry.record_usage(Usage(input=10**9), estimated_sent=1)
+    assert entry.stats.calibration == 4.0  # clamped
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "ctxmill", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_cli_refuses_remote_host_and_self_loop():
+    r = _cli("proxy", "--host", "0.0.0.0")
+    assert r.returncode == 2 and "--allow-remote" in r.stderr and len(r.stderr.splitlines()) == 1
+    r = _cli("proxy", "--port", "9999", "--upstream-anthropic", "http://127.0.0.1:9999")
+    assert r.returncode == 2 and "points at the proxy itself" in r.stderr
+
+
+def test_cli_stats_queries_a_running_proxy():
+    from ctxmill.proxy import ProxyConfig, create_app
+    from tests.fake_upstream import ServerThread
+
+    with ServerThread(create_app(ProxyConfig(persist=False))) as proxy:
+        r = _cli("proxy", "--stats", "--port", str(proxy.port))
+        assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("session") and "total" in r.stdout
+    r = _cli("proxy", "--stats", "--port", str(proxy.port))
+    assert r.returncode == 2 and "no ctxmill proxy answering" in r.stderr

@@ -1,0 +1,172 @@
+"""The replay: accounting (thinking rule), retention, usage check, CLI, and the corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccr.markers import format_marker
+from ccr.store import CCRStore
+from compress.formats import read_session, read_text
+from compress.replay import RequestAccountant, check_retention, replay
+from compress.tokens import get_counter
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
+COUNTER = get_counter(prefer_exact=True)
+THOUGHT = "I should look at the parser module first because the stack trace points there."
+
+
+def _session(turns: int, result_chars: int = 400) -> dict:
+    messages: list = [{"role": "user", "content": "please fix the failing build"}]
+    for i in range(turns):
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"step {i}"},
+            {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"make {i}"}}]})
+        output = "ok line\n" * (result_chars // 8) + f"error: build {i} failed at src/mod{i}.c\n"
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": output, "is_error": i % 3 == 0}]})
+    messages.append({"role": "assistant", "content": [{"type": "text", "text": "fixed"}]})
+    return {"model": "claude-x", "messages": messages}
+
+
+def test_thinking_counts_only_in_the_latest_assistant_turn():
+    during = {"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": THOUGHT, "signature": ""},
+                                          {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]}]}
+    after = {"messages": [*during["messages"], {"role": "assistant", "content": "done"},
+                          {"role": "user", "content": "next"}]}
+    without = {"messages": [*during["messages"][:1],
+                            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]},
+                            *during["messages"][2:]]}
+    tokens = lambda body: RequestAccountant("anthropic", COUNTER).add(body).tokens  # noqa: E731
+    assert tokens(during) - tokens(without) == COUNTER.count(THOUGHT)
+    # a new user message completes the turn: its thinking no longer counts
+    grown = tokens(after) - tokens(during)
+    added = tokens({"messages": [{"role": "assistant", "content": "done"}, {"role": "user", "content": "next"}]})
+    assert grown == added - COUNTER.count(THOUGHT)
+
+
+def test_unchanged_session_costs_the_same_as_raw():
+    t = read_text(json.dumps(_session(6)))
+    report = replay(t)
+    assert report.requests == 8  # before each of the 7 assistant messages, then the whole body
+    assert report.compressed.tokens_sum <= report.raw.tokens_sum
+    assert report.raw.cache_read > 0 and report.raw.cache_write > 0
+    assert report.raw.tokens_peak == max(RequestAccountant("anthropic", COUNTER).add(t.request(k)).tokens
+                                         for k in range(len(t.calls)))
+    assert report.retention.fraction("recoverable") == 1.0
+    assert report.retention.errors.total == 2 and report.retention.last_request.total == 1
+    assert report.counter == COUNTER.name
+
+
+def test_retention_sees_visible_recoverable_and_lost_items():
+    raw = _session(3)
+    store = CCRStore.in_memory()
+    first = raw["messages"][2]["content"][0]["content"]
+    key = store.put(first)
+    compressed = json.loads(json.dumps(raw))
+    compressed["messages"][2]["content"][0]["content"] = format_marker("build log", key)
+    compressed["messages"][4]["content"][0]["content"] = "gone"
+    ret = check_retention(raw, compressed, store)
+    assert ret.errors.total == 1  # only result 0 is flagged (i % 3 == 0)
+    assert (ret.errors.visible, ret.errors.recoverable) == (0, 1)
+    assert ret.fraction("recoverable") == 1.0 and ret.fraction("visible") < 1.0
+    # a result text that is lost entirely is reported as missing
+    raw["messages"][4]["content"][0]["is_error"] = True
+    ret = check_retention(raw, compressed, store)
+    assert ret.errors.recoverable == 1 and ret.errors.total == 2
+    assert any("build 1 failed" in m for m in ret.missing)
+
+
+def test_written_paths_are_checked():
+    body = {"messages": [
+        {"role": "user", "content": "write it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "w", "name": "Write",
+                                           "input": {"file_path": "/src/app.py", "content": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "w", "content": "ok"}]}]}
+    ret = check_retention(body, body, CCRStore.in_memory())
+    assert (ret.paths.total, ret.paths.visible) == (1, 1)
+
+
+def test_usage_check_compares_with_reported_usage():
+    from tests.test_formats import CLAUDE_CODE
+
+    report = replay(read_text(CLAUDE_CODE))
+    assert report.usage is not None and report.usage.compared == 3
+    assert report.usage.reported_cost > 0 and report.usage.cost_ratio > 0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "ctxmill", "replay", *args], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=ROOT)
+
+
+def test_cli_report_json_and_summary(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_session(4)))
+    out = _cli(str(path))
+    assert out.returncode == 0, out.stderr
+    assert "cache cost" in out.stdout and "counted with" in out.stdout and out.stderr == ""
+    data = json.loads(_cli(str(path), "--json").stdout)
+    assert data["requests"] == 6 and data["format"] == "request" and "cost_ratio" in data
+    (tmp_path / "b.jsonl").write_text(read_flat_fixture())
+    summary = _cli(str(tmp_path), "--summary")
+    assert summary.returncode == 0 and "2 sessions" in summary.stdout
+
+
+def read_flat_fixture() -> str:
+    from tests.test_formats import FLAT
+
+    return FLAT
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    missing = _cli(str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("hello\n")
+    out = _cli(str(bad))
+    assert out.returncode == 2 and "not a session format" in out.stderr
+    forced = _cli(str(bad), "--format", "claude-flat")
+    assert forced.returncode == 0 and "malformed" in forced.stdout
+
+
+corpus = pytest.mark.skipif(not (CORPUS / "transcripts").is_dir(), reason=f"corpus absent at {CORPUS}")
+
+
+@corpus
+@pytest.mark.corpus
+def test_corpus_sessions_read_with_paired_tools():
+    from compress.adapters import from_provider
+    from compress.formats import session_files
+    from compress.model import index_tool_calls
+
+    files = session_files(CORPUS / "transcripts")
+    assert files
+    for path in files:
+        t = read_session(path)
+        assert t.calls and t.malformed == 0, path
+        request = from_provider(t.request(len(t.calls) - 1), t.provider)
+        unanswered = [c for c in index_tool_calls(request.messages).values() if c.result_msg < 0]
+        assert len(unanswered) <= 4, path
+
+
+@corpus
+@pytest.mark.corpus
+def test_corpus_claude_code_usage_matches_the_model():
+    path = CORPUS / "transcripts" / "claude-code" / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    if not path.exists():
+        pytest.skip("session not in corpus")
+    report = replay(read_session(path))
+    assert report.usage is not None and report.usage.compared > 50
+    assert 0.8 < report.usage.cost_ratio < 1.2
+    assert report.retention.fraction("recoverable") == 1.0
