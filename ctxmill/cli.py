@@ -70,6 +70,23 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def redact_every_record() -> None:
+    """Redact secrets in every log record this process creates, whatever the logger or handler
+    (the proxy's uvicorn and stderr handlers included). Installed once."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "redacts", False):
+        return
+    redacting = RedactingFilter()
+
+    def factory(*args, **kwargs):  # noqa: ANN202 - logging's signature
+        record = make(*args, **kwargs)
+        redacting.filter(record)
+        return record
+
+    factory.redacts = True
+    logging.setLogRecordFactory(factory)
+
+
 def configure_logging() -> None:
     """Library warnings go to `<project home>/ctxmill.log`, never to the agent's terminal."""
     from ctxmill.paths import project_home
@@ -80,7 +97,7 @@ def configure_logging() -> None:
     logger.propagate = False
     handler = _LazyFileHandler(project_home() / "ctxmill.log", delay=True, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    handler.addFilter(RedactingFilter())
+    redact_every_record()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 

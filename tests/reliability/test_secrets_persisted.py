@@ -147,3 +147,19 @@ def test_ccr_keys_that_are_paths_are_refused(tmp_path):
     store.close()
     done = cli("expand", "../../../etc/passwd", home=tmp_path, cwd=tmp_path)
     assert done.returncode == 2 and "not a CCR key" in done.stderr and "root:" not in done.stdout
+
+
+def test_every_logger_is_redacted_once_the_cli_configured_logging(tmp_path, monkeypatch):
+    """uvicorn's and any library's records too, not only ctxmill's file handler."""
+    from ctxmill.cli import redact_every_record
+
+    before = logging.getLogRecordFactory()
+    try:
+        redact_every_record()
+        redact_every_record()  # idempotent: one wrapper
+        record = logging.getLogger("uvicorn.error").makeRecord(
+            "uvicorn.error", logging.ERROR, __file__, 1, "request failed: %s", (f"x-api-key: {SECRETS['anthropic_key']}",),
+            None)
+        assert record.getMessage() == "request failed: x-api-key: [REDACTED:anthropic_key]"
+    finally:
+        logging.setLogRecordFactory(before)
