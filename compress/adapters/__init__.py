@@ -39,11 +39,12 @@ def detect(body: Any) -> str:
     for msg in messages:
         if not isinstance(msg, dict):
             continue
-        if msg.get("role") in _OPENAI_ROLES or "tool_calls" in msg:
+        role = msg.get("role")
+        if (isinstance(role, str) and role in _OPENAI_ROLES) or "tool_calls" in msg:
             return "openai"
         content = msg.get("content")
         if isinstance(content, list):
-            kinds = {p.get("type") for p in content if isinstance(p, dict)}
+            kinds = {p.get("type") for p in content if isinstance(p, dict) and isinstance(p.get("type"), str)}
             if kinds & _ANTHROPIC_PARTS:
                 return "anthropic"
             if kinds & _OPENAI_PARTS:

@@ -67,3 +67,27 @@ def test_an_added_entry_does_not_absorb_a_following_indented_line():
     doc.add(Entry("m-1a2b3c4d", "fact", "new", "2025-01-01", False, ()))
     (entry,) = parse(doc.text()).entries()
     assert entry.text == "new"
+
+
+@pytest.mark.parametrize("body", [
+    {"messages": [{"role": []}]},  # TypeError: unhashable type: 'list' in compress.adapters.detect
+    {"messages": [{"role": "user", "content": [{"type": {"a": 1}}]}]},
+])
+def test_detect_never_raises_on_unhashable_roles_or_types(body, tmp_path):
+    """tests/reliability/test_readers_fuzz.py (request reader): detect() crashed, so did the CLI."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import orjson
+
+    from compress.adapters import detect
+
+    assert detect(body) in ("anthropic", "openai")
+    request = tmp_path / "r.json"
+    request.write_bytes(orjson.dumps(body))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "CTXMILL_HOME": str(tmp_path / "h")}
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "compress", str(request)], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
