@@ -84,19 +84,23 @@ def memory_writer(root: Path, seed: int, report: Callable[[str], None], ops: int
     cfg, rng, mine, n = memory_config(root), random.Random(seed), [], 0
     while ops is None or n < ops:
         n += 1
-        if mine and rng.random() < 0.3:
-            victim = mine.pop(rng.randrange(len(mine)))
-            report(f"intent forget {victim}")
-            api.forget(cfg, victim)
-            report(f"forgot {victim}")
-        else:
-            text = entry_text(f"s{seed}", n)
-            report(f"intent store {text}")
-            entry = api.store(cfg, "fact", text)
-            mine.append(entry.id)
-            report(f"stored {entry.id} {text}")
+        memory_op(cfg, rng, mine, entry_text(f"s{seed}", n), report)
         if rng.random() < 0.2:
             api.search(cfg, "cache key build", limit=3)
+
+
+def memory_op(cfg: MemoryConfig, rng: random.Random, mine: list[str], text: str,
+              report: Callable[[str], None]) -> None:
+    """Forget one of `mine` (30%) or store `text`, reporting the intent and the commit."""
+    if mine and rng.random() < 0.3:
+        victim = mine.pop(rng.randrange(len(mine)))
+        report(f"intent forget {victim}")
+        api.forget(cfg, victim)
+        report(f"forgot {victim}")
+    else:
+        report(f"intent store {text}")
+        mine.append(api.store(cfg, "fact", text).id)
+        report(f"stored {mine[-1]} {text}")
 
 
 def check_memory(root: Path, lines: list[str], expected: dict[str, str], known_texts: set[str]) -> list[str]:
@@ -285,16 +289,7 @@ def mixed_worker(root: Path, seed: int, report: Callable[[str], None], seconds: 
     with CCRStore(root / "ccr") as store:
         while time.monotonic() < deadline:
             n += 1
-            if mine and rng.random() < 0.3:
-                victim = mine.pop(rng.randrange(len(mine)))
-                report(f"m:intent forget {victim}")
-                api.forget(cfg, victim)
-                report(f"m:forgot {victim}")
-            else:
-                text = entry_text(f"w{seed}", n)
-                report(f"m:intent store {text}")
-                mine.append(api.store(cfg, "fact", text).id)
-                report(f"m:stored {mine[-1]} {text}")
+            memory_op(cfg, rng, mine, entry_text(f"w{seed}", n), lambda line: report("m:" + line))
             api.search(cfg, f"number {n} cache key", limit=3)
             size = rng.randint(1, 4)
             report(f"c:intent {n} {size}")
