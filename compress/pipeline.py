@@ -227,11 +227,18 @@ class _Runner:
         self.count = count
         self.report = report
         self._tokens: dict[int, tuple[Message, int]] = {}
+        self._block_tokens: dict[int, tuple[Block, int]] = {}
 
     # -- token accounting ------------------------------------------------------------
 
     def block_tokens(self, b: Block) -> int:
-        return block_tokens(b, self.count)
+        """`block_tokens(b)`, counted once per block object (blocks are immutable)."""
+        cached = self._block_tokens.get(id(b))
+        if cached is not None and cached[0] is b:
+            return cached[1]
+        n = block_tokens(b, self.count)
+        self._block_tokens[id(b)] = (b, n)
+        return n
 
     def message_tokens(self, msg: Message) -> int:
         cached = self._tokens.get(id(msg))

@@ -129,8 +129,23 @@ def _base64_pattern(min_chars: int) -> re.Pattern:
                          r"(?P<run>[A-Za-z0-9+/]{%d,}+={0,2})" % min_chars)
 
 
+_BASE64_CLASSES = bytes(ord("b") if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else ord(" ")
+                        for c in range(256))
+
+
+def has_base64_run(text: str, min_chars: int) -> bool:
+    """Whether `text` holds `min_chars` base64 characters in a row: the precondition of any
+    `_base64_pattern` match, checked by C-level byte scans (UTF-8 bytes of non-ASCII characters
+    are never base64 characters, so byte runs are character runs)."""
+    if len(text) < min_chars:
+        return False
+    return b"b" * min_chars in text.encode("utf-8", "surrogatepass").translate(_BASE64_CLASSES)
+
+
 def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
     """Text with long base64 runs (mixed case and digits) replaced by inline notes."""
+    if not has_base64_run(text, min_chars):
+        return text, 0
     pattern = _base64_pattern(min_chars)
     count = 0
 
@@ -222,7 +237,7 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     scale = opts.scale(ctx.tier, ctx.age(msg), stale)
     text = block.result_text
     over = len(text) > opts.min_chars * scale
-    if over or (len(text) >= opts.base64_min_chars and _base64_pattern(opts.base64_min_chars).search(text)):
+    if over or (has_base64_run(text, opts.base64_min_chars) and _base64_pattern(opts.base64_min_chars).search(text)):
         budget = opts.budget(scale, kind)
         path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
         hint = ctx.rerun_hint(block)
