@@ -43,6 +43,13 @@ _TRIGGERS = (
 )
 """Lower-case substrings of which every match of `_ERROR_WORDS` contains one (keep in step):
 a line without any of them is not an error line, so long texts are scanned with str.find."""
+_WORD_TRIGGERS = frozenset({"error", "exception", "fatal", "cannot", "undefined", "unresolved", "errno", "warning",
+                            "deprecated", "critical", "denied", "refused"})
+"""Triggers that are whole alternatives of `\\b(?:...)\\b` in `_ERROR_WORDS`, spelled with letters no
+non-ASCII character lower-cases to: one standing between non-word ASCII characters (or the text's
+ends) is a match, so its line needs no regex search."""
+_TRIGGER_BITS = 6  # positions are recorded as (position << _TRIGGER_BITS) | trigger index
+_TRIGGER_MASK = (1 << _TRIGGER_BITS) - 1
 _WINDOW = 20_000
 """Lines longer than this are checked only around their triggers (within 200 chars)."""
 
@@ -65,16 +72,17 @@ def error_line_numbers(text: str) -> list[int]:
     if len(low) != len(text):  # a few characters change length when lower-cased
         return error_line_indexes(text.split("\n"))
     positions: list[int] = []
-    for trigger in _TRIGGERS:
+    for index, trigger in enumerate(_TRIGGERS):
         at = low.find(trigger)
         while at >= 0:
-            positions.append(at)
+            positions.append(at << _TRIGGER_BITS | index)
             at = low.find(trigger, at + 1)
     positions.sort()
     found: list[int] = []
     line = line_start = 0
     done = -1  # the last line decided for good
-    for pos in positions:
+    for entry in positions:
+        pos, index = entry >> _TRIGGER_BITS, entry & _TRIGGER_MASK
         newlines = text.count("\n", line_start, pos)
         if newlines:
             line += newlines
@@ -83,15 +91,25 @@ def error_line_numbers(text: str) -> list[int]:
             continue
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
+        word = _TRIGGERS[index] in _WORD_TRIGGERS and _stands_alone(low, pos, pos + len(_TRIGGERS[index]))
         if end - line_start <= _WINDOW:
             done = line
-            hit = _ERROR_WORDS.search(text, line_start, end) is not None
+            hit = word or _ERROR_WORDS.search(text, line_start, end) is not None
         else:
-            hit = _ERROR_WORDS.search(text[max(line_start, pos - 200):min(end, pos + 200)]) is not None
+            hit = word or _ERROR_WORDS.search(text[max(line_start, pos - 200):min(end, pos + 200)]) is not None
         if hit:
             found.append(line)
             done = line
     return found
+
+
+def _stands_alone(low: str, start: int, stop: int) -> bool:
+    """`low[start:stop]` has a non-word ASCII character (or the text's end) on either side."""
+    return _non_word(low[start - 1] if start > 0 else "") and _non_word(low[stop] if stop < len(low) else "")
+
+
+def _non_word(char: str) -> bool:
+    return not char or (char.isascii() and not char.isalnum() and char != "_")
 
 
 def first_error_line(text: str) -> str | None:
