@@ -30,6 +30,7 @@ from ccr.markers import format_marker
 from compress.config import options_as
 from compress.jsonbytes import dumps
 from compress.lossy import accept
+from compress.memo import TextMemo
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
@@ -218,6 +219,10 @@ def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: s
     return select_prose(lines, budget, text)
 
 
+TRIMMED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+"""`trim_text` results by the original's content key and every other argument (it is pure)."""
+
+
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
@@ -241,8 +246,9 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
         budget = opts.budget(scale, kind)
         path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
         hint = ctx.rerun_hint(block)
-        short = accept(ctx, text, lambda key: trim_text(text, kind, budget, key, path, opts.base64_min_chars, over),
-                       hint)
+        short = accept(ctx, text, lambda key: TRIMMED.get_or_compute(
+            (key, kind, budget, path, opts.base64_min_chars, over),
+            lambda: trim_text(text, kind, budget, key, path, opts.base64_min_chars, over)), hint)
         block = block.with_result_text(short)
     if any(p.kind == IMAGE for p in block.parts):
         block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
