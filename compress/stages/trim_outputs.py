@@ -220,7 +220,13 @@ def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: s
 
 
 TRIMMED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
-"""`trim_text` results by the original's content key and every other argument (it is pure)."""
+"""`trim_text` results (it is pure), by all its arguments but the text, whose CCR key is one of them."""
+
+
+def _trimmed(text: str, kind: ToolKind, budget: Budget, key: str, *rest: Any) -> str | None:
+    """`trim_text(text, kind, budget, key, *rest)` where `key` is the CCR key of `text`, remembered."""
+    args = (kind, budget, key, *rest)
+    return TRIMMED.get_or_compute(args, lambda: trim_text(text, *args))
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
@@ -246,9 +252,8 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
         budget = opts.budget(scale, kind)
         path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
         hint = ctx.rerun_hint(block)
-        short = accept(ctx, text, lambda key: TRIMMED.get_or_compute(
-            (key, kind, budget, path, opts.base64_min_chars, over),
-            lambda: trim_text(text, kind, budget, key, path, opts.base64_min_chars, over)), hint)
+        short = accept(ctx, text, lambda key: _trimmed(text, kind, budget, key, path, opts.base64_min_chars, over),
+                       hint)
         block = block.with_result_text(short)
     if any(p.kind == IMAGE for p in block.parts):
         block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
