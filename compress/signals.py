@@ -53,6 +53,8 @@ non-ASCII character lower-cases to: one standing between non-word ASCII characte
 ends) is a match, so its line needs no regex search."""
 _WIDE_TRIGGER_START = re.compile("[%s]" % "".join(sorted({t[0] for t in _TRIGGERS if not t.isascii()})))
 """The first characters of the non-ASCII triggers: without one, none of them occurs."""
+_NON_WORD = frozenset(c for c in map(chr, range(128)) if not (c.isalnum() or c == "_"))
+"""ASCII characters that are not word characters: one beside a word makes a word boundary."""
 _TRIGGER_BITS = 6  # positions are recorded as (position << _TRIGGER_BITS) | trigger index
 _TRIGGER_MASK = (1 << _TRIGGER_BITS) - 1
 _WINDOW = 20_000
@@ -98,7 +100,9 @@ def error_line_numbers(text: str) -> list[int]:
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
         trigger = _TRIGGERS[index]
-        word = trigger in _WORD_TRIGGERS and _stands_alone(low, pos, pos + len(trigger))
+        stop = pos + len(trigger)
+        word = (trigger in _WORD_TRIGGERS and (pos == 0 or low[pos - 1] in _NON_WORD)
+                and (stop == len(low) or low[stop] in _NON_WORD))
         short = end - line_start <= _WINDOW
         if short:
             hit = word or _ERROR_WORDS.search(text, line_start, end) is not None
@@ -111,15 +115,6 @@ def error_line_numbers(text: str) -> list[int]:
         else:
             k += 1
     return found
-
-
-def _stands_alone(low: str, start: int, stop: int) -> bool:
-    """`low[start:stop]` has a non-word ASCII character (or the text's end) on either side."""
-    return _non_word(low[start - 1] if start > 0 else "") and _non_word(low[stop] if stop < len(low) else "")
-
-
-def _non_word(char: str) -> bool:
-    return not char or (char.isascii() and not char.isalnum() and char != "_")
 
 
 def first_error_line(text: str) -> str | None:
