@@ -136,16 +136,18 @@ class ToolCall:
 
 def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str, ToolCall]:
     """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id."""
-    calls: dict[str, ToolCall] = {}
+    uses: dict[str, tuple[str, int, int]] = {}
+    results: dict[str, tuple[int, int]] = {}
     for mi, msg in enumerate(messages):
         for bi, block in enumerate(msg.blocks):
-            if block.kind == TOOL_USE and block.tool_id not in calls:
-                calls[block.tool_id] = ToolCall(block.tool_id, block.tool_name, mi, bi)
-            elif block.kind == TOOL_RESULT:
-                call = calls.get(block.tool_id)
-                if call is not None and call.result_msg < 0:
-                    calls[block.tool_id] = replace(call, result_msg=mi, result_block=bi)
-    return calls
+            kind = block.kind
+            if kind == TOOL_USE:
+                if block.tool_id not in uses:
+                    uses[block.tool_id] = (block.tool_name, mi, bi)
+            elif kind == TOOL_RESULT and block.tool_id in uses and block.tool_id not in results:
+                results[block.tool_id] = (mi, bi)
+    return {tool_id: ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
+            for tool_id, (name, mi, bi) in uses.items()}
 
 
 def number_turns(messages: list[Message]) -> tuple[Message, ...]:

@@ -220,18 +220,46 @@ def prefix_hashes(raw_messages: list[Any]) -> list[str]:
     return out
 
 
+class _CountOnce:
+    """`count(text)`, remembered per str object for long texts: a run counts the same original
+    in several places (its block, then a stage's saving rule)."""
+
+    LONG = 2_048
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self._count = count
+        self._seen: dict[int, tuple[str, int]] = {}
+
+    def __call__(self, text: str) -> int:
+        if len(text) < self.LONG:
+            return self._count(text)
+        seen = self._seen.get(id(text))
+        if seen is not None and seen[0] is text:
+            return seen[1]
+        n = self._count(text)
+        self._seen[id(text)] = (text, n)
+        return n
+
+
 class _Runner:
     def __init__(self, config: CompressConfig, chain: Chain, count: Callable[[str], int], report: RunReport):
         self.config = config
         self.chain = chain
-        self.count = count
+        self.count = _CountOnce(count)
         self.report = report
         self._tokens: dict[int, tuple[Message, int]] = {}
+        self._block_tokens: dict[int, tuple[Block, int]] = {}
 
     # -- token accounting ------------------------------------------------------------
 
     def block_tokens(self, b: Block) -> int:
-        return block_tokens(b, self.count)
+        """`block_tokens(b)`, counted once per block object (blocks are immutable)."""
+        cached = self._block_tokens.get(id(b))
+        if cached is not None and cached[0] is b:
+            return cached[1]
+        n = block_tokens(b, self.count)
+        self._block_tokens[id(b)] = (b, n)
+        return n
 
     def message_tokens(self, msg: Message) -> int:
         cached = self._tokens.get(id(msg))

@@ -6,6 +6,9 @@ and by the replay's retention check, so "an error line" means the same thing eve
 
 from __future__ import annotations
 
+import bisect
+import re
+
 import regex
 
 from compress.model import Block
@@ -43,6 +46,17 @@ _TRIGGERS = (
 )
 """Lower-case substrings of which every match of `_ERROR_WORDS` contains one (keep in step):
 a line without any of them is not an error line, so long texts are scanned with str.find."""
+_WORD_TRIGGERS = frozenset({"error", "exception", "fatal", "cannot", "undefined", "unresolved", "errno", "warning",
+                            "deprecated", "critical", "denied", "refused"})
+"""Triggers that are whole alternatives of `\\b(?:...)\\b` in `_ERROR_WORDS`, spelled with letters no
+non-ASCII character lower-cases to: one standing between non-word ASCII characters (or the text's
+ends) is a match, so its line needs no regex search."""
+_WIDE_TRIGGER_START = re.compile("[%s]" % "".join(sorted({t[0] for t in _TRIGGERS if not t.isascii()})))
+"""The first characters of the non-ASCII triggers: without one, none of them occurs."""
+_NON_WORD = frozenset(c for c in map(chr, range(128)) if not (c.isalnum() or c == "_"))
+"""ASCII characters that are not word characters: one beside a word makes a word boundary."""
+_TRIGGER_BITS = 6  # positions are recorded as (position << _TRIGGER_BITS) | trigger index
+_TRIGGER_MASK = (1 << _TRIGGER_BITS) - 1
 _WINDOW = 20_000
 """Lines longer than this are checked only around their triggers (within 200 chars)."""
 
@@ -65,32 +79,41 @@ def error_line_numbers(text: str) -> list[int]:
     if len(low) != len(text):  # a few characters change length when lower-cased
         return error_line_indexes(text.split("\n"))
     positions: list[int] = []
-    for trigger in _TRIGGERS:
+    wide = not text.isascii() and _WIDE_TRIGGER_START.search(low) is not None
+    for index, trigger in enumerate(_TRIGGERS):
+        if not (wide or trigger.isascii()):
+            continue  # one character class scan instead of a pass per non-ASCII trigger
         at = low.find(trigger)
         while at >= 0:
-            positions.append(at)
+            positions.append(at << _TRIGGER_BITS | index)
             at = low.find(trigger, at + 1)
     positions.sort()
     found: list[int] = []
     line = line_start = 0
-    done = -1  # the last line decided for good
-    for pos in positions:
+    k = 0
+    while k < len(positions):
+        pos, index = positions[k] >> _TRIGGER_BITS, positions[k] & _TRIGGER_MASK
         newlines = text.count("\n", line_start, pos)
         if newlines:
             line += newlines
             line_start = text.rfind("\n", 0, pos) + 1
-        if line == done:
-            continue
         end = text.find("\n", pos)
         end = len(text) if end < 0 else end
-        if end - line_start <= _WINDOW:
-            done = line
-            hit = _ERROR_WORDS.search(text, line_start, end) is not None
+        trigger = _TRIGGERS[index]
+        stop = pos + len(trigger)
+        word = (trigger in _WORD_TRIGGERS and (pos == 0 or low[pos - 1] in _NON_WORD)
+                and (stop == len(low) or low[stop] in _NON_WORD))
+        short = end - line_start <= _WINDOW
+        if short:
+            hit = word or _ERROR_WORDS.search(text, line_start, end) is not None
         else:
-            hit = _ERROR_WORDS.search(text[max(line_start, pos - 200):min(end, pos + 200)]) is not None
+            hit = word or _ERROR_WORDS.search(text[max(line_start, pos - 200):min(end, pos + 200)]) is not None
         if hit:
             found.append(line)
-            done = line
+        if hit or short:  # the line is decided: go on with the first trigger after it
+            k = bisect.bisect_left(positions, end << _TRIGGER_BITS, k + 1)
+        else:
+            k += 1
     return found
 
 

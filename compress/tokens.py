@@ -65,7 +65,7 @@ def estimator_features(text: str) -> tuple[int, ...]:
         classes.count(b"."),
         classes.count(b"0"),
         classes.count(b"000"),
-        classes.count(b"N"),
+        0 if text.isascii() else classes.count(b"N"),  # isascii is O(1) on a str
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from typing import Iterator
 
 import re
 
@@ -40,9 +41,9 @@ class Selection:
     summary: str
 
 
-_NUMBER_PREFIX = re.compile(r"^[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])")
-_DEFINITION = re.compile(
-    r"""^[ \t]{0,8}(?:
+_NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
+"""A line-number prefix of numbered file reads (`  12→`, `12:\t`); key lines are matched after it."""
+_DEFINITION = r"""[ \t]{0,8}(?:
         (?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?
           (?:def|class|function|interface|enum|struct|trait|impl|type|module|namespace|fn|func
              |defmodule|defp|defmacro|defimpl|defprotocol|describe|test)\b
@@ -51,10 +52,14 @@ _DEFINITION = re.compile(
       | (?:public|private|protected|internal|abstract|override)[ \t]
       | (?:import|from|using|require|include|package|use|alias)\b
       | \#include\b
-    )""",
-    re.VERBOSE,
-)
-_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]\S")
+    )"""
+_HEADING_SOURCE = r"[ \t]{0,3}\#{1,6}[ \t]\S"
+_HEADING = re.compile("^" + _HEADING_SOURCE, re.VERBOSE)
+# Key lines of a file read, found in one pass over the text: each line start, its number prefix
+# if any (possessive: once present it is never re-read as content), then the key pattern. No
+# pattern crosses a newline, so a match is exactly a per-line match of the line it starts.
+_DEFINITION_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_DEFINITION}", re.MULTILINE | re.VERBOSE)
+_HEADING_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_HEADING_SOURCE}", re.MULTILINE | re.VERBOSE)
 _PROSE_EXTENSIONS = (".md", ".mdx", ".markdown", ".rst", ".txt")
 
 
@@ -92,18 +97,24 @@ def select_file_read(lines: list[str], budget: Budget, path: str = "") -> Select
     n = len(lines)
     base = _head_tail(n, budget.head, budget.tail)
     prose = path.lower().endswith(_PROSE_EXTENSIONS)
-    key: list[int] = []
-    for i in range(budget.head, n - budget.tail):
-        content = lines[i]
-        prefix = _NUMBER_PREFIX.match(content)
-        if prefix:
-            content = content[prefix.end():]
-        if (_HEADING if prose else _DEFINITION).match(content):
-            key.append(i)
-    errors = [i + budget.head for i in error_line_numbers("\n".join(lines[budget.head:n - budget.tail]))]
+    middle = "\n".join(lines[budget.head:n - budget.tail])
+    key = [budget.head + i for i in _line_numbers((_HEADING_LINE if prose else _DEFINITION_LINE).finditer(middle), middle)]
     wanted = set(_spread(key, budget.key))
-    wanted |= set(_spread(errors, budget.key - len(wanted)))
+    room = budget.key - len(wanted)
+    if room > 0:  # no room left: the error scan could add nothing
+        wanted |= set(_spread([budget.head + i for i in error_line_numbers(middle)], room))
     return _finish(n, base | wanted, budget.head, budget.tail, "key")
+
+
+def _line_numbers(matches: Iterator[re.Match], text: str) -> list[int]:
+    """Indexes, in `text.split("\\n")`, of the lines where `matches` (in text order) start."""
+    out: list[int] = []
+    line = at = 0
+    for m in matches:
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        out.append(line)
+    return out
 
 
 def select_command(lines: list[str], budget: Budget, text: str) -> Selection:

@@ -30,6 +30,7 @@ from ccr.markers import format_marker
 from compress.config import options_as
 from compress.jsonbytes import dumps
 from compress.lossy import accept
+from compress.memo import TextMemo
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
@@ -129,8 +130,23 @@ def _base64_pattern(min_chars: int) -> re.Pattern:
                          r"(?P<run>[A-Za-z0-9+/]{%d,}+={0,2})" % min_chars)
 
 
+_BASE64_CLASSES = bytes(ord("b") if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else ord(" ")
+                        for c in range(256))
+
+
+def has_base64_run(text: str, min_chars: int) -> bool:
+    """Whether `text` holds `min_chars` base64 characters in a row: the precondition of any
+    `_base64_pattern` match, checked by C-level byte scans (UTF-8 bytes of non-ASCII characters
+    are never base64 characters, so byte runs are character runs)."""
+    if len(text) < min_chars:
+        return False
+    return b"b" * min_chars in text.encode("utf-8", "surrogatepass").translate(_BASE64_CLASSES)
+
+
 def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
     """Text with long base64 runs (mixed case and digits) replaced by inline notes."""
+    if not has_base64_run(text, min_chars):
+        return text, 0
     pattern = _base64_pattern(min_chars)
     count = 0
 
@@ -203,6 +219,16 @@ def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: s
     return select_prose(lines, budget, text)
 
 
+TRIMMED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+"""`trim_text` results (it is pure), by all its arguments but the text, whose CCR key is one of them."""
+
+
+def _trimmed(text: str, kind: ToolKind, budget: Budget, key: str, *rest: Any) -> str | None:
+    """`trim_text(text, kind, budget, key, *rest)` where `key` is the CCR key of `text`, remembered."""
+    args = (kind, budget, key, *rest)
+    return TRIMMED.get_or_compute(args, lambda: trim_text(text, *args))
+
+
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
@@ -222,11 +248,11 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     scale = opts.scale(ctx.tier, ctx.age(msg), stale)
     text = block.result_text
     over = len(text) > opts.min_chars * scale
-    if over or (len(text) >= opts.base64_min_chars and _base64_pattern(opts.base64_min_chars).search(text)):
+    if over or (has_base64_run(text, opts.base64_min_chars) and _base64_pattern(opts.base64_min_chars).search(text)):
         budget = opts.budget(scale, kind)
         path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
         hint = ctx.rerun_hint(block)
-        short = accept(ctx, text, lambda key: trim_text(text, kind, budget, key, path, opts.base64_min_chars, over),
+        short = accept(ctx, text, lambda key: _trimmed(text, kind, budget, key, path, opts.base64_min_chars, over),
                        hint)
         block = block.with_result_text(short)
     if any(p.kind == IMAGE for p in block.parts):

@@ -1,0 +1,102 @@
+"""The speed-ups of the per-turn transform decide exactly what the plain definitions decide:
+the error-line scan, key lines of file reads, the base64 prefilter, and the trim memo."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress import signals, trimming
+from compress.memo import ENTRY_CHARS, TextMemo
+from compress.signals import error_line_indexes, error_line_numbers
+from compress.stages import trim_outputs
+from compress.stages.trim_outputs import _base64_pattern, has_base64_run
+from tests.stagekit import anthropic, config, result_texts, run_stage
+
+# Pieces that exercise word boundaries, case, non-ASCII neighbours, the Kelvin sign (lower-cases
+# to "k"), overlapping Chinese triggers and the pattern's line-start alternatives.
+PIECES = ["error", "ERROR", "Error:", "_error", "errors", "xerror", "errór", "warning", "deprecated", "fatal",
+          "trace", "TRACEBAC\u212a", "traceback", "cannot", "can't", "denied", "at ", "  at f(", "E   x",
+          'File "a", line 3', "ValueError:", "<tool_use_error>", "exit code 2", "timeout", "报错误", "错误", "警告",
+          "é", "漢", "→", "ß", " ", "\t", "-", "_", "1", "\n", "\n"]
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_error_scan_finds_exactly_the_error_lines(text):
+    assert error_line_numbers(text) == error_line_indexes(text.split("\n"))
+
+
+def test_error_scan_on_long_lines_checks_only_around_triggers(monkeypatch):
+    monkeypatch.setattr(signals, "_WINDOW", 50)
+    far = "x" * 300
+    assert error_line_numbers(f"ok\n{far} error {far}\n{far}") == [1]
+    assert error_line_numbers(f"{far}xerror{far}\nfine") == []
+
+
+def _key_lines_reference(text: str, prose: bool) -> list[int]:
+    """Key lines as the selector defines them: per line, after an optional number prefix."""
+    prefix = re.compile("^" + trimming._NUMBER_PREFIX)
+    key = trimming._HEADING if prose else re.compile("^" + trimming._DEFINITION, re.VERBOSE)
+    out = []
+    for i, line in enumerate(text.split("\n")):
+        m = prefix.match(line)
+        if key.match(line[m.end():] if m else line):
+            out.append(i)
+    return out
+
+
+LINE_PIECES = ["  12→", "12:\t", "7\t", " 4: ", "１２→", "1234567890→", "def f", "class", "pub(crate) fn x", "fn", "define",
+               "export const a = (", "let q = function", "import", "#include x", "# Head", "## x", "#nope", "public ",
+               "   ", "\t", "_def", "x", ":", "→", "\n", "\n", "\n"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(LINE_PIECES), max_size=30).map("".join), st.booleans())
+def test_key_lines_found_in_one_pass_are_the_per_line_matches(text, prose):
+    pattern = trimming._HEADING_LINE if prose else trimming._DEFINITION_LINE
+    assert trimming._line_numbers(pattern.finditer(text), text) == _key_lines_reference(text, prose)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["QUJD", "ZGVm", "+/", "==", "x", " ", "é", "\n", "9"]), max_size=60).map("".join),
+       st.integers(1, 40))
+def test_base64_prefilter_never_hides_a_match(text, min_chars):
+    if _base64_pattern(min_chars).search(text):
+        assert has_base64_run(text, min_chars)
+
+
+def test_memo_keeps_recent_values_within_its_size():
+    memo = TextMemo(max_chars=3 * (ENTRY_CHARS + 10), max_value_chars=20)
+    calls = []
+
+    def compute(value):
+        def f():
+            calls.append(value)
+            return value
+        return f
+
+    for i in range(4):
+        assert memo.get_or_compute(i, compute(f"{i}" * 10)) == f"{i}" * 10
+    assert len(memo) == 3  # the oldest was dropped
+    assert memo.get_or_compute(3, compute("other")) == "3" * 10
+    assert memo.get_or_compute(0, compute("0" * 10)) == "0" * 10
+    assert calls == [f"{i}" * 10 for i in range(4)] + ["0" * 10]
+    assert memo.get_or_compute("big", compute("y" * 21)) == "y" * 21
+    assert memo.get_or_compute("big", compute("y" * 21)) == "y" * 21
+    assert calls[-2:] == ["y" * 21] * 2  # too long to keep: computed each time
+    assert memo.get_or_compute("none", compute(None)) is None
+    assert memo.get_or_compute("none", compute("not again")) is None
+
+
+def test_trim_gives_the_same_output_with_a_cold_or_warm_memo():
+    log = "\n".join(f"step {i} ok" if i % 97 else f"step {i} ERROR: disk full" for i in range(3000))
+    body = anthropic([("Bash", {"command": "make"}, log)], turns_after=8)
+    trim_outputs.TRIMMED.clear()
+    cold = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
+    warm = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
+    assert cold == warm and len(cold[0]) < len(log)
+    assert len(trim_outputs.TRIMMED) >= 1
