@@ -71,7 +71,7 @@ def _reminder_turns(n):
 
 def test_incremental_runs_leave_old_messages_until_an_epoch_pays():
     body = _reminder_turns(12)
-    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400)
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400, epoch_horizon=0)
     modes = [(k, r.report.mode, r.report.epoch_reason) for k, r in feed(body, config, _Memory())]
     assert modes[0][1] == "epoch" and modes[0][2] == "new session"
     epochs = [m for m in modes[1:] if m[1] == "epoch"]
