@@ -374,7 +374,7 @@ class _Runner:
         potential = sum(records[hashes[i]].compressible for i in unsettled)
         big = self.config.epoch_savings_threshold
         if potential >= max(big, session.header.next_trial_at):
-            return _EpochChoice(unsettled[0], big, 0, read_end, potential)
+            return _EpochChoice(0, big, 0, read_end, potential)
         return None
 
     def pays_back(self, plan: "_Plan", trial: "_Plan", choice: "_EpochChoice", turn: int) -> bool:
