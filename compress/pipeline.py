@@ -6,8 +6,10 @@ the stages active at its tier, and returns the new body and a report. It holds:
 - Deterministic: same body and session state -> identical output bytes.
 - Cache-stable: between epochs a message prefix the session has seen renders exactly as
   before; only new messages are processed, and ages count from the epoch's anchor turn.
-  A new epoch starts on a new session, a tier change, or when a full re-run would save at
-  least `epoch_savings_threshold` tokens more than the current rendering.
+  A new epoch starts on a new session, a tier change, or when a re-run saves enough for the
+  cache writes it causes (`_Runner.epoch_start`): any saving of `window_epoch_savings` when
+  the provider must write the whole request anyway or the change lies after a cached request
+  within its lookback window, else `epoch_savings_threshold` tokens; each must pay back.
 - Protocol-safe: every stage's output is checked (message count, tool ids and names, user
   text, tool inputs, frozen and protected messages); a stage that breaks a rule is dropped
   for that run and logged.
@@ -298,7 +300,7 @@ class _Runner:
         else:
             plan = self.plan(messages, frozen, tail, tier, header.anchor_turn, session, hashes)
             # Messages that left the protected tail since the last epoch were never compressed;
-            # an epoch re-decides from the first of them on, so everything before stays cached.
+            # an epoch re-decides them when what it saves pays for what the provider writes again.
             choice = self.epoch_start(messages, frozen, tail, session, hashes)
             if choice is not None:
                 trial = self.plan(messages, choice.start, tail, tier, current_turn, session, hashes)
@@ -345,14 +347,14 @@ class _Runner:
                     hashes: list[str]) -> "_EpochChoice | None":
         """Whether to try an epoch now, and from which message, or None.
 
-        The provider reads the longest cached request that ends within its last
-        `cache_window_blocks` blocks and is still a prefix ("read end"); when none is, it writes
-        the whole request anyway, and an epoch from the first message costs nothing extra (it
-        must save `window_epoch_savings`). Otherwise only messages that left the protected tail since they were decided
-        ("unsettled") are re-decided: from after a cached request within the window (saving
-        `window_epoch_savings` may pay), else from the first of them (the whole request is
-        written again, so it must save `epoch_savings_threshold`). Either must also pay back
-        the cache writes it causes (`pays_back`).
+        The provider reads the longest cached request that is still a prefix and ends within
+        its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
+        request anyway: a re-run from the start costs nothing extra and must only save
+        `window_epoch_savings`. Otherwise, when messages that left the protected tail since they
+        were decided ("unsettled") lie after a cached request within the window, they are
+        re-decided from there (only the blocks after it are written again; `window_epoch_savings`);
+        else a re-run from the start makes the provider write everything and must save
+        `epoch_savings_threshold`. Both must also pay back their cache writes (`pays_back`).
         """
         blocks = _provider_blocks(messages)
         suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
@@ -471,7 +473,7 @@ class _EpochChoice:
     read_end: int
     """... and without it (0: none; the provider writes the whole request anyway)."""
     potential: int
-    """Compressible tokens at stake."""
+    """Compressible tokens at stake (unsettled messages)."""
 
 
 @dataclass
@@ -509,8 +511,7 @@ def _first_dropped_thinking(messages: list[Message], frozen: int) -> int:
     if not persons or persons[-1] < frozen:
         return len(messages)
     previous = max((i for i in persons if i < frozen), default=-1)
-    return next((i for i in range(previous + 1, frozen) if messages[i].role == "assistant"
-                 and any(b.kind in (THINKING, REDACTED_THINKING) for b in messages[i].blocks)), len(messages))
+    return next((i for i in range(previous + 1, frozen) if messages[i].has_thinking), len(messages))
 
 
 def _known_prefix(hashes: list[str], records: dict[str, Record]) -> int:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from compress.model import REDACTED_THINKING, TEXT, THINKING, TOOL_USE, Block, Message
+from compress.model import TEXT, TOOL_USE, Block, Message
 from compress.signals import DECISION_KINDS, decision_kinds
 from compress.stage import Stage, StageContext
 from compress.stages.strip_injections import DEFAULT_TAGS, remove_segments
@@ -98,7 +98,7 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
     for i, msg in enumerate(messages):
         if msg.role not in ("user", "assistant"):
             continue
-        thinking = _holds_thinking(msg) or (thinking and not msg.has_user_text)
+        thinking = msg.has_thinking or (thinking and not msg.has_user_text)
         saved = False
         for b in msg.blocks:
             if b.kind == TEXT:
@@ -118,16 +118,12 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
     return given
 
 
-def _holds_thinking(msg: Message) -> bool:
-    return msg.role == "assistant" and any(b.kind in (THINKING, REDACTED_THINKING) for b in msg.blocks)
-
-
 def _thinking_turn_open(messages: list[Message]) -> bool:
     """An assistant message after the last person-written message holds thinking."""
     for msg in reversed(messages):
         if msg.has_user_text:
             return False
-        if _holds_thinking(msg):
+        if msg.has_thinking:
             return True
     return False
 
