@@ -28,7 +28,12 @@ class CompressConfig:
     request (Anthropic: 20); a change further back makes the whole request a cache write."""
     window_epoch_savings: int = 1_000
     """A cheaper epoch: when the first message to re-decide is still within the cache window,
-    saving this many tokens is enough, since only the few blocks after it are written again."""
+    saving this many tokens is enough, since only the few blocks after it are written again;
+    so is it when the provider must write the whole request anyway (a re-run from the start)."""
+    epoch_horizon: float = 1.0
+    """Cost-aware epochs: a savings epoch must also pay back the cache writes it causes within
+    the requests still expected, taken as this many times the assistant turns so far (a session
+    is as likely to go on as long again as it has run); 0 turns the check off."""
     protect_tail_tokens: int = 4_000
     protect_tail_turns: int = 2
     """The newest messages holding this many tokens and at least this many assistant turns are

@@ -109,6 +109,12 @@ class Message:
         """A user message that carries something the person wrote (not only tool results)."""
         return self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks)
 
+    @property
+    def has_thinking(self) -> bool:
+        """An assistant message with thinking blocks (which the provider drops once a person
+        writes again)."""
+        return self.role == "assistant" and any(b.kind in (THINKING, REDACTED_THINKING) for b in self.blocks)
+
 
 @dataclass(frozen=True, slots=True)
 class Request:

@@ -6,8 +6,10 @@ the stages active at its tier, and returns the new body and a report. It holds:
 - Deterministic: same body and session state -> identical output bytes.
 - Cache-stable: between epochs a message prefix the session has seen renders exactly as
   before; only new messages are processed, and ages count from the epoch's anchor turn.
-  A new epoch starts on a new session, a tier change, or when a full re-run would save at
-  least `epoch_savings_threshold` tokens more than the current rendering.
+  A new epoch starts on a new session, a tier change, or when a re-run saves enough for the
+  cache writes it causes (`_Runner.epoch_start`): any saving of `window_epoch_savings` when
+  the provider must write the whole request anyway or the change lies after a cached request
+  within its lookback window, else `epoch_savings_threshold` tokens; each must pay back.
 - Protocol-safe: every stage's output is checked (message count, tool ids and names, user
   text, tool inputs, frozen and protected messages); a stage that breaks a rule is dropped
   for that run and logged.
@@ -27,6 +29,7 @@ import xxhash
 
 from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
+from compress.costmodel import READ_PRICE, WRITE_PRICE
 from compress.jsonbytes import dumps
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.session import Record, Session
@@ -325,15 +328,15 @@ class _Runner:
         else:
             plan = self.plan(messages, frozen, tail, tier, header.anchor_turn, session, hashes)
             # Messages that left the protected tail since the last epoch were never compressed;
-            # an epoch re-decides from the first of them on, so everything before stays cached.
+            # an epoch re-decides them when what it saves pays for what the provider writes again.
             choice = self.epoch_start(messages, frozen, tail, session, hashes)
             if choice is not None:
-                start, needed, potential = choice
-                trial = self.plan(messages, start, tail, tier, current_turn, session, hashes)
-                if plan.out_total - trial.out_total >= needed:
+                trial = self.plan(messages, choice.start, tail, tier, current_turn, session, hashes)
+                if (plan.out_total - trial.out_total >= choice.needed
+                        and self.pays_back(plan, trial, choice, current_turn)):
                     plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
-                elif needed == self.config.epoch_savings_threshold:
-                    plan.next_trial_at = potential + needed // 2
+                elif choice.read_end and not choice.cached_end:
+                    plan.next_trial_at = choice.potential + choice.needed // 2
 
         if store is not None and plan.originals.entries:
             with store.batch():
@@ -369,37 +372,53 @@ class _Runner:
         return min(i, last_assistant)
 
     def epoch_start(self, messages: list[Message], frozen: int, tail: int, session: Session,
-                    hashes: list[str]) -> tuple[int, int, int] | None:
-        """Whether to try an epoch now: (first message to re-decide, tokens it must save, the
-        compressible tokens at stake), or None.
+                    hashes: list[str]) -> "_EpochChoice | None":
+        """Whether to try an epoch now, and from which message, or None.
 
-        Only messages that left the protected tail since they were decided ("unsettled") are
-        re-decided. A change more than `cache_window_blocks` back makes the provider write the
-        whole request again, so such an epoch must save `epoch_savings_threshold` tokens; a change
-        within the window rewrites only the few blocks after it, so `window_epoch_savings` pays.
+        The provider reads the longest cached request that is still a prefix and ends within
+        its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
+        request anyway: a re-run from the start costs nothing extra and must only save
+        `window_epoch_savings`. Otherwise, when messages that left the protected tail since they
+        were decided ("unsettled") lie after a cached request within the window, they are
+        re-decided from there (only the blocks after it are written again; `window_epoch_savings`);
+        else a re-run from the start makes the provider write everything and must save
+        `epoch_savings_threshold`. Both must also pay back their cache writes (`pays_back`).
         """
+        blocks = _provider_blocks(messages)
+        suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
+        changed = min(frozen, _first_dropped_thinking(messages, frozen))
+        in_window = [e for e in session.request_ends
+                     if e <= changed and suffix[e] < self.config.cache_window_blocks]
+        if not in_window:
+            return _EpochChoice(0, self.config.window_epoch_savings, 0, 0, 0)
+        read_end = max(in_window)
         records = session.records
         unsettled = [i for i in range(min(frozen, tail)) if not records[hashes[i]].settled]
         if not unsettled:
             return None
+        window = [i for i in unsettled if i >= min(in_window)]
+        at_stake = sum(records[hashes[i]].compressible for i in window)
+        if window and at_stake >= self.config.window_epoch_savings:
+            cached_end = max(e for e in in_window if e <= window[0])
+            return _EpochChoice(window[0], self.config.window_epoch_savings, cached_end, read_end, at_stake)
         potential = sum(records[hashes[i]].compressible for i in unsettled)
         big = self.config.epoch_savings_threshold
         if potential >= max(big, session.header.next_trial_at):
-            return unsettled[0], big, potential
-        # The provider holds the requests rendered since this epoch began; the latest of them that
-        # ends before the change point must end within the window for the epoch to be cheap.
-        cached_end = max((e for e in session.request_ends if e <= unsettled[-1]), default=None)
-        if cached_end is None:
-            return None
-        blocks = sum(len(m.blocks) or 1 for m in messages[cached_end:])
-        if blocks > self.config.cache_window_blocks:
-            return None
-        window = [i for i in unsettled if i >= cached_end]
-        at_stake = sum(records[hashes[i]].compressible for i in window)
-        small = self.config.window_epoch_savings
-        if window and at_stake >= small:
-            return window[0], small, at_stake
+            return _EpochChoice(0, big, 0, read_end, potential)
         return None
+
+    def pays_back(self, plan: "_Plan", trial: "_Plan", choice: "_EpochChoice", turn: int) -> bool:
+        """The trial's saving, read at `READ_PRICE` in each of the requests still expected
+        (`epoch_horizon` × the assistant turns so far), outweighs the cache writes it causes: the
+        provider writes the trial from `choice.cached_end` on instead of reading the current
+        rendering up to `choice.read_end`."""
+        if self.config.epoch_horizon <= 0:
+            return True
+        saved = plan.out_total - trial.out_total
+        expected = max(1.0, self.config.epoch_horizon * turn)
+        span = slice(choice.cached_end, choice.read_end)
+        extra = WRITE_PRICE * sum(trial.out_tokens[span]) - READ_PRICE * sum(plan.out_tokens[span])
+        return READ_PRICE * saved * expected >= extra
 
     def plan(self, messages: list[Message], start: int, tail: int, tier: Tier, anchor: int,
              session: Session, hashes: list[str]) -> "_Plan":
@@ -462,12 +481,27 @@ class _Runner:
         if reason:
             kept = {h: session.records[h] for h in hashes[:plan.first_new]}
             session.start_epoch(provider, int(tier), plan.anchor_turn,
-                                kept | {hashes[i]: record(i) for i in range(plan.first_new, len(hashes))})
+                                kept | {hashes[i]: record(i) for i in range(plan.first_new, len(hashes))},
+                                unchanged=plan.first_new)
             return
         for i in range(plan.first_new, len(hashes)):
             session.add(hashes[i], record(i))
         if plan.next_trial_at:
             session.set_next_trial(plan.next_trial_at)
+
+
+@dataclass(frozen=True, slots=True)
+class _EpochChoice:
+    start: int
+    """First message to re-decide."""
+    needed: int
+    """Tokens the epoch must save at least."""
+    cached_end: int
+    """End of the cached request the provider reads after the epoch (0: none, all is written)."""
+    read_end: int
+    """... and without it (0: none; the provider writes the whole request anyway)."""
+    potential: int
+    """Compressible tokens at stake (unsettled messages)."""
 
 
 @dataclass
@@ -487,6 +521,25 @@ class _Plan:
     stage_ms: dict[str, float] = field(default_factory=dict)
     decisions: list[tuple[int, str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+
+
+def _provider_blocks(messages: list[Message]) -> list[int]:
+    """Content blocks of each message as the provider counts them for its cache lookback:
+    thinking blocks only in the assistant messages after the last message a person wrote."""
+    last_person = max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
+    return [sum(1 for b in m.blocks if i > last_person or b.kind not in (THINKING, REDACTED_THINKING)) or 1
+            for i, m in enumerate(messages)]
+
+
+def _first_dropped_thinking(messages: list[Message], frozen: int) -> int:
+    """First of the already-sent messages the provider now renders differently: when a new
+    person-written message arrived, it drops the thinking of the assistant messages since the
+    previous one (len(messages) if none)."""
+    persons = [i for i, m in enumerate(messages) if m.has_user_text]
+    if not persons or persons[-1] < frozen:
+        return len(messages)
+    previous = max((i for i in persons if i < frozen), default=-1)
+    return next((i for i in range(previous + 1, frozen) if messages[i].has_thinking), len(messages))
 
 
 def _known_prefix(hashes: list[str], records: dict[str, Record]) -> int:

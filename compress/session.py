@@ -59,8 +59,8 @@ class Session:
     header: Header = field(default_factory=Header)
     records: dict[str, Record] = field(default_factory=dict)
     request_ends: list[int] = field(default_factory=list)
-    """Message counts of the requests rendered since the epoch began: their renderings are
-    what the provider has cached."""
+    """Message counts of the requests rendered since their messages last changed: their
+    renderings are what the provider has cached."""
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
@@ -115,11 +115,14 @@ class Session:
 
     # -- changes -----------------------------------------------------------------
 
-    def start_epoch(self, provider: str, tier: int, anchor_turn: int, records: dict[str, Record]) -> None:
+    def start_epoch(self, provider: str, tier: int, anchor_turn: int, records: dict[str, Record],
+                    unchanged: int = 0) -> None:
+        """`unchanged`: the epoch renders the first this many messages as before, so the requests
+        that ended there stay cached."""
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
                              anchor_turn=anchor_turn, next_trial_at=0)
         self.records = dict(records)
-        self.request_ends = []
+        self.request_ends = [e for e in self.request_ends if e <= unchanged]
         self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
         self._pending.clear()
         self._rewrite = True

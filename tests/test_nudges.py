@@ -106,6 +106,23 @@ def test_checkpoint_reminder_at_high_tier_every_n_turns():
     assert out["messages"][-1]["content"][-1] == {"type": "text", "text": CHECKPOINT_NUDGE}
 
 
+def test_no_reminder_while_a_thinking_turn_is_open():
+    """A text block appended to a tool-result message ends the provider's thinking turn, which
+    drops the thinking before it and makes the provider write the request again: wait."""
+    decided = "We decided to use SQLite instead of Postgres."
+    body = conversation([NEUTRAL] * 9 + [decided])
+    thinking = {"type": "thinking", "thinking": "weighing the options", "signature": "sig"}
+    body["messages"][-2]["content"].insert(0, thinking)
+    messages = canonical(body)
+    assert memory_nudges(messages, Options()) == {}
+    assert nudge_text(messages, Tier.HIGH, Options()) == ""
+    assert memory_nudges(canonical(conversation([NEUTRAL] * 9 + [decided])), Options())
+    # the person's next message ends the thinking turn anyway: the reminder comes with it
+    answered = canonical({**body, "messages": body["messages"] + [
+        {"role": "assistant", "content": "Done."}, {"role": "user", "content": "ok, go on"}]})
+    assert nudge_text(answered, Tier.MEDIUM, Options()) == memory_nudge(("decision",))
+
+
 def test_pipeline_appends_one_block_to_the_newest_message_and_nothing_else():
     body = conversation([NEUTRAL, "The fix is to pin the version."])
     result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)

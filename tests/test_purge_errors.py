@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from ccr.markers import find_markers
 from compress.adapters import from_provider
 from compress.session import Session
 from compress.stages.purge_errors import STAGE
-from tests.chain_checks import BODIES, anthropic_body, check_run, run_stages
+from tests.chain_checks import BODIES, OPEN_CONFIG, anthropic_body, check_run, run_stages
 
 BODY = "\n".join(f"def handler_{i}(request):\n    return respond(request, {i})" for i in range(60))
 ERROR = "Error: EACCES: permission denied, open '/repo/src/app.py'\n" + "    at Object.openSync (node:fs:603:3)\n" * 40
@@ -56,9 +58,10 @@ def test_age_counts_assistant_turns_from_the_anchor():
 def test_incremental_runs_keep_the_epoch_anchor():
     """A failed call new in an incremental run is aged from the epoch's anchor, not the newest turn."""
     session = Session.memory()
-    run_stages(anthropic_body(FILLER[:1]), STAGE, session=session)
+    no_savings_epochs = replace(OPEN_CONFIG, epoch_savings_threshold=10**9, window_epoch_savings=10**9)
+    run_stages(anthropic_body(FILLER[:1]), STAGE, session=session, config=no_savings_epochs)
     body = anthropic_body(FILLER[:1] + [("Write", {"file_path": "/r/a.py", "content": BODY}, ERROR, True)] + FILLER)
-    out, report, _ = run_stages(body, STAGE, session=session)
+    out, report, _ = run_stages(body, STAGE, session=session, config=no_savings_epochs)
     assert report.mode == "incremental"
     assert out == body
     out, report, _ = run_stages(body, STAGE)

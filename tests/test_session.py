@@ -71,7 +71,7 @@ def _reminder_turns(n):
 
 def test_incremental_runs_leave_old_messages_until_an_epoch_pays():
     body = _reminder_turns(12)
-    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400)
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400, epoch_horizon=0)
     modes = [(k, r.report.mode, r.report.epoch_reason) for k, r in feed(body, config, _Memory())]
     assert modes[0][1] == "epoch" and modes[0][2] == "new session"
     epochs = [m for m in modes[1:] if m[1] == "epoch"]
@@ -133,4 +133,49 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
             assert any(out[: len(p)] == p for p in outputs[1:]), "no cached request is a prefix"
         outputs.append(out)
     assert window_epochs == 1
-    assert "kept 55 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed
+    assert "kept 17 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed
+
+
+def _big_output_turns(n: int, big: int) -> dict:
+    messages = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == big else 3))
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                                        "input": {"command": f"step {i}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
+    return {"system": "s", "messages": messages}
+
+
+def test_an_epoch_from_the_start_when_the_provider_writes_the_whole_request_anyway():
+    """A request that adds more blocks than the cache window holds has no cached prefix the
+    provider would read, so re-deciding everything costs nothing extra."""
+    body = _big_output_turns(16, big=1)
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=10**9, window_epoch_savings=500)
+    session, store = Session.memory(), CCRStore.in_memory()
+    first = run({**body, "messages": body["messages"][:5]}, session=session, store=store, config=config)
+    assert first.report.mode == "epoch" and "step 1" in dumps(first.body["messages"][4]).decode()
+    assert len(body["messages"]) - 5 > config.cache_window_blocks
+    result = run(body, session=session, store=store, config=config)
+    assert result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves")
+    assert "kept 17 of 2,000 lines" in dumps(result.body["messages"][4]).decode()
+    again = run(body, session=Session.memory(), store=store, config=replace(config, window_epoch_savings=10**9))
+    assert again.body == result.body  # the same decisions as a fresh session's
+
+
+def test_an_epoch_that_would_not_pay_back_its_cache_writes_is_skipped():
+    body = _reminder_turns(12)
+    base = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400)
+    def savings_epochs(config):
+        return [k for k, r in feed(body, config, _Memory()) if r.report.epoch_reason.startswith("saves")]
+    assert savings_epochs(replace(base, epoch_horizon=0))
+    assert savings_epochs(replace(base, epoch_horizon=0.001)) == []
+
+
+def test_cached_requests_before_an_epochs_first_change_stay_known():
+    session = Session.memory()
+    for end in (3, 5, 7):
+        session.add_request_end(end)
+    session.start_epoch("anthropic", 0, 4, {}, unchanged=5)
+    assert session.request_ends == [3, 5]
+    session.start_epoch("anthropic", 0, 4, {})
+    assert session.request_ends == []

@@ -16,6 +16,10 @@ from compress.config import options_as
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 
+NOMINAL = config(stage_options={"trim_outputs": {"tier_scale": {}}})
+"""Budgets as configured, unscaled: what the per-kind selectors keep at scale 1."""
+
+
 def numbered(lines: list[str]) -> str:
     return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, 1))
 
@@ -31,7 +35,7 @@ def python_file(n_funcs: int = 60) -> list[str]:
 def test_file_read_keeps_numbers_definitions_head_and_tail():
     text = numbered(python_file())
     body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
-    result, store = run_stage(body, trim_outputs.STAGE)
+    result, store = run_stage(body, trim_outputs.STAGE, NOMINAL)
     after = result_texts(result.body)[0]
     assert len(after) < 0.6 * len(text)
     kept = [line for line in after.split("\n") if not line.startswith("[ctxmill:")]
@@ -63,7 +67,7 @@ def test_search_results_grouped_by_file():
     lines = [f"src/mod{f}.py:{n}:    call_thing({n})" for f in range(40) for n in range(1, 12)]
     text = "\n".join(lines)
     body = anthropic([("Grep", {"pattern": "call_thing"}, text)])
-    result, store = run_stage(body, trim_outputs.STAGE)
+    result, store = run_stage(body, trim_outputs.STAGE, NOMINAL)
     after = result_texts(result.body)[0]
     summary = find_markers(after)[0].summary
     assert "20 of 40 files" in summary and "20 more files" in summary
@@ -75,12 +79,23 @@ def test_file_list_grouped_by_directory_with_counts():
     paths = [f"/repo/pkg{d}/module_{i}.py" for d in range(6) for i in range(60)]
     text = "\n".join(paths)
     body = anthropic([("Glob", {"pattern": "**/*.py"}, text)])
-    result, store = run_stage(body, trim_outputs.STAGE)
+    result, store = run_stage(body, trim_outputs.STAGE, NOMINAL)
     after = result_texts(result.body)[0]
     assert "[ctxmill: 55 more in /repo/pkg3/ (60 entries)]" in after
     assert "/repo/pkg3/module_0.py" in after and "/repo/pkg3/module_7.py" not in after
     assert "360 paths in 6 directories" in find_markers(after)[0].summary
     assert_markers_resolve(after, text, store)
+
+
+def test_outputs_outside_the_tail_are_cut_to_the_tier_scale():
+    """By default every output outside the protected tail gets the tier's scale, even at the
+    always tier: it is decided once and then read from the cache for the rest of the session."""
+    text = numbered(python_file())
+    body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
+    scaled = result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+    nominal = result_texts(run_stage(body, trim_outputs.STAGE, NOMINAL)[0].body)[0]
+    assert len(scaled) < 0.6 * len(nominal)
+    assert find_markers(scaled) and scaled.split("\n")[0] == text.split("\n")[0]
 
 
 def test_image_parts_and_base64_runs_become_markers():

@@ -7,6 +7,9 @@
   `[ctxmill: recent turns hold a decision — store it with memory_store(type="decision", …) so
   it survives compaction]`.
 - High tier: on every `checkpoint_every`-th (10) assistant turn, a checkpoint reminder.
+- No reminder while an assistant message since the last person-written message holds thinking:
+  an appended text block ends the provider's thinking turn, so it would drop those thinking
+  blocks and the whole request after the first of them would be written to the cache again.
 
 What must hold:
 - Only the newest message changes, and only by one appended text block
@@ -91,9 +94,11 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
     last_nudge: int | None = None
     given: dict[int, tuple[str, ...]] = {}
     last = len(messages) - 1
+    thinking = False  # an assistant message since the last person-written one holds thinking
     for i, msg in enumerate(messages):
         if msg.role not in ("user", "assistant"):
             continue
+        thinking = msg.has_thinking or (thinking and not msg.has_user_text)
         saved = False
         for b in msg.blocks:
             if b.kind == TEXT:
@@ -103,7 +108,7 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
                 saved = True
         if saved:
             stated.clear()
-        if not stated or msg.role != "user" or (i != last and messages[i + 1].role != "assistant"):
+        if not stated or thinking or msg.role != "user" or (i != last and messages[i + 1].role != "assistant"):
             continue
         recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
         if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns):
@@ -111,6 +116,16 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
             last_nudge = msg.turn
             stated.clear()
     return given
+
+
+def _thinking_turn_open(messages: list[Message]) -> bool:
+    """An assistant message after the last person-written message holds thinking."""
+    for msg in reversed(messages):
+        if msg.has_user_text:
+            return False
+        if msg.has_thinking:
+            return True
+    return False
 
 
 def nudge_text(messages: list[Message], tier: Tier, opts: Options) -> str:
@@ -122,7 +137,8 @@ def nudge_text(messages: list[Message], tier: Tier, opts: Options) -> str:
     if kinds:
         lines.append(memory_nudge(kinds))
     turn = messages[-1].turn
-    if tier >= Tier.HIGH and turn > 0 and turn % opts.checkpoint_every == 0:
+    if (tier >= Tier.HIGH and turn > 0 and turn % opts.checkpoint_every == 0
+            and not _thinking_turn_open(messages)):
         lines.append(CHECKPOINT_NUDGE)
     return "\n".join(lines)
 

@@ -10,9 +10,12 @@ For each compressible tool_result (not a protected tool's, no marker yet):
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
 
-Budgets (lines) scale with pressure: at the medium and high tiers, outputs older than
-`old_after_turns` get `tier_scale[tier]` of the budget (and of `min_chars`); a file read that is
-read again, edited or written later ("stale") gets `stale_scale` on top. All knobs are stage
+Budgets (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
+epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
+budget (and of `min_chars`); a file read that is read again, edited or written later ("stale")
+gets `stale_scale` on top. An output is decided once, when it has left the protected tail and
+an epoch re-decides it, and is then read from the provider's cache for the rest of the session,
+so the scales are small. All knobs are stage
 options (`config.options("trim_outputs")`, names as in `TrimOptions`). Every cut stores the
 whole original in CCR first; a cut that saves less than the common rule keeps the original.
 """
@@ -42,26 +45,26 @@ from compress.trimming import (Budget, Selection, cut_long_line, group_file_list
 
 @dataclass(frozen=True)
 class TrimOptions:
-    min_chars: int = 6_000
+    min_chars: int = 3_000
     head_lines: int = 40
     key_lines: int = 30
     tail_lines: int = 20
     command_head_lines: int = 15
     command_tail_lines: int = 40
     context_lines: int = 2
-    max_line_chars: int = 800
+    max_line_chars: int = 400
     search_files: int = 20
     search_matches: int = 5
     list_dirs: int = 30
     list_names: int = 5
     base64_min_chars: int = 1_000
-    old_after_turns: int = 6
+    old_after_turns: int = 0
     tier_scale: Mapping[str, float] = None  # type: ignore[assignment]
     stale_scale: float = 0.4
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:
-            object.__setattr__(self, "tier_scale", {"always": 1.0, "medium": 0.6, "high": 0.35})
+            object.__setattr__(self, "tier_scale", {"always": 0.3, "medium": 0.25, "high": 0.2})
 
     def scale(self, tier: Tier, age: int, stale: bool) -> float:
         scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0
