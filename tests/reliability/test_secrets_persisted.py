@@ -7,6 +7,7 @@ import os
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -26,6 +27,10 @@ from tests.reliability.leaky import SECRETS, leaks, leaky_text
 REPO = Path(__file__).resolve().parents[2]
 
 
+ONLY_DEDUP = frozenset({"trim_outputs", "crush_json"})
+"""These tests are about what dedup_tool_calls writes to CCR; trimming would add markers of its own."""
+
+
 def repeated_leaky_calls() -> dict:
     """Three identical calls: dedup_tool_calls moves the two earlier outputs into CCR."""
     call = ("Bash", {"command": "env; cat config/*"}, leaky_text())
@@ -39,7 +44,8 @@ def every_stored_text(store_dir: Path) -> bytes:
 
 def test_ccr_originals_are_redacted_and_markers_resolve_to_what_is_stored(tmp_path):
     store = CCRStore(tmp_path / "ccr")
-    result = run(repeated_leaky_calls(), session=Session.memory(), store=store, config=OPEN_CONFIG)
+    config = replace(OPEN_CONFIG, disabled_stages=ONLY_DEDUP)
+    result = run(repeated_leaky_calls(), session=Session.memory(), store=store, config=config)
     markers = [m for s in strings(result.body) for m in find_markers(s)]
     assert len(markers) == 2 and result.report.ccr_written == 1
     for marker in markers:
@@ -60,7 +66,7 @@ def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path):
     call = ("Bash", {"command": "cat notes"}, leaky_text() + "\nsee TICKET-12345\n")
     store = CCRStore.in_memory()
     body = run(anthropic_body([call, call]), session=Session.memory(), store=store,
-               config=CompressConfig(protect_tail_tokens=0, protect_tail_turns=1,
+               config=CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, disabled_stages=ONLY_DEDUP,
                                      redact_extra=config.redact_extra, redact_allow=config.redact_allow)).body
     (marker,) = [m for s in strings(body) for m in find_markers(s)]
     stored = store.get(marker.key).text
