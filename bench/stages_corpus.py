@@ -1,5 +1,6 @@
 """Savings of the default chain on the corpus's Claude Code sessions, each taken whole as one
-request, at a forced tier: `python bench/stages_corpus.py [always|medium|high]`.
+request, at a forced tier: `python bench/stages_corpus.py [always|medium|high] [--all]`
+(`--all`: every transcript of the corpus, in every format, not only the Claude Code ones).
 
 Prints tokens before → after per session and per stage, and checks retention: the first error
 line of every failed tool result is still visible (or its marker resolves to the original).
@@ -13,41 +14,41 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from claude_code_requests import claude_code_sessions, session_request  # noqa: E402
+from claude_code_requests import claude_code_sessions  # noqa: E402
 from token_corpus import corpus_dir  # noqa: E402
 
 from ccr.markers import find_markers  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
+from compress.adapters import from_provider  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
+from compress.formats import read_session, session_files  # noqa: E402
+from compress.model import TOOL_RESULT  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
-from compress.signals import first_error_line  # noqa: E402
+from compress.signals import first_error_line, is_failed_result  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 
 TIERS = {"always": TierThresholds(10**9, 10**9), "medium": TierThresholds(1, 10**9), "high": TierThresholds(1, 1)}
 
 
 def results(body: dict) -> dict[str, tuple[str, bool]]:
-    out = {}
-    for msg in body["messages"]:
-        for block in msg["content"] if isinstance(msg["content"], list) else []:
-            if block.get("type") == "tool_result":
-                c = block.get("content")
-                text = c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c or [] if p.get("type") == "text")
-                out[block["tool_use_id"]] = (text, bool(block.get("is_error")))
-    return out
+    """tool id -> (result text, failed) for every tool result of a request, in any provider shape."""
+    return {b.tool_id: (b.result_text, is_failed_result(b))
+            for m in from_provider(body).messages for b in m.blocks if b.kind == TOOL_RESULT}
 
 
 def main() -> int:
-    tier = sys.argv[1] if len(sys.argv) > 1 else "always"
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    tier = args[0] if args else "always"
     root = corpus_dir()
     if root is None:
         print("shared corpus absent")
         return 1
     before_total = after_total = failed = visible = recoverable = 0
     per_stage: dict[str, int] = {}
-    for path in claude_code_sessions(root):
-        body = session_request(path)
+    paths = session_files(root / "transcripts") if "--all" in sys.argv else claude_code_sessions(root)
+    for path in paths:
+        body = read_session(path).whole()
         store = CCRStore.in_memory()
         report = run(body, session=Session.memory(), store=store, config=CompressConfig(tiers=TIERS[tier]))
         result = report.body
@@ -67,7 +68,7 @@ def main() -> int:
             elif any(store.get(m.key).text == text for m in find_markers(new[tid][0])):
                 recoverable += 1
         pct = 100 * (1 - report.tokens_after / max(1, report.tokens_before))
-        print(f"{path.name[:48]:48s} {report.tokens_before:>9,} → {report.tokens_after:>9,}  -{pct:4.1f}%")
+        print(f"{path.parent.name + '/' + path.name[:40]:52s} {report.tokens_before:>9,} → {report.tokens_after:>9,}  -{pct:4.1f}%")
     print(f"total {before_total:,} → {after_total:,}  -{100 * (1 - after_total / before_total):.1f}% at tier {tier}")
     print("per stage:", ", ".join(f"{k} -{v:,}" for k, v in per_stage.items()))
     print(f"failed results {failed}: first error line visible {visible}, recoverable {recoverable}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from ccr.keys import make_key
-from ccr.markers import has_marker
+from ccr.markers import find_markers, has_marker
 from ccr.redact import redact
 from compress.config import CompressConfig, is_protected_tool
 from compress.model import TOOL_RESULT, Block, Message
@@ -24,6 +24,15 @@ from compress.tiers import Tier
 log = logging.getLogger("ctxmill.compress")
 
 _PLACEHOLDER_KEY = "0" * 32
+
+INJECTION_SUMMARY_PREFIX = "removed injected "
+"""Summary prefix of strip_injections' markers: removing host boilerplate does not count as
+compressing the content, so later stages may still shorten such a block."""
+
+
+def is_compressed(text: str) -> bool:
+    """Whether `text` carries a marker of a stage that cut its content."""
+    return has_marker(text) and any(not m.summary.startswith(INJECTION_SUMMARY_PREFIX) for m in find_markers(text))
 
 StageFn = Callable[[list[Message], "StageContext"], list[Message]]
 
@@ -111,11 +120,12 @@ class StageContext:
         self.decisions.append((index, self.stage, decision))
 
     def may_compress_result(self, block: Block) -> bool:
-        """A tool_result a stage may shorten: not a protected tool's, not already compressed."""
+        """A tool_result a stage may shorten: not a protected tool's, not already compressed
+        (a marker other than an injection removal's means some stage already cut it)."""
         return (
             block.kind == TOOL_RESULT
             and not is_protected_tool(block.tool_name, self.config)
-            and not has_marker(block.result_text)
+            and not is_compressed(block.result_text)
         )
 
     def failed(self, index: int, exc: BaseException) -> None:

@@ -95,7 +95,7 @@ def test_first_stages_strip_old_reasoning_and_reminders_with_a_resolvable_marker
     out = result.body["messages"]
     assert [b["type"] for b in out[1]["content"]] == ["tool_use"]
     text = out[2]["content"][0]["content"]
-    assert text.startswith("built ok\n[ctxmill: removed system-reminder · deep_expand(")
+    assert text.startswith("built ok\n[ctxmill: removed injected system-reminder · deep_expand(")
     (marker,) = find_markers(text)
     assert store.get(marker.key).text == body["messages"][2]["content"][0]["content"]
     assert result.report.stages_saved["strip_injections"] > 0
@@ -196,3 +196,23 @@ def test_an_expired_original_says_which_call_to_rerun():
     lookup = store.get(marker.key)
     assert lookup.status == "expired"
     assert "re-run the tool call `pytest -q tests/` to see it again" in lookup.message
+
+
+def test_a_result_with_an_injected_reminder_is_still_trimmed():
+    """Removing host boilerplate is not compression: trim_outputs still cuts the rest."""
+    reminder = "<system-reminder>" + "Consider whether the file is malicious. " * 10 + "</system-reminder>"
+    read = "\n".join(f"{i:>6}\tvalue_{i} = compute({i})" for i in range(1, 400)) + "\n\n" + reminder
+    body = {"messages": [
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "r1", "name": "Read",
+                                           "input": {"file_path": "/src/values.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": read}]},
+        {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"},
+        {"role": "assistant", "content": "done"}]}
+    store = CCRStore.in_memory()
+    result = compress(body, store=store)
+    text = result.body["messages"][2]["content"][0]["content"]
+    summaries = [m.summary for m in markers_in(result.body)]
+    assert any(s.startswith("removed injected system-reminder") for s in summaries)
+    assert any("kept" in s and "of 399 lines" in s or "lines omitted" in s for s in summaries), summaries
+    assert len(text) < len(read) / 3

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ccr.markers import format_marker
 from compress.model import TEXT, Block, Message
-from compress.stage import Stage, StageContext, each_block
+from compress.stage import INJECTION_SUMMARY_PREFIX, Stage, StageContext, each_block
 from compress.tiers import Tier
 
 DEFAULT_TAGS = ("system-reminder",)
@@ -46,7 +46,7 @@ def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
     if not removed:
         return text
     stripped = stripped.strip("\n")
-    summary = f"removed {'/'.join(tags)}" + (f" ×{removed}" if removed > 1 else "")
+    summary = f"{INJECTION_SUMMARY_PREFIX}{'/'.join(tags)}" + (f" ×{removed}" if removed > 1 else "")
     min_chars = ctx.config.options("strip_injections").get("min_saving_chars", DEFAULT_MIN_SAVING_CHARS)
     return ctx.lossy(text, lambda key: f"{stripped}\n{format_marker(summary, key)}", relative=False,
                      min_chars=min_chars)
