@@ -159,17 +159,20 @@ class MemoryDocument:
             return self._add_section(entry)
         section = replace(entry, section=_HEADING.match(self.blocks[heading].raw).group(2))
         end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
-        last_entry = max((i for i in range(heading + 1, end) if self.blocks[i].entry is not None), default=None)
+        # After the section's last non-blank block: an entry placed above other text would take an
+        # indented line below it as its own continuation. A section that runs into a code fence left
+        # open at the end of the file gets the fence closed first, or the entry would be code.
+        at = end
         new = [Block(format_entry(section), entry=section)]
-        if last_entry is not None:
-            at = last_entry + 1
+        if at == len(self.blocks) and self.open_fence:
+            new[:0] = [Block(self.open_fence + "\n"), Block("\n")]
+            self.open_fence = ""
         else:
-            at = heading + 1
-            if at < end and not self.blocks[at].raw.strip():
-                at += 1
-            else:
+            while at > heading + 1 and not self.blocks[at - 1].raw.strip():
+                at -= 1
+            if at == heading + 1 or self.blocks[at - 1].entry is None:
                 new.insert(0, Block("\n"))
-        if at < len(self.blocks) and self.blocks[at].raw.strip() and self.blocks[at].entry is None:
+        if at < len(self.blocks) and self.blocks[at].raw.strip():
             new.append(Block("\n"))
         self.blocks[at:at] = new
         return section

@@ -56,8 +56,6 @@ def test_lone_surrogates_in_memory_text_neither_crash_parse_nor_store(tmp_path):
     assert [e.text for e in api.list_entries(cfg)] == [stored.text]
 
 
-@pytest.mark.xfail(strict=True, reason="memory.markdown: an entry added right above an indented non-entry line "
-                                       "absorbs it as a continuation line (reported to the memory owner)")
 def test_an_added_entry_does_not_absorb_a_following_indented_line():
     """bench/fuzz.py (memory target), minimised."""
     from memory.entry import Entry
@@ -91,3 +89,23 @@ def test_detect_never_raises_on_unhashable_roles_or_types(body, tmp_path):
     done = subprocess.run([sys.executable, "-m", "ctxmill", "compress", str(request)], env=env, capture_output=True,
                           text=True, cwd=tmp_path)
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("encoded", [
+    # a `~~~` fence left open at the end of the file, after the section's last entry
+    "I29yeQoKIyMgRmFjdHMKCi0oYSBmDX5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+fn5+CgojIyBhY3QgPGVkICt4IC0pPgogcwpgdQQ=",
+    # the same with U+001E, a line boundary to str.splitlines(), after the fence
+    "ACMiTWVvcgoKIyMgRmFD5XRz9rKaA/8gIzAKIyMgRmFjdHMKHh4eHh5jCgp+fn4eHh4eHg==",
+], ids=["open-fence", "open-fence-record-separator"])
+def test_an_entry_added_to_a_section_ending_in_an_open_fence_is_not_code(encoded):
+    """bench/fuzz.py (memory target): the new entry landed inside the unclosed fence."""
+    import base64
+
+    from memory.entry import Entry
+    from memory.markdown import normalize_text, parse
+
+    text = base64.b64decode(encoded).decode("utf-8", "surrogateescape")
+    doc = parse(text)
+    body = normalize_text(text[:80]) or "x"
+    added = doc.add(Entry("m-1a2b3c4d", "fact", body, "2025-01-01", False, ()))
+    assert [(e.id, e.text) for e in parse(doc.text()).entries()] == [(added.id, body)]
