@@ -13,7 +13,7 @@ import re
 import xxhash
 
 KEY_LENGTH = 32
-_KEY = re.compile(r"[0-9a-f]{32}")
+_KEY = re.compile(r"[0-9a-f]{%d}" % KEY_LENGTH)
 
 
 def make_key(text: str) -> str:

@@ -99,11 +99,6 @@ class Message:
             if b.kind == TOOL_RESULT:
                 yield i, b
 
-    def tool_uses(self) -> Iterator[tuple[int, Block]]:
-        for i, b in enumerate(self.blocks):
-            if b.kind == TOOL_USE:
-                yield i, b
-
     @property
     def has_user_text(self) -> bool:
         """A user message that carries something the person wrote (not only tool results)."""

@@ -15,7 +15,7 @@ import pytest
 
 from ccr.markers import find_markers
 from ccr.redact import covered_kinds, redact
-from ccr.store import CCRStore, db_path
+from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import run
 from compress.session import Session
