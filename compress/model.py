@@ -14,7 +14,7 @@ Objects are immutable; a stage that changes something builds a new object with
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 TEXT = "text"
 THINKING = "thinking"
@@ -149,6 +149,12 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str,
                 results[block.tool_id] = (mi, bi)
     return {tool_id: ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
             for tool_id, (name, mi, bi) in uses.items()}
+
+
+def last_person_index(messages: Sequence[Any]) -> int:
+    """Index of the last message a person wrote (`has_user_text`), -1 if none. Thinking of the
+    assistant messages before it belongs to completed turns, which the provider drops."""
+    return max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
 
 
 def number_turns(messages: list[Message]) -> tuple[Message, ...]:

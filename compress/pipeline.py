@@ -31,7 +31,17 @@ from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE
 from compress.jsonbytes import dumps
-from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from compress.model import (
+    IMAGE,
+    REDACTED_THINKING,
+    TEXT,
+    THINKING,
+    TOOL_RESULT,
+    TOOL_USE,
+    Block,
+    Message,
+    last_person_index,
+)
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
 from compress.stages import (
@@ -526,7 +536,7 @@ class _Plan:
 def _provider_blocks(messages: list[Message]) -> list[int]:
     """Content blocks of each message as the provider counts them for its cache lookback:
     thinking blocks only in the assistant messages after the last message a person wrote."""
-    last_person = max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
+    last_person = last_person_index(messages)
     return [sum(1 for b in m.blocks if i > last_person or b.kind not in (THINKING, REDACTED_THINKING)) or 1
             for i, m in enumerate(messages)]
 
@@ -535,10 +545,9 @@ def _first_dropped_thinking(messages: list[Message], frozen: int) -> int:
     """First of the already-sent messages the provider now renders differently: when a new
     person-written message arrived, it drops the thinking of the assistant messages since the
     previous one (len(messages) if none)."""
-    persons = [i for i, m in enumerate(messages) if m.has_user_text]
-    if not persons or persons[-1] < frozen:
+    if last_person_index(messages) < frozen:
         return len(messages)
-    previous = max((i for i in persons if i < frozen), default=-1)
+    previous = last_person_index(messages[:frozen])
     return next((i for i in range(previous + 1, frozen) if messages[i].has_thinking), len(messages))
 
 

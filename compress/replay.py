@@ -32,7 +32,7 @@ from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
 from compress.formats.base import Transcript
 from compress.jsonbytes import dumps
-from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
 from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
 from compress.signals import first_error_line, is_failed_result
@@ -109,7 +109,7 @@ class RequestAccountant:
 
     def add(self, body: dict) -> Priced:
         infos = [self._info(m) for m in body["messages"]]
-        last_person = max((i for i, info in enumerate(infos) if info.has_user_text), default=-1)
+        last_person = last_person_index(infos)
         keys: list[int] = []
         tokens: list[int] = []
         for i, info in enumerate(infos):

@@ -9,7 +9,7 @@ leaves an assistant message with no content.
 
 from __future__ import annotations
 
-from compress.model import REDACTED_THINKING, TEXT, THINKING, Message
+from compress.model import REDACTED_THINKING, TEXT, THINKING, Message, last_person_index
 from compress.stage import Stage, StageContext, each_mutable
 from compress.tiers import Tier
 
@@ -53,7 +53,7 @@ def _strip(msg: Message) -> Message:
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    last_person = max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
+    last_person = last_person_index(messages)
 
     def strip(i: int, msg: Message) -> Message:
         if msg.role != "assistant" or i >= last_person:
