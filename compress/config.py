@@ -36,8 +36,12 @@ class CompressConfig:
     is as likely to go on as long again as it has run); 0 turns the check off."""
     protect_tail_tokens: int = 4_000
     protect_tail_turns: int = 2
-    """The newest messages holding this many tokens and at least this many assistant turns are
-    never compressed."""
+    protect_tail_blocks: int = 10
+    """The protected tail: the newest messages, never compressed. It holds at least
+    `protect_tail_turns` assistant turns and grows until it holds `protect_tail_tokens` tokens or
+    `protect_tail_blocks` content blocks (0: no block limit), whichever comes first. The block
+    limit keeps a message that leaves the tail inside the provider's cache lookback
+    (`cache_window_blocks`), where re-deciding it rewrites only the few blocks after it."""
     min_saving_fraction: float = 0.15
     min_saving_chars: int = 200
     """A lossy result is kept only if it saves both this fraction and this many characters."""

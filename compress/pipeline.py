@@ -372,11 +372,15 @@ class _Runner:
     def tail_start(self, messages: list[Message], tokens: list[int]) -> int:
         """Index of the first message of the protected tail (which always holds the latest
         assistant message)."""
-        acc = turns = 0
+        c = self.config
+        blocks = _provider_blocks(messages)
+        acc = turns = nblocks = 0
         i = len(messages)
-        while i > 0 and not (acc >= self.config.protect_tail_tokens and turns >= self.config.protect_tail_turns):
+        while i > 0 and not (turns >= c.protect_tail_turns and (
+                acc >= c.protect_tail_tokens or (c.protect_tail_blocks and nblocks >= c.protect_tail_blocks))):
             i -= 1
             acc += tokens[i]
+            nblocks += blocks[i]
             turns += messages[i].role == "assistant"
         last_assistant = max((j for j, m in enumerate(messages) if m.role == "assistant"), default=len(messages))
         return min(i, last_assistant)

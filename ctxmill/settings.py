@@ -5,6 +5,7 @@
 epoch_savings_threshold = 20000
 protect_tail_tokens = 4000
 protect_tail_turns = 2
+protect_tail_blocks = 10
 min_saving_fraction = 0.15
 min_saving_chars = 200
 disabled_stages = ["compress_prose"]
@@ -48,7 +49,7 @@ class ConfigError(ValueError):
 
 
 _SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect_tail_turns": int,
-            "min_saving_fraction": float, "min_saving_chars": int}
+            "protect_tail_blocks": int, "min_saving_fraction": float, "min_saving_chars": int}
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
             assert any(out[: len(p)] == p for p in outputs[1:]), "no cached request is a prefix"
         outputs.append(out)
     assert window_epochs == 1
-    assert "kept 17 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed
+    assert "kept 9 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed
 
 
 def _big_output_turns(n: int, big: int) -> dict:
@@ -157,7 +157,7 @@ def test_an_epoch_from_the_start_when_the_provider_writes_the_whole_request_anyw
     assert len(body["messages"]) - 5 > config.cache_window_blocks
     result = run(body, session=session, store=store, config=config)
     assert result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves")
-    assert "kept 17 of 2,000 lines" in dumps(result.body["messages"][4]).decode()
+    assert "kept 9 of 2,000 lines" in dumps(result.body["messages"][4]).decode()
     again = run(body, session=Session.memory(), store=store, config=replace(config, window_epoch_savings=10**9))
     assert again.body == result.body  # the same decisions as a fresh session's
 

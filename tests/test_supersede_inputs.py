@@ -1,4 +1,5 @@
-"""supersede_inputs: bodies of writes and edits that a later change made stale become notes."""
+"""supersede_inputs: bodies of writes and edits that a later change made stale, or that have
+settled on disk, become notes."""
 
 from __future__ import annotations
 
@@ -29,8 +30,12 @@ def note_of(text: str):
     return note
 
 
-def run(body: dict):
-    return run_stages(body, STAGE, config=MEDIUM_CONFIG)
+CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
+"""Only bodies whose files a later call changed are superseded."""
+
+
+def run(body: dict, config=CHANGED_AGAIN_ONLY):
+    return run_stages(body, STAGE, config=config)
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
@@ -92,30 +97,52 @@ def test_patches_are_noted_only_when_every_file_changed_later():
 
 
 def test_small_bodies_stay_and_min_chars_is_an_option():
-    small = "\n".join(f"x{i}" for i in range(200))  # 789 chars, under the default 1,000
+    small = "\n".join(f"x{i}" for i in range(100))  # 389 chars, under the default 500
     body = anthropic_body([("Write", {"file_path": APP, "content": small}, "ok"),
                            ("Write", {"file_path": APP, "content": V2}, "ok")])
     assert run(body)[0] is body
-    config = replace(MEDIUM_CONFIG, stage_options={"supersede_inputs": {"min_chars": 500}})
+    config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"min_chars": 300, "settled_after_turns": 0}})
     out, _, _ = run_stages(body, STAGE, config=config)
     assert find_markers(inputs(out)[0]["content"])
 
 
-def test_runs_only_from_the_medium_tier_and_is_idempotent():
+def test_runs_at_every_tier_and_is_idempotent():
     body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
                            ("Write", {"file_path": APP, "content": V2}, "ok")])
-    assert run_stages(body, STAGE, config=OPEN_CONFIG)[0] is body  # a small request is at the always tier
-    once, _, store = run(body)
-    assert once is not body
-    assert run_stages(once, STAGE, config=MEDIUM_CONFIG, store=store)[0] == once
+    for config in (CHANGED_AGAIN_ONLY, replace(MEDIUM_CONFIG, stage_options=CHANGED_AGAIN_ONLY.stage_options)):
+        once, _, store = run(body, config)
+        assert once is not body
+        assert run_stages(once, STAGE, config=config, store=store)[0] == once
+
+
+def test_settled_writes_and_edits_become_notes_and_keep_their_results():
+    snippet = "The file /repo/src/app.py has been updated. Here's the result of running `cat -n`:\n  1\tline 0 of the new block"
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "File created"),
+                           ("Edit", {"file_path": "/repo/src/b.py", "old_string": OLD, "new_string": NEW}, snippet),
+                           ("Bash", {"command": "pytest -q"}, "3 passed"),
+                           ("Bash", {"command": "git status"}, "clean")])
+    out, _, store = run(body, OPEN_CONFIG)  # the default: settled after 2 turns
+    write, edit, *_ = inputs(out)
+    assert note_of(write["content"]).summary == ("120-line body of /repo/src/app.py stored; written at turn 1,"
+                                                 " no later change to the file")
+    assert note_of(edit["new_string"]).summary == ("40-line new_string of /repo/src/b.py stored; edit made at"
+                                                   " turn 2, no later change to the file")
+    assert edit["file_path"] == "/repo/src/b.py"
+    results = [b.result_text for m in from_provider(out).messages for b in m.blocks if b.kind == "tool_result"]
+    assert results[:2] == ["File created", snippet]
+    assert check_run(body, out, store) == 3
+
+    young = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 4}})
+    write, edit, *_ = inputs(run(body, young)[0])
+    assert find_markers(write["content"]) and edit["new_string"] == NEW  # the edit is 3 turns old: whole
 
 
 def test_a_frozen_write_stays_until_the_next_epoch():
     session = Session.memory()
     first = [("Write", {"file_path": APP, "content": V1}, "ok")]
-    run_stages(anthropic_body(first), STAGE, config=MEDIUM_CONFIG, session=session)
+    run_stages(anthropic_body(first), STAGE, config=CHANGED_AGAIN_ONLY, session=session)
     body = anthropic_body(first + [("Write", {"file_path": APP, "content": V2}, "ok")])
-    out, report, _ = run_stages(body, STAGE, config=MEDIUM_CONFIG, session=session)
+    out, report, _ = run_stages(body, STAGE, config=CHANGED_AGAIN_ONLY, session=session)
     assert report.mode == "incremental" and inputs(out)[0]["content"] == V1
     out, report, _ = run(body)
     assert report.mode == "epoch" and find_markers(inputs(out)[0]["content"])

@@ -1,21 +1,32 @@
-"""supersede_inputs: bodies of old writes and edits whose file was changed again later.
+"""supersede_inputs: bodies of old writes and edits that the file itself now holds.
 
 A call writes or edits files (`compress.toolfiles.touched_files`: Write `content`, Edit
 `old_string`/`new_string`, MultiEdit `edits`, NotebookEdit, OpenCode `write`/`edit`, apply_patch
-bodies, shell heredocs such as `cat > f <<'EOF'`). When every file it changes is changed again by
-a later call, its body strings go to CCR and each becomes a one-line note naming the first later
-touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read at turn 52 ·
-deep_expand("…")>>`. A shell command holding such a heredoc is noted as a whole, so no command
-that writes a note into a file is left behind.
+bodies, shell heredocs such as `cat > f <<'EOF'`). Its body strings go to CCR and each becomes a
+one-line note when the call is superseded:
+
+- changed again: every file it changes is changed again by a later call; the note names the
+  first later touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read at
+  turn 52 · deep_expand("…")>>`;
+- settled: it is at least `settled_after_turns` (option, default 2) assistant turns old and has
+  left the protected tail. The change is on disk, so the body is history; the note says when it
+  was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
+  change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
+  of the edited file) stays as it was. `settled_after_turns: 0` turns this off.
+
+A shell command holding such a heredoc is noted as a whole, so no command that writes a note
+into a file is left behind.
 
 What must hold:
-- The latest write or edit of every file keeps its input whole (a later read alone never
-  supersedes; the note only names it when it is the first later touch).
+- Writes and edits younger than `settled_after_turns` keep their inputs whole unless a later
+  call changed their files again (a later read alone never supersedes; the note only names it
+  when it is the first later touch).
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
-  default 1,000); each string is replaced under the common saving rule (`ctx.lossy`).
+  default 500); each string is replaced under the common saving rule (`ctx.lossy`).
 - Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
-  mutable messages change. This stage runs from the medium tier.
+  mutable messages change. This stage runs at every tier: a superseded body is history, and
+  reading it again with every request is what a prompt cache charges for.
 """
 
 from __future__ import annotations
@@ -33,9 +44,10 @@ from compress.toolfiles import (CHANGES, CREATE, DELETE, EDIT, MOVE, PATH_KEYS, 
                                 same_file, shell_heredocs, touched_files)
 from compress.toolkinds import ToolKind, tool_kind
 
-DEFAULTS = {"min_chars": 1000}
+DEFAULTS = {"min_chars": 500, "settled_after_turns": 2}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
+_MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
 
 
@@ -97,7 +109,8 @@ def _what(path: KeyPath, text: str) -> str:
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    min_chars = {**DEFAULTS, **ctx.config.options("supersede_inputs")}["min_chars"]
+    options = {**DEFAULTS, **ctx.config.options("supersede_inputs")}
+    min_chars, settled_after = options["min_chars"], options["settled_after_turns"]
     timeline = _timeline(messages)
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
     for pos, item in enumerate(timeline):
@@ -113,21 +126,27 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             continue
         changed = list(dict.fromkeys(t.path for t in item.touches if t.action in CHANGES))
         afterwards = [later(pos, path) for path in changed]
-        if not changed or not all(any(t.action in CHANGES for _, t in touches) for touches in afterwards):
+        changed_again = all(any(t.action in CHANGES for _, t in touches) for touches in afterwards)
+        settled = settled_after > 0 and ctx.age(messages[item.call.use_msg]) >= settled_after
+        if not changed or not (changed_again or settled):
             continue
         strings = _bodies(item.block, min_chars)
         if not strings:
             continue
-        next_pos, next_touch = min((touches[0] for touches in afterwards), key=lambda pt: pt[0])
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
-        when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
+        if changed_again:
+            next_pos, next_touch = min((touches[0] for touches in afterwards), key=lambda pt: pt[0])
+            when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
+        else:
+            made = next(t.action for t in item.touches if t.action in CHANGES)
+            when = f"{_MADE[made]} at turn {item.turn}, no later change to the file"
 
         def summarize(path: KeyPath, text: str, where: str = where, when: str = when) -> str:
             return f"{line_count(text)}-line {_what(path, text)} of {where} stored; {when}"
 
         edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
             lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
-    return edit_blocks(messages, ctx, edits, "noted the body of a write superseded by a later call")
+    return edit_blocks(messages, ctx, edits, "noted the body of a superseded write or edit")
 
 
-STAGE = Stage("supersede_inputs", run, Tier.MEDIUM, may_edit_inputs=True)
+STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True)

@@ -64,7 +64,7 @@ class TrimOptions:
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:
-            object.__setattr__(self, "tier_scale", {"always": 0.3, "medium": 0.25, "high": 0.2})
+            object.__setattr__(self, "tier_scale", {"always": 0.15, "medium": 0.12, "high": 0.1})
 
     def scale(self, tier: Tier, age: int, stale: bool) -> float:
         scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0
