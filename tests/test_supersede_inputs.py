@@ -52,7 +52,7 @@ def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape
     assert note_of(write["content"]).summary == "120-line body of /repo/src/app.py stored; the file was re-read at turn 2"
     assert write["file_path"] == APP
     assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was rewritten at turn 4"
-    assert note_of(edit["new_string"]).summary.startswith("40-line new_string of")
+    assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the note beside it says where and why
     assert edit["replace_all"] is False
     assert latest == {"file_path": APP, "content": V2}  # the latest write stays whole, though re-read later
     assert check_run(body, out, store) == 3
@@ -125,8 +125,9 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
     write, edit, *_ = inputs(out)
     assert note_of(write["content"]).summary == ("120-line body of /repo/src/app.py stored; written at turn 1,"
                                                  " no later change to the file")
-    assert note_of(edit["new_string"]).summary == ("40-line new_string of /repo/src/b.py stored; edit made at"
+    assert note_of(edit["old_string"]).summary == ("40-line old_string of /repo/src/b.py stored; edit made at"
                                                    " turn 2, no later change to the file")
+    assert note_of(edit["new_string"]).summary == "40-line new_string stored"
     assert edit["file_path"] == "/repo/src/b.py"
     results = [b.result_text for m in from_provider(out).messages for b in m.blocks if b.kind == "tool_result"]
     assert results[:2] == ["File created", snippet]

@@ -14,6 +14,10 @@ one-line note when the call is superseded:
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off.
 
+Only the note of a call's longest body string says where and why; its other strings get a short
+note (`<<ctxmill: 35-line new_string stored · deep_expand("…")>>`). The longest string saves the
+most, so whenever any string of a call is noted, that one is.
+
 A shell command holding such a heredoc is noted as a whole, so no command that writes a note
 into a file is left behind.
 
@@ -141,8 +145,10 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             made = next(t.action for t in item.touches if t.action in CHANGES)
             when = f"{_MADE[made]} at turn {item.turn}, no later change to the file"
 
-        def summarize(path: KeyPath, text: str, where: str = where, when: str = when) -> str:
-            return f"{line_count(text)}-line {_what(path, text)} of {where} stored; {when}"
+        def summarize(path: KeyPath, text: str, where: str = where, when: str = when,
+                      main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:
+            what = f"{line_count(text)}-line {_what(path, text)}"
+            return f"{what} of {where} stored; {when}" if path == main else f"{what} stored"
 
         edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
             lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
