@@ -2,10 +2,14 @@
 
 Protocol (Claude Code hooks): every event gets `session_id`, `transcript_path`, `cwd` and
 `hook_event_name`; SessionStart adds `source` (startup/resume/clear/compact), UserPromptSubmit
-`prompt`, PreCompact `trigger`, SessionEnd `reason`. Output, for exit code 0, is JSON on stdout;
-SessionStart and UserPromptSubmit inject text with
-`{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}`. The other events
-print nothing (a Stop hook that printed `decision: block` would keep the agent running).
+`prompt`, PreCompact `trigger`, SessionEnd `reason`, PreToolUse `tool_name` and `tool_input`.
+Output, for exit code 0, is JSON on stdout; SessionStart and UserPromptSubmit inject text with
+`{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}`; PreToolUse (only
+for the tools in `GUARDED_TOOLS`) denies a call whose input holds a ctxmill marker or note with
+`{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+"permissionDecisionReason": WHY}}`: a model that copied a placeholder would write it into a file.
+The other events print nothing (a Stop hook that printed `decision: block` would keep the agent
+running).
 
 Handlers import engines lazily: UserPromptSubmit starts a process per prompt.
 """
@@ -13,9 +17,12 @@ Handlers import engines lazily: UserPromptSubmit starts a process per prompt.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "SessionEnd", "Stop")
+GUARDED_TOOLS = "Write|Edit|MultiEdit|NotebookEdit|Bash"
+"""The PreToolUse matcher: tools whose input ends up in files or runs as a command."""
 PROMPT_BUDGET_TOKENS = 300  # memory injected per prompt at most
 PROMPT_MIN_COVERAGE = 0.34  # share of the prompt's distinct search terms a hit must contain
 PROMPT_MIN_TERMS = 2  # and at least this many of them (or all, for shorter prompts)
@@ -176,7 +183,37 @@ def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -
         return False
 
 
+def _strings(value) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def pre_tool_use(event: dict) -> dict | None:
+    """Deny a call whose input carries a ctxmill placeholder: it stands for stored text, and
+    written to a file or run as a command it would replace real content."""
+    from ccr.markers import find_markers
+
+    for text in _strings(event.get("tool_input")):
+        markers = find_markers(text) if "ctxmill:" in text else []
+        if markers:
+            key = markers[0].key
+            reason = (f"ctxmill: this {event.get('tool_name') or 'tool'} input contains a ctxmill placeholder "
+                      f"(deep_expand(\"{key}\")). It stands for text ctxmill stored, not for content: call "
+                      f"deep_expand(\"{key}\") or read the file to get the real text, then retry with it.")
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                           "permissionDecisionReason": reason}}
+    return None
+
+
 def handle(event_name: str, event: dict) -> dict | None:
+    if event_name == "PreToolUse":
+        return pre_tool_use(event)
     if event_name == "SessionStart":
         return session_start(event)
     if event_name == "UserPromptSubmit":

@@ -22,9 +22,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxmill.hooks import EVENTS
+from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 
-HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreCompact": 60, "SessionEnd": 60, "Stop": 30}
+HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
+                 "Stop": 30}
 MARK = "<!-- installed by ctxmill -->"
 CLAUDE_COMMANDS = {
     "checkpoint.md": f"""---
@@ -119,7 +120,8 @@ def _with_our_hooks(settings: dict) -> dict:
     base = shlex.join(ctxmill_command())
     for event in EVENTS:
         entry = {"type": "command", "command": f"{base} hook {event}", "timeout": HOOK_TIMEOUTS[event]}
-        hooks.setdefault(event, []).append({"hooks": [entry]})
+        group = {"matcher": GUARDED_TOOLS} if event == "PreToolUse" else {}
+        hooks.setdefault(event, []).append({**group, "hooks": [entry]})
     return settings
 
 

@@ -85,10 +85,31 @@ def test_hook_events_follow_the_protocol(project):
     assert unrelated.returncode == 0 and unrelated.stdout == ""
 
 
+def test_pre_tool_use_denies_only_inputs_that_carry_a_ctxmill_placeholder(project):
+    home, transcript = project
+    note = '<<ctxmill: 40-line body of src/app.py stored; written at turn 3, no later change to the file' \
+           ' · deep_expand("0123456789abcdef0123456789abcdef")>>'
+    calls = {
+        "Write": {"file_path": "/src/app.py", "content": note},
+        "Edit": {"file_path": "/src/app.py", "old_string": "x = 1", "new_string": "x = 2\n" + note},
+        "Bash": {"command": f"cat > src/app.py <<'EOF'\n{note}\nEOF"},
+    }
+    for tool, tool_input in calls.items():
+        done = _ctxmill(["hook", "PreToolUse"], home, _event("PreToolUse", transcript, tool_name=tool, tool_input=tool_input))
+        assert done.returncode == 0
+        decision = json.loads(done.stdout)["hookSpecificOutput"]
+        assert decision["hookEventName"] == "PreToolUse" and decision["permissionDecision"] == "deny"
+        assert 'deep_expand("0123456789abcdef0123456789abcdef")' in decision["permissionDecisionReason"]
+    talk = {"file_path": "/docs/ctxmill.md", "content": "Markers look like [ctxmill: …] and name a deep_expand key."}
+    for tool_input in (talk, {"command": "pytest -q"}, {"file_path": "/src/app.py", "content": "x = 1\n"}):
+        done = _ctxmill(["hook", "PreToolUse"], home, _event("PreToolUse", transcript, tool_name="Write", tool_input=tool_input))
+        assert (done.returncode, done.stdout) == (0, "")
+
+
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", json.dumps({"transcript_path": "/missing.jsonl"})])
 def test_hooks_fail_open(project, stdin):
     home, _ = project
-    for event in ("PreCompact", "UserPromptSubmit", "SessionEnd"):
+    for event in ("PreCompact", "UserPromptSubmit", "PreToolUse", "SessionEnd"):
         done = _ctxmill(["hook", event], home, stdin)
         assert (done.returncode, done.stdout) == (0, "")
 
@@ -180,7 +201,8 @@ def test_install_is_idempotent_and_uninstall_restores(tmp_path, host):
     if host == "claude-code":
         hooks = json.loads((root / ".claude/settings.json").read_text())["hooks"]
         assert all(sum("hook " + e in h["command"] for g in hooks[e] for h in g["hooks"]) == 1 for e in
-                   ("SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop"))
+                   ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "SessionEnd", "Stop"))
+        assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Write|Edit|MultiEdit|NotebookEdit|Bash"]
         assert "echo mine" in json.dumps(hooks["Stop"])
         assert "ctxmill" in json.loads((root / ".mcp.json").read_text())["mcpServers"]
         assert run("doctor").stdout.startswith("ok       Claude Code integration")

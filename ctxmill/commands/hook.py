@@ -12,7 +12,8 @@ import sys
 from ctxmill.hooks import EVENTS
 
 # seconds; Claude Code's own hook timeout is 60 s
-BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0, "Stop": 20.0}
+BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
+           "Stop": 20.0}
 
 
 class _OverBudget(Exception):
