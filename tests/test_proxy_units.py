@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,20 @@ def test_cli_stats_queries_a_running_proxy():
         assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("session") and "total" in r.stdout
     r = _cli("proxy", "--stats", "--port", str(proxy.port))
     assert r.returncode == 2 and "no ctxmill proxy answering" in r.stderr
+
+
+def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
+    from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
+
+    assert load_proxy_settings(tmp_path) == {}
+    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')
+    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": 40.0, "workers": 3}
+    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": None}
+    for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1'):
+        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"proxy\."):
+            load_proxy_settings(tmp_path)
+    assert parse_budget("12.5") == 12.5 and parse_budget("none") is None
+    r = _cli("proxy", "--latency-budget-ms", "-1")
+    assert r.returncode == 2 and "--latency-budget-ms" in r.stderr
