@@ -222,7 +222,7 @@ def main() -> int:
               f"  p99 {_quantile(x, .99) - _quantile(d, .99):+7.1f} ms")
     print(f"  proxy peak RSS {rss:.0f} MiB, its {len(worker_rss)} child processes (workers, forkserver)"
           f" {' + '.join(f'{r:.0f}' for r in worker_rss)} MiB · tokens {stats['tokens_before']:,} →"
-          f" {stats['tokens_after']:,} · failures {stats['failures']} · deferred {stats['deferred']}")
+          f" {stats['tokens_after']:,} · epochs {stats['epochs']} · failures {stats['failures']} · deferred {stats['deferred']}")
     return 1 if results["direct"][1] or results["proxy"][1] else 0
 
 

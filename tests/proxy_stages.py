@@ -49,3 +49,9 @@ SLOW_CHAIN = Chain().push(Stage("slow", slow_when_many_mutable, Tier.ALWAYS)).pu
     Stage("head_of_results", head_of_results, Tier.ALWAYS))
 CRASH_CHAIN = Chain().push(Stage("crash", crash_on_request, Tier.ALWAYS)).push(
     Stage("head_of_results", head_of_results, Tier.ALWAYS))
+
+
+def stamp(label: str, seconds: float) -> tuple[str, float]:
+    """A worker job for the scheduling test: sleeps, then says when it finished."""
+    time.sleep(seconds)
+    return label, time.monotonic()

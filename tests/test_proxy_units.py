@@ -129,3 +129,45 @@ def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
     assert parse_budget("12.5") == 12.5 and parse_budget("none") is None
     r = _cli("proxy", "--latency-budget-ms", "-1")
     assert r.returncode == 2 and "--latency-budget-ms" in r.stderr
+
+
+def test_a_new_session_is_calibrated_like_the_last_calibrated_session_of_its_provider():
+    from ctxmill.proxy.sessions import SessionPool
+
+    pool = SessionPool(None, 8, 8)
+    assert pool.stand_in("anthropic") is None
+    old = pool._entry("a" * 32)
+    old.stats.provider, old.stats.tokens_per_byte = "anthropic", 0.25
+    old.record_usage(Usage(input=1200), estimated_sent=1000)
+    other = pool._entry("b" * 32)
+    other.stats.provider, other.stats.calibration, other.stats.tokens_per_byte = "openai", 3.0, 0.3
+    new = pool._entry("c" * 32)
+    assert new.calibrated_tokens(40_000) is None
+    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 12_000  # 1.2 * 0.25 * 40,000
+    new.stats.calibration, new.stats.tokens_per_byte = 2.0, 0.5
+    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 40_000  # its own, once it has one
+
+
+def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
+    import asyncio
+
+    from compress.config import CompressConfig
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+    from tests.proxy_stages import stamp
+
+    async def scenario():
+        pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
+        pool.start()
+        blocker = pool.submit("a", stamp, "blocker", 0.5)
+        late = pool.submit("b", stamp, "late but needed", 0.0, budget=0.05)
+        dropped = pool.submit("c", stamp, "late count_tokens", 0.0, budget=0.05, needed=False)
+        waiting = pool.submit("d", stamp, "still waited for", 0.0, budget=None)
+        done = [await blocker, await waiting, await late]
+        await asyncio.sleep(0)
+        await pool.close()
+        return done, dropped
+
+    (blocker, waiting, late), dropped = asyncio.run(scenario())
+    assert blocker[1] < waiting[1] < late[1]  # the job whose request waits jumped the late one
+    assert dropped.cancelled()

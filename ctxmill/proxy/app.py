@@ -73,7 +73,7 @@ class Proxy:
 
     async def stats(self, request: Request) -> Response:
         sessions = self.pool.snapshot()
-        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "deferred", "input_tokens",
+        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
                 "cache_read_tokens", "cache_write_tokens", "output_tokens")
         totals = {k: sum(s[k] for s in sessions) for k in keys}
         return JSONResponse({"sessions": sessions, "totals": totals})
@@ -92,10 +92,11 @@ class Proxy:
             return await self.forward(request, target, raw, started)
         key = session_key(target.provider, body)
         if target.kind == COUNT_TOKENS:
-            outcome = await self.within_budget(key, worker.count_request, raw)
+            outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
             return await self.forward(request, target, outcome.data or raw, started)
         async with self.pool.use(key) as entry:
-            outcome = await self.compress(entry, raw)
+            stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.provider)
+            outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in))
             entry.record_request(target.provider, len(raw), outcome)
         return await self.forward(request, target, outcome.data or raw, started,
                                   on_usage=lambda usage: entry.record_usage(usage, outcome.sent_tokens),
@@ -103,14 +104,14 @@ class Proxy:
 
     # -- compression ------------------------------------------------------------------
 
-    async def compress(self, entry: ProxySession, raw: bytes) -> Outcome:
+    async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None) -> Outcome:
         """The request's compression, waited for at most the latency budget. Past it the run goes
         on in the background and records its stats when done; while it runs, the session's
         requests are sent as they are (a session never queues a second background run)."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           entry.calibrated_tokens(len(raw)), entry.stats_bytes())
+                                           calibrated_tokens, entry.stats_bytes())
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
@@ -121,14 +122,12 @@ class Proxy:
             entry.pending.add_done_callback(finished)
         return outcome
 
-    async def within_budget(self, key: str, fn, *args) -> Outcome:
+    async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
-        or later in the background when it misses the budget: `deferred`, with `pending` set)."""
+        or later in the background when it misses the budget: `deferred`, with `pending` set).
+        `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
-        try:
-            future = self.workers.submit(key, fn, *args)
-        except Exception as exc:  # noqa: BLE001 - fail open
-            return _failed(outcome, exc)
+        future = self.workers.submit(key, fn, *args, budget=self.budget, needed=needed)
         future.add_done_callback(lambda f: _settle(outcome, f))
         done, _ = await asyncio.wait({future}, timeout=self.budget)
         if not done:
@@ -195,16 +194,13 @@ def _parse_request(raw: bytes) -> dict | None:
 
 def _settle(outcome: Outcome, future: asyncio.Future) -> None:
     """Fill `outcome` from a finished worker call (a dead worker is replaced on its next use)."""
-    try:
+    if future.cancelled():  # dropped unrun: its request had left already
+        return
+    if (exc := future.exception()) is not None:  # the worker died or the job could not be sent
+        log.warning("compression failed, original sent: %s: %s", type(exc).__name__, exc)
+        outcome.error = f"{type(exc).__name__}: {exc}"[:500]
+    else:
         outcome.summary = future.result()
-    except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - fail open: the original is sent
-        _failed(outcome, exc)
-
-
-def _failed(outcome: Outcome, exc: BaseException) -> Outcome:
-    log.warning("compression failed, original sent: %s: %s", type(exc).__name__, exc)
-    outcome.error = f"{type(exc).__name__}: {exc}"[:500]
-    return outcome
 
 
 def create_app(config: ProxyConfig) -> Starlette:

@@ -106,11 +106,13 @@ class ProxySession:
         self.pending: asyncio.Future | None = None
         """The session's deferred run while it is still going."""
 
-    def calibrated_tokens(self, body_size: int) -> int | None:
-        s = self.stats
-        if s.calibration is None or s.tokens_per_byte is None:
+    def calibrated_tokens(self, body_size: int, stand_in: SessionStats | None = None) -> int | None:
+        """The request's size as the provider will count it; until this session has a usage
+        report, `stand_in`'s calibration (another session's) is used, if given."""
+        s = self.stats if _calibrated(self.stats) else stand_in
+        if s is None or not _calibrated(s):
             return None
-        return round(s.calibration * s.tokens_per_byte * body_size)
+        return round(s.calibration * s.tokens_per_byte * body_size)  # type: ignore[operator]
 
     def stats_bytes(self) -> bytes | None:
         """The stats for the worker to write beside the state (None: nothing to write)."""
@@ -166,6 +168,10 @@ class ProxySession:
             s.calibration = min(high, max(low, usage.prompt_total / estimated_sent))
 
 
+def _calibrated(s: SessionStats) -> bool:
+    return s.calibration is not None and s.tokens_per_byte is not None
+
+
 class SessionPool:
     def __init__(self, root: Path | None, max_sessions: int, max_stats: int) -> None:
         self.root = root
@@ -203,6 +209,15 @@ class SessionPool:
             del self._live[key]
         while len(self._stats) > self.max_stats:
             self._stats.popitem(last=False)
+
+    def stand_in(self, provider: str) -> SessionStats | None:
+        """The most recently used calibrated session of `provider`: a new session uses its
+        calibration, so a large first request runs at the tier its next request will have
+        (instead of an epoch at the second request when the tier changes)."""
+        for stats in reversed(self._stats.values()):
+            if stats.provider == provider and _calibrated(stats):
+                return stats
+        return None
 
     def flush(self) -> None:
         """Write every live session's stats (at shutdown, after the workers stopped)."""
