@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -38,9 +37,6 @@ from compress.session import STATE_FILE, Session
 log = logging.getLogger("ctxmill.proxy")
 
 STATS_FILE = "proxy-stats.json"
-NICENESS = 10
-"""Workers run at a lower CPU priority than the proxy's event loop: under load the loop, which
-every request waits on, gets the CPU first, and a late run only makes its request deferred."""
 
 
 @dataclass(frozen=True)
@@ -224,8 +220,6 @@ def start(setup: WorkerSetup) -> None:
     global _worker
     from ctxmill.cli import configure_logging, redact_every_record
 
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
     redact_every_record()
     if setup.log_file is not None:
         configure_logging(setup.log_file)
