@@ -171,3 +171,16 @@ def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     (blocker, waiting, late), dropped = asyncio.run(scenario())
     assert blocker[1] < waiting[1] < late[1]  # the job whose request waits jumped the late one
     assert dropped.cancelled()
+
+
+def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
+    from compress.config import CompressConfig
+    from compress.pipeline import Chain
+    from compress.stage import Stage
+    from compress.tiers import Tier
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+
+    chain = Chain().push(Stage("inline", lambda messages, ctx: messages, Tier.ALWAYS))
+    with pytest.raises(ValueError, match="module-level"):
+        WorkerPool(WorkerSetup(None, None, CompressConfig(), chain, max_sessions=4), 1)

@@ -22,6 +22,7 @@ import itertools
 import logging
 import math
 import multiprocessing
+import pickle
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -65,6 +66,11 @@ class WorkerPool:
     def __init__(self, setup: WorkerSetup, count: int) -> None:
         if count < 1:
             raise ValueError("the proxy needs at least one worker process")
+        try:
+            pickle.dumps(setup)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise ValueError(f"the proxy's chain cannot go to its workers (stage functions must be "
+                             f"module-level functions): {exc}") from None
         self.setup = setup
         self._slots = [_Slot() for _ in range(count)]
         self._seq = itertools.count()
