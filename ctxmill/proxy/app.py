@@ -135,6 +135,8 @@ class Proxy:
         return outcome
 
     def describe(self, outcome: Outcome) -> str:
+        if outcome.deferred and outcome.pending is None:
+            return "deferred: sent as is while the session's previous run finishes"
         if outcome.deferred:
             return f"deferred: compression not done within {self.config.latency_budget_ms:g} ms, sent as is"
         if outcome.summary is None or outcome.error:

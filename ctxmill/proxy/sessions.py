@@ -19,8 +19,10 @@ provider reports the size of the COMPRESSED request it received. For each respon
 framing included. For the next request of the session, before the pipeline runs:
     reported_input_tokens = calibration × tokens_per_byte × len(raw body bytes)
 where tokens_per_byte = tokens_before / body bytes of the session's previous request (our raw
-estimate per byte, which changes slowly within one conversation). Until the first usage
-report the pipeline uses its own estimate.
+estimate per byte, which changes slowly within one conversation). Of a deferred request the
+upstream saw the original, so its estimate is tokens_before. Until the session's first usage
+report, the most recently used calibrated session of the same provider stands in (`stand_in`);
+with none, the pipeline uses its own estimate.
 """
 
 from __future__ import annotations
