@@ -73,11 +73,12 @@ async def run_clients(url: str, clients: int, turns: int, base_tokens: int, stag
                       deadline: float) -> tuple[list[tuple[int, float]], int]:
     latencies: list[tuple[int, float]] = []
     errors = 0
+    conversations = [conversation(c, base_tokens, turns) for c in range(clients)]  # not while timing
     limits = httpx.Limits(max_connections=clients * 2)
     async with httpx.AsyncClient(timeout=60, limits=limits, trust_env=False) as http:
         async def one(client: int) -> None:
             nonlocal errors
-            messages, start = conversation(client, base_tokens, turns)
+            messages, start = conversations[client]
             await asyncio.sleep(stagger * client / clients)  # independent users do not arrive in lockstep
             for turn in range(turns):
                 if time.monotonic() > deadline:
@@ -129,6 +130,34 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _descendants(pid: int) -> list[int]:
+    """The proxy's worker processes (and its forkserver), found through /proc parent links."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _tree_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of the proxy process and of its worker processes (those alive now)."""
+    workers = 0.0
+    for child in _descendants(pid):
+        try:
+            workers += _cpu_seconds(child)
+        except OSError:
+            pass
+    return _cpu_seconds(pid), workers
+
+
 def _quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -140,6 +169,8 @@ def main() -> int:
     p.add_argument("--turns", type=int, default=20)
     p.add_argument("--tokens", type=int, default=150_000, help="size of each conversation at turn 1")
     p.add_argument("--delay", type=float, default=1.0, help="upstream answer delay in seconds")
+    p.add_argument("--budget", default=None, help="the proxy's --latency-budget-ms (default: its own)")
+    p.add_argument("--workers", type=int, default=None, help="the proxy's --workers (default: its own)")
     p.add_argument("--time-limit", type=float, default=240, help="seconds per phase before giving up")
     args = p.parse_args()
 
@@ -150,7 +181,9 @@ def main() -> int:
         upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), "--port", str(up_port),
                                      "--delay", str(args.delay)], env=env)
         proxy = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(proxy_port),
-                                  "--upstream-anthropic", up_url, "--home", home, "--log-level", "warning"], env=env)
+                                  "--upstream-anthropic", up_url, "--home", home, "--log-level", "warning",
+                                  *(["--latency-budget-ms", args.budget] if args.budget else []),
+                                  *(["--workers", str(args.workers)] if args.workers else [])], env=env)
         try:
             _wait_ready(up_url, upstream)
             _wait_ready(proxy_url, proxy)
@@ -159,12 +192,14 @@ def main() -> int:
             results, used = {}, {}
             for name, url in (("direct", up_url), ("proxy", proxy_url)):
                 began = time.monotonic()
-                cpu = {p.pid: _cpu_seconds(p.pid) for p in (proxy, upstream)}
+                before = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
                 lat, errors = asyncio.run(run_clients(url, args.clients, args.turns, args.tokens, args.delay,
                                                       began + args.time_limit))
                 results[name] = (lat, errors, time.monotonic() - began)
-                used[name] = {who: _cpu_seconds(p.pid) - cpu[p.pid] for who, p in (("proxy", proxy), ("upstream", upstream))}
+                after = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
+                used[name] = dict(zip(("proxy", "workers", "upstream"), (b - a for a, b in zip(before, after))))
             rss = _peak_rss_mib(proxy.pid)
+            worker_rss = [_peak_rss_mib(p) for p in _descendants(proxy.pid)]
             stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
         finally:
             for proc in (proxy, upstream):
@@ -177,15 +212,17 @@ def main() -> int:
         ms = [x for _, x in lat]
         print(f"  {name:<7} requests {len(lat):4d}  errors {errors}  p50 {_quantile(ms, .5):7.1f} ms"
               f"  p99 {_quantile(ms, .99):7.1f} ms  wall {wall:5.1f} s  CPU ms/request: proxy"
-              f" {1000 * used[name]['proxy'] / len(lat):.1f}, upstream {1000 * used[name]['upstream'] / len(lat):.1f}")
+              f" {1000 * used[name]['proxy'] / len(lat):.1f} + workers {1000 * used[name]['workers'] / len(lat):.1f},"
+              f" upstream {1000 * used[name]['upstream'] / len(lat):.1f}")
     for label, keep in (("all turns", lambda t: True), ("turn 1 (new sessions)", lambda t: t == 0),
                         ("turns 2+", lambda t: t > 0)):
         d = [x for t, x in results["direct"][0] if keep(t)]
         x = [x for t, x in results["proxy"][0] if keep(t)]
         print(f"  added latency, {label:<22}: p50 {_quantile(x, .5) - _quantile(d, .5):+7.1f} ms"
               f"  p99 {_quantile(x, .99) - _quantile(d, .99):+7.1f} ms")
-    print(f"  proxy peak RSS {rss:.0f} MiB · tokens {stats['tokens_before']:,} → {stats['tokens_after']:,}"
-          f" · failures {stats['failures']}")
+    print(f"  proxy peak RSS {rss:.0f} MiB, its {len(worker_rss)} child processes (workers, forkserver)"
+          f" {' + '.join(f'{r:.0f}' for r in worker_rss)} MiB · tokens {stats['tokens_before']:,} →"
+          f" {stats['tokens_after']:,} · epochs {stats['epochs']} · failures {stats['failures']} · deferred {stats['deferred']}")
     return 1 if results["direct"][1] or results["proxy"][1] else 0
 
 

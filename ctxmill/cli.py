@@ -87,19 +87,28 @@ def redact_every_record() -> None:
     logging.setLogRecordFactory(factory)
 
 
-def configure_logging() -> None:
-    """Library warnings go to `<project home>/ctxmill.log`, never to the agent's terminal."""
+def configure_logging(log_file: Path | None = None) -> None:
+    """Library warnings go to `log_file` (default `<project home>/ctxmill.log`), never to the
+    agent's terminal."""
     from ctxmill.paths import project_home
 
     logger = logging.getLogger("ctxmill")
     if logger.handlers:
         return
     logger.propagate = False
-    handler = _LazyFileHandler(project_home() / "ctxmill.log", delay=True, encoding="utf-8")
+    handler = _LazyFileHandler(log_file or project_home() / "ctxmill.log", delay=True, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     redact_every_record()
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+
+
+def log_file() -> Path | None:
+    """The file `configure_logging` set up in this process, if any (worker processes reuse it)."""
+    for handler in logging.getLogger("ctxmill").handlers:
+        if isinstance(handler, logging.FileHandler):
+            return Path(handler.baseFilename)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,10 @@ max_lines = 400
 [security]                             # secrets are redacted before CCR or memory stores text
 redact_extra = ["INTERNAL-[0-9]{6}"]   # more regexes to redact (a group named `secret`: only it)
 redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full match)
+
+[proxy]                                # `ctxmill proxy`; its flags override these
+latency_budget_ms = 25                 # or "none": always wait for compression
+workers = 2                            # pipeline worker processes
 ```
 A missing file means defaults; an unknown key or a wrong type is an error naming the key.
 """
@@ -75,6 +79,45 @@ def load_compress_config(home: Path) -> CompressConfig:
     redaction = redaction_from(data.get("security", {}), where)
     config = compress_config_from(data.get("compress", {}), where)
     return replace(config, redact_extra=redaction.extra, redact_allow=redaction.allow)
+
+
+def load_proxy_settings(home: Path) -> dict[str, Any]:
+    data, where = _load(home)
+    return proxy_settings_from(data.get("proxy", {}), where)
+
+
+def proxy_settings_from(section: Any, where: str = "config") -> dict[str, Any]:
+    """The `[proxy]` table as ProxyConfig field overrides (only the keys it sets);
+    latency_budget_ms "none" becomes None (always wait)."""
+    table = _table(section, f"{where}: proxy")
+    unknown = set(table) - {"latency_budget_ms", "workers"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key proxy.{sorted(unknown)[0]}")
+    out: dict[str, Any] = {}
+    if "latency_budget_ms" in table:
+        try:
+            out["latency_budget_ms"] = parse_budget(table["latency_budget_ms"])
+        except ValueError as exc:
+            raise ConfigError(f"{where}: proxy.latency_budget_ms {exc}") from None
+    if "workers" in table:
+        out["workers"] = _typed(table["workers"], int, f"{where}: proxy.workers")
+        if out["workers"] < 1:
+            raise ConfigError(f"{where}: proxy.workers must be at least 1")
+    return out
+
+
+def parse_budget(value: Any) -> float | None:
+    """A latency budget in ms: a positive number, or "none" (None: always wait)."""
+    if value == "none":
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValueError(f'must be a positive number of ms or "none", got {value!r}') from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f'must be a positive number of ms or "none", got {value!r}')
+    return float(value)
 
 
 def load_redaction(home: Path) -> Redaction:

@@ -11,35 +11,19 @@ import httpx
 import orjson
 import pytest
 
-from ccr.markers import format_marker
 from compress.config import CompressConfig
-from compress.model import Message
-from compress.pipeline import Chain
-from compress.stage import Stage, StageContext, each_mutable
-from compress.tiers import Tier, TierThresholds
+from compress.tiers import TierThresholds
 from ctxmill.proxy import ProxyConfig, create_app
 from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, SLOW_CHAIN, SLOW_SECONDS
 from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,
                                  tool_ids)
 
 # Small tail, tiers and epoch threshold so every stage runs on the small example conversation.
 SMALL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, epoch_savings_threshold=300,
                        tiers=TierThresholds(medium=1000, high=2000))
-
-
-def _head_of_results(messages: list[Message], ctx: StageContext) -> list[Message]:
-    """A test stage that visibly compresses whatever other stages exist: long old tool
-    results keep their first 200 characters and a CCR marker."""
-    def shorten(i: int, msg: Message) -> Message:
-        blocks = [b.with_result_text(ctx.lossy(b.result_text, lambda key, t=b.result_text: (
-                      t[:200] + "\n" + format_marker(f"{len(t)} chars", key))))
-                  if ctx.may_compress_result(b) and len(b.result_text) > 1000 else b for b in msg.blocks]
-        return msg.with_blocks(blocks)
-
-    return each_mutable(messages, ctx, shorten)
-
-
-CHAIN = Chain().push(Stage("head_of_results", _head_of_results, Tier.ALWAYS))
+# No epochs after a session's first run: later runs render only their new messages.
+NO_EPOCHS = replace(SMALL, epoch_savings_threshold=10**9, window_epoch_savings=10**9, tiers=TierThresholds())
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +49,7 @@ def start_proxy(upstream, tmp_path):
 
     def start(**options) -> ServerThread:
         options.setdefault("persist", "home" in options)
+        options.setdefault("latency_budget_ms", None)  # compression always awaited: no timing in asserts
         config = ProxyConfig(upstream_anthropic=upstream.url, upstream_openai=upstream.url,
                              compress=options.pop("compress", SMALL), chain=options.pop("chain", CHAIN),
                              **options)
@@ -219,13 +204,12 @@ def test_session_continues_after_restart(fake, start_proxy, tmp_path):
     """Without epochs a continued session renders its known prefix as before; a fresh session
     would compress the old results that have left the tail since."""
     body = example()
-    no_epochs = replace(SMALL, epoch_savings_threshold=10**9, window_epoch_savings=10**9, tiers=TierThresholds())
-    first = start_proxy(home=tmp_path, compress=no_epochs)
+    first = start_proxy(home=tmp_path, compress=NO_EPOCHS)
     client, _ = anthropic_client(first.url)
     for n in (3, 5):
         client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:n])
     first.__exit__(None, None, None)
-    second = start_proxy(home=tmp_path, compress=no_epochs)
+    second = start_proxy(home=tmp_path, compress=NO_EPOCHS)
     client, _ = anthropic_client(second.url)
     client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:7])
     [session] = stats(second)["sessions"]
@@ -347,3 +331,50 @@ def test_sessions_run_in_parallel_and_each_is_serialised(fake, proxy):
     assert not errors
     sessions = stats(proxy)["sessions"]
     assert len(sessions) == 4 and all(s["requests"] == 4 and s["failures"] == 0 for s in sessions)
+
+
+def _wait_for(predicate, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fake, start_proxy):
+    """The first run sleeps far past the budget: that request and one arriving while the run
+    still goes are sent as they are; once it finished, the session's next request is compressed
+    and the compressed requests after it extend each other (cache-stable between switches)."""
+    proxy = start_proxy(chain=SLOW_CHAIN, compress=NO_EPOCHS, latency_budget_ms=300, workers=1)
+    body = example()
+
+    def send(n: int) -> bytes:
+        r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps({**body, "messages": body["messages"][:n]}),
+                       timeout=30)
+        assert r.status_code == 200
+        return fake.received[-1].body
+
+    began = time.monotonic()
+    assert send(5) == orjson.dumps({**body, "messages": body["messages"][:5]})
+    assert time.monotonic() - began < SLOW_SECONDS  # not held back by the run
+    assert send(7) == orjson.dumps({**body, "messages": body["messages"][:7]})  # coalesced: no second run
+    [session] = stats(proxy)["sessions"]
+    assert session["deferred"] == 2 and session["tokens_before"] == 0
+    _wait_for(lambda: stats(proxy)["sessions"][0]["tokens_before"] > 0)  # the run finished in the background
+    third, fourth = orjson.loads(send(9)), orjson.loads(send(11))
+    assert b"deep_expand(" in orjson.dumps(third) and len(orjson.dumps(third)) < len(orjson.dumps(body["messages"][:9]))
+    assert fourth["messages"][:9] == third["messages"]
+    [session] = stats(proxy)["sessions"]
+    assert session["requests"] == 4 and session["deferred"] == 2 and session["failures"] == 0
+    assert stats(proxy)["totals"]["deferred"] == 2
+
+
+def test_a_dead_worker_fails_open_and_is_replaced(fake, start_proxy):
+    proxy = start_proxy(chain=CRASH_CHAIN, workers=1)
+    body = example()
+    doomed = {**body, "messages": [{"role": "user", "content": CRASH}, *body["messages"][1:]]}
+    r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps(doomed), timeout=30)
+    assert r.status_code == 200 and fake.received[-1].body == orjson.dumps(doomed)
+    r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps(body), timeout=30)
+    assert r.status_code == 200 and b"deep_expand(" in fake.received[-1].body  # a new worker compressed it
+    failed, ok = sorted(stats(proxy)["sessions"], key=lambda s: -s["failures"])
+    assert failed["failures"] == 1 and ok["failures"] == 0 and ok["saved"] > 0

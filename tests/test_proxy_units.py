@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,3 +112,75 @@ def test_cli_stats_queries_a_running_proxy():
         assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("session") and "total" in r.stdout
     r = _cli("proxy", "--stats", "--port", str(proxy.port))
     assert r.returncode == 2 and "no ctxmill proxy answering" in r.stderr
+
+
+def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
+    from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
+
+    assert load_proxy_settings(tmp_path) == {}
+    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')
+    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": 40.0, "workers": 3}
+    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": None}
+    for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1'):
+        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"proxy\."):
+            load_proxy_settings(tmp_path)
+    assert parse_budget("12.5") == 12.5 and parse_budget("none") is None
+    r = _cli("proxy", "--latency-budget-ms", "-1")
+    assert r.returncode == 2 and "--latency-budget-ms" in r.stderr
+
+
+def test_a_new_session_is_calibrated_like_the_last_calibrated_session_of_its_provider():
+    from ctxmill.proxy.sessions import SessionPool
+
+    pool = SessionPool(None, 8, 8)
+    assert pool.stand_in("anthropic") is None
+    old = pool._entry("a" * 32)
+    old.stats.provider, old.stats.tokens_per_byte = "anthropic", 0.25
+    old.record_usage(Usage(input=1200), estimated_sent=1000)
+    other = pool._entry("b" * 32)
+    other.stats.provider, other.stats.calibration, other.stats.tokens_per_byte = "openai", 3.0, 0.3
+    new = pool._entry("c" * 32)
+    assert new.calibrated_tokens(40_000) is None
+    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 12_000  # 1.2 * 0.25 * 40,000
+    new.stats.calibration, new.stats.tokens_per_byte = 2.0, 0.5
+    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 40_000  # its own, once it has one
+
+
+def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
+    import asyncio
+
+    from compress.config import CompressConfig
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+    from tests.proxy_stages import stamp
+
+    async def scenario():
+        pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
+        pool.start()
+        blocker = pool.submit("a", stamp, "blocker", 0.5)
+        late = pool.submit("b", stamp, "late but needed", 0.0, budget=0.05)
+        dropped = pool.submit("c", stamp, "late count_tokens", 0.0, budget=0.05, needed=False)
+        waiting = pool.submit("d", stamp, "still waited for", 0.0, budget=None)
+        done = [await blocker, await waiting, await late]
+        await asyncio.sleep(0)
+        await pool.close()
+        return done, dropped
+
+    (blocker, waiting, late), dropped = asyncio.run(scenario())
+    assert blocker[1] < waiting[1] < late[1]  # the job whose request waits jumped the late one
+    assert dropped.cancelled()
+
+
+def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
+    from compress.config import CompressConfig
+    from compress.pipeline import Chain
+    from compress.stage import Stage
+    from compress.tiers import Tier
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+
+    chain = Chain().push(Stage("inline", lambda messages, ctx: messages, Tier.ALWAYS))
+    with pytest.raises(ValueError, match="module-level"):
+        WorkerPool(WorkerSetup(None, None, CompressConfig(), chain, max_sessions=4), 1)

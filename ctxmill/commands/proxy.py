@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctxmill.proxy.config import ANTHROPIC_API, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API
+from ctxmill.proxy.config import ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ctxmill home for sessions and CCR (default: the project's .ctxmill)")
     p.add_argument("--max-body-mb", type=float, default=DEFAULT_MAX_BODY / 2**20, metavar="MB",
                    help="largest request body accepted (default %(default)g MB)")
+    p.add_argument("--latency-budget-ms", metavar="MS",
+                   help="longest wait for a request's compression before the original is sent and the run "
+                        f"finishes in the background; \"none\": always wait (default {DEFAULT_LATENCY_BUDGET_MS:g},"
+                        " or [proxy] latency_budget_ms in config.toml)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="pipeline worker processes (default min(2, CPUs), or [proxy] workers in config.toml)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--stats", action="store_true", help="print the stats of the proxy running on --host/--port")
     p.add_argument("--json", action="store_true", help="with --stats: print the raw JSON")
@@ -71,13 +77,36 @@ def fetch_stats(host: str, port: int) -> dict:
 
 def format_stats(data: dict) -> str:
     header = f"{'session':<14}{'provider':<11}{'requests':>9}{'before':>12}{'after':>12}{'saved':>11}" \
-             f"{'cache read':>12}{'cache write':>12}{'failures':>9}"
+             f"{'cache read':>12}{'cache write':>12}{'failures':>9}{'deferred':>9}"
     rows = [header]
     for s in data.get("sessions", []) + [{"session": "total", "provider": "", **data.get("totals", {})}]:
         rows.append(f"{s['session'][:12]:<14}{s.get('provider', ''):<11}{s['requests']:>9,}"
                     f"{s['tokens_before']:>12,}{s['tokens_after']:>12,}{s['saved']:>11,}"
-                    f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}")
+                    f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}"
+                    f"{s.get('deferred', 0):>9,}")
     return "\n".join(rows)
+
+
+def _proxy_settings(args: argparse.Namespace) -> dict:
+    """latency_budget_ms and workers: the flags, else the config file's [proxy] table."""
+    from ctxmill.cli import CliError
+    from ctxmill.paths import project_home
+    from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
+
+    try:
+        settings = load_proxy_settings(Path(args.home) if args.home else project_home())
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    if args.latency_budget_ms is not None:
+        try:
+            settings["latency_budget_ms"] = parse_budget(args.latency_budget_ms)
+        except ValueError as exc:
+            raise CliError(f"--latency-budget-ms {exc}") from None
+    if args.workers is not None:
+        if args.workers < 1:
+            raise CliError("--workers must be at least 1")
+        settings["workers"] = args.workers
+    return settings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from ctxmill.settings import compress_config_for_cli
 
     config = ProxyConfig(
+        **_proxy_settings(args),
         upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
         upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
         home=args.home,

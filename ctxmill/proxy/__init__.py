@@ -4,8 +4,9 @@
 under uvicorn. Modules: `config` (ProxyConfig), `routing` (which upstream, which route
 compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
 `usage` (provider-reported token usage, read from JSON and SSE without buffering),
-`sessions` (per-session state, locks, calibration and stats), `app` (the ASGI app),
-`server` (uvicorn runner and the loopback rule).
+`sessions` (per-session stats, turn-taking and calibration), `worker` (what runs in a worker
+process: the pipeline and the sessions' state), `workerpool` (the worker processes, session
+affinity and scheduling), `app` (the ASGI app), `server` (uvicorn runner and the loopback rule).
 """
 
 from ctxmill.proxy.config import ProxyConfig

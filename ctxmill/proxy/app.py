@@ -1,11 +1,13 @@
 """The ASGI app: compress on the compressing routes, forward everything, stream responses back.
 
-Per request on a compressing route: read the body (bounded), parse it, find the session, run
-the pipeline in a worker thread under the session's lock, send the result upstream with the
-client's headers, and stream the upstream response back byte for byte while a `UsageTap`
-reads the provider's usage. Fail open: a body that is not a JSON request (invalid JSON, no
-`messages` list) or a compression failure sends the original bytes; the provider answers
-invalid requests itself, exactly as it would without the proxy.
+Per request on a compressing route: read the body (bounded), parse it (for the session key),
+send the bytes to the session's worker process (`WorkerPool`) and wait for the compressed bytes
+at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
+run finishes in the background) upstream with the client's headers, and stream the upstream
+response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
+that is not a JSON request (invalid JSON, no `messages` list), a failed run or a dead worker
+sends the original bytes; the provider answers invalid requests itself, exactly as it would
+without the proxy.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import logging
 import time
 from typing import AsyncIterator
 
-import anyio
 import httpx
 import orjson
 from starlette.applications import Starlette
@@ -24,14 +25,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 
-from ccr.store import CCRStore
 from compress.adapters import InvalidRequest, detect
+from ctxmill.cli import log_file
 from ctxmill.paths import ccr_dir, sessions_dir
+from ctxmill.proxy import worker
 from ctxmill.proxy.config import ProxyConfig
 from ctxmill.proxy.identity import session_key
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
-from ctxmill.proxy.sessions import Outcome, SessionPool, compress_once
+from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
 from ctxmill.proxy.usage import UsageTap
+from ctxmill.proxy.workerpool import WorkerPool
 from ctxmill.proxy.wire import BodyTooLarge, downstream_headers, error_response, read_body, upstream_headers
 
 log = logging.getLogger("ctxmill.proxy")
@@ -45,31 +48,32 @@ class Proxy:
         root = sessions_dir(config.home) if config.persist else None
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
-        self.cpu: anyio.CapacityLimiter | None = None
-        """Bounds the pipeline runs at once (ProxyConfig.pipeline_threads): a burst of new
-        sessions is worked off a few at a time instead of all sharing the GIL at once."""
-        self.store: CCRStore | None = None
+        self.workers = WorkerPool(worker.WorkerSetup(
+            sessions_root=root, ccr_root=ccr_dir(config.home) if config.persist else None,
+            compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
+            log_file=log_file()), config.workers)
+        budget = config.latency_budget_ms
+        self.budget = None if budget is None else budget / 1000
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         c = self.config
         timeout = httpx.Timeout(c.read_timeout, connect=c.connect_timeout)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        self.store = CCRStore(ccr_dir(c.home)) if c.persist else CCRStore.in_memory()
-        self.cpu = anyio.CapacityLimiter(c.pipeline_threads)
+        self.workers.start()
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             self.client = client
             try:
                 yield
             finally:
-                await self.pool.flush()
-                self.store.close()
+                await self.workers.close()
+                self.pool.flush()
 
     # -- endpoints ------------------------------------------------------------------
 
     async def stats(self, request: Request) -> Response:
         sessions = self.pool.snapshot()
-        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "input_tokens",
+        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
                 "cache_read_tokens", "cache_write_tokens", "output_tokens")
         totals = {k: sum(s[k] for s in sessions) for k in keys}
         return JSONResponse({"sessions": sessions, "totals": totals})
@@ -86,22 +90,58 @@ class Proxy:
         body = _parse_request(raw) if target.kind else None
         if body is None:
             return await self.forward(request, target, raw, started)
-        if target.kind == COUNT_TOKENS:
-            data = await anyio.to_thread.run_sync(_count_body, body, self.config, limiter=self.cpu)
-            return await self.forward(request, target, data or raw, started)
         key = session_key(target.provider, body)
+        if target.kind == COUNT_TOKENS:
+            outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
+            return await self.forward(request, target, outcome.data or raw, started)
         async with self.pool.use(key) as entry:
-            outcome: Outcome = await anyio.to_thread.run_sync(
-                lambda: entry.compress(body, len(raw), store=self.store, config=self.config.compress,
-                                      chain=self.config.chain), limiter=self.cpu)
-            entry.record_run(target.provider, len(raw), outcome)
-            entry.saving = asyncio.ensure_future(anyio.to_thread.run_sync(entry.persist))
-        report = outcome.report
-        sent = report.tokens_after if report and not outcome.error else 0
-        note = report.summary_line() if report else f"passed through unchanged: {outcome.error}"
+            stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.provider)
+            outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in))
+            entry.record_request(target.provider, len(raw), outcome)
         return await self.forward(request, target, outcome.data or raw, started,
-                                  on_usage=lambda usage: entry.record_usage(usage, sent),
-                                  note=f"session {key[:12]} · {note}")
+                                  on_usage=lambda usage: entry.record_usage(usage, outcome.sent_tokens),
+                                  note=f"session {key[:12]} · {self.describe(outcome)}")
+
+    # -- compression ------------------------------------------------------------------
+
+    async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None) -> Outcome:
+        """The request's compression, waited for at most the latency budget. Past it the run goes
+        on in the background and records its stats when done; while it runs, the session's
+        requests are sent as they are (a session never queues a second background run)."""
+        if entry.pending is not None:
+            return Outcome(deferred=True)
+        outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
+                                           calibrated_tokens, entry.stats_bytes())
+        if outcome.deferred and outcome.pending is not None:
+            entry.pending = outcome.pending
+
+            def finished(_: asyncio.Future) -> None:
+                entry.pending = None
+                entry.record_run(len(raw), outcome)
+
+            entry.pending.add_done_callback(finished)
+        return outcome
+
+    async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
+        """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
+        or later in the background when it misses the budget: `deferred`, with `pending` set).
+        `needed`: the run must happen even after its request left (see WorkerPool)."""
+        outcome = Outcome()
+        future = self.workers.submit(key, fn, *args, budget=self.budget, needed=needed)
+        future.add_done_callback(lambda f: _settle(outcome, f))
+        done, _ = await asyncio.wait({future}, timeout=self.budget)
+        if not done:
+            outcome.deferred, outcome.pending = True, future
+        return outcome
+
+    def describe(self, outcome: Outcome) -> str:
+        if outcome.deferred and outcome.pending is None:
+            return "deferred: sent as is while the session's previous run finishes"
+        if outcome.deferred:
+            return f"deferred: compression not done within {self.config.latency_budget_ms:g} ms, sent as is"
+        if outcome.summary is None or outcome.error:
+            return f"passed through unchanged: {outcome.error}"
+        return outcome.summary.line
 
     # -- forwarding -----------------------------------------------------------------
 
@@ -154,12 +194,15 @@ def _parse_request(raw: bytes) -> dict | None:
     return body
 
 
-def _count_body(body: dict, config: ProxyConfig) -> bytes | None:
-    try:
-        return compress_once(body, config.compress, config.chain)
-    except Exception as exc:  # noqa: BLE001 - fail open
-        log.warning("count_tokens: compression failed, original sent: %s", type(exc).__name__)
-        return None
+def _settle(outcome: Outcome, future: asyncio.Future) -> None:
+    """Fill `outcome` from a finished worker call (a dead worker is replaced on its next use)."""
+    if future.cancelled():  # dropped unrun: its request had left already
+        return
+    if (exc := future.exception()) is not None:  # the worker died or the job could not be sent
+        log.warning("compression failed, original sent: %s: %s", type(exc).__name__, exc)
+        outcome.error = f"{type(exc).__name__}: {exc}"[:500]
+    else:
+        outcome.summary = future.result()
 
 
 def create_app(config: ProxyConfig) -> Starlette:

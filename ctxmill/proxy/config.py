@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,11 @@ ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY = 64 * 2**20
+DEFAULT_LATENCY_BUDGET_MS = 25.0
+
+
+def default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True)
@@ -25,15 +31,17 @@ class ProxyConfig:
     persist: bool = True
     compress: CompressConfig = field(default_factory=CompressConfig)
     chain: Chain | None = None
-    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Shared by all requests: do not
-    edit it while the proxy runs."""
+    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
+    when it starts, so every stage function must be a module-level (picklable) function."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256
     """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""
     max_stats: int = 4096
-    pipeline_threads: int = 4
-    """Pipeline runs at once. They share the GIL, so more threads add no throughput, but a few let a
-    1 ms incremental run finish beside a 150 ms epoch instead of queueing behind it."""
+    workers: int = field(default_factory=default_workers)
+    """Worker processes that run the pipeline (a session always goes to the same one)."""
+    latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS
+    """Longest wait for a request's compression; past it the original bytes are sent and the run
+    finishes in the background (its state serves the session's next request). None: always wait."""
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     """Longest silence from the upstream while a response streams (LLM turns can be slow)."""

@@ -36,9 +36,9 @@ def uvicorn_config(config: ProxyConfig, host: str, port: int, log_level: str = "
 
 
 SWITCH_INTERVAL = 0.0005
-"""Seconds a thread may hold the GIL while another waits (CPython default 0.005). The pipeline
-runs in worker threads; with the default, every socket read of the event loop can wait 5 ms
-behind a pipeline run, which under 32 concurrent sessions added ~70 ms per request."""
+"""Seconds a thread may hold the GIL while another waits (CPython default 0.005). Besides the
+event loop, the process runs the worker executors' threads (sending jobs, reading results); with
+the default, a result could wait 5 ms for the loop to let go of the GIL."""
 
 
 def serve(config: ProxyConfig, host: str, port: int, log_level: str = "info") -> None:

@@ -1,15 +1,16 @@
-"""Per-session proxy state: the compress.Session, its lock, usage calibration and stats.
+"""Per-session proxy state on the event loop: stats, usage calibration and turn-taking.
 
 Must hold:
-- One `ProxySession` per session key in memory (bounded LRU; an entry in use is never evicted),
-  persisted under `<sessions_dir>/proxy-<key>/` so a restarted proxy continues the session.
-- Requests of one session run one at a time (`entry.lock`, an asyncio lock held by the app
-  around `compress` and until the previous `persist` finished); different sessions run in
-  parallel. `compress` runs in a worker thread
-  and holds the session directory's file lock (`state.lock`, the one `Session.open` takes), and
-  reloads the state when another process changed it since this process last saved it.
-- Stats are mutated only on the event loop thread (`record_run`, `record_usage`); they are
-  written to `proxy-stats.json` beside the state with each run and at shutdown (`flush`).
+- One `ProxySession` per session key in memory (bounded LRU; an entry in use is never evicted);
+  its compression state lives in the worker that owns the session (`ctxmill.proxy.worker`).
+- Requests of one session take turns (`entry.lock`, held while the app waits for the request's
+  compression, at most the latency budget); different sessions run in parallel.
+- At most one run of a session is in flight: a run that missed the budget goes on in the
+  background (`entry.pending`); requests arriving meanwhile are sent as they are, without a run.
+- Stats are mutated only on the event loop thread (`record_request`, `record_run`,
+  `record_usage`). They travel with each run to the worker, which writes them beside the state
+  (as of the previous response); `flush` writes them at shutdown, and a session seen for the
+  first time reads them back, so a restarted proxy continues its stats.
 
 Tier calibration. The pipeline's tier is defined on the size of the RAW request, but the
 provider reports the size of the COMPRESSED request it received. For each response with usage:
@@ -18,35 +19,26 @@ provider reports the size of the COMPRESSED request it received. For each respon
 framing included. For the next request of the session, before the pipeline runs:
     reported_input_tokens = calibration × tokens_per_byte × len(raw body bytes)
 where tokens_per_byte = tokens_before / body bytes of the session's previous request (our raw
-estimate per byte, which changes slowly within one conversation). Until the first usage
-report the pipeline uses its own estimate.
+estimate per byte, which changes slowly within one conversation). Of a deferred request the
+upstream saw the original, so its estimate is tokens_before. Until the session's first usage
+report, the most recently used calibrated session of the same provider stands in (`stand_in`);
+with none, the pipeline uses its own estimate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
-import tempfile
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
-from ccr.keys import make_key
-from compress.config import CompressConfig
-from compress.jsonbytes import dumps
-from compress.pipeline import Chain, RunReport
-from compress.pipeline import run as run_pipeline
-from compress.session import STATE_FILE, Session
 from ctxmill.proxy.usage import Usage
+from ctxmill.proxy.worker import STATS_FILE, RunSummary, session_directory, write_stats
 
-log = logging.getLogger("ctxmill.proxy")
-
-STATS_FILE = "proxy-stats.json"
 CALIBRATION_RANGE = (0.25, 4.0)
 
 
@@ -59,6 +51,9 @@ class SessionStats:
     failures: int = 0
     epochs: int = 0
     """Runs that re-rendered history (each one costs a prompt-cache write)."""
+    deferred: int = 0
+    """Requests sent as they were because their compression missed the latency budget. The
+    session's next compressed request costs one prompt-cache write (as an epoch does)."""
     usage_reports: int = 0
     input_tokens: int = 0
     cache_read_tokens: int = 0
@@ -79,11 +74,28 @@ class SessionStats:
 
 @dataclass
 class Outcome:
-    """What `compress` produced: `data` None means send the original bytes."""
+    """A request's compression as far as it is known. `summary` is None while a deferred run
+    is still going (filled in when it finishes) and when no run happened."""
 
-    data: bytes | None
-    report: RunReport | None
+    summary: RunSummary | None = None
+    deferred: bool = False
+    """The original bytes were sent (the run missed the budget, or another was in flight)."""
     error: str = ""
+    pending: asyncio.Future | None = None
+    """The run that missed the budget, still going."""
+
+    @property
+    def data(self) -> bytes | None:
+        """The bytes to send upstream; None: the original."""
+        return None if self.deferred or self.summary is None else self.summary.data
+
+    @property
+    def sent_tokens(self) -> int:
+        """Our estimate of the request the upstream received; 0 when unknown (no calibration)."""
+        s = self.summary
+        if s is None or s.error or self.error:
+            return 0
+        return s.tokens_before if self.deferred else s.tokens_after
 
 
 class ProxySession:
@@ -93,98 +105,27 @@ class ProxySession:
         self.stats = stats
         self.lock = asyncio.Lock()
         self.active = 0
-        self.saving: asyncio.Future | None = None
-        self._session: Session | None = None
-        self._signature: tuple[int, int] | None = None
-        self._lock_file: Any = None
+        self.pending: asyncio.Future | None = None
+        """The session's deferred run while it is still going."""
 
-    # -- worker thread ---------------------------------------------------------------
-
-    def compress(self, body: dict, body_size: int, *, store: Any, config: CompressConfig,
-                 chain: Chain | None = None) -> Outcome:
-        """Run the pipeline with this session's state. Never raises (fail open). The new state
-        is written by `persist`, which the app runs while the request travels upstream."""
-        try:
-            with self._file_lock():
-                session = self._current()
-                result = run_pipeline(body, session=session, store=store, config=config, chain=chain,
-                                      reported_input_tokens=self.calibrated_tokens(body_size))
-            data = None if result.body is body else dumps(result.body)
-        except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
-            log.warning("session %s: compression failed, original sent: %s: %s",
-                        self.key[:12], type(exc).__name__, exc)
-            return Outcome(None, None, f"{type(exc).__name__}: {exc}"[:500])
-        if result.report.error:
-            return Outcome(None, result.report, result.report.error)
-        return Outcome(data, result.report)
-
-    def persist(self) -> None:
-        """Write the state `compress` left in memory. If another process rewrote the state file
-        since this one loaded it, theirs wins: ours is dropped and reloaded on the next run."""
-        if self.directory is None or self._session is None:
-            return
-        try:
-            with self._file_lock():
-                if self._disk_signature() != self._signature:
-                    self._session = None
-                    log.warning("session %s: state changed by another process; reloading", self.key[:12])
-                else:
-                    self._session.save()
-                    self._signature = self._disk_signature()
-        except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
-            self._session = self._signature = None
-            log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
-        self.save_stats()
-
-    def calibrated_tokens(self, body_size: int) -> int | None:
-        s = self.stats
-        if s.calibration is None or s.tokens_per_byte is None:
+    def calibrated_tokens(self, body_size: int, stand_in: SessionStats | None = None) -> int | None:
+        """The request's size as the provider will count it; until this session has a usage
+        report, `stand_in`'s calibration (another session's) is used, if given."""
+        s = self.stats if _calibrated(self.stats) else stand_in
+        if s is None or not _calibrated(s):
             return None
-        return round(s.calibration * s.tokens_per_byte * body_size)
+        return round(s.calibration * s.tokens_per_byte * body_size)  # type: ignore[operator]
 
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        if self.directory is None:
-            yield
-            return
-        from filelock import FileLock
-
-        if self._lock_file is None:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._lock_file = FileLock(str(self.directory / "state.lock"), thread_local=False)
-        with self._lock_file:
-            yield
-
-    def _disk_signature(self) -> tuple[int, int] | None:
-        try:
-            st = (self.directory / STATE_FILE).stat()  # type: ignore[operator]
-        except (OSError, TypeError):
-            return None
-        return st.st_mtime_ns, st.st_size
-
-    def _current(self) -> Session:
-        if self.directory is None:
-            if self._session is None:
-                self._session = Session.memory()
-            return self._session
-        if self._session is None or self._disk_signature() != self._signature:
-            self._session = Session.load(self.directory)
-            self._signature = self._disk_signature()
-            self._load_stats()
-        return self._session
+    def stats_bytes(self) -> bytes | None:
+        """The stats for the worker to write beside the state (None: nothing to write)."""
+        return orjson.dumps(asdict(self.stats)) if self.directory is not None and self.stats.requests else None
 
     def save_stats(self) -> None:
-        """Stats go to disk with each run (as of the previous response) and at shutdown."""
-        if self.directory is None or not self.stats.requests:
-            return
-        try:
-            _write_atomic(self.directory / STATS_FILE, orjson.dumps(asdict(self.stats)))
-        except OSError as exc:
-            log.warning("session %s: stats not saved: %s", self.key[:12], exc)
+        if (data := self.stats_bytes()) is not None:
+            write_stats(self.directory, data)  # type: ignore[arg-type]
 
-    def _load_stats(self) -> None:
-        if self.stats.requests:
-            return
+    def load_stats(self) -> None:
+        """The stats a previous proxy wrote, if any (read once, when the session is first seen)."""
         try:
             saved = SessionStats.from_dict(orjson.loads((self.directory / STATS_FILE).read_bytes()))  # type: ignore[operator]
         except (OSError, orjson.JSONDecodeError, TypeError):
@@ -194,20 +135,28 @@ class ProxySession:
 
     # -- event loop ----------------------------------------------------------------
 
-    def record_run(self, provider: str, body_size: int, outcome: Outcome) -> None:
+    def record_request(self, provider: str, body_size: int, outcome: Outcome) -> None:
         s = self.stats
         s.provider = provider
         s.requests += 1
-        report = outcome.report
-        if outcome.error or report is None:
+        s.deferred += outcome.deferred
+        if outcome.summary is not None or outcome.error:
+            self.record_run(body_size, outcome)
+
+    def record_run(self, body_size: int, outcome: Outcome) -> None:
+        """Token stats of a finished run (of a deferred request: what it would have saved is not
+        counted, the original was sent)."""
+        s = self.stats
+        summary = outcome.summary
+        if outcome.error or summary is None or summary.error:
             s.failures += 1
             return
-        s.tokens_before += report.tokens_before
-        s.tokens_after += report.tokens_after
-        s.last_tier = report.tier
-        s.epochs += report.mode == "epoch"
-        if body_size and report.tokens_before:
-            s.tokens_per_byte = report.tokens_before / body_size
+        s.tokens_before += summary.tokens_before
+        s.tokens_after += summary.tokens_before if outcome.deferred else summary.tokens_after
+        s.last_tier = summary.tier
+        s.epochs += summary.mode == "epoch"
+        if body_size and summary.tokens_before:
+            s.tokens_per_byte = summary.tokens_before / body_size
 
     def record_usage(self, usage: Usage, estimated_sent: int) -> None:
         s = self.stats
@@ -219,6 +168,10 @@ class ProxySession:
         if estimated_sent > 0 and usage.prompt_total > 0:
             low, high = CALIBRATION_RANGE
             s.calibration = min(high, max(low, usage.prompt_total / estimated_sent))
+
+
+def _calibrated(s: SessionStats) -> bool:
+    return s.calibration is not None and s.tokens_per_byte is not None
 
 
 class SessionPool:
@@ -236,8 +189,6 @@ class SessionPool:
         entry.active += 1
         try:
             async with entry.lock:
-                if entry.saving is not None:
-                    await entry.saving
                 yield entry
         finally:
             entry.active -= 1
@@ -245,9 +196,10 @@ class SessionPool:
     def _entry(self, key: str) -> ProxySession:
         entry = self._live.get(key)
         if entry is None:
-            stats = self._stats.get(key) or SessionStats()
-            directory = self.root / f"proxy-{key}" if self.root is not None else None
-            entry = self._live[key] = ProxySession(key, directory, stats)
+            known = self._stats.get(key)
+            entry = self._live[key] = ProxySession(key, session_directory(self.root, key), known or SessionStats())
+            if known is None and entry.directory is not None:
+                entry.load_stats()
         self._live.move_to_end(key)
         self._stats[key] = entry.stats
         self._stats.move_to_end(key)
@@ -260,42 +212,20 @@ class SessionPool:
         while len(self._stats) > self.max_stats:
             self._stats.popitem(last=False)
 
-    async def flush(self) -> None:
+    def stand_in(self, provider: str) -> SessionStats | None:
+        """The most recently used calibrated session of `provider`: a new session uses its
+        calibration, so a large first request runs at the tier its next request will have
+        (instead of an epoch at the second request when the tier changes)."""
+        for stats in reversed(self._stats.values()):
+            if stats.provider == provider and _calibrated(stats):
+                return stats
+        return None
+
+    def flush(self) -> None:
+        """Write every live session's stats (at shutdown, after the workers stopped)."""
         for entry in self._live.values():
-            if entry.saving is not None:
-                await entry.saving
             entry.save_stats()
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Stats of the sessions seen, most recently used first."""
         return [s.to_dict(k) for k, s in reversed(self._stats.items())]
-
-
-class DiscardingStore:
-    """A CCR writer that stores nothing: for count_tokens, whose body no model ever reads."""
-
-    @contextlib.contextmanager
-    def batch(self) -> Iterator["DiscardingStore"]:
-        yield self
-
-    def put(self, text: str, hint: str | None = None) -> str:
-        return make_key(text)
-
-
-def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None) -> bytes | None:
-    """The body as a fresh session would compress it (None: unchanged). For count_tokens: the
-    count reflects compression (as an epoch would render it) without disturbing the session."""
-    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain)
-    return None if result.body is body else dumps(result.body)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".stats-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

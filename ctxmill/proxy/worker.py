@@ -1,0 +1,250 @@
+"""What runs inside a proxy worker process: the pipeline, the sessions' state and its files.
+
+The proxy's event loop never runs the pipeline: it sends a request's bytes to the worker that
+owns the session (`WorkerPool` sends a session always to the same one) and gets back the
+compressed bytes and a small `RunSummary`. Must hold:
+- A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU) and runs
+  one request at a time; a session's runs are therefore in request order.
+- Each run holds the session directory's file lock (`state.lock`, the one `Session.open` takes)
+  and reloads the state when another process changed it since this worker last saved it.
+- State is written by one saver thread after the result went back; the session's next run, an
+  eviction and `flush` wait for that write. Stats bytes sent with a run are written beside it.
+- Nothing raises out of `compress_request` / `count_request`: failures come back as
+  `RunSummary.error` and the proxy sends the original bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from ccr.files import atomic_write
+from ccr.keys import make_key
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.jsonbytes import dumps
+from compress.pipeline import Chain
+from compress.pipeline import run as run_pipeline
+from compress.session import STATE_FILE, Session
+
+log = logging.getLogger("ctxmill.proxy")
+
+STATS_FILE = "proxy-stats.json"
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """Everything a worker needs, sent once when it starts (must pickle: the chain's stage
+    functions must be importable module-level functions)."""
+
+    sessions_root: Path | None
+    """Session state lives in `<sessions_root>/proxy-<key>/`; None keeps it in memory."""
+    ccr_root: Path | None
+    compress: CompressConfig
+    chain: Chain | None
+    max_sessions: int
+    log_file: Path | None = None
+    """Where the proxy process logs (`ctxmill.cli.configure_logging`); None: stderr."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the proxy needs of one run: the bytes to send (None: the original) and the stats."""
+
+    data: bytes | None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tier: str = ""
+    mode: str = "passthrough"
+    line: str = ""
+    """The run report's one-line summary, for the proxy's request log."""
+    error: str = ""
+
+
+def session_directory(root: Path | None, key: str) -> Path | None:
+    return root / f"proxy-{key}" if root is not None else None
+
+
+class SessionState:
+    """One session's `compress.Session` in this worker, kept in step with its directory."""
+
+    def __init__(self, key: str, directory: Path | None) -> None:
+        self.key = key
+        self.directory = directory
+        self.saving: Future | None = None
+        self._session: Session | None = None
+        self._signature: tuple[int, int] | None = None
+        self._lock_file: Any = None
+
+    def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker") -> RunSummary:
+        try:
+            body = orjson.loads(raw)
+            with self._file_lock():
+                result = run_pipeline(body, session=self._current(), store=worker.store,
+                                      config=worker.setup.compress, chain=worker.setup.chain,
+                                      reported_input_tokens=calibrated_tokens)
+            report = result.report
+            data = None if result.body is body or report.error else dumps(result.body)
+        except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
+            log.warning("session %s: compression failed, original sent: %s: %s",
+                        self.key[:12], type(exc).__name__, exc)
+            return RunSummary(None, error=f"{type(exc).__name__}: {exc}"[:500])
+        return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
+                          report.summary_line(), report.error)
+
+    def persist(self, stats: bytes | None) -> None:
+        """Write the state `compress` left in memory. If another process rewrote the state file
+        since this worker loaded it, theirs wins: ours is dropped and reloaded on the next run."""
+        if self.directory is None:
+            return
+        if self._session is not None:
+            try:
+                with self._file_lock():
+                    if self._disk_signature() != self._signature:
+                        self._session = None
+                        log.warning("session %s: state changed by another process; reloading", self.key[:12])
+                    else:
+                        self._session.save()
+                        self._signature = self._disk_signature()
+            except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
+                self._session = self._signature = None
+                log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+        if stats is not None:
+            write_stats(self.directory, stats)
+
+    def wait_saved(self) -> None:
+        if self.saving is not None:
+            self.saving.result()
+            self.saving = None
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        if self.directory is None:
+            yield
+            return
+        from filelock import FileLock
+
+        if self._lock_file is None:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._lock_file = FileLock(str(self.directory / "state.lock"), thread_local=False)
+        with self._lock_file:
+            yield
+
+    def _disk_signature(self) -> tuple[int, int] | None:
+        try:
+            st = (self.directory / STATE_FILE).stat()  # type: ignore[operator]
+        except (OSError, TypeError):
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _current(self) -> Session:
+        if self.directory is None:
+            if self._session is None:
+                self._session = Session.memory()
+            return self._session
+        if self._session is None or self._disk_signature() != self._signature:
+            self._session = Session.load(self.directory)
+            self._signature = self._disk_signature()
+        return self._session
+
+
+def write_stats(directory: Path, stats: bytes) -> None:
+    try:
+        atomic_write(directory / STATS_FILE, stats, fsync=False)
+    except OSError as exc:
+        log.warning("session %s: stats not saved: %s", directory.name, exc)
+
+
+class Worker:
+    """The sessions this worker owns (LRU, at most `max_sessions`), its CCR store and saver."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        self.setup = setup
+        self.store = CCRStore(setup.ccr_root) if setup.ccr_root is not None else CCRStore.in_memory()
+        self.saver = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-save")
+        self.states: OrderedDict[str, SessionState] = OrderedDict()
+
+    def state(self, key: str) -> SessionState:
+        state = self.states.get(key)
+        if state is None:
+            state = self.states[key] = SessionState(key, session_directory(self.setup.sessions_root, key))
+            while len(self.states) > self.setup.max_sessions:
+                self.states.popitem(last=False)[1].wait_saved()
+        self.states.move_to_end(key)
+        return state
+
+    def compress(self, key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None) -> RunSummary:
+        state = self.state(key)
+        state.wait_saved()
+        summary = state.compress(raw, calibrated_tokens, self)
+        state.saving = self.saver.submit(state.persist, stats)
+        return summary
+
+    def flush(self) -> None:
+        for state in self.states.values():
+            state.wait_saved()
+
+
+class DiscardingStore:
+    """A CCR writer that stores nothing: for count_tokens, whose body no model ever reads."""
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator["DiscardingStore"]:
+        yield self
+
+    def put(self, text: str, hint: str | None = None) -> str:
+        return make_key(text)
+
+
+def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None) -> bytes | None:
+    """The body as a fresh session would compress it (None: unchanged). For count_tokens: the
+    count reflects compression (as an epoch would render it) without disturbing the session."""
+    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain)
+    return None if result.body is body else dumps(result.body)
+
+
+# -- entry points (called through the worker's ProcessPoolExecutor) ----------------------
+
+_worker: Worker | None = None
+
+
+def start(setup: WorkerSetup) -> None:
+    """Process initializer: logging like the proxy's (secrets redacted), then the worker."""
+    global _worker
+    from ctxmill.cli import configure_logging, redact_every_record
+
+    redact_every_record()
+    if setup.log_file is not None:
+        configure_logging(setup.log_file)
+    _worker = Worker(setup)
+
+
+def ready() -> bool:
+    return _worker is not None
+
+
+def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None) -> RunSummary:
+    assert _worker is not None
+    return _worker.compress(key, raw, calibrated_tokens, stats)
+
+
+def count_request(raw: bytes) -> RunSummary:
+    assert _worker is not None
+    try:
+        return RunSummary(compress_once(orjson.loads(raw), _worker.setup.compress, _worker.setup.chain))
+    except Exception as exc:  # noqa: BLE001 - fail open
+        log.warning("count_tokens: compression failed, original sent: %s", type(exc).__name__)
+        return RunSummary(None, error=type(exc).__name__)
+
+
+def flush() -> None:
+    if _worker is not None:
+        _worker.flush()
+        _worker.store.close()
