@@ -50,11 +50,21 @@ def _pointer(turn: int, ctx: StageContext) -> BlockEdit:
     return edit
 
 
+def _candidates(messages: list[Message], ctx: StageContext) -> list[ToolCall]:
+    """Calls that may be in a group with an earlier mutable result: those whose tool and
+    arguments some call with a mutable result shares (results are hashed only for these)."""
+    by_call: dict[str, list[ToolCall]] = {}
+    for call in index_tool_calls(messages).values():
+        if call.result_msg >= 0:
+            use = messages[call.use_msg].blocks[call.use_block]
+            by_call.setdefault(dumps([call.name, canonical(use.input)]).decode(), []).append(call)
+    return [call for calls in by_call.values() if len(calls) > 1 and any(ctx.mutable[c.result_msg] for c in calls)
+            for call in calls]
+
+
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     groups: dict[str, list[ToolCall]] = {}
-    for call in index_tool_calls(messages).values():
-        if call.result_msg < 0:
-            continue
+    for call in _candidates(messages, ctx):
         result = messages[call.result_msg].blocks[call.result_block]
         if any(p.kind != TEXT for p in result.parts) or not ctx.may_compress_result(result):
             continue
