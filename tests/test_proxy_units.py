@@ -7,15 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmill.proxy.identity import session_key
+from ctxmill.proxy.identity import request_key, session_key
 from ctxmill.proxy.sessions import ProxySession, SessionStats
 from ctxmill.proxy.usage import Usage, UsageTap
 from ctxmill.proxy.wire import downstream_headers, upstream_headers
 from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion
+from tests.strategies import anthropic_requests, openai_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLY = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t" * 50, "signature": "s"},
@@ -184,3 +186,16 @@ def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
     chain = Chain().push(Stage("inline", lambda messages, ctx: messages, Tier.ALWAYS))
     with pytest.raises(ValueError, match="module-level"):
         WorkerPool(WorkerSetup(None, None, CompressConfig(), chain, max_sessions=4), 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(anthropic_requests(), anthropic_requests(wild=True), openai_requests()), st.sampled_from(["anthropic", "openai"]),
+       st.sampled_from([{}, {"metadata": {"user_id": "u1"}}, {"user": "u2"}, {"prompt_cache_key": "k"}]))
+def test_request_key_reads_the_same_key_from_the_raw_bytes(body, provider, ids):
+    body = {**body, **ids}
+    assert request_key(provider, orjson.dumps(body)) == session_key(provider, body)
+
+
+def test_request_key_is_none_for_what_is_not_a_request():
+    for raw in (b"", b"not json", b"[1, 2]", b'{"model": "x"}', b'{"messages": {"role": "user"}}', b'{"messages": [1,'):
+        assert request_key("anthropic", raw) is None

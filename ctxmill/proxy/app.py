@@ -1,8 +1,8 @@
 """The ASGI app: compress on the compressing routes, forward everything, stream responses back.
 
-Per request on a compressing route: read the body (bounded), parse it (for the session key),
-send the bytes to the session's worker process (`WorkerPool`) and wait for the compressed bytes
-at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
+Per request on a compressing route: read the body (bounded), read its session key
+(`identity.request_key`, a lazy parse), send the bytes to the session's worker process
+(`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
 run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
 that is not a JSON request (invalid JSON, no `messages` list), a failed run or a dead worker
@@ -19,18 +19,16 @@ import time
 from typing import AsyncIterator
 
 import httpx
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 
-from compress.adapters import InvalidRequest, detect
 from ctxmill.cli import log_file
 from ctxmill.paths import ccr_dir, sessions_dir
 from ctxmill.proxy import worker
 from ctxmill.proxy.config import ProxyConfig
-from ctxmill.proxy.identity import session_key
+from ctxmill.proxy.identity import request_key
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
 from ctxmill.proxy.usage import UsageTap
@@ -87,10 +85,9 @@ class Proxy:
             limit = self.config.max_body_bytes
             return error_response(target.provider, 413, "request_too_large",
                                   f"ctxmill proxy: request body exceeds {limit:,} bytes (--max-body-mb)")
-        body = _parse_request(raw) if target.kind else None
-        if body is None:
+        key = request_key(target.provider, raw) if target.kind else None
+        if key is None:
             return await self.forward(request, target, raw, started)
-        key = session_key(target.provider, body)
         if target.kind == COUNT_TOKENS:
             outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
             return await self.forward(request, target, outcome.data or raw, started)
@@ -182,16 +179,6 @@ async def _relay(response: httpx.Response, tap: UsageTap | None, on_usage) -> As
         usage = tap.finish() if tap is not None else None
         if usage is not None and response.is_success:
             on_usage(usage)
-
-
-def _parse_request(raw: bytes) -> dict | None:
-    """The parsed body if it is a request the transform can read, else None (sent as is)."""
-    try:
-        body = orjson.loads(raw)
-        detect(body)
-    except (orjson.JSONDecodeError, InvalidRequest):
-        return None
-    return body
 
 
 def _settle(outcome: Outcome, future: asyncio.Future) -> None:
