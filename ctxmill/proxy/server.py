@@ -35,18 +35,8 @@ def uvicorn_config(config: ProxyConfig, host: str, port: int, log_level: str = "
                           timeout_graceful_shutdown=5)
 
 
-SWITCH_INTERVAL = 0.0005
-"""Seconds a thread may hold the GIL while another waits (CPython default 0.005). Besides the
-event loop, the process runs the worker executors' threads (sending jobs, reading results); with
-the default, a result could wait 5 ms for the loop to let go of the GIL."""
-
-
 def serve(config: ProxyConfig, host: str, port: int, log_level: str = "info") -> None:
-    import sys
-
     import uvicorn
-
-    sys.setswitchinterval(SWITCH_INTERVAL)
 
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")

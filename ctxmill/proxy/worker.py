@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
+import signal
+import socket
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -210,13 +213,13 @@ def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None
     return None if result.body is body else dumps(result.body)
 
 
-# -- entry points (called through the worker's ProcessPoolExecutor) ----------------------
+# -- entry points (called by `serve` for the proxy's WorkerPool) -------------------------
 
 _worker: Worker | None = None
 
 
 def start(setup: WorkerSetup) -> None:
-    """Process initializer: logging like the proxy's (secrets redacted), then the worker."""
+    """Logging like the proxy's (secrets redacted), then the worker."""
     global _worker
     from ctxmill.cli import configure_logging, redact_every_record
 
@@ -226,8 +229,38 @@ def start(setup: WorkerSetup) -> None:
     _worker = Worker(setup)
 
 
-def ready() -> bool:
-    return _worker is not None
+def serve(sock: socket.socket, setup: WorkerSetup) -> None:
+    """The worker process: answer jobs from `sock` until the proxy closes it, then flush.
+    A job is an 8-byte big-endian length and a pickle of (function, args); the answer is the
+    same framing around (True, result) or (False, exception)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
+    start(setup)
+    with sock:
+        while (job := _receive(sock)) is not None:
+            fn, args = pickle.loads(job)
+            try:
+                answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
+                answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            sock.sendall(len(answer).to_bytes(8, "big"))
+            sock.sendall(answer)
+    flush()
+
+
+def _receive(sock: socket.socket) -> bytearray | None:
+    header = _exactly(sock, 8)
+    return None if header is None else _exactly(sock, int.from_bytes(header, "big"))
+
+
+def _exactly(sock: socket.socket, size: int) -> bytearray | None:
+    data = bytearray(size)
+    view, got = memoryview(data), 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            return None
+        got += n
+    return data
 
 
 def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None) -> RunSummary:
@@ -245,6 +278,9 @@ def count_request(raw: bytes) -> RunSummary:
 
 
 def flush() -> None:
+    """Write every session's state and close the CCR store; the worker takes no job after it."""
+    global _worker
     if _worker is not None:
         _worker.flush()
         _worker.store.close()
+        _worker = None

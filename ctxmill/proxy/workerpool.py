@@ -1,17 +1,20 @@
 """The proxy's worker processes, seen from the event loop: session affinity and scheduling.
 
-`WorkerPool(setup, n)` keeps n single-process `ProcessPoolExecutor`s; a session key always maps
-to the same one (`slot`), so the worker that ran a session's last request still has its state in
-memory. Workers start from a forkserver that preloaded the engine (the proxy process has threads,
-so it is never forked itself; a new worker costs a fork, not an interpreter start). Must hold:
+`WorkerPool(setup, n)` keeps n worker processes; a session key always maps to the same one
+(`slot`), so the worker that ran a session's last request still has its state in memory. Workers
+start from a forkserver that preloaded the engine (the proxy process has threads, so it is never
+forked itself; a new worker costs a fork, not an interpreter start). Each is connected by a Unix
+socket pair the event loop reads and writes itself (`worker.serve` on the other end): a job is one
+length-prefixed pickle of (function, args) and its answer one pickle of (ok, value), so a 0.7 MB
+request crosses with no helper thread and no GIL hand-over. Must hold:
 - `submit` returns an asyncio future and never blocks the event loop.
 - A worker gets one job at a time. Of the jobs waiting for it, the one whose request is still
   waiting with the earliest deadline goes first; jobs past their deadline (their request already
   left with the original bytes) run only when no request is waiting, and a job not `needed`
   after its deadline (count_tokens) is dropped then. A session has at most one job waiting
   (the app sees to that), so reordering never reorders one session's runs.
-- A worker that died (`BrokenProcessPool`) is replaced on the next dispatch; its job fails and
-  the proxy sends that request's original bytes.
+- A worker that died (its socket closed mid-job) fails that job, so the proxy sends that
+  request's original bytes, and is replaced by the next dispatch.
 - `close` lets the queued jobs finish and every worker write its sessions' state, then stops them.
 """
 
@@ -23,8 +26,7 @@ import logging
 import math
 import multiprocessing
 import pickle
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -36,6 +38,8 @@ log = logging.getLogger("ctxmill.proxy")
 PRELOAD = ["ctxmill.proxy.worker", "compress.pipeline", "ccr.store"]
 CLOSE_TIMEOUT = 30.0
 """Seconds `close` waits for queued jobs before stopping the workers anyway."""
+IO_LIMIT = 2**24
+"""The event loop's read buffer per worker socket; answers are read whole with `readexactly`."""
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -55,9 +59,57 @@ class _Job:
     future: asyncio.Future
 
 
+class WorkerDied(RuntimeError):
+    """The worker process ended while it held a job."""
+
+
+class _Process:
+    """One worker process and the event loop's end of its socket."""
+
+    def __init__(self, setup: WorkerSetup) -> None:
+        ours, theirs = socket.socketpair()
+        self.process = _context().Process(target=worker.serve, args=(theirs, setup), daemon=True,
+                                          name="ctxmill-proxy-worker")
+        self.process.start()
+        theirs.close()
+        self._socket = ours
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def call(self, fn: Callable[..., Any], args: tuple) -> Any:
+        if self._streams is None:
+            self._streams = await asyncio.open_unix_connection(sock=self._socket, limit=IO_LIMIT)
+        reader, writer = self._streams
+        payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            writer.write(len(payload).to_bytes(8, "big"))
+            writer.write(payload)
+            await writer.drain()
+            size = int.from_bytes(await reader.readexactly(8), "big")
+            ok, value = pickle.loads(await reader.readexactly(size))
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            raise WorkerDied(f"proxy worker exited ({type(exc).__name__})") from None
+        if not ok:
+            raise value
+        return value
+
+    def hang_up(self) -> None:
+        """Close our end (on the event loop): the worker flushes and exits when it reads EOF."""
+        if self._streams is not None:
+            self._streams[1].close()
+        else:
+            self._socket.close()
+
+    def wait(self, timeout: float) -> None:
+        """Wait for the process to exit (blocks: call it off the event loop); kill it after
+        `timeout` seconds."""
+        self.process.join(timeout=timeout)
+        if self.process.is_alive():
+            self.process.kill()
+
+
 @dataclass
 class _Slot:
-    executor: ProcessPoolExecutor | None = None
+    process: _Process | None = None
     busy: bool = False
     queue: list[_Job] = field(default_factory=list)
 
@@ -74,20 +126,20 @@ class WorkerPool:
         self.setup = setup
         self._slots = [_Slot() for _ in range(count)]
         self._seq = itertools.count()
+        self._tasks: set[asyncio.Task] = set()
 
     def slot(self, key: str) -> int:
         return int(key[:8], 16) % len(self._slots) if key else 0
 
-    def _executor(self, slot: _Slot) -> ProcessPoolExecutor:
-        if slot.executor is None:
-            slot.executor = ProcessPoolExecutor(1, mp_context=_context(), initializer=worker.start,
-                                                initargs=(self.setup,))
-        return slot.executor
+    def _process(self, slot: _Slot) -> _Process:
+        if slot.process is None:
+            slot.process = _Process(self.setup)
+        return slot.process
 
     def start(self) -> None:
         """Start every worker now (not on the first request), without waiting for them."""
         for slot in self._slots:
-            self._executor(slot).submit(worker.ready)
+            self._process(slot)
 
     def submit(self, key: str, fn: Callable[..., Any], *args: Any, budget: float | None = None,
                needed: bool = True) -> asyncio.Future:
@@ -101,19 +153,26 @@ class WorkerPool:
         return job.future
 
     def _dispatch(self, slot: _Slot) -> None:
-        while not slot.busy and (job := self._next(slot)) is not None:
-            try:
-                try:
-                    done = self._executor(slot).submit(job.fn, *job.args)
-                except BrokenProcessPool:
-                    self._replace(slot)
-                    done = self._executor(slot).submit(job.fn, *job.args)
-            except Exception as exc:  # noqa: BLE001 - the job fails, the request fails open
-                if not job.future.done():
-                    job.future.set_exception(exc)
-                continue
+        if not slot.busy and (job := self._next(slot)) is not None:
             slot.busy = True
-            asyncio.wrap_future(done).add_done_callback(lambda f, job=job: self._finished(slot, job, f))
+            task = asyncio.ensure_future(self._run(slot, job))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, slot: _Slot, job: _Job) -> None:
+        try:
+            result = await self._process(slot).call(job.fn, job.args)
+        except WorkerDied as exc:
+            self._replace(slot)
+            _fail(job, exc)
+        except Exception as exc:  # noqa: BLE001 - the job fails, the request fails open
+            _fail(job, exc)
+        else:
+            if not job.future.done():
+                job.future.set_result(result)
+        finally:
+            slot.busy = False
+            self._dispatch(slot)
 
     def _next(self, slot: _Slot) -> _Job | None:
         """The waiting job with the earliest deadline still ahead; else the oldest needed one."""
@@ -128,34 +187,33 @@ class WorkerPool:
         slot.queue.remove(job)
         return job
 
-    def _finished(self, slot: _Slot, job: _Job, done: asyncio.Future) -> None:
-        slot.busy = False
-        if not job.future.done():
-            if done.cancelled():
-                job.future.cancel()
-            elif done.exception() is not None:
-                job.future.set_exception(done.exception())  # type: ignore[arg-type]
-            else:
-                job.future.set_result(done.result())
-        self._dispatch(slot)
-
     def _replace(self, slot: _Slot) -> None:
-        """Drop a broken worker; the next dispatch starts a new one."""
-        if slot.executor is not None:
+        """Drop a dead worker; the next dispatch starts a new one."""
+        if slot.process is not None:
             log.warning("proxy worker %d died; replacing it", self._slots.index(slot))
-            slot.executor.shutdown(wait=False, cancel_futures=True)
-            slot.executor = None
+            slot.process.hang_up()
+            if slot.process.process.is_alive():
+                slot.process.process.kill()
+            slot.process = None
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + CLOSE_TIMEOUT
         while any(s.busy or s.queue for s in self._slots) and loop.time() < give_up:
             await asyncio.sleep(0.01)
-        live = [s.executor for s in self._slots if s.executor is not None]
-        flushes = [asyncio.wrap_future(e.submit(worker.flush)) for e in live]
-        for done in await asyncio.gather(*flushes, return_exceptions=True):
+        idle = [s.process for s in self._slots if s.process is not None and not s.busy]
+        flushes = await asyncio.gather(*(p.call(worker.flush, ()) for p in idle), return_exceptions=True)
+        for done in flushes:
             if isinstance(done, BaseException):
                 log.warning("a proxy worker did not flush its state: %s", type(done).__name__)
-        for executor in live:
-            await asyncio.to_thread(executor.shutdown)
+        processes = [s.process for s in self._slots if s.process is not None]
+        for process in processes:
+            process.hang_up()
+        for process in processes:
+            await asyncio.to_thread(process.wait, CLOSE_TIMEOUT)
         self._slots = [_Slot() for _ in self._slots]
+
+
+def _fail(job: _Job, exc: BaseException) -> None:
+    if not job.future.done():
+        job.future.set_exception(exc)
