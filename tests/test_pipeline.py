@@ -108,6 +108,26 @@ def test_protected_tail_keeps_recent_messages_whole():
     assert result.body == body
 
 
+def test_the_protected_tail_stops_growing_at_protect_tail_blocks():
+    from compress.config import CompressConfig
+
+    def turn(i: int, output: str) -> list[dict]:
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                                   "input": {"command": f"step {i}"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
+
+    log = "\n".join(f"line {j} of the build log" for j in range(2_000))
+    messages = [{"role": "user", "content": "build it"}, *turn(0, log)]
+    for i in range(1, 7):  # six small turns: 12 blocks, far fewer than 4,000 tokens
+        messages += turn(i, "ok")
+    body = {"system": "s", "messages": messages}
+    by_blocks = run(body, session=Session.memory(), store=CCRStore.in_memory())
+    assert markers_in(by_blocks.body["messages"][2]["content"][0]["content"])
+    by_tokens = run(body, session=Session.memory(), store=CCRStore.in_memory(),
+                    config=CompressConfig(protect_tail_blocks=0))
+    assert by_tokens.body["messages"][2] == body["messages"][2]  # the log is within the last 4,000 tokens
+
+
 def test_unusable_input_passes_through_unchanged():
     for body in ({"messages": "nope"}, [], None, {"model": "x"}):
         result = run(body, session=Session.memory(), store=CCRStore.in_memory())

@@ -16,6 +16,7 @@ def test_every_setting_reaches_the_typed_config(tmp_path):
 [compress]
 epoch_savings_threshold = 5000
 min_saving_fraction = 1
+protect_tail_blocks = 6
 disabled_stages = ["strip_injections"]
 protected_tools = ["MyTool"]
 [compress.tiers]
@@ -29,6 +30,7 @@ tags = ["system-reminder", "env"]
 ''')
     config = load_compress_config(tmp_path)
     assert config.epoch_savings_threshold == 5000 and config.min_saving_fraction == 1.0
+    assert config.protect_tail_blocks == 6
     assert config.disabled_stages == {"strip_injections"}
     assert "mytool" in config.protected_tools and "edit" in config.protected_tools
     assert config.tiers == TierThresholds(10_000, 20_000)
