@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ccr.markers import find_markers
@@ -145,6 +145,7 @@ prose = st.lists(st.tuples(_pieces, st.sampled_from([" ", " ", "\n", "\n\n", ""]
 
 @settings(max_examples=200, deadline=None)
 @given(prose)
+@example("Sure, let me take a look at this for you. " * 17 + "```\n\n``` ```\n\n``````\n0\n``` ")  # not a fence: ``` ```
 def test_property_never_larger_code_survives_deterministic_recoverable(text):
     ctx = context()
     out = shorten(text, ctx)
@@ -189,14 +190,21 @@ def test_golden_on_claude_code_transcripts():
 
 
 def _fenced_blocks(text: str) -> list[str]:
-    """Closed fenced code blocks as CommonMark reads them: a line opening with ``` (an info
-    string may follow) up to the next line that is exactly ```."""
-    blocks, start = [], None
+    """Fenced code blocks as CommonMark reads them: an opener of 3+ backticks (its info string
+    holds no backtick) or tildes, indented at most 3 spaces, up to a line of at least as many of
+    the same character and nothing else, or to the end of the text when none comes."""
+    blocks, opener = [], None
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if start is None and line.startswith("```"):
-            start = i
-        elif start is not None and line.strip() == "```":
-            blocks.append("\n".join(lines[start:i + 1]))
-            start = None
+        stripped = line.lstrip(" ")
+        if len(line) - len(stripped) > 3:
+            continue
+        run = len(stripped) - len(stripped.lstrip(stripped[:1])) if stripped[:1] in ("`", "~") else 0
+        if opener is None and run >= 3 and not (stripped[0] == "`" and "`" in stripped[run:]):
+            opener = (i, stripped[0], run)
+        elif opener is not None and run >= opener[2] and stripped[0] == opener[1] and not stripped[run:].strip(" \t"):
+            blocks.append("\n".join(lines[opener[0]:i + 1]))
+            opener = None
+    if opener is not None:  # an unclosed fence runs to the end of the text
+        blocks.append("\n".join(lines[opener[0]:]).rstrip())
     return blocks

@@ -31,7 +31,9 @@ from compress.tiers import Tier
 MIN_CHARS = 500
 MIN_SAVING = 0.40
 
-_FENCE = regex.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_FENCE = regex.compile(r"^[ \t]{0,3}(`{3,}(?![^\n]*`)|~{3,})")
+"""A fence opener as CommonMark reads it: the info string after backticks holds no backtick
+(a line like ``` ``` ``` is inline code, not a fence)."""
 _HEADING = regex.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]|\*\*[^*\n]+\*\*[:：。.!！]?[ \t]*$)")
 """Markdown headings and lines that are wholly bold (used as headings or conclusions)."""
 _STRUCTURED = regex.compile(r"^\s*(?:(?:[-*+•]|\d{1,3}[.)])(?:\s|$)|\d{1,3}、|\|)")
