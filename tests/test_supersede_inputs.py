@@ -96,6 +96,16 @@ def test_patches_are_noted_only_when_every_file_changed_later():
     check_run(both, out, store)
 
 
+def test_a_settled_patch_whose_files_changed_in_part_does_not_claim_no_later_change():
+    patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x\n" * 400 + "*** Update File: src/b.py\n+y\n*** End Patch"
+    body = anthropic_body([("apply_patch", {"input": patch}, "Done"),
+                           ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok"),
+                           ("Bash", {"command": "pytest -q"}, "ok")])
+    out, _, store = run(body, OPEN_CONFIG)
+    assert note_of(inputs(out)[0]["input"]).summary == "405-line patch of src/a.py (+1 more files) stored; edit made at turn 1"
+    check_run(body, out, store)
+
+
 def test_small_bodies_stay_and_min_chars_is_an_option():
     small = "\n".join(f"x{i}" for i in range(100))  # 389 chars, under the default 500
     body = anthropic_body([("Write", {"file_path": APP, "content": small}, "ok"),

@@ -143,7 +143,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
         else:
             made = next(t.action for t in item.touches if t.action in CHANGES)
-            when = f"{_MADE[made]} at turn {item.turn}, no later change to the file"
+            untouched = not any(t.action in CHANGES for touches in afterwards for _, t in touches)
+            when = f"{_MADE[made]} at turn {item.turn}" + (", no later change to the file" if untouched else "")
 
         def summarize(path: KeyPath, text: str, where: str = where, when: str = when,
                       main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:
