@@ -321,7 +321,8 @@ class _Runner:
         thresholds = thresholds_for(request.model, self.config.tiers, self.config.model_tiers)
         tier = thresholds.tier_for(reported if reported is not None else report.tokens_before)
         report.tier = tier.label
-        tail = self.tail_start(messages, raw_tokens)
+        blocks = _provider_blocks(messages)
+        tail = self.tail_start(messages, raw_tokens, blocks)
 
         if not session.records or not same_provider:
             reason = "new session"
@@ -339,7 +340,7 @@ class _Runner:
             plan = self.plan(messages, frozen, tail, tier, header.anchor_turn, session, hashes)
             # Messages that left the protected tail since the last epoch were never compressed;
             # an epoch re-decides them when what it saves pays for what the provider writes again.
-            choice = self.epoch_start(messages, frozen, tail, session, hashes)
+            choice = self.epoch_start(messages, blocks, frozen, tail, session, hashes)
             if choice is not None:
                 trial = self.plan(messages, choice.start, tail, tier, current_turn, session, hashes)
                 if (plan.out_total - trial.out_total >= choice.needed
@@ -369,11 +370,10 @@ class _Runner:
             return body
         return {**body, "messages": plan.rendered}
 
-    def tail_start(self, messages: list[Message], tokens: list[int]) -> int:
+    def tail_start(self, messages: list[Message], tokens: list[int], blocks: list[int]) -> int:
         """Index of the first message of the protected tail (which always holds the latest
-        assistant message)."""
+        assistant message); `tokens` and `blocks` (`_provider_blocks`) per message."""
         c = self.config
-        blocks = _provider_blocks(messages)
         acc = turns = nblocks = 0
         i = len(messages)
         while i > 0 and not (turns >= c.protect_tail_turns and (
@@ -385,7 +385,7 @@ class _Runner:
         last_assistant = max((j for j, m in enumerate(messages) if m.role == "assistant"), default=len(messages))
         return min(i, last_assistant)
 
-    def epoch_start(self, messages: list[Message], frozen: int, tail: int, session: Session,
+    def epoch_start(self, messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
                     hashes: list[str]) -> "_EpochChoice | None":
         """Whether to try an epoch now, and from which message, or None.
 
@@ -398,7 +398,6 @@ class _Runner:
         else a re-run from the start makes the provider write everything and must save
         `epoch_savings_threshold`. Both must also pay back their cache writes (`pays_back`).
         """
-        blocks = _provider_blocks(messages)
         suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
         changed = min(frozen, _first_dropped_thinking(messages, frozen))
         in_window = [e for e in session.request_ends

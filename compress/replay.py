@@ -32,6 +32,7 @@ from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
 from compress.formats.base import Transcript
 from compress.jsonbytes import dumps
+from compress.jsonvalues import strings_in
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
 from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
@@ -192,16 +193,6 @@ class Retention:
                 "recent_visible": self.fraction("recent_visible", "recent"), "missing": self.missing[:20]}
 
 
-def _input_strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _input_strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _input_strings(v)]
-    return []
-
-
 def _visible_text(messages: tuple[Message, ...]) -> str:
     out: list[str] = []
     for msg in messages:
@@ -209,7 +200,7 @@ def _visible_text(messages: tuple[Message, ...]) -> str:
             if b.kind == TOOL_RESULT:
                 out.append(b.result_text)
             elif b.kind == TOOL_USE:
-                out.extend(_input_strings(b.input))
+                out.extend(strings_in(b.input))
             else:
                 out.append(b.text)
     return "\n".join(out)
@@ -267,7 +258,7 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
                                           if t.action in _WRITTEN):
                     name = path.rsplit("/", 1)[-1]
                     check(retention.paths, path, msg, "path",
-                          tuple(x for x in _input_strings(b.input) if name in x))
+                          tuple(x for x in strings_in(b.input) if name in x))
     person = next((m for m in reversed(raw) if m.has_user_text), None)
     if person is not None:
         text = "\n".join(b.text for b in person.blocks if b.text).strip()

@@ -17,7 +17,6 @@ Handlers import engines lazily: UserPromptSubmit starts a process per prompt.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "SessionEnd", "Stop")
@@ -183,23 +182,13 @@ def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -
         return False
 
 
-def _strings(value) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def pre_tool_use(event: dict) -> dict | None:
     """Deny a call whose input carries a ctxmill placeholder: it stands for stored text, and
     written to a file or run as a command it would replace real content."""
     from ccr.markers import find_markers
+    from compress.jsonvalues import strings_in
 
-    for text in _strings(event.get("tool_input")):
+    for text in strings_in(event.get("tool_input")):
         markers = find_markers(text) if "ctxmill:" in text else []
         if markers:
             key = markers[0].key

@@ -99,6 +99,12 @@ class _Process:
         else:
             self._socket.close()
 
+    def abandon(self) -> None:
+        """Hang up and kill the process now (a worker that died or broke the protocol)."""
+        self.hang_up()
+        if self.process.is_alive():
+            self.process.kill()
+
     def wait(self, timeout: float) -> None:
         """Wait for the process to exit (blocks: call it off the event loop); kill it after
         `timeout` seconds."""
@@ -191,9 +197,7 @@ class WorkerPool:
         """Drop a dead worker; the next dispatch starts a new one."""
         if slot.process is not None:
             log.warning("proxy worker %d died; replacing it", self._slots.index(slot))
-            slot.process.hang_up()
-            if slot.process.process.is_alive():
-                slot.process.process.kill()
+            slot.process.abandon()
             slot.process = None
 
     async def close(self) -> None:
