@@ -3,10 +3,12 @@
     python bench/output_hashes.py > before.txt   # on the old code
     python bench/output_hashes.py > after.txt    # on the new code; then: diff before.txt after.txt
 
-For every claude-code corpus session (the whole session as one request) and
-fixtures/example-request.json, at each tier forced (always, medium, high), it prints the sha256
-of the output body, of the originals sent to CCR, and of the report's decisions and savings;
-plus an incremental run (the session minus its last turn first, then the whole).
+For every corpus session of every format (the whole session as one request), generated
+requests (fixtures/make_example.py at three sizes) and fixtures/example-request.json, at each tier
+forced (always, medium, high), it prints the sha256 of the output body, of the originals sent to
+CCR, and of the report's decisions and savings; plus an incremental run (the session minus its
+last turn first, then the whole). For every corpus session it also fingerprints the checkpoint
+extraction, and for the small ones a replay report (timings left out).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.config import CompressConfig  # noqa: E402
-from compress.formats import read_session  # noqa: E402
+from compress.formats import read_session, session_files  # noqa: E402
 from compress.jsonbytes import dumps  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
@@ -60,16 +62,46 @@ def _fingerprint(body: dict, config: CompressConfig, session: Session | None = N
     return " ".join((_sha(dumps(result.body)), _sha(dumps(store.puts)), _sha(dumps(report)), r.mode))
 
 
-def _requests() -> list[tuple[str, dict]]:
+def _sessions() -> list:
+    root = CORPUS / "transcripts"
+    folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    return [(f"{folder.name}/{path.stem}", read_session(path)) for folder in folders for path in session_files(folder)]
+
+
+def _requests(sessions: list) -> list[tuple[str, dict]]:
+    sys.path.insert(0, str(ROOT / "fixtures"))
+    from make_example import build
+
     out = [("example-request", json.loads((ROOT / "fixtures" / "example-request.json").read_text()))]
-    folder = CORPUS / "transcripts" / "claude-code"
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        out.append((path.stem, read_session(path).whole()))
-    return out
+    out += [(f"generated-{rounds}", build(rounds)) for rounds in (1, 3, 9)]
+    return out + [(name, transcript.whole()) for name, transcript in sessions]
+
+
+def _extraction_fingerprint(transcript) -> str:
+    import dataclasses
+
+    from compress.adapters import from_provider
+    from memory.extract import extract
+
+    return _sha(dumps(dataclasses.asdict(extract(from_provider(transcript.whole()).messages))))
+
+
+def _replay_fingerprint(transcript) -> str:
+    from compress.replay import replay
+
+    data = replay(transcript).to_dict()
+    for key in ("seconds", "ms_p50", "ms_p95", "ms_max"):
+        data.pop(key, None)
+    return _sha(dumps(data))
 
 
 def main() -> int:
-    for name, body in _requests():
+    sessions = _sessions()
+    for name, transcript in sessions:
+        print(f"{name} extract {_extraction_fingerprint(transcript)}", flush=True)
+        if len(transcript.calls) <= 60:
+            print(f"{name} replay {_replay_fingerprint(transcript)}", flush=True)
+    for name, body in _requests(sessions):
         for label, thresholds in TIERS.items():
             config = CompressConfig(tiers=thresholds)
             print(f"{name} {label} full {_fingerprint(body, config)}", flush=True)
