@@ -24,7 +24,8 @@ from compress.model import TOOL_USE  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from compress.tokens import estimate_tokens  # noqa: E402
-from compress.toolfiles import CHANGES, touched_files  # noqa: E402
+from compress.vocab.calls import touched_files  # noqa: E402
+from compress.vocab.touches import CHANGES  # noqa: E402
 
 STAGES = ("dedup_tool_calls", "purge_errors", "supersede_inputs")
 CONFIG = CompressConfig(tiers=TierThresholds(medium=1, high=10**12))

@@ -6,14 +6,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, TypeVar
 
 from compress.tiers import TierThresholds
-
-PROTECTED_TOOLS = frozenset({
-    "edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
-    "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",
-    "deep_expand", "task", "agent", "skill",
-})
-"""Tools whose results are never compressed (compared lower-cased; memory_* and mcp__*__memory_*
-and mcp__*__deep_expand are matched by `is_protected_tool`)."""
+from compress.vocab.tools import PROTECTED_TOOLS
 
 
 @dataclass(frozen=True)
@@ -46,6 +39,7 @@ class CompressConfig:
     min_saving_chars: int = 200
     """A lossy result is kept only if it saves both this fraction and this many characters."""
     protected_tools: frozenset[str] = PROTECTED_TOOLS
+    """Tools whose results are never compressed (`compress.vocab.tools.is_protected_tool`)."""
     disabled_stages: frozenset[str] = frozenset()
     stage_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Per-stage knobs by stage name; each stage documents its own keys and defaults."""
@@ -56,12 +50,6 @@ class CompressConfig:
 
     def options(self, stage: str) -> Mapping[str, Any]:
         return self.stage_options.get(stage, {})
-
-
-def is_protected_tool(name: str, config: CompressConfig) -> bool:
-    low = name.lower()
-    base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
-    return base in config.protected_tools or base.startswith("memory_") or "deep_expand" in base
 
 
 T = TypeVar("T")

@@ -38,7 +38,8 @@ from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
 from compress.signals import first_error_line, is_failed_result
 from compress.tokens import TokenCounter, get_counter
-from compress.toolfiles import CREATE, EDIT, WRITE, touched_files
+from compress.vocab.calls import touched_files
+from compress.vocab.touches import CREATE, EDIT, WRITE
 
 _WRITTEN = frozenset({WRITE, EDIT, CREATE})
 

@@ -17,9 +17,10 @@ from typing import Callable, Mapping
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from ccr.redact import redact
-from compress.config import CompressConfig, is_protected_tool
+from compress.config import CompressConfig
 from compress.model import TOOL_RESULT, Block, Message
 from compress.tiers import Tier
+from compress.vocab.tools import is_protected_tool
 
 log = logging.getLogger("ctxmill.compress")
 
@@ -112,7 +113,7 @@ class StageContext:
     @staticmethod
     def rerun_hint(result: Block) -> str:
         """For a tool_result's original in CCR: the call to re-run once it has expired."""
-        from compress.toolkinds import rerun_hint
+        from compress.vocab.calls import rerun_hint
 
         return rerun_hint(result.tool_name, result.call_input)
 
@@ -124,7 +125,7 @@ class StageContext:
         (a marker other than an injection removal's means some stage already cut it)."""
         return (
             block.kind == TOOL_RESULT
-            and not is_protected_tool(block.tool_name, self.config)
+            and not is_protected_tool(block.tool_name, self.config.protected_tools)
             and not is_compressed(block.result_text)
         )
 

@@ -42,8 +42,9 @@ from typing import Any
 
 import regex
 
-from compress.config import PROTECTED_TOOLS, CompressConfig
+from compress.config import CompressConfig
 from compress.tiers import TierThresholds
+from compress.vocab.tools import PROTECTED_TOOLS
 
 CONFIG_FILE = "config.toml"
 

@@ -7,7 +7,7 @@
 - gotchas: a failed tool result followed within `FIX_WINDOW` assistant turns by a fix (an
   edit, a write or a command of the same session);
 - files: every file the session created, edited, moved or deleted, from tool inputs
-  (compress.toolfiles: editor tools, apply_patch, shell mv/rm/cp …), in first-touch order;
+  (compress.vocab.calls: editor tools, apply_patch, shell mv/rm/cp …), in first-touch order;
 - todos: the latest todo list the agent wrote (TodoWrite-style tools), open and done;
 - next steps: "next / TODO / remaining …" sentences of the last assistant replies;
 - last_reply: the agent's last text.
@@ -23,8 +23,9 @@ import regex
 from compress.model import TEXT, TOOL_USE, Message
 from compress.signals import error_line_indexes, is_failed_result
 from compress.stages.strip_injections import remove_segments
-from compress.toolfiles import CHANGES, touched_files
-from compress.toolkinds import ToolKind, command_of, tool_kind
+from compress.vocab.calls import touched_files
+from compress.vocab.tools import ToolKind, command_of, tool_kind
+from compress.vocab.touches import CHANGES
 
 FIX_WINDOW = 3  # assistant turns after an error in which an edit/write/command counts as its fix
 INJECTED_TAGS = ("system-reminder", "local-command-stdout", "local-command-stderr", "command-message")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from compress.formats import read_session
-from compress.toolfiles import CHANGES, touched_files
+from compress.vocab.calls import touched_files
+from compress.vocab.touches import CHANGES
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@
 - Medium tier and up: when a decision, constraint or fix (`compress.signals.decision_kinds`,
   English and Chinese cues) was stated in the text of the last `window_turns` (2) turns, by the
   person or the model (host-injected `<system-reminder>` segments do not count), and no
-  memory_* tool was called since, one line is appended:
+  memory_* tool (`compress.vocab.tools.is_memory_tool`) was called since, one line is appended:
   `[ctxmill: recent turns hold a decision — store it with memory_store(type="decision", …) so
   it survives compaction]`.
 - High tier: on every `checkpoint_every`-th (10) assistant turn, a checkpoint reminder.
@@ -38,6 +38,7 @@ from compress.signals import DECISION_KINDS, decision_kinds
 from compress.stage import Stage, StageContext
 from compress.stages.strip_injections import DEFAULT_TAGS, remove_segments
 from compress.tiers import Tier
+from compress.vocab.tools import is_memory_tool
 
 WINDOW_TURNS = 2
 COOLDOWN_TURNS = 6
@@ -82,10 +83,6 @@ def _text_cues(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def _is_memory_tool(name: str) -> bool:
-    return name.lower().rsplit("__", 1)[-1].startswith("memory_")
-
-
 def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str, ...]]:
     """Index of the last message of every request that gets (or got) a memory reminder ->
     the kinds it reminds of. Replays all requests so far (a request ends at each message an
@@ -104,7 +101,7 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
             if b.kind == TEXT:
                 for kind in _text_cues(b.text):
                     stated[kind] = msg.turn
-            elif b.kind == TOOL_USE and _is_memory_tool(b.tool_name):
+            elif b.kind == TOOL_USE and is_memory_tool(b.tool_name):
                 saved = True
         if saved:
             stated.clear()

@@ -25,7 +25,7 @@ from compress.model import Block, Message, index_tool_calls
 from compress.signals import first_error_line, is_failed_result
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.toolfiles import touched_files
+from compress.vocab.calls import touched_files
 
 DEFAULTS = {"min_age": 4, "keep_chars": 300, "input_min_chars": 200}
 ERROR_LINE_MAX = 2_000

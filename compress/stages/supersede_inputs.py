@@ -1,6 +1,6 @@
 """supersede_inputs: bodies of old writes and edits that the file itself now holds.
 
-A call writes or edits files (`compress.toolfiles.touched_files`: Write `content`, Edit
+A call writes or edits files (`compress.vocab.calls.touched_files`: Write `content`, Edit
 `old_string`/`new_string`, MultiEdit `edits`, NotebookEdit, OpenCode `write`/`edit`, apply_patch
 bodies, shell heredocs such as `cat > f <<'EOF'`). Its body strings go to CCR and each becomes a
 one-line note when the call is superseded:
@@ -44,9 +44,10 @@ from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.signals import is_failed_result
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.toolfiles import (CHANGES, CREATE, DELETE, EDIT, MOVE, PATH_KEYS, READ, WRITE, FileTouch, is_patch,
-                                same_file, shell_heredocs, touched_files)
-from compress.toolkinds import ToolKind, tool_kind
+from compress.vocab.calls import touched_files
+from compress.vocab.shell import shell_heredocs
+from compress.vocab.tools import PATH_KEYS, ToolKind, tool_kind
+from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 DEFAULTS = {"min_chars": 500, "settled_after_turns": 2}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",

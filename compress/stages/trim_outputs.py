@@ -4,7 +4,7 @@ For each compressible tool_result (not a protected tool's, no marker yet):
 
 - Image parts and base64 runs of at least `base64_min_chars` in the text are replaced by a
   marker with media type and size (`[ctxmill: image/png image, 103 KB base64 · deep_expand(…)]`).
-- Text longer than `min_chars` is cut by kind (`compress.toolkinds.tool_kind`, see
+- Text longer than `min_chars` is cut by kind (`compress.vocab.tools.tool_kind`, see
   `compress.trimming`): file reads keep head, definitions/imports/errors and tail; command
   output keeps head, tail and every error line with context; search results keep the first
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
@@ -37,10 +37,10 @@ from compress.memo import TextMemo
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.toolfiles import touched_files
-from compress.toolkinds import ToolKind, tool_kind
 from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
                                select_file_read, select_prose, select_search)
+from compress.vocab.calls import touched_files
+from compress.vocab.tools import ToolKind, tool_kind
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class TrimOptions:
 
 def stale_reads(messages: list[Message]) -> set[str]:
     """Tool ids of file reads whose file a later call reads, edits, writes, moves or deletes
-    (files as `compress.toolfiles.touched_files` sees them: tools, shell commands, patches)."""
+    (files as `compress.vocab.calls.touched_files` sees them: tools, shell commands, patches)."""
     later: set[str] = set()
     stale: set[str] = set()
     for msg in reversed(messages):

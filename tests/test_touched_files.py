@@ -1,4 +1,4 @@
-"""toolfiles: which files a tool call touches and how."""
+"""touched_files: which files a tool call touches and how (compress.vocab.calls, touches, shell)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.toolfiles import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, normalize_path, same_file,
-                                shell_heredocs, touched_files)
+from compress.vocab.calls import touched_files
+from compress.vocab.shell import shell_heredocs
+from compress.vocab.touches import CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, normalize_path, same_file
 
 PATCH = """*** Begin Patch
 *** Add File: docs/new.md

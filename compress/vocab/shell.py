@@ -1,52 +1,21 @@
-"""Which files a tool call touches, and how: `touched_files(tool_name, tool_input)`.
+"""Which files a shell command touches: `shell_touches(command, cwd)`, and its heredocs.
 
-Understands the file tools of Claude Code (Read, Write, Edit, MultiEdit, NotebookEdit),
-OpenCode (read, write, edit with `filePath`), Anthropic's `str_replace_based_edit_tool`,
-`read_file` / `write_file` style tools, apply_patch bodies (`*** Add File:`, `*** Update File:`,
-`*** Delete File:`, `*** Move to:`) and shell commands (Bash `command`, Codex `cmd` strings or
-argv lists): heredocs (`cat > f <<'EOF'`), redirections (`>`, `>>`, `<`, `tee`), `cat/head/
-tail/sed -n` reads, `mv`, `cp`, `rm`, `touch`, `sed -i`, `git mv/rm`, and `cd DIR &&` prefixes.
-
-Actions (`FileTouch.action`):
-  read    the content was read
-  write   the whole content was replaced (Write, `>` redirections, heredocs, `cp`/`tee` targets)
-  edit    part of the content changed (Edit, MultiEdit, `sed -i`, `>>`, `*** Update File:`)
-  delete  the file was removed (`rm`, `*** Delete File:`)
-  move    the file left this path (`mv` source, the file of a `*** Move to:` patch)
-  create  a file appeared at this path (`touch`, `*** Add File:`, `mv` / `*** Move to:` target)
-
-Paths are normalised lexically (`posixpath.normpath`: `./`, `//` and `..` folded, quotes
-removed); a relative path is joined to the call's working directory when the input names one
-(`workdir`, `cwd`, or a leading `cd DIR &&`), and otherwise stays relative. `same_file(a, b)`
-decides whether two normalised paths name the same file: equal, or one is relative with a
-directory part (`src/app.py`) and the other is absolute and ends with `/` + it. Bare file names
-never match absolute paths: that is not obviously the same file.
-
-Shell parsing is deliberately shallow (no variables, globs, subshell tracking); anything it cannot
-read gives no touch rather than a wrong one. Everything here is pure and linear in the input.
+Reads Bash `command` and Codex `cmd` strings: heredocs (`cat > f <<'EOF'`), redirections (`>`,
+`>>`, `<`, `tee`), `cat/head/tail/sed -n` reads, `mv`, `cp`, `rm`, `touch`, `sed -i`,
+`git mv/rm`, apply_patch bodies and `cd DIR &&` prefixes (which set the working directory
+later relative paths join). Parsing is deliberately shallow (no variables, globs, subshell
+tracking); anything it cannot read gives no touch rather than a wrong one. Linear in the command.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from functools import lru_cache
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
 
-from compress.toolkinds import ToolKind, command_of, tool_kind
-
-READ, WRITE, EDIT, DELETE, MOVE, CREATE = "read", "write", "edit", "delete", "move", "create"
-CHANGES = frozenset({WRITE, EDIT, DELETE, MOVE, CREATE})
-"""Actions that change what is on disk."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileTouch:
-    """One file a call touches: its normalised path and one of the actions above."""
-
-    path: str
-    action: str
+from compress.vocab.touches import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, normalize_path,
+                                    patch_touches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,128 +27,6 @@ class Heredoc:
     body: str
     targets: tuple[str, ...]
 
-
-PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
-"""Input keys of file tools that name the file (the first present one is used)."""
-_PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
-_READ_TOOLS = frozenset({"read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat",
-                         "notebookread", "read_notebook"})
-_WRITE_TOOLS = frozenset({"write", "write_file", "writefile", "create_file", "create"})
-_EDIT_TOOLS = frozenset({"edit", "multiedit", "notebookedit", "edit_file", "str_replace", "replace",
-                         "replace_in_file", "search_replace", "insert"})
-_DELETE_TOOLS = frozenset({"delete_file", "remove_file", "delete"})
-_PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
-_EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
-
-
-def normalize_path(path: str, cwd: str | None = None) -> str:
-    """A lexically normalised path ('' for nothing usable); relative paths join `cwd` if given."""
-    path = path.strip().strip("'\"")
-    if not path or "\n" in path or "\x00" in path:
-        return ""
-    if cwd and not path.startswith(("/", "~")):
-        path = posixpath.join(cwd, path)
-    path = posixpath.normpath(path)
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    return "" if path == "." else path
-
-
-def same_file(a: str, b: str) -> bool:
-    """Two normalised paths name the same file (see the module docstring for the rule)."""
-    if a == b:
-        return True
-    absolute, relative = (a, b) if a.startswith("/") else (b, a)
-    if not absolute.startswith("/") or relative.startswith(("/", "~", "..")) or "/" not in relative:
-        return False
-    return absolute.endswith("/" + relative)
-
-
-def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
-    """The files one tool call touches, in the order the call touches them."""
-    low = tool_name.lower()
-    base = low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
-    cwd = _input_cwd(tool_input)
-    if base in _PATCH_TOOLS:
-        return _patch_touches(_patch_text(tool_input), cwd)
-    if tool_kind(tool_name) is ToolKind.COMMAND or _argv(tool_input):
-        argv = _argv(tool_input)
-        if argv and posixpath.basename(argv[0]) in _PATCH_TOOLS:
-            return _patch_touches(argv[-1], cwd)
-        return list(shell_touches(command_of(tool_input), cwd))
-    if not isinstance(tool_input, dict):
-        return []
-    path = normalize_path(_first_str(tool_input, PATH_KEYS), cwd)
-    if not path:
-        return []
-    if base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor"):
-        action = _EDITOR_ACTIONS.get(str(tool_input.get("command", "")))
-        return [FileTouch(path, action)] if action else []
-    for names, action in ((_READ_TOOLS, READ), (_WRITE_TOOLS, WRITE), (_EDIT_TOOLS, EDIT), (_DELETE_TOOLS, DELETE)):
-        if base in names:
-            return [FileTouch(path, action)]
-    return []
-
-
-def _argv(tool_input: Any) -> list[str]:
-    """A Codex-style argv `command` (`["bash", "-lc", "..."]`, `["apply_patch", "..."]`), else []."""
-    value = tool_input.get("command") if isinstance(tool_input, dict) else None
-    return value if isinstance(value, list) and value and all(isinstance(v, str) for v in value) else []
-
-
-def _input_cwd(tool_input: Any) -> str | None:
-    if isinstance(tool_input, dict):
-        value = tool_input.get("workdir", tool_input.get("cwd"))
-        if isinstance(value, str) and value.startswith("/"):
-            return value
-    return None
-
-
-def _first_str(value: dict, keys: tuple[str, ...]) -> str:
-    for key in keys:
-        found = value.get(key)
-        if isinstance(found, str) and found:
-            return found
-    return ""
-
-
-def _patch_text(tool_input: Any) -> str:
-    if isinstance(tool_input, str):
-        return tool_input
-    if isinstance(tool_input, dict):
-        return _first_str(tool_input, _PATCH_KEYS)
-    return ""
-
-
-# -- apply_patch -----------------------------------------------------------------------------
-
-_PATCH_HEADERS = (("*** Add File:", CREATE), ("*** Update File:", EDIT), ("*** Delete File:", DELETE))
-
-
-def _patch_touches(patch: str, cwd: str | None) -> list[FileTouch]:
-    touches: list[FileTouch] = []
-    for line in patch.splitlines():
-        if not line.startswith("*** "):
-            continue
-        if line.startswith("*** Move to:"):
-            target = normalize_path(line[len("*** Move to:"):], cwd)
-            if touches and target:
-                touches[-1] = FileTouch(touches[-1].path, MOVE)
-                touches.append(FileTouch(target, CREATE))
-            continue
-        for header, action in _PATCH_HEADERS:
-            if line.startswith(header):
-                path = normalize_path(line[len(header):], cwd)
-                if path:
-                    touches.append(FileTouch(path, action))
-    return touches
-
-
-def is_patch(text: str) -> bool:
-    return "*** Begin Patch" in text or any(h in text for h, _ in _PATCH_HEADERS)
-
-
-# -- shell -----------------------------------------------------------------------------------
 
 _WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"})
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc", "diff", "source", "."})
@@ -193,7 +40,7 @@ def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]
     script, _ = _split_heredocs(command)
     touches: list[FileTouch] = []
     if "apply_patch" in script and is_patch(command):
-        touches += _patch_touches(command, cwd)
+        touches += patch_touches(command, cwd)
     for words in _simple_commands(script):
         cwd = _touch_command(words, cwd, touches)
     return tuple(touches)

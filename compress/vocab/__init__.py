@@ -1,0 +1,10 @@
+"""The hosts' vocabulary, in one place for the stages, the replay and memory alike.
+
+- `tools`: tool names -> kinds (`tool_kind`), file tools and their actions, protected tools,
+  memory tools, the `mcp__` name rule (`base_name`), a call's shell command (`command_of`).
+- `touches`: what a call does to one file (`FileTouch`, the actions), path rules, apply_patch bodies.
+- `shell`: which files a shell command touches, and its heredocs.
+- `calls`: `touched_files(tool, input)` for any call, and `rerun_hint` for CCR's "expired" message.
+
+Imports nothing of the project outside this package.
+"""

@@ -1,0 +1,79 @@
+"""One tool call read the way its host meant it: the files it touches, and how to run it again.
+
+`touched_files(tool_name, tool_input)` understands the file tools of Claude Code (Read, Write,
+Edit, MultiEdit, NotebookEdit), OpenCode (read, write, edit with `filePath`), Anthropic's
+`str_replace_based_edit_tool`, `read_file` / `write_file` style tools (`compress.vocab.tools`),
+apply_patch bodies (`compress.vocab.touches`) and shell commands (Bash `command`, Codex `cmd`
+strings or argv lists; `compress.vocab.shell`). A relative path is joined to the call's working
+directory when the input names one (`workdir`, `cwd`, or a leading `cd DIR &&`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from compress.vocab.shell import shell_touches
+from compress.vocab.tools import (PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name, command_of,
+                                  file_tool_action, tool_kind)
+from compress.vocab.touches import FileTouch, normalize_path, patch_touches
+
+
+def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
+    """The files one tool call touches, in the order the call touches them."""
+    base = base_name(tool_name)
+    cwd = _input_cwd(tool_input)
+    if base in PATCH_TOOLS:
+        return patch_touches(_patch_text(tool_input), cwd)
+    if tool_kind(tool_name) is ToolKind.COMMAND or _argv(tool_input):
+        argv = _argv(tool_input)
+        if argv and posixpath.basename(argv[0]) in PATCH_TOOLS:
+            return patch_touches(argv[-1], cwd)
+        return list(shell_touches(command_of(tool_input), cwd))
+    if not isinstance(tool_input, dict):
+        return []
+    path = normalize_path(_first_str(tool_input, PATH_KEYS), cwd)
+    action = file_tool_action(base, tool_input) if path else None
+    return [FileTouch(path, action)] if action else []
+
+
+def rerun_hint(name: str, tool_input: Any) -> str:
+    """What to run to see a tool's output again, for CCR's "expired" message."""
+    command = command_of(tool_input)
+    if command:
+        what = command
+    else:
+        paths = [t.path for t in touched_files(name, tool_input)]
+        what = f"{name} {paths[0]}" if paths else name
+    what = " ".join(what.split())
+    return f"re-run the tool call `{what[:117] + '...' if len(what) > 120 else what}`"
+
+
+def _argv(tool_input: Any) -> list[str]:
+    """A Codex-style argv `command` (`["bash", "-lc", "..."]`, `["apply_patch", "..."]`), else []."""
+    value = tool_input.get("command") if isinstance(tool_input, dict) else None
+    return value if isinstance(value, list) and value and all(isinstance(v, str) for v in value) else []
+
+
+def _input_cwd(tool_input: Any) -> str | None:
+    if isinstance(tool_input, dict):
+        value = tool_input.get("workdir", tool_input.get("cwd"))
+        if isinstance(value, str) and value.startswith("/"):
+            return value
+    return None
+
+
+def _first_str(value: dict, keys: tuple[str, ...]) -> str:
+    for key in keys:
+        found = value.get(key)
+        if isinstance(found, str) and found:
+            return found
+    return ""
+
+
+def _patch_text(tool_input: Any) -> str:
+    if isinstance(tool_input, str):
+        return tool_input
+    if isinstance(tool_input, dict):
+        return _first_str(tool_input, PATCH_KEYS)
+    return ""

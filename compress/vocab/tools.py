@@ -1,0 +1,114 @@
+"""The hosts' tools by name: what kind each is, what it does to the file it names, which are protected.
+
+Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part (`base_name`),
+so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
+told by its command (`cat f` reads a file, `rg x` searches). Kept light (no regex, no shell
+parsing): the faces import it for the protected-tools default.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from compress.vocab.touches import DELETE, EDIT, READ, WRITE
+
+
+class ToolKind(Enum):
+    FILE_READ = "file_read"
+    COMMAND = "command"
+    SEARCH = "search"
+    FILE_LIST = "file_list"
+    SUBAGENT_WEB = "subagent_web"
+    OTHER = "other"
+
+
+_BY_KIND = {
+    ToolKind.FILE_READ: {"read", "read_file", "view", "cat", "open", "open_file", "readfile", "view_file", "notebookread"},
+    ToolKind.COMMAND: {"bash", "shell", "exec_command", "run_terminal_cmd", "execute_command", "local_shell",
+                       "run_command", "terminal", "powershell", "container.exec", "execute_bash"},
+    ToolKind.SEARCH: {"grep", "rg", "search", "search_files", "codebase_search", "search_dir", "search_file",
+                      "find_in_files", "grep_search", "ripgrep"},
+    ToolKind.FILE_LIST: {"glob", "ls", "list_dir", "list_files", "find", "find_file", "list_directory"},
+    ToolKind.SUBAGENT_WEB: {"task", "agent", "webfetch", "web_fetch", "websearch", "web_search", "fetch",
+                            "browser", "read_url"},
+}
+_KIND_OF = {name: kind for kind, names in _BY_KIND.items() for name in names}
+
+_COMMAND_PREFIXES = (
+    (ToolKind.FILE_READ, ("cat ", "head ", "tail ", "sed -n", "less ", "bat ", "nl ")),
+    (ToolKind.SEARCH, ("grep ", "rg ", "ag ", "git grep", "ack ")),
+    (ToolKind.FILE_LIST, ("ls", "find ", "tree", "fd ", "git ls-files")),
+)
+
+_BY_FILE_ACTION = {
+    READ: {"read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat", "notebookread",
+           "read_notebook"},
+    WRITE: {"write", "write_file", "writefile", "create_file", "create"},
+    EDIT: {"edit", "multiedit", "notebookedit", "edit_file", "str_replace", "replace", "replace_in_file",
+           "search_replace", "insert"},
+    DELETE: {"delete_file", "remove_file", "delete"},
+}
+"""File tools: what a call does to the file its input names (`PATH_KEYS`)."""
+_FILE_ACTION_OF = {name: action for action, names in _BY_FILE_ACTION.items() for name in names}
+_EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
+"""Anthropic's `str_replace_based_edit_tool` (`str_replace_editor…`): its `command` -> action."""
+PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
+"""Tools (and Codex argv programs) whose input is an apply_patch body."""
+PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
+"""Input keys of file tools that name the file (the first present one is used)."""
+PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
+"""Input keys of patch tools that hold the patch body (the first present one is used)."""
+
+PROTECTED_TOOLS = frozenset({
+    "edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
+    "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",
+    "deep_expand", "task", "agent", "skill",
+})
+"""Tools whose results are never compressed; `is_protected_tool` also protects memory_* and
+every name holding deep_expand."""
+
+
+def base_name(name: str) -> str:
+    """The lower-cased tool name, an MCP tool's (`mcp__server__name`) without its server."""
+    low = name.lower()
+    return low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
+
+
+def is_protected_tool(name: str, protected: frozenset[str]) -> bool:
+    """Results of this tool are never compressed (`protected`: base names, lower-cased)."""
+    base = base_name(name)
+    return base in protected or base.startswith("memory_") or "deep_expand" in base
+
+
+def is_memory_tool(name: str) -> bool:
+    """A ctxmill memory tool (`memory_store`, …) under any `server__` prefix."""
+    return name.lower().rsplit("__", 1)[-1].startswith("memory_")
+
+
+def command_of(tool_input: Any) -> str:
+    """The shell command of a command-tool call ('' if none)."""
+    if not isinstance(tool_input, dict):
+        return ""
+    value = tool_input.get("command", tool_input.get("cmd", ""))
+    if isinstance(value, list):  # Codex: ["bash", "-lc", "cat x"]
+        value = value[-1] if value else ""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
+    kind = _KIND_OF.get(base_name(name), ToolKind.OTHER)
+    if kind is ToolKind.COMMAND:
+        command = command_of(tool_input)
+        if "|" not in command and "&&" not in command and ";" not in command:
+            for candidate, prefixes in _COMMAND_PREFIXES:
+                if command.startswith(prefixes):
+                    return candidate
+    return kind
+
+
+def file_tool_action(base: str, tool_input: dict) -> str | None:
+    """What a file tool (by `base_name`) does to the file its input names; None for other tools."""
+    if base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor"):
+        return _EDITOR_ACTIONS.get(str(tool_input.get("command", "")))
+    return _FILE_ACTION_OF.get(base)
