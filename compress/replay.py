@@ -36,9 +36,9 @@ from compress.jsonvalues import strings_in
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
 from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
-from compress.signals import first_error_line, is_failed_result
 from compress.tokens import TokenCounter, get_counter
 from compress.vocab.calls import touched_files
+from compress.vocab.signals import first_error_line, is_failed_result
 from compress.vocab.touches import CREATE, EDIT, WRITE
 
 _WRITTEN = frozenset({WRITE, EDIT, CREATE})

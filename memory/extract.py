@@ -2,8 +2,8 @@
 
 `extract(messages)` reads canonical messages (compress.model) and returns `Extraction`:
 - intents: what the person asked, each user request in order (host-injected text removed);
-- decisions / constraints / notes: sentences of user and assistant text that match the
-  English and Chinese patterns below (constraints mostly come from the person);
+- decisions / constraints / critical notes: sentences of user and assistant text holding the
+  English and Chinese cues of `compress.vocab.signals` (constraints only from the person);
 - gotchas: a failed tool result followed within `FIX_WINDOW` assistant turns by a fix (an
   edit, a write or a command of the same session);
 - files: every file the session created, edited, moved or deleted, from tool inputs
@@ -21,16 +21,13 @@ from dataclasses import dataclass, field
 import regex
 
 from compress.model import TEXT, TOOL_USE, Message
-from compress.signals import error_line_indexes, is_failed_result
-from compress.stages.strip_injections import remove_segments
 from compress.vocab.calls import touched_files
+from compress.vocab.injections import person_written
+from compress.vocab.signals import has_cue, is_failed_result, telling_error_line
 from compress.vocab.tools import ToolKind, command_of, tool_kind
 from compress.vocab.touches import CHANGES
 
 FIX_WINDOW = 3  # assistant turns after an error in which an edit/write/command counts as its fix
-INJECTED_TAGS = ("system-reminder", "local-command-stdout", "local-command-stderr", "command-message")
-_HOST_NOISE = regex.compile(r"^\s*(?:Caveat: The messages below|\[Request interrupted|<command-name>|<local-command)")
-
 _DECISION = regex.compile(
     r"""(?ix)
     \b(?:decided|decide\ to|decision|we(?:'ll|\ will)\ (?:use|go\ with|keep|switch)|let's\ (?:use|go\ with|switch)
@@ -44,19 +41,7 @@ _CONSTRAINT = regex.compile(
        |not\ allowed|no\ more\ than|at\ most|at\ least|avoid)\b
     | 必须 | 不要 | 不能 | 禁止 | 务必 | 只能 | 一定要 | 不得 | 不允许 | 至少 | 最多 | 避免
     """)
-_NEXT = regex.compile(
-    r"""(?ix)
-    \b(?:next\ steps?|next,|todo|to\ do|remaining|still\ (?:need|needs|have|to)|follow[-\ ]up|not\ yet
-       |left\ to|pending|then\ we|after\ that)\b
-    | 下一步 | 接下来 | 待办 | 还需要 | 剩下 | 尚未 | 后续 | 然后
-    """)
-_CRITICAL = regex.compile(
-    r"""(?ix)
-    \b(?:important|critical|careful|warning|note\ that|beware|gotcha|caveat|do\ not\ forget|remember)\b
-    | 注意 | 重要 | 关键 | 小心 | 切记 | 记住
-    """)
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
-_UNTELLING = regex.compile(r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
 _CODE_FENCE = regex.compile(r"```[^`]*+```", regex.DOTALL)
 _HAN = regex.compile(r"\p{Han}")
 _MIN_SENTENCE = 8  # characters; a Han character counts twice
@@ -74,7 +59,7 @@ class Said:
 
 @dataclass(frozen=True)
 class Gotcha:
-    error: str  # the first error line
+    error: str  # the most telling error line
     fix: str  # what fixed it: "Edit path" / "Bash: command"
     turn: int
     detail: str  # the whole failed result (goes to CCR when long)
@@ -99,14 +84,8 @@ class Extraction:
 
 def user_text(msg: Message) -> str:
     """What the person wrote in a user message: host-injected segments and notices removed."""
-    parts = []
-    for block in msg.blocks:
-        if block.kind != TEXT or _HOST_NOISE.match(block.text):
-            continue
-        text, _ = remove_segments(block.text, INJECTED_TAGS)
-        if text.strip():
-            parts.append(text.strip())
-    return "\n\n".join(parts)
+    parts = (person_written(b.text).strip() for b in msg.blocks if b.kind == TEXT)
+    return "\n\n".join(part for part in parts if part)
 
 
 def assistant_text(msg: Message) -> str:
@@ -131,17 +110,6 @@ def _fix_label(name: str, tool_input) -> str | None:
     if tool_kind(name, tool_input) is ToolKind.COMMAND:
         return f"{name}: {command_of(tool_input)[:160]}"
     return None
-
-
-def _error_line(text: str) -> str:
-    """The most telling error line: the first that says more than "Exit code N" or a traceback header."""
-    lines = [line.strip() for line in text.strip().split("\n")]
-    if "Traceback (most recent call last)" in text:  # Python names the exception last
-        return lines[-1]
-    found = [lines[i] for i in error_line_indexes(lines)]
-    telling = [line for line in found if not _UNTELLING.match(line)]
-    other = [line for line in lines if line and not _UNTELLING.match(line)]
-    return (telling or other or lines)[0]
 
 
 def _todos(tool_input) -> list[dict] | None:
@@ -172,9 +140,9 @@ class _Extractor:
                 self._add(self.out.decisions, "d", said)
             if role == "user" and _CONSTRAINT.search(sentence):
                 self._add(self.out.constraints, "c", said)
-            if _CRITICAL.search(sentence):
+            if has_cue(sentence, "critical"):
                 self._add(self.out.critical, "k", said)
-            if role == "assistant" and _NEXT.search(sentence):
+            if role == "assistant" and has_cue(sentence, "next_step"):
                 self._add(self.out.next_steps, "n", said)
 
     def tool_use(self, name: str, tool_input, turn: int) -> None:
@@ -200,7 +168,7 @@ class _Extractor:
         self.pending = []
 
     def failed(self, text: str, turn: int) -> None:
-        error = _error_line(text)
+        error = telling_error_line(text)
         self.pending.append(Gotcha(error[:_MAX_SENTENCE], "", turn, text))
 
     def finish(self) -> Extraction:

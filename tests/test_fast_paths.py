@@ -8,11 +8,12 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress import signals, trimming
+from compress import trimming
 from compress.memo import ENTRY_CHARS, TextMemo
-from compress.signals import error_line_indexes, error_line_numbers
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import _base64_pattern, has_base64_run
+from compress.vocab import signals
+from compress.vocab.signals import error_line_indexes, error_line_numbers
 from tests.stagekit import anthropic, config, result_texts, run_stage
 
 # Pieces that exercise word boundaries, case, non-ASCII neighbours, the Kelvin sign (lower-cases

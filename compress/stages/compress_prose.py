@@ -3,8 +3,8 @@
 An assistant text block longer than `min_chars` (500) outside the protected tail keeps:
 headings, list items and table rows, fenced code blocks (whole, byte for byte, an unclosed
 fence keeps the rest of the text), lines that are wholly bold, and from plain paragraphs the
-sentences that mention an error (`compress.signals.is_error_line`), a path, or a decision,
-constraint or fix (`compress.signals.decision_kinds`, English and Chinese cues), plus the
+sentences that mention an error (`compress.vocab.signals.is_error_line`), a path, or a decision,
+constraint or fix (`compress.vocab.signals.decision_kinds`, English and Chinese cues), plus the
 sentence that introduces a list (ends with a colon right before it). Other sentences are filler and
 are dropped. Sentences end at `.!?…` followed by a space or the line end, and right after
 Chinese `。！？；`.
@@ -24,9 +24,9 @@ import regex
 
 from ccr.markers import format_marker, has_marker
 from compress.model import TEXT, Block, Message
-from compress.signals import decision_kinds, is_error_line, mentions_path
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
+from compress.vocab.signals import decision_kinds, is_error_line, mentions_path
 
 MIN_CHARS = 500
 MIN_SAVING = 0.40

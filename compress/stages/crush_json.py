@@ -8,9 +8,9 @@ text is left to trim_outputs. Two forms are tried, in order:
    result shrinks by >= 15% (and 200 chars).
 2. Lossy crush: an array longer than `max_items` (nested arrays: `nested_max_items`) keeps its
    head (`head_fraction` of `max_items`), its tail (`tail_fraction`), every item that looks like
-   an error or an anomaly (`compress.signals`), the first item carrying an object key (at any depth)
-   not kept yet (so no key name disappears), and middle items of a shape (keys and value types) not kept
-   yet, up to `max_items`. Each run of
+   an error (`compress.vocab.signals.is_error_item`) or an anomaly (`anomalous_indexes`), the
+   first item carrying an object key (at any depth) not kept yet (so no key name disappears), and
+   middle items of a shape (keys and value types) not kept yet, up to `max_items`. Each run of
    dropped items is replaced, in place, by one string element holding a marker:
    `"[ctxmill: 457 items omitted here (array kept 15 of 472) · deep_expand(\\"KEY\\")]"`.
 
@@ -33,9 +33,9 @@ from ccr.markers import format_marker
 from compress.config import options_as
 from compress.lossy import accept
 from compress.model import Block, Message
-from compress.signals import anomalous_indexes, is_error_item
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
+from compress.vocab.signals import is_error_item
 
 MAX_DEPTH = 64
 """Arrays and objects below this depth are kept as they are (bounded recursion)."""
@@ -169,6 +169,58 @@ def choose_items(items: list, limit: int, opts: CrushOptions) -> list[int]:
     return sorted(keep)
 
 
+def anomalous_indexes(items: list, max_share: float = 0.1) -> set[int]:
+    """Indexes of array items that stand out from the rest, in linear time: objects whose
+    scalar field holds a rare value where one value is the majority (a `status` of "failed"
+    among "ok"s), and numbers (or numeric fields) more than 3 standard deviations from the mean.
+    A field with more than `max_share` of the items standing out is diverse, not anomalous."""
+    n = len(items)
+    if n < 8:
+        return set()
+    columns: dict[str, list[tuple[int, object]]] = {}
+    for i, item in enumerate(items):
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if value is None or isinstance(value, (str, int, float)):
+                    columns.setdefault(key, []).append((i, value))
+        elif isinstance(item, (int, float)) and not isinstance(item, bool):
+            columns.setdefault("", []).append((i, item))
+    limit = max(1, int(max_share * n))
+    out: set[int] = set()
+    for column in columns.values():
+        flagged = _numeric_outliers(column) if _all_numbers(column) else _rare_values(column, limit)
+        if 0 < len(flagged) <= limit:
+            out.update(flagged)
+    return out
+
+
+def _all_numbers(column: list[tuple[int, object]]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in column)
+
+
+def _numeric_outliers(column: list[tuple[int, object]]) -> list[int]:
+    if len(column) < 8:
+        return []
+    values = [float(v) for _, v in column]  # type: ignore[arg-type]
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    if std == 0:
+        return []
+    return [i for (i, _), v in zip(column, values) if abs(v - mean) > 3 * std]
+
+
+def _rare_values(column: list[tuple[int, object]], limit: int) -> list[int]:
+    counts: dict[object, int] = {}
+    for _, value in column:
+        if isinstance(value, str) and len(value) > 200:
+            return []  # free text, not a categorical field
+        counts[value] = counts.get(value, 0) + 1
+    top = max(counts.values())
+    if top * 2 < len(column) or len(counts) == 1:
+        return []
+    return [i for i, value in column if counts[value] <= limit and counts[value] < top]
+
+
 def crush(value: Any, key: str, opts: CrushOptions, depth: int = 0) -> tuple[Any, int]:
     """`value` with long arrays cut (markers in place of dropped runs), and how many items
     were dropped."""
@@ -231,6 +283,5 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         return block.with_result_text(short)
 
     return each_block(messages, ctx, crush_block, "crushed JSON arrays")
-
 
 STAGE = Stage("crush_json", run, Tier.ALWAYS)

@@ -2,10 +2,11 @@
 
 Hosts inject reminders such as `<system-reminder>…</system-reminder>` into tool results;
 once old they only cost tokens. Each closed segment of an injected tag (stage option `tags`,
-default `system-reminder`) is removed, the rest of the block kept; the original goes to CCR and
-a marker says what was removed. Injected text is not content, so the relative part of the common
-saving rule does not apply, and the absolute part is the stage option `min_saving_chars`
-(default 100): the same reminder recurs in every result, and each removal nets ~40 tokens.
+default `compress.vocab.injections.REMINDER_TAGS`: `system-reminder`) is removed, the rest of
+the block kept; the original goes to CCR and a marker says what was removed. Injected text is
+not content, so the relative part of the common saving rule does not apply, and the absolute
+part is the stage option `min_saving_chars` (default 100): the same reminder recurs in every
+result, and each removal nets ~40 tokens.
 """
 
 from __future__ import annotations
@@ -14,31 +15,9 @@ from ccr.markers import format_marker
 from compress.model import TEXT, Block, Message
 from compress.stage import INJECTION_SUMMARY_PREFIX, Stage, StageContext, each_block
 from compress.tiers import Tier
+from compress.vocab.injections import REMINDER_TAGS, remove_segments
 
-DEFAULT_TAGS = ("system-reminder",)
 DEFAULT_MIN_SAVING_CHARS = 100
-
-
-def remove_segments(text: str, tags: tuple[str, ...]) -> tuple[str, int]:
-    """Text without closed segments of `tags`, and how many were removed. Linear time."""
-    removed = 0
-    for tag in tags:
-        opener, closer = f"<{tag}>", f"</{tag}>"
-        if opener not in text:
-            continue
-        out: list[str] = []
-        pos = 0
-        while True:
-            start = text.find(opener, pos)
-            end = text.find(closer, start) if start >= 0 else -1
-            if end < 0:
-                break
-            out.append(text[pos:start].rstrip(" \t") if start > pos else "")
-            pos = end + len(closer)
-            removed += 1
-        out.append(text[pos:])
-        text = "".join(out)
-    return text, removed
 
 
 def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
@@ -53,7 +32,7 @@ def _shorten(text: str, tags: tuple[str, ...], ctx: StageContext) -> str:
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    tags = tuple(ctx.config.options("strip_injections").get("tags", DEFAULT_TAGS))
+    tags = tuple(ctx.config.options("strip_injections").get("tags", REMINDER_TAGS))
 
     def strip(msg: Message, block: Block) -> Block:
         if ctx.may_compress_result(block):

@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.model import Block, Message, ToolCall, index_tool_calls
-from compress.signals import is_failed_result
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
+from compress.vocab.signals import is_failed_result
 from compress.vocab.tools import PATH_KEYS, ToolKind, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 

@@ -1,7 +1,10 @@
-"""What looks like an error in tool output, in English and Chinese. Linear-time patterns only.
+"""What text signals, in English and Chinese: errors, and what is worth remembering.
 
-Shared by the stages that must keep errors visible (trim_outputs, crush_json, purge_errors)
-and by the replay's retention check, so "an error line" means the same thing everywhere.
+Errors (lines, failed results, JSON items) are shared by the stages that must keep them visible
+(trim_outputs, crush_json, purge_errors), the replay's retention check and the checkpoint's
+gotchas; cues (decision, constraint, fix, next step, critical) by compress_prose, the nudges and
+the checkpoint extraction. So "an error line" or "a decision" means the same thing everywhere.
+Linear-time patterns only.
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ _TRIGGER_MASK = (1 << _TRIGGER_BITS) - 1
 _WINDOW = 20_000
 """Lines longer than this are checked only around their triggers (within 200 chars)."""
 
+_UNTELLING = regex.compile(
+    r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
+"""Error lines that say nothing about the error itself."""
 _FAILED_START = regex.compile(
     r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|错误|失败)")
 
@@ -127,6 +133,19 @@ def first_error_line(text: str) -> str | None:
     return text[start:end if end >= 0 else len(text)].strip()
 
 
+def telling_error_line(text: str) -> str:
+    """The most telling line of a failed result: the exception line that ends a Python
+    traceback, else the first error line that says more than "Exit code N" or a traceback
+    header, else the first such non-empty line."""
+    lines = [line.strip() for line in text.strip().split("\n")]
+    if "Traceback (most recent call last)" in text:  # Python names the exception last
+        return lines[-1]
+    found = [lines[i] for i in error_line_indexes(lines)]
+    telling = [line for line in found if not _UNTELLING.match(line)]
+    other = [line for line in lines if line and not _UNTELLING.match(line)]
+    return (telling or other or lines)[0]
+
+
 def is_failed_result(block: Block) -> bool:
     """A tool_result that reports a failure: flagged `is_error`, or (providers without the
     flag) text that opens like an error report."""
@@ -153,72 +172,21 @@ def is_error_item(item: object) -> bool:
     return False
 
 
-def anomalous_indexes(items: list, max_share: float = 0.1) -> set[int]:
-    """Indexes of array items that stand out from the rest, in linear time: objects whose
-    scalar field holds a rare value where one value is the majority (a `status` of "failed"
-    among "ok"s), and numbers (or numeric fields) more than 3 standard deviations from the mean.
-    A field with more than `max_share` of the items standing out is diverse, not anomalous."""
-    n = len(items)
-    if n < 8:
-        return set()
-    columns: dict[str, list[tuple[int, object]]] = {}
-    for i, item in enumerate(items):
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if value is None or isinstance(value, (str, int, float)):
-                    columns.setdefault(key, []).append((i, value))
-        elif isinstance(item, (int, float)) and not isinstance(item, bool):
-            columns.setdefault("", []).append((i, item))
-    limit = max(1, int(max_share * n))
-    out: set[int] = set()
-    for column in columns.values():
-        flagged = _numeric_outliers(column) if _all_numbers(column) else _rare_values(column, limit)
-        if 0 < len(flagged) <= limit:
-            out.update(flagged)
-    return out
+# -- what is worth remembering in prose ------------------------------------------------------
 
-
-def _all_numbers(column: list[tuple[int, object]]) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in column)
-
-
-def _numeric_outliers(column: list[tuple[int, object]]) -> list[int]:
-    if len(column) < 8:
-        return []
-    values = [float(v) for _, v in column]  # type: ignore[arg-type]
-    mean = sum(values) / len(values)
-    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-    if std == 0:
-        return []
-    return [i for (i, _), v in zip(column, values) if abs(v - mean) > 3 * std]
-
-
-def _rare_values(column: list[tuple[int, object]], limit: int) -> list[int]:
-    counts: dict[object, int] = {}
-    for _, value in column:
-        if isinstance(value, str) and len(value) > 200:
-            return []  # free text, not a categorical field
-        counts[value] = counts.get(value, 0) + 1
-    top = max(counts.values())
-    if top * 2 < len(column) or len(counts) == 1:
-        return []
-    return [i for i, value in column if counts[value] <= limit and counts[value] < top]
-
-
-# -- what is worth remembering in prose: decisions, constraints, fixes, paths --------------
-
-_DECISION_CUES = {
+_CUES = {
     "decision": regex.compile(
         r"""(?ix)
-        \b(?:decided|decide\ to|decision|we(?:'ll|\ will|\ are\ going\ to)|i(?:'ll|\ will)\ (?:use|switch|go\ with|keep)
-           |instead\ of|rather\ than|switch(?:ed)?\ to|chose|choose|opted|going\ with|let's\ use|plan\ is)\b
-        | 决定 | 改为 | 改用 | 采用 | 选择 | 而不是 | 换成 | 方案是
+        \b(?:decided|decide\ to|decision|we(?:'ll|\ will|\ are\ going\ to)
+           |i(?:'ll|\ will)\ (?:use|switch|go\ with|keep)|instead\ of|rather\ than|switch(?:ed)?\ to|chose|choose
+           |opted|going\ with|let's\ (?:use|go\ with|switch)|plan\ is|settled\ on|prefer)\b
+        | 决定 | 改为 | 改用 | 采用 | 选择 | 而不是 | 换成 | 方案是 | 就用 | 统一用
         """),
     "constraint": regex.compile(
         r"""(?ix)
-        \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|requirement
-           |constraint|only\ use|not\ allowed|forbidden)\b
-        | 必须 | 不要 | 不能 | 不可 | 禁止 | 务必 | 一定要 | 只能 | 不允许 | 切勿
+        \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|requirement|required?
+           |constraint|only\ use|not\ allowed|forbidden|make\ sure|no\ more\ than|at\ most|at\ least|avoid)\b
+        | 必须 | 不要 | 不能 | 不可 | 禁止 | 务必 | 一定要 | 只能 | 不允许 | 切勿 | 不得 | 至少 | 最多 | 避免
         """),
     "fix": regex.compile(
         r"""(?ix)
@@ -226,9 +194,22 @@ _DECISION_CUES = {
            |resolved|workaround|turns\ out)\b
         | 修复 | 修好 | 解决了 | 根本原因 | 原因是 | 问题在于 | 问题是 | 绕过
         """),
+    "next_step": regex.compile(
+        r"""(?ix)
+        \b(?:next\ steps?|next,|todo|to\ do|remaining|still\ (?:need|needs|have|to)|follow[-\ ]up|not\ yet
+           |left\ to|pending|then\ we|after\ that)\b
+        | 下一步 | 接下来 | 待办 | 还需要 | 剩下 | 尚未 | 后续 | 然后
+        """),
+    "critical": regex.compile(
+        r"""(?ix)
+        \b(?:important|critical|careful|warning|note\ that|beware|gotcha|caveat|do\ not\ forget|remember)\b
+        | 注意 | 重要 | 关键 | 小心 | 切记 | 记住
+        """),
 }
-DECISION_KINDS = tuple(_DECISION_CUES)
-"""Kinds of remembered facts a text can state, in a fixed order."""
+CUE_KINDS = tuple(_CUES)
+"""Kinds of cue a sentence can hold, in a fixed order."""
+DECISION_KINDS = ("decision", "constraint", "fix")
+"""Kinds of remembered facts a text can state (decision, constraint, fix), in a fixed order."""
 
 _PATH = regex.compile(
     r"""(?x)
@@ -242,7 +223,12 @@ _PATH = regex.compile(
 
 def decision_kinds(text: str) -> tuple[str, ...]:
     """Which of DECISION_KINDS `text` states (English and Chinese cues), in DECISION_KINDS order."""
-    return tuple(kind for kind, cue in _DECISION_CUES.items() if cue.search(text))
+    return tuple(kind for kind in DECISION_KINDS if _CUES[kind].search(text))
+
+
+def has_cue(text: str, kind: str) -> bool:
+    """`text` holds a cue of `kind` (one of CUE_KINDS)."""
+    return _CUES[kind].search(text) is not None
 
 
 def mentions_path(text: str) -> bool:
