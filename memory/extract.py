@@ -28,19 +28,6 @@ from compress.vocab.tools import ToolKind, command_of, tool_kind
 from compress.vocab.touches import CHANGES
 
 FIX_WINDOW = 3  # assistant turns after an error in which an edit/write/command counts as its fix
-_DECISION = regex.compile(
-    r"""(?ix)
-    \b(?:decided|decide\ to|decision|we(?:'ll|\ will)\ (?:use|go\ with|keep|switch)|let's\ (?:use|go\ with|switch)
-       |i(?:'ll|\ will)\ (?:use|go\ with|switch\ to)|going\ with|chose|choose|opted|switch(?:ed)?\ to
-       |instead\ of|rather\ than|settled\ on|prefer)\b
-    | 决定 | 改用 | 采用 | 选择了 | 换成 | 改为 | 而不是 | 就用 | 统一用
-    """)
-_CONSTRAINT = regex.compile(
-    r"""(?ix)
-    \b(?:must(?:\ not|n't)?|never|always|do\ not|don't|should\ not|shouldn't|only\ use|make\ sure|required?
-       |not\ allowed|no\ more\ than|at\ most|at\ least|avoid)\b
-    | 必须 | 不要 | 不能 | 禁止 | 务必 | 只能 | 一定要 | 不得 | 不允许 | 至少 | 最多 | 避免
-    """)
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _CODE_FENCE = regex.compile(r"```[^`]*+```", regex.DOTALL)
 _HAN = regex.compile(r"\p{Han}")
@@ -136,9 +123,9 @@ class _Extractor:
     def text(self, text: str, turn: int, role: str) -> None:
         for sentence in sentences(text):
             said = Said(sentence, turn, role)
-            if _DECISION.search(sentence):
+            if has_cue(sentence, "decision"):
                 self._add(self.out.decisions, "d", said)
-            if role == "user" and _CONSTRAINT.search(sentence):
+            if role == "user" and has_cue(sentence, "constraint"):
                 self._add(self.out.constraints, "c", said)
             if has_cue(sentence, "critical"):
                 self._add(self.out.critical, "k", said)
