@@ -25,11 +25,11 @@ from bench_proxy import conversation  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.formats import read_session  # noqa: E402
-from compress.jsonbytes import dumps  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.stages.trim_outputs import TRIMMED  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
+from ground.jsonbytes import dumps  # noqa: E402
 
 CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 SESSION = CORPUS / "transcripts" / "claude-code" / "marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"

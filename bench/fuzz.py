@@ -9,7 +9,7 @@ tests/reliability/test_fuzz_regressions.py. Targets and what each checks beyond 
 - markers:  ccr.markers.find_markers on any text; format_marker(s, k) parses back to (s, k).
 - memory:   memory.markdown.parse(text).text() == text (lossless); adding an entry parses back.
 - crush:    compress.stages.crush_json.crush_text on any text; its output is valid JSON.
-- redact:   ccr.redact.redact is idempotent and never returns a known secret kind unredacted.
+- redact:   ground.redact.redact is idempotent and never returns a known secret kind unredacted.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def fuzz_crush(data: bytes) -> None:
 
 
 def fuzz_redact(data: bytes) -> None:
-    from ccr.redact import redact
+    from ground.redact import redact
 
     text = _text(data)
     once = redact(text)
@@ -96,7 +96,7 @@ def child(target: str, seconds: int) -> None:
 
     fn = TARGETS[target]
     with atheris.instrument_imports():
-        import ccr.markers, ccr.redact, compress.formats, compress.stages.crush_json, memory.markdown  # noqa: E401,F401
+        import ccr.markers, compress.formats, compress.stages.crush_json, ground.redact, memory.markdown  # noqa: E401,F401
     CRASHES.mkdir(exist_ok=True)
     corpus = Path(os.environ.get("CTXMILL_FUZZ_CORPUS", "/tmp/ctxmill-fuzz")) / target
     corpus.mkdir(parents=True, exist_ok=True)

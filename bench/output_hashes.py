@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from compress.config import CompressConfig  # noqa: E402
 from compress.formats import read_session, session_files  # noqa: E402
-from compress.jsonbytes import dumps  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
+from ground.jsonbytes import dumps  # noqa: E402
 
 CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 BIG = 10**12

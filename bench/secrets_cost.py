@@ -20,10 +20,10 @@ import orjson  # noqa: E402
 
 import compress.stage as stage  # noqa: E402
 from bench.pathological import every_stage, log_lines, single_line  # noqa: E402
-from ccr.redact import redact  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
+from ground.redact import redact  # noqa: E402
 
 spent = [0.0]
 

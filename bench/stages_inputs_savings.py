@@ -19,13 +19,13 @@ from ccr.store import CCRStore  # noqa: E402
 from compress import pipeline  # noqa: E402
 from compress.adapters import from_provider  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
-from compress.jsonbytes import dumps  # noqa: E402
 from compress.model import TOOL_USE  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from compress.tokens import estimate_tokens  # noqa: E402
 from compress.vocab.calls import touched_files  # noqa: E402
 from compress.vocab.touches import CHANGES  # noqa: E402
+from ground.jsonbytes import dumps  # noqa: E402
 
 STAGES = ("dedup_tool_calls", "purge_errors", "supersede_inputs")
 CONFIG = CompressConfig(tiers=TierThresholds(medium=1, high=10**12))

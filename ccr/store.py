@@ -33,8 +33,8 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ccr.files import private_dir, private_file
 from ccr.keys import is_valid_key, make_key
+from ground.files import private_dir, private_file
 
 DB_NAME = "ccr.sqlite3"
 DAY = 86400.0

@@ -46,7 +46,7 @@ class CompressConfig:
     redact_extra: tuple[str | tuple[str, str], ...] = ()
     """More secret patterns (regex, or (kind, regex)) redacted from originals before CCR stores them."""
     redact_allow: tuple[str, ...] = ()
-    """Regexes for values the redaction must keep (see ccr.redact)."""
+    """Regexes for values the redaction must keep (see ground.redact)."""
 
     def options(self, stage: str) -> Mapping[str, Any]:
         return self.stage_options.get(stage, {})

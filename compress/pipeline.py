@@ -30,7 +30,6 @@ import xxhash
 from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE
-from compress.jsonbytes import dumps
 from compress.model import (
     IMAGE,
     REDACTED_THINKING,
@@ -57,6 +56,7 @@ from compress.stages import (
 )
 from compress.tiers import Tier, thresholds_for
 from compress.tokens import estimate_tokens
+from ground.jsonbytes import dumps
 
 log = logging.getLogger("ctxmill.compress")
 

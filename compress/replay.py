@@ -31,8 +31,6 @@ from compress.adapters import PARSERS, from_provider
 from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
 from compress.formats.base import Transcript
-from compress.jsonbytes import dumps
-from compress.jsonvalues import strings_in
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
 from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
@@ -40,6 +38,8 @@ from compress.tokens import TokenCounter, get_counter
 from compress.vocab.calls import touched_files
 from compress.vocab.signals import first_error_line, is_failed_result
 from compress.vocab.touches import CREATE, EDIT, WRITE
+from ground.jsonbytes import dumps
+from ground.jsonvalues import strings_in
 
 _WRITTEN = frozenset({WRITE, EDIT, CREATE})
 

@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 import orjson
 
-from ccr.files import atomic_write, private_dir
-from compress.jsonbytes import dumps
+from ground.files import atomic_write, private_dir
+from ground.jsonbytes import dumps
 
 STATE_FILE = "state.jsonl"
 VERSION = 1

@@ -16,11 +16,11 @@ from typing import Callable, Mapping
 
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
-from ccr.redact import redact
 from compress.config import CompressConfig
 from compress.model import TOOL_RESULT, Block, Message
 from compress.tiers import Tier
 from compress.vocab.tools import is_protected_tool
+from ground.redact import redact
 
 log = logging.getLogger("ctxmill.compress")
 

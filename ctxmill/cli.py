@@ -50,7 +50,7 @@ class _LazyFileHandler(logging.FileHandler):
     """Appends to the log file (0600 in a 0700 folder), created only when something is logged."""
 
     def _open(self):  # noqa: ANN202 - logging's signature
-        from ccr.files import private_dir, private_file
+        from ground.files import private_dir, private_file
 
         private_file(private_dir(Path(self.baseFilename).parent) / Path(self.baseFilename).name)
         return super()._open()
@@ -60,7 +60,7 @@ class RedactingFilter(logging.Filter):
     """Redacts secrets from every record (message and arguments) before any handler sees it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from ccr.redact import redact
+        from ground.redact import redact
 
         message = record.getMessage()
         if record.exc_info:

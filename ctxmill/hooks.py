@@ -62,7 +62,7 @@ def remember_session(home: Path, event: dict) -> None:
             return
     except OSError:
         pass
-    from ccr.files import atomic_write
+    from ground.files import atomic_write
 
     atomic_write(path, data)
 
@@ -159,7 +159,7 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
     transcript = event.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         raise ValueError("hook input has no transcript_path")
-    from ccr.files import private_dir
+    from ground.files import private_dir
 
     home = private_dir(project_home(event))
     remember_session(home, event)
@@ -186,7 +186,7 @@ def pre_tool_use(event: dict) -> dict | None:
     """Deny a call whose input carries a ctxmill placeholder: it stands for stored text, and
     written to a file or run as a command it would replace real content."""
     from ccr.markers import find_markers
-    from compress.jsonvalues import strings_in
+    from ground.jsonvalues import strings_in
 
     for text in strings_in(event.get("tool_input")):
         markers = find_markers(text) if "ctxmill:" in text else []

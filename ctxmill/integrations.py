@@ -74,7 +74,7 @@ def _load_json(path: Path) -> dict:
 
 def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
-    from ccr.files import atomic_write
+    from ground.files import atomic_write
 
     backup = path.with_name(path.name + ".ctxmill.bak")
     if path.exists() and not backup.exists() and str(path) not in created:
@@ -162,7 +162,7 @@ def _drop_or_write(path: Path, data: dict, change: Change, created: set[str]) ->
 
 
 def _write_commands(folder: Path, change: Change, created: list[str]) -> None:
-    from ccr.files import atomic_write
+    from ground.files import atomic_write
 
     if not folder.exists():
         created.append(str(folder))
@@ -213,7 +213,7 @@ def _manifest(path: Path) -> set[str]:
 
 
 def _save_manifest(path: Path, created: set[str]) -> None:
-    from ccr.files import atomic_write
+    from ground.files import atomic_write
 
     atomic_write(path, json.dumps({"created": sorted(created)}, indent=2).encode("utf-8"))
 

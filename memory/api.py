@@ -9,9 +9,9 @@ from pathlib import Path
 
 import regex
 
+from ground.files import atomic_write, private_dir
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
-from ccr.files import atomic_write, private_dir
 from memory.index_file import SearchIndex, Source
 from memory.markdown import MemoryDocument, normalize_text, parse
 from memory.tokenize import Tokenizer
@@ -87,7 +87,7 @@ def store(
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
-    from ccr.redact import redact  # only writers pay for compiling the secret patterns
+    from ground.redact import redact  # only writers pay for compiling the secret patterns
 
     text = normalize_text(redact(text, cfg.redact_patterns, cfg.redact_allow))
     if not text:

@@ -23,15 +23,14 @@ from typing import Any
 import orjson
 import regex
 
-from ccr.files import private_dir
 from ccr.markers import format_marker
-from ccr.redact import redact
 from ccr.store import CCRStore
+from ground.files import atomic_write, private_dir
+from ground.redact import redact
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
 from memory.extract import Extraction, Gotcha, extract
-from ccr.files import atomic_write
 from memory.similar import DUPLICATE, overlap, terms
 from memory.summary import CHECKPOINT_FILE
 

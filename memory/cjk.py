@@ -95,7 +95,7 @@ def _build_cache(jieba, path: Path | None) -> tuple[bytes, array, array, int]:
         offsets.append(offsets[-1] + len(word) + 1)
     freqs = array("I", (count for _, count in items))
     if path is not None:
-        from ccr.files import atomic_write
+        from ground.files import atomic_write
 
         atomic_write(path, marshal.dumps((_CACHE_VERSION, jieba.__version__, total, blob, offsets.tobytes(), freqs.tobytes())), fsync=False)
     return blob, offsets, freqs, total

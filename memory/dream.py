@@ -25,11 +25,10 @@ import orjson
 import regex
 from filelock import FileLock
 
-from ccr.files import private_dir
+from ground.files import atomic_write, private_dir
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
-from ccr.files import atomic_write
 from memory.markdown import MemoryDocument, parse
 from memory.similar import DUPLICATE, overlap, terms
 

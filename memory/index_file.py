@@ -17,9 +17,9 @@ from pathlib import Path
 
 import xxhash
 
+from ground.files import atomic_write, private_dir
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
-from ccr.files import atomic_write, private_dir
 from memory.markdown import parse
 from memory.tokenize import Tokenizer
 

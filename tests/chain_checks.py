@@ -8,15 +8,15 @@ from typing import Any, Iterator
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from ccr.redact import redact
 from compress import pipeline
 from compress.adapters import from_provider
 from compress.config import CompressConfig
-from compress.jsonbytes import dumps
 from compress.model import TOOL_RESULT, TOOL_USE
 from compress.session import Session
 from compress.stage import Stage
 from compress.tiers import TierThresholds
+from ground.jsonbytes import dumps
+from ground.redact import redact
 
 OPEN_CONFIG = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1)
 """Everything but the last assistant turn may change."""

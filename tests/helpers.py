@@ -7,9 +7,9 @@ from typing import Any
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.jsonbytes import dumps
 from compress.pipeline import RunResult, run
 from compress.session import Session
+from ground.jsonbytes import dumps
 
 SMALL_TAIL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)
 

@@ -10,9 +10,9 @@ import pytest
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats import read_session
-from compress.jsonbytes import dumps
 from compress.pipeline import run
 from compress.session import Session
+from ground.jsonbytes import dumps
 
 SESSIONS = [
     "claude-code/marot__spotter__subagent.jsonl",

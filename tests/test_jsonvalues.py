@@ -1,11 +1,11 @@
-"""compress.jsonvalues.strings_in: every string of a parsed JSON value, in order, at any depth."""
+"""ground.jsonvalues.strings_in: every string of a parsed JSON value, in order, at any depth."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compress.jsonvalues import strings_in
+from ground.jsonvalues import strings_in
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),

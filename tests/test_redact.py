@@ -1,9 +1,9 @@
-"""ccr.redact: every supported secret kind disappears, ordinary text and code survive."""
+"""ground.redact: every supported secret kind disappears, ordinary text and code survive."""
 
 import pytest
 from hypothesis import given, strategies as st
 
-from ccr.redact import redact
+from ground.redact import redact
 
 SECRETS = {
     "aws_access_key": "AKIAIOSFODNN7EXAMPLE",

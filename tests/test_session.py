@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
-from compress.jsonbytes import dumps
 from compress.pipeline import run
 from compress.session import STATE_FILE, Session
+from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL
 from tests.strategies import requests
 

@@ -19,10 +19,10 @@ from typing import Any
 import xxhash
 
 from ccr.markers import format_marker
-from compress.jsonbytes import dumps
 from compress.model import TEXT, Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
+from ground.jsonbytes import dumps
 
 
 def canonical(value: Any) -> Any:

@@ -31,7 +31,6 @@ import re
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.jsonbytes import dumps
 from compress.lossy import accept
 from compress.memo import TextMemo
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
@@ -41,6 +40,7 @@ from compress.trimming import (Budget, Selection, cut_long_line, group_file_list
                                select_file_read, select_prose, select_search)
 from compress.vocab.calls import touched_files
 from compress.vocab.tools import ToolKind, tool_kind
+from ground.jsonbytes import dumps
 
 
 @dataclass(frozen=True)

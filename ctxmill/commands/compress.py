@@ -53,12 +53,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ccr.store import CCRError, CCRStore
     from compress.adapters import InvalidRequest, detect
-    from compress.jsonbytes import dumps
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
     from ctxmill.cli import CliError
     from ctxmill.paths import ccr_dir
     from ctxmill.settings import compress_config_for_cli
+    from ground.jsonbytes import dumps
 
     body = read_request(args.request)
     try:

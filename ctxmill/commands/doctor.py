@@ -17,7 +17,7 @@ def _writable(path) -> str | None:
     import tempfile
 
     try:
-        from ccr.files import private_dir
+        from ground.files import private_dir
 
         private_dir(path)
         with tempfile.TemporaryFile(dir=path):

@@ -19,7 +19,7 @@ from typing import Any
 import simdjson
 import xxhash
 
-from compress.jsonbytes import dumps
+from ground.jsonbytes import dumps
 
 _OPENAI_ID_FIELDS = ("prompt_cache_key", "safety_identifier", "user")
 

@@ -28,14 +28,14 @@ from typing import Any, Iterator
 
 import orjson
 
-from ccr.files import atomic_write
 from ccr.keys import make_key
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.jsonbytes import dumps
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
 from compress.session import STATE_FILE, Session
+from ground.files import atomic_write
+from ground.jsonbytes import dumps
 
 log = logging.getLogger("ctxmill.proxy")
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import xxhash
 
 from ccr.store import CCRStore
-from compress.jsonbytes import dumps
 from compress.pipeline import run
 from compress.session import Session
+from ground.jsonbytes import dumps
 from memory import api
 from memory.config import MemoryConfig
 

@@ -12,11 +12,11 @@ from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.adapters import from_provider
 from compress.config import CompressConfig
-from compress.jsonbytes import dumps
 from compress.model import TOOL_RESULT, TOOL_USE
 from compress.pipeline import run
 from compress.session import Session
 from compress.tiers import TierThresholds
+from ground.jsonbytes import dumps
 from tests.helpers import strings
 from tests.strategies import wild_requests
 

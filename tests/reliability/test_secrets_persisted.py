@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from ccr.markers import find_markers
-from ccr.redact import covered_kinds, redact
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import run
 from compress.session import Session
 from ctxmill.settings import ConfigError, load_compress_config, load_redaction
+from ground.redact import covered_kinds, redact
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.helpers import strings
 from tests.reliability.leaky import SECRETS, leaks, leaky_text
