@@ -1,7 +1,10 @@
-"""The one place that writes and parses CCR markers.
+"""The one place that writes and parses ctxmill markers.
 
     [ctxmill: {summary} · deep_expand("{key}")]     replaces cut content (format_marker)
     <<ctxmill: {summary} · deep_expand("{key}")>>   one-line note for a superseded tool input
+    [ctxmill: {text}]                               names no key: a later cut of the same
+                                                    original, a cut line or blob, a reminder
+                                                    (format_inline)
 
 A marker may also sit inside a JSON string (crush_json puts one where array items were cut, so
 the output stays valid JSON); serialized there its quotes read `deep_expand(\\"{key}\\")`, and
@@ -12,6 +15,8 @@ What must hold:
   escapes them reversibly (`\\\\`, `\\n`, `\\r`, else `\\uXXXX`, e.g. `[` -> `\\u005b`), so
   find_markers(format_marker(s, k)) gives back exactly (s, k) for every str s, including
   lone surrogates, and the marker text is always valid UTF-8.
+- Inline text is written as given (a directory name may hold `]`): it carries no key and is
+  never parsed back.
 - Parsing is linear in the text: a marker body never contains `[` or `]` (a note body never
   `<` or `>`), not even escaped, so a scan from one candidate start stops before the next
   candidate start and no character is scanned twice for the same kind (possessive
@@ -87,6 +92,11 @@ def format_marker(summary: str, key: str) -> str:
 def format_note(summary: str, key: str) -> str:
     """`<<ctxmill: {summary} · deep_expand("{key}")>>` for a superseded tool input."""
     return f"{_NOTE_OPEN}{escape_summary(summary)}{_SEPARATOR}{_checked(key)}{_NOTE_CLOSE}"
+
+
+def format_inline(text: str) -> str:
+    """`[ctxmill: {text}]`, a notice that names no key."""
+    return f"{_MARKER_OPEN}{text}]"
 
 
 def _split_body(body: str) -> tuple[str, str] | None:

@@ -3,7 +3,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ccr.keys import make_key
-from ccr.markers import find_markers, format_marker, format_note, has_marker
+from ccr.markers import find_markers, format_inline, format_marker, format_note, has_marker
 
 # Any str, with lone surrogates and the characters the writer must escape drawn often.
 ANY_TEXT = st.text(
@@ -44,6 +44,9 @@ def test_example_marker_text():
     assert format_note("superseded by a later write", key) == (
         f'<<ctxmill: superseded by a later write · deep_expand("{key}")>>'
     )
+    assert format_inline("12 lines omitted") == "[ctxmill: 12 lines omitted]"
+    assert format_inline("3 more in a[1]/ (8 entries)") == "[ctxmill: 3 more in a[1]/ (8 entries)]"  # as given
+    assert not has_marker(format_inline("12 lines omitted"))  # names no key
 
 
 @pytest.mark.parametrize("summary", ["a]b", "x >> y", "line1\nline2", "中文 · 摘要", "\udc80", "\\u005b", "", " · deep_expand(\"\")]"])

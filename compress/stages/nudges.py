@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import xxhash
 
+from ccr.markers import format_inline
 from compress.model import TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext
 from compress.tiers import Tier
@@ -47,8 +48,8 @@ CHECKPOINT_EVERY = 10
 MEMORY_TYPE = {"decision": "decision", "constraint": "constraint", "fix": "gotcha"}
 """The memory entry type to suggest for each kind of cue."""
 
-CHECKPOINT_NUDGE = ("[ctxmill: the context is large — save the task state before the host compacts it: call the "
-                    "ctxmill checkpoint tool (or run /checkpoint)]")
+CHECKPOINT_NUDGE = format_inline("the context is large — save the task state before the host compacts it: call the "
+                                 "ctxmill checkpoint tool (or run /checkpoint)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ def memory_nudge(kinds: tuple[str, ...]) -> str:
     what = " and a ".join(kinds)
     it = "it" if len(kinds) == 1 else "each"
     types = "|".join(f'"{MEMORY_TYPE[k]}"' for k in kinds)
-    return f"[ctxmill: recent turns hold a {what} — store {it} with memory_store(type={types}, …) so it survives compaction]"
+    return format_inline(f"recent turns hold a {what} — store {it} with memory_store(type={types}, …) so it survives compaction")
 
 
 _CUE_MEMO: dict[int, tuple[str, ...]] = {}
