@@ -1,0 +1,9 @@
+"""CCR (compress-cache-retrieve): every original the compressor cuts, stored and given back.
+
+- `ccr.store`: the SQLite store of originals (`CCRStore`), expiry and eviction.
+- `ccr.keys`: the key format (xxh3_128 of the text, 32 lowercase hex).
+- `ccr.markers`: the one writer and parser of `[ctxmill: …]` markers and `<<ctxmill: …>>` notes.
+- `ccr.expand`: `deep_expand`, an original whole or a slice of it.
+
+Imports only `ground/`, never `compress/`, `memory/` or `ctxmill/`.
+"""
