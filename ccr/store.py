@@ -31,10 +31,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
+from filelock import Timeout
 
 from ccr.keys import is_valid_key, make_key
-from ground.files import private_dir, private_file
+from ground.files import private_dir, private_file, private_lock
 
 DB_NAME = "ccr.sqlite3"
 DAY = 86400.0
@@ -195,7 +195,7 @@ class CCRStore:
                 _secure_directory(Path(path))
                 # Switching a new database to WAL is not covered by busy_timeout: serialize
                 # opening across processes so racing first users do not fail.
-                with FileLock(self.path + ".lock", mode=0o600, timeout=_BUSY_TIMEOUT_MS / 1000):
+                with private_lock(Path(self.path + ".lock"), timeout=_BUSY_TIMEOUT_MS / 1000):
                     private_file(Path(self.path))
                     self._db = self._connect()
         except (sqlite3.Error, OSError, Timeout) as exc:

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ground.files import atomic_write, private_dir
+from ground.files import atomic_write, private_lock
 from ground.jsonbytes import dumps
 
 STATE_FILE = "state.jsonl"
@@ -105,10 +105,8 @@ class Session:
     @contextlib.contextmanager
     def open(cls, path: Path) -> Iterator["Session"]:
         """Load under the session's file lock and save on a clean exit."""
-        from filelock import FileLock
-
-        path = private_dir(Path(path))
-        with FileLock(str(path / "state.lock"), mode=0o600):
+        path = Path(path)
+        with private_lock(path / "state.lock"):
             session = cls.load(path)
             yield session
             session.save()

@@ -1,7 +1,7 @@
-"""Private, atomic file writes shared by every engine that persists state under `.ctxmill/`.
+"""Private files, lock files and atomic writes for everything persisted under `.ctxmill/`.
 
 What must hold: folders the project creates are 0700 (every missing component, not only the
-leaf as `Path.mkdir(parents=True)` would do), files 0600, and a reader sees a file's old or new
+leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
 content, never a partial write. Folders that already exist keep their mode.
 """
 
@@ -35,6 +35,16 @@ def private_file(path: Path) -> Path:
     """Create `path` (0600) if it does not exist yet; an existing file is left as it is."""
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE))
     return path
+
+
+def private_lock(path: Path, timeout: float = -1):
+    """A `filelock.FileLock` on `path` whose lock file is 0600 in a private folder (imported on
+    first use: processes that take no lock never pay for it)."""
+    from filelock import FileLock
+
+    path = Path(path)
+    private_dir(path.parent)
+    return FileLock(str(path), mode=FILE_MODE, timeout=timeout)
 
 
 def atomic_write(path: Path, data: bytes, fsync: bool = True) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import regex
 
-from ground.files import atomic_write, private_dir
+from ground.files import atomic_write, private_lock
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import SearchIndex, Source
@@ -64,10 +64,7 @@ def _index_path(cfg: MemoryConfig) -> Path:
 
 def lock(path: Path):
     """The write lock of a memory file (held while reading, changing and replacing it)."""
-    from filelock import FileLock  # only writers pay for the import
-
-    private_dir(path.parent)
-    return FileLock(str(path.with_name("." + path.name + ".lock")), mode=0o600)
+    return private_lock(path.with_name("." + path.name + ".lock"))
 
 
 def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:

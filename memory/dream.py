@@ -23,9 +23,8 @@ from pathlib import Path
 
 import orjson
 import regex
-from filelock import FileLock
 
-from ground.files import atomic_write, private_dir
+from ground.files import atomic_write, private_lock
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
@@ -129,8 +128,7 @@ def dream(cfg: MemoryConfig) -> DreamResult:
     """Consolidate the project's notes.md into MEMORY.md (see the module docstring)."""
     home = cfg.project_home
     memory_path, notes_path = home / api.MEMORY_FILE, home / api.NOTES_FILE
-    private_dir(home)
-    with FileLock(str(home / ".dream.lock"), mode=0o600), api.lock(memory_path), api.lock(notes_path):
+    with private_lock(home / ".dream.lock"), api.lock(memory_path), api.lock(notes_path):
         memory_text = memory_path.read_text("utf-8") if memory_path.exists() else ""
         notes_text = notes_path.read_text("utf-8") if notes_path.exists() else ""
         memory = parse(memory_text, "project", str(memory_path))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import xxhash
 
-from ground.files import atomic_write, private_dir
+from ground.files import atomic_write, private_lock
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
 from memory.markdown import parse
@@ -121,9 +121,7 @@ class SearchIndex:
                 index = cls(params, tokenizer)
         index.sync(sources)
         if path is not None and (index.changed or not path.exists()):
-            from filelock import FileLock  # imported here: searching an up-to-date index needs no lock
-
-            with FileLock(str(private_dir(path.parent) / (path.name + ".lock")), mode=0o600):
+            with private_lock(path.with_name(path.name + ".lock")):
                 index.save(path)
         return index
 
