@@ -1,7 +1,7 @@
 """Kill and concurrency figures with large budgets (tests/reliability/test_crash_safety.py runs
 the same harness, tests/reliability/crashkit.py, with small ones).
 
-Run: `python bench/crash.py [--kills 500] [--workers 8] [--seconds 30]`. Prints, per writer
+Run: `python bench/crash.py [--kills 500] [--workers 8] [--rounds 300]`. Prints, per writer
 (memory, CCR, session state), the SIGKILL iterations survived and commits checked, then the
 concurrent run's operations; any lost, partial or duplicated entry is printed and exits 1.
 """
@@ -23,9 +23,10 @@ from tests.reliability.crashkit import kill_loop, run_concurrently  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=500, help="SIGKILL iterations per writer")
-    parser.add_argument("--max-delay", type=float, default=0.1, help="kill within this many seconds of the start")
+    parser.add_argument("--max-delay", type=float, default=0.1,
+                        help="kill within this many seconds after the writer's first commit")
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=300, help="memory + CCR rounds per concurrent process")
     args = parser.parse_args()
     failures = []
     for kind in ("memory", "ccr", "session"):
@@ -36,9 +37,9 @@ def main() -> int:
         print(f"{kind}: {outcome.iterations} kills survived, {outcome.committed:,} commits checked, "
               f"{len(outcome.failures)} problems, {time.perf_counter() - started:.0f} s", flush=True)
     with tempfile.TemporaryDirectory() as folder:
-        outcome = run_concurrently(Path(folder), args.workers, args.seconds, seed=3)
+        outcome = run_concurrently(Path(folder), args.workers, args.rounds, seed=3)
     failures += outcome.failures
-    print(f"concurrent: {args.workers} processes for {args.seconds:.0f} s, {outcome.committed:,} operations "
+    print(f"concurrent: {args.workers} processes × {args.rounds} rounds, {outcome.committed:,} operations "
           f"committed (memory store/forget + CCR batches, searches besides), {len(outcome.failures)} problems")
     for failure in failures[:20]:
         print("  " + failure)

@@ -57,18 +57,23 @@ def _child(writer: Writer, root: Path, seed: int, pipe: int) -> None:
     os._exit(0)
 
 
-def run_child(writer: Writer, root: Path, seed: int, kill_after: float | None) -> list[str]:
-    """Fork a writer, SIGKILL it after `kill_after` seconds (None: let it finish); its report lines."""
+def run_child(writer: Writer, root: Path, seed: int, kill_after: tuple[int, float] | None) -> list[str]:
+    """Fork a writer and return its report lines. `kill_after` = (reports, seconds): SIGKILL it
+    `seconds` after it has written `reports` report lines (so the kill lands while it works,
+    however slow the machine is); None: let it finish."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         _child(writer, root, seed, write)
     os.close(write)
+    chunks: list[bytes] = []
     if kill_after is not None:
-        time.sleep(kill_after)
+        reports, seconds = kill_after
+        while sum(c.count(b"\n") for c in chunks) < reports and (chunk := os.read(read, 1 << 16)):
+            chunks.append(chunk)
+        time.sleep(seconds)
         os.kill(pid, signal.SIGKILL)
-    chunks = []
     while chunk := os.read(read, 1 << 16):
         chunks.append(chunk)
     os.close(read)
@@ -254,7 +259,8 @@ def check_session(root: Path, lines: list[str], state: dict[str, str]) -> list[s
 
 def kill_loop(kind: str, root: Path, iterations: int, max_delay: float, seed: int = 0) -> Outcome:
     """Run `iterations` writers of `kind` (memory | ccr | session) on the same folder, killing
-    each at a random moment, and check the files after every kill."""
+    each at a random moment after its first commit (0-`max_delay` s after 2-6 reports),
+    and check the files after every kill."""
     rng = random.Random(seed)
     outcome = Outcome()
     memory_expected: dict[str, str] = {}
@@ -264,7 +270,7 @@ def kill_loop(kind: str, root: Path, iterations: int, max_delay: float, seed: in
     for i in range(iterations):
         child_seed = seed * 100_000 + i
         writer = {"memory": memory_writer, "ccr": ccr_writer, "session": session_writer}[kind]
-        lines = run_child(writer, root, child_seed, rng.uniform(0, max_delay))
+        lines = run_child(writer, root, child_seed, (rng.randint(2, 6), rng.uniform(0, max_delay)))
         if kind == "memory":
             problems = check_memory(root, lines, memory_expected, known)
         elif kind == "ccr":
@@ -281,14 +287,12 @@ def kill_loop(kind: str, root: Path, iterations: int, max_delay: float, seed: in
 
 # -- concurrency -------------------------------------------------------------------------------
 
-def mixed_worker(root: Path, seed: int, report: Callable[[str], None], seconds: float) -> None:
-    """For `seconds`: memory store/forget/search and CCR batches, alternating."""
-    deadline = time.monotonic() + seconds
+def mixed_worker(root: Path, seed: int, report: Callable[[str], None], rounds: int) -> None:
+    """`rounds` times: a memory store or forget, a search and a CCR batch."""
     rng = random.Random(seed)
-    cfg, mine, n = memory_config(root), [], 0
+    cfg, mine = memory_config(root), []
     with CCRStore(root / "ccr") as store:
-        while time.monotonic() < deadline:
-            n += 1
+        for n in range(1, rounds + 1):
             memory_op(cfg, rng, mine, entry_text(f"w{seed}", n), lambda line: report("m:" + line))
             api.search(cfg, f"number {n} cache key", limit=3)
             size = rng.randint(1, 4)
@@ -298,7 +302,7 @@ def mixed_worker(root: Path, seed: int, report: Callable[[str], None], seconds: 
             report(f"c:committed {n} {size} {' '.join(keys)}")
 
 
-def run_concurrently(root: Path, workers: int, seconds: float, seed: int = 0) -> Outcome:
+def run_concurrently(root: Path, workers: int, rounds: int, seed: int = 0) -> Outcome:
     """`workers` processes run mixed_worker at once; then nothing may be lost or duplicated."""
     children = []
     for w in range(workers):
@@ -306,7 +310,7 @@ def run_concurrently(root: Path, workers: int, seconds: float, seed: int = 0) ->
         pid = os.fork()
         if pid == 0:
             os.close(read)
-            _child(lambda r, s, rep: mixed_worker(r, s, rep, seconds), root, seed * 1000 + w, write)
+            _child(lambda r, s, rep: mixed_worker(r, s, rep, rounds), root, seed * 1000 + w, write)
         os.close(write)
         children.append((pid, read, seed * 1000 + w))
     outcome = Outcome(iterations=workers)

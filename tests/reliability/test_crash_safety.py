@@ -28,13 +28,13 @@ REPO = Path(__file__).resolve().parents[2]
 def test_sigkill_at_random_points_loses_nothing_committed(tmp_path, kind, iterations):
     outcome = kill_loop(kind, tmp_path, iterations, max_delay=0.05, seed=7)
     assert outcome.failures == []
-    assert outcome.committed > iterations  # the kills landed while work was being done
+    assert outcome.committed >= iterations  # every kill came after a commit, while the writer worked
 
 
 def test_eight_processes_at_once_lose_and_duplicate_nothing(tmp_path):
-    outcome = run_concurrently(tmp_path, workers=8, seconds=3.0)
+    outcome = run_concurrently(tmp_path, workers=8, rounds=15)
     assert outcome.failures == []
-    assert outcome.committed > 100
+    assert outcome.committed == 8 * 15 * 2  # each round commits one memory change and one CCR batch
 
 
 # -- full disk, read-only folder, permission denied ---------------------------------------------
