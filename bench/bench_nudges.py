@@ -7,7 +7,7 @@ objects each round, as a new request would parse them).
 
 from __future__ import annotations
 
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.stages.nudges import Options, memory_nudges
 
 _TEXTS = ("Reading the file to check the handler. " * 8, "We decided to keep the cache layer. " * 4,

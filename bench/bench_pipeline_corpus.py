@@ -26,7 +26,7 @@ TARGET = 200_000
 
 
 def _corpus_request() -> dict | None:
-    from compress.formats import read_session
+    from compress.formats.sessions import read_session
 
     path = CORPUS / "transcripts" / "claude-flat"
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else []

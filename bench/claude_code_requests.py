@@ -1,4 +1,4 @@
-"""The corpus's Claude Code sessions as request bodies, read by `compress.formats`.
+"""The corpus's Claude Code sessions as request bodies, read by `compress.formats.sessions`.
 
 For benchmarks and golden tests: `session_request(path)` is the whole session (its peak) as one
 Anthropic request; `session_messages(path)` its messages.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compress.formats import read_session
+from compress.formats.sessions import read_session
 
 
 def claude_code_sessions(root: Path | None = None) -> list[Path]:

@@ -24,7 +24,7 @@ from bench_proxy import conversation  # noqa: E402
 
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
-from compress.formats import read_session  # noqa: E402
+from compress.formats.sessions import read_session  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.stages.trim_outputs import TRIMMED  # noqa: E402

@@ -5,7 +5,7 @@ the `fuzz` extra). Each target runs in its own process for a fixed time budget; 
 saved under bench/fuzz_crashes/ and printed; turn it into a regression test in
 tests/reliability/test_fuzz_regressions.py. Targets and what each checks beyond "never raises":
 
-- readers:  compress.formats.read_text in every format; only UnknownFormat may escape.
+- readers:  compress.formats.sessions.read_text in every format; only UnknownFormat may escape.
 - markers:  ccr.markers.find_markers on any text; format_marker(s, k) parses back to (s, k).
 - memory:   memory.markdown.parse(text).text() == text (lossless); adding an entry parses back.
 - crush:    compress.stages.crush_json.crush_text on any text; its output is valid JSON.
@@ -34,7 +34,7 @@ def _text(data: bytes) -> str:
 
 
 def fuzz_readers(data: bytes) -> None:
-    from compress.formats import FORMATS, UnknownFormat, read_text
+    from compress.formats.sessions import FORMATS, UnknownFormat, read_text
 
     text = _text(data)
     for fmt in (None, *FORMATS):
@@ -96,7 +96,7 @@ def child(target: str, seconds: int) -> None:
 
     fn = TARGETS[target]
     with atheris.instrument_imports():
-        import ccr.markers, compress.formats, compress.stages.crush_json, ground.redact, memory.markdown  # noqa: E401,F401
+        import ccr.markers, compress.formats.sessions, compress.stages.crush_json, ground.redact, memory.markdown  # noqa: E401,F401
     CRASHES.mkdir(exist_ok=True)
     corpus = Path(os.environ.get("CTXMILL_FUZZ_CORPUS", "/tmp/ctxmill-fuzz")) / target
     corpus.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.config import CompressConfig  # noqa: E402
-from compress.formats import read_session, session_files  # noqa: E402
+from compress.formats.sessions import read_session, session_files  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
@@ -80,7 +80,7 @@ def _requests(sessions: list) -> list[tuple[str, dict]]:
 def _extraction_fingerprint(transcript) -> str:
     import dataclasses
 
-    from compress.adapters import from_provider
+    from compress.formats.requests import from_provider
     from memory.extract import extract
 
     return _sha(dumps(dataclasses.asdict(extract(from_provider(transcript.whole()).messages))))

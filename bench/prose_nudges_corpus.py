@@ -21,8 +21,8 @@ from claude_code_requests import claude_code_sessions, session_request  # noqa: 
 from token_corpus import corpus_dir  # noqa: E402
 
 from ccr.store import CCRStore  # noqa: E402
-from compress.adapters import from_provider  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
+from compress.formats.requests import from_provider  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.stage import PendingOriginals, StageContext  # noqa: E402

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compress.formats import UnknownFormat, read_session, session_files  # noqa: E402
+from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from compress.replay import ReplayReport, replay  # noqa: E402
 

@@ -19,9 +19,9 @@ from token_corpus import corpus_dir  # noqa: E402
 
 from ccr.markers import find_markers  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
-from compress.adapters import from_provider  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
-from compress.formats import read_session, session_files  # noqa: E402
+from compress.formats.requests import from_provider  # noqa: E402
+from compress.formats.sessions import read_session, session_files  # noqa: E402
 from compress.model import TOOL_RESULT  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402

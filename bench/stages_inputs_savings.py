@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.claude_code_requests import claude_code_sessions, session_request as load_request  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress import pipeline  # noqa: E402
-from compress.adapters import from_provider  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
+from compress.formats.requests import from_provider  # noqa: E402
 from compress.model import TOOL_USE  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402

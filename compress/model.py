@@ -1,8 +1,8 @@
 """The canonical model every stage sees: a request as ordered messages of typed blocks.
 
 Provider shapes (Anthropic Messages, OpenAI Chat Completions) are converted in
-`compress.adapters`; stages never see them. Every canonical object keeps the provider's
-original (`raw`) so an adapter can render an unchanged object back byte for byte and keep
+`compress.formats.requests`; stages never see them. Every canonical object keeps the provider's
+original (`raw`) so its shape module can render an unchanged object back byte for byte and keep
 fields it does not understand.
 
 Block kinds: text, thinking, redacted_thinking, tool_use, tool_result, image, other.
@@ -48,7 +48,7 @@ class Block:
     parts: tuple["Block", ...] = ()
     source_input: Any = field(default=None, compare=False, repr=False)
     call_input: Any = field(default=None, compare=False, repr=False)
-    """Of tool_result blocks: the input of the tool_use it answers (set by the adapter)."""
+    """Of tool_result blocks: the input of the tool_use it answers (set by `from_provider`)."""
 
     @property
     def result_text(self) -> str:

@@ -27,9 +27,9 @@ from typing import Any, Callable, Iterable
 
 import xxhash
 
-from compress.adapters import detect, from_provider, render_message
 from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE
+from compress.formats.requests import detect, from_provider, render_message
 from compress.model import (
     IMAGE,
     REDACTED_THINKING,

@@ -27,10 +27,10 @@ import xxhash
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.adapters import PARSERS, from_provider
 from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
-from compress.formats.base import Transcript
+from compress.formats.requests import SHAPES, from_provider
+from compress.formats.sessions.transcript import Transcript
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
 from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
 from compress.session import Session
@@ -69,7 +69,7 @@ class RequestAccountant:
     """Prices the requests of one side (raw, compressed, a peer) of one session."""
 
     def __init__(self, provider: str, counter: TokenCounter, cache: dict | None = None) -> None:
-        self.parse = PARSERS[provider]
+        self.parse = SHAPES[provider].parse_message
         self.count = counter.count
         self.cache = PromptCache()
         self.sizes: list[int] = []

@@ -90,7 +90,7 @@ def build_server(project_home: Path) -> MCPServer:
         The checkpoint lists task, progress, decisions, constraints, files changed, errors and
         fixes, next steps. transcript_path: optional session file; default: the live Claude Code
         session recorded by the ctxmill hooks."""
-        from compress.formats import UnknownFormat
+        from compress.formats.sessions import UnknownFormat
         from ctxmill.hooks import current_session
         from memory.checkpoint import checkpoint_file
 

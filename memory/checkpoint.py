@@ -1,6 +1,6 @@
 """Checkpoint: a Markdown summary of a session that survives the host's compaction.
 
-`checkpoint_file(cfg, path)` reads a session in any format compress.formats reads;
+`checkpoint_file(cfg, path)` reads a session in any format compress.formats.sessions reads;
 `write_checkpoint(cfg, transcript, session_id)` writes, under the project home:
 - `checkpoint.md` (the latest checkpoint) and `sessions/<id>/checkpoint.md` (same text), with
   sections Task, Progress, Decisions, Constraints, Files changed, Errors → fixes, Next steps,
@@ -208,7 +208,7 @@ def offer_to_memory(cfg: CheckpointConfig, ex: Extraction, session_id: str) -> l
 def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source: str = "", offer: bool = True
                      ) -> CheckpointResult:
     """Write checkpoint.md, sessions/<id>/checkpoint.md and checkpoint.raw.json for a Transcript."""
-    from compress.adapters import from_provider
+    from compress.formats.requests import from_provider
 
     request = from_provider({**transcript.head, "messages": transcript.messages})
     ex = extract(request.messages)
@@ -229,7 +229,7 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
 def checkpoint_file(cfg: CheckpointConfig, path: str | Path, session_id: str | None = None, fmt: str | None = None,
                     offer: bool = True) -> CheckpointResult:
     """Checkpoint the session recorded in `path` (OSError / compress.formats.UnknownFormat on bad input)."""
-    from compress.formats import read_session
+    from compress.formats.sessions import read_session
 
     transcript = read_session(path, fmt)
     return write_checkpoint(cfg, transcript, session_id_for(path, session_id), str(path), offer)

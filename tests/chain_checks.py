@@ -9,8 +9,8 @@ from typing import Any, Iterator
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress import pipeline
-from compress.adapters import from_provider
 from compress.config import CompressConfig
+from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE
 from compress.session import Session
 from compress.stage import Stage

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ccr.expand import expand
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.formats.base import Transcript
+from compress.formats.sessions.transcript import Transcript
 from memory import api
 from memory.checkpoint import SECTIONS, CheckpointConfig, write_checkpoint
 from memory.config import MemoryConfig

@@ -9,7 +9,7 @@ import pytest
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.formats import read_session
+from compress.formats.sessions import read_session
 from compress.pipeline import run
 from compress.session import Session
 from ground.jsonbytes import dumps

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ccr.markers import find_markers
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.session import Session
 from compress.stages.dedup_tool_calls import STAGE, canonical
 from tests.chain_checks import BODIES, anthropic_body, check_run, run_stages

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compress.formats import read_session
+from compress.formats.sessions import read_session
 from compress.vocab.calls import touched_files
 from compress.vocab.touches import CHANGES
 

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccr.store import CCRStore
-from compress.adapters import from_provider
 from compress.config import CompressConfig
+from compress.formats.requests import from_provider
 from compress.pipeline import Chain, run
 from compress.session import Session
 from compress.stages.nudges import CHECKPOINT_NUDGE, Options, memory_nudge, memory_nudges, nudge_text
@@ -246,7 +246,7 @@ def test_golden_turn_by_turn_on_claude_code_sessions():
     from claude_code_requests import claude_code_sessions
     from token_corpus import corpus_dir
 
-    from compress.formats import read_session
+    from compress.formats.sessions import read_session
 
     root = corpus_dir()
     if root is None:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE
 from compress.pipeline import Chain, run
 from compress.session import Session

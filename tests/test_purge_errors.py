@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from ccr.markers import find_markers
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.session import Session
 from compress.stages.purge_errors import STAGE
 from tests.chain_checks import BODIES, OPEN_CONFIG, anthropic_body, check_run, run_stages

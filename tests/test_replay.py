@@ -12,7 +12,7 @@ import pytest
 
 from ccr.markers import format_marker
 from ccr.store import CCRStore
-from compress.formats import read_session, read_text
+from compress.formats.sessions import read_session, read_text
 from compress.replay import RequestAccountant, check_retention, replay
 from compress.tokens import get_counter
 
@@ -97,7 +97,7 @@ def test_written_paths_are_checked():
 
 
 def test_usage_check_compares_with_reported_usage():
-    from tests.test_formats import CLAUDE_CODE
+    from tests.test_formats_sessions import CLAUDE_CODE
 
     report = replay(read_text(CLAUDE_CODE))
     assert report.usage is not None and report.usage.compared == 3
@@ -124,7 +124,7 @@ def test_cli_report_json_and_summary(tmp_path):
 
 
 def read_flat_fixture() -> str:
-    from tests.test_formats import FLAT
+    from tests.test_formats_sessions import FLAT
 
     return FLAT
 
@@ -146,8 +146,8 @@ corpus = pytest.mark.skipif(not (CORPUS / "transcripts").is_dir(), reason=f"corp
 @corpus
 @pytest.mark.corpus
 def test_corpus_sessions_read_with_paired_tools():
-    from compress.adapters import from_provider
-    from compress.formats import session_files
+    from compress.formats.requests import from_provider
+    from compress.formats.sessions import session_files
     from compress.model import index_tool_calls
 
     files = session_files(CORPUS / "transcripts")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files

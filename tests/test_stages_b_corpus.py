@@ -1,5 +1,5 @@
 """Golden checks of crush_json + trim_outputs on a real Claude Code session from the shared
-corpus (skipped when it is absent), read by compress.formats."""
+corpus (skipped when it is absent), read by compress.formats.sessions."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 
 from bench.claude_code_requests import claude_code_sessions, session_request as load_request
 from ccr.markers import find_markers
-from compress.adapters import from_provider
+from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.signals import first_error_line, is_failed_result

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from ccr.markers import find_markers
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import TrimOptions, stale_reads
-from compress.adapters import from_provider
 from compress.config import options_as
+from compress.formats.requests import from_provider
 from compress.vocab.signals import is_error_line
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 

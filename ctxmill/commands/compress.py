@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
 
     from ccr.store import CCRError, CCRStore
-    from compress.adapters import InvalidRequest, detect
+    from compress.formats.requests import InvalidRequest, detect
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
     from ctxmill.cli import CliError

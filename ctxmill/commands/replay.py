@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from compress.formats import FORMATS
+    from compress.formats.sessions import FORMATS
 
     p = sub.add_parser("replay", help="replay a recorded session and report what ctxmill would save",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,7 +52,7 @@ def _summary_line(report) -> str:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
-    from compress.formats import UnknownFormat, read_session, session_files
+    from compress.formats.sessions import UnknownFormat, read_session, session_files
     from compress.replay import replay
     from ctxmill.cli import CliError
     from ctxmill.settings import compress_config_for_cli

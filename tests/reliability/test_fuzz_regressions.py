@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from compress.formats import FORMATS, UnknownFormat, read_text
+from compress.formats.sessions import FORMATS, UnknownFormat, read_text
 
 CRASHES = [
     ("opencode", {"messages": None}),  # TypeError: 'NoneType' object is not iterable
@@ -68,7 +68,7 @@ def test_an_added_entry_does_not_absorb_a_following_indented_line():
 
 
 @pytest.mark.parametrize("body", [
-    {"messages": [{"role": []}]},  # TypeError: unhashable type: 'list' in compress.adapters.detect
+    {"messages": [{"role": []}]},  # TypeError: unhashable type: 'list' in compress.formats.requests.detect
     {"messages": [{"role": "user", "content": [{"type": {"a": 1}}]}]},
 ])
 def test_detect_never_raises_on_unhashable_roles_or_types(body, tmp_path):
@@ -80,7 +80,7 @@ def test_detect_never_raises_on_unhashable_roles_or_types(body, tmp_path):
 
     import orjson
 
-    from compress.adapters import detect
+    from compress.formats.requests import detect
 
     assert detect(body) in ("anthropic", "openai")
     request = tmp_path / "r.json"

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.adapters import from_provider
 from compress.config import CompressConfig
+from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE
 from compress.pipeline import run
 from compress.session import Session

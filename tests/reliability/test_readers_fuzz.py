@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccr.store import CCRStore
-from compress.formats import FORMATS, UnknownFormat, read_text
+from compress.formats.sessions import FORMATS, UnknownFormat, read_text
 from compress.pipeline import run
 from compress.session import Session
 from tests.strategies import session_items, session_jsonl, session_values

@@ -1,4 +1,4 @@
-"""Adapters: lossless round trips, format detection, pass-through of the unknown."""
+"""Provider request shapes: lossless round trips, shape detection, pass-through of the unknown."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import copy
 import pytest
 from hypothesis import given, settings
 
-from compress.adapters import InvalidRequest, detect, from_provider, to_provider
+from compress.formats.requests import SHAPES, InvalidRequest, detect, from_provider, to_provider
+from compress.formats.requests.shape import Marks
 from compress.model import OTHER, TOOL_RESULT, TOOL_USE, index_tool_calls
 from tests.strategies import anthropic_requests, openai_requests, requests
 
@@ -88,3 +89,11 @@ def test_detection_signals():
     assert detect({"system": "x", "messages": []}) == "anthropic"
     assert detect({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}) == "openai"
     assert detect({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "1"}]}]}) == "anthropic"
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_shape_module_provides_what_shape_py_lists(name):
+    shape = SHAPES[name]
+    assert shape.NAME == name
+    assert isinstance(shape.MESSAGES_FIELD, str) and isinstance(shape.MARKS, Marks)
+    assert all(callable(getattr(shape, f)) for f in ("parse_message", "render_message"))

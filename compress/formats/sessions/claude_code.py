@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.base import MessageBuilder, Transcript, Usage, iter_jsonl
+from compress.formats.sessions.builders import AnthropicBuilder
+from compress.formats.sessions.transcript import Transcript, Usage, iter_jsonl
 
 NAME = "claude-code"
 PROVIDER = "anthropic"
@@ -99,7 +100,7 @@ def read(text: str) -> Transcript:
         return bool(blocks) and all(b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in blocks)
 
     readable = {id(x) for x in messages}
-    builder = MessageBuilder(transcript)
+    builder = AnthropicBuilder(transcript)
     last_response = None
     compacted = False
     seen_results: set[str] = set()

@@ -13,7 +13,8 @@ from typing import Any
 
 import orjson
 
-from compress.formats.base import OpenAIBuilder, Transcript, as_text, iter_jsonl
+from compress.formats.sessions.builders import OpenAIChatBuilder, as_text
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
 
 NAME = "codex"
 PROVIDER = "openai"
@@ -38,7 +39,7 @@ def _output(value: Any) -> str:
     return as_text(value)
 
 
-def _item(builder: OpenAIBuilder, item: dict[str, Any], transcript: Transcript) -> None:
+def _item(builder: OpenAIChatBuilder, item: dict[str, Any], transcript: Transcript) -> None:
     kind = item.get("type")
     if kind == "message":
         role = item.get("role")
@@ -61,7 +62,7 @@ def _item(builder: OpenAIBuilder, item: dict[str, Any], transcript: Transcript) 
 
 def read(text: str) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = OpenAIBuilder(transcript)
+    builder = OpenAIChatBuilder(transcript)
     for line in iter_jsonl(text, transcript):
         payload = line.get("payload")
         if not isinstance(payload, dict):

@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from compress.formats.base import OpenAIBuilder, Transcript, as_text, list_field
+from compress.formats.sessions.builders import OpenAIChatBuilder, as_text
+from compress.formats.sessions.transcript import Transcript, list_field
 
 NAME = "swe-agent"
 PROVIDER = "openai"
@@ -40,7 +41,7 @@ def _command(action: str) -> tuple[str, str]:
 
 def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = OpenAIBuilder(transcript)
+    builder = OpenAIChatBuilder(transcript)
     pending: str | None = None  # id of a synthesized call waiting for its observation
     for i, msg in enumerate(list_field(data, "history", transcript)):
         role = msg.get("role") if isinstance(msg, dict) else None

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.base import (
-    MessageBuilder,
-    Transcript,
+from compress.formats.sessions.builders import (
+    AnthropicBuilder,
     as_text,
-    list_field,
     text_block,
     thinking_block,
     tool_result_block,
     tool_use_block,
 )
+from compress.formats.sessions.transcript import Transcript, list_field
 
 NAME = "opencode"
 PROVIDER = "anthropic"
@@ -30,7 +29,7 @@ def sniff(sample: list[Any]) -> bool:
                for x in sample)
 
 
-def _assistant(builder: MessageBuilder, parts: list[Any], transcript: Transcript) -> None:
+def _assistant(builder: AnthropicBuilder, parts: list[Any], transcript: Transcript) -> None:
     results: list[dict[str, Any]] = []
 
     def flush() -> None:
@@ -63,7 +62,7 @@ def _assistant(builder: MessageBuilder, parts: list[Any], transcript: Transcript
 
 def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = MessageBuilder(transcript)
+    builder = AnthropicBuilder(transcript)
     for message in list_field(data, "messages", transcript):
         info = message.get("info") if isinstance(message, dict) else None
         parts = message.get("parts") if isinstance(message, dict) else None

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.base import (
-    MessageBuilder,
-    Transcript,
+from compress.formats.sessions.builders import (
+    AnthropicBuilder,
     as_text,
-    iter_jsonl,
     text_block,
     thinking_block,
     tool_result_block,
     tool_use_block,
 )
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
 
 NAME = "claude-flat"
 PROVIDER = "anthropic"
@@ -46,7 +45,7 @@ def _block(content: dict[str, Any]) -> dict[str, Any] | None:
 
 def read(text: str) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = MessageBuilder(transcript)
+    builder = AnthropicBuilder(transcript)
     for line in iter_jsonl(text, transcript):
         role, content = line.get("role"), line.get("content")
         block = _block(content) if isinstance(content, dict) else None

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from compress.adapters import from_provider
-from compress.formats import FORMATS, UnknownFormat, read_text
+from compress.formats.requests import from_provider
+from compress.formats.sessions import FORMATS, UnknownFormat, read_text
 from compress.model import TOOL_RESULT, TOOL_USE, index_tool_calls
 
 

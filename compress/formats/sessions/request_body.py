@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.adapters import InvalidRequest, detect
-from compress.formats.base import ModelCall, Transcript
+from compress.formats.requests import InvalidRequest, detect
+from compress.formats.sessions.transcript import ModelCall, Transcript
 
 NAME = "request"
 

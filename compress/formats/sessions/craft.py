@@ -13,15 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compress.formats.base import (
-    MessageBuilder,
-    Transcript,
-    as_text,
-    iter_jsonl,
-    text_block,
-    tool_result_block,
-    tool_use_block,
-)
+from compress.formats.sessions.builders import AnthropicBuilder, as_text, text_block, tool_result_block, tool_use_block
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
 
 NAME = "craft"
 PROVIDER = "anthropic"
@@ -57,7 +50,7 @@ def read(text: str) -> Transcript:
     lines = iter_jsonl(text, transcript)
     if lines and isinstance(lines[0].get("model"), str):
         transcript.head["model"] = lines[0]["model"]
-    builder = MessageBuilder(transcript)
+    builder = AnthropicBuilder(transcript)
     batch = None  # stem of the tool batch of the current model call
     results: list[dict[str, Any]] = []
     for item in _items(lines, transcript):

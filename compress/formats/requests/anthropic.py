@@ -1,6 +1,6 @@
-"""Anthropic Messages request <-> canonical model.
+"""The Anthropic Messages request shape <-> canonical model.
 
-Must hold: `render_request(parse_request(body)) == body` for every body; an unchanged block
+Must hold: `render_message(parse_message(raw)) == raw` for every message; an unchanged block
 or message renders as the very object it was parsed from.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.adapters.common import render_text_block
+from compress.formats.requests.shape import Marks, render_text_block
 from compress.model import (
     IMAGE,
     OTHER,
@@ -20,6 +20,11 @@ from compress.model import (
     Block,
     Message,
 )
+
+NAME = "anthropic"
+MESSAGES_FIELD = "messages"
+MARKS = Marks(body_keys=frozenset({"system", "anthropic_version"}),
+              part_types=frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}))
 
 
 def parse_block(item: Any) -> Block:
@@ -107,3 +112,4 @@ def render_message(msg: Message) -> Any:
     ):
         return raw
     return {**raw, "content": rendered}
+

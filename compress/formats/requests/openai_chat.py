@@ -1,9 +1,9 @@
-"""OpenAI Chat Completions request <-> canonical model.
+"""The OpenAI Chat Completions request shape <-> canonical model.
 
 An assistant message becomes its text blocks followed by one tool_use block per entry of
 `tool_calls`; a `role: "tool"` message becomes a message of role "tool" holding one
 tool_result block. System and developer messages are kept as role "system" and never touched.
-Must hold: `render_request(parse_request(body)) == body`; unchanged objects render as the
+Must hold: `render_message(parse_message(raw)) == raw`; unchanged objects render as the
 very objects they were parsed from.
 """
 
@@ -13,8 +13,13 @@ from typing import Any
 
 import orjson
 
-from compress.adapters.common import render_text_block
+from compress.formats.requests.shape import Marks, render_text_block
 from compress.model import IMAGE, OTHER, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
+
+NAME = "openai"
+MESSAGES_FIELD = "messages"
+MARKS = Marks(roles=frozenset({"tool", "system", "developer", "function"}), message_keys=frozenset({"tool_calls"}),
+              part_types=frozenset({"image_url", "input_audio", "file", "refusal"}))
 
 
 def _parse_part(part: Any) -> Block:
@@ -111,3 +116,4 @@ def render_message(msg: Message) -> Any:
         if len(rendered) != len(calls) or not all(a is b for a, b in zip(rendered, calls)):
             out = {**out, "tool_calls": rendered}
     return out
+

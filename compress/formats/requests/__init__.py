@@ -1,0 +1,114 @@
+"""Provider request shapes <-> the canonical model. Stages never see provider shapes.
+
+`SHAPES` holds one module per shape (what each provides: `shape.py`), so a new shape is one
+module and one entry there. `detect(body)` names a body's shape, `from_provider(body)` returns
+the canonical `Request` and `to_provider(request)` renders it back. Must hold:
+`to_provider(from_provider(body)) == body` for every body `from_provider` accepts, and
+anything unknown passes through untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import ModuleType
+from typing import Any, Sequence
+
+from compress.formats.requests import anthropic, openai_chat
+from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns
+
+SHAPES: dict[str, ModuleType] = {m.NAME: m for m in (anthropic, openai_chat)}
+"""Provider name -> shape module, in detection order; the first is the default."""
+
+
+class InvalidRequest(ValueError):
+    """The body is not a request ctxmill can read (the message says why, in one line)."""
+
+
+def detect(body: Any) -> str:
+    """The provider whose shape `body` has: the first shape one of whose top-level keys it has;
+    else the shape of the first message that has a role, key or content part type of one; else
+    the default (plain user/assistant string chats read the same either way)."""
+    marked = None
+    if isinstance(body, dict):
+        marked = next((s for s in SHAPES.values() if not s.MARKS.body_keys.isdisjoint(body)), None)
+    default = next(iter(SHAPES.values()))
+    messages = _messages(body, marked or default)
+    if marked is not None:
+        return marked.NAME
+    for msg in messages:
+        if (name := _marked_message(msg)) is not None:
+            return name
+    return default.NAME
+
+
+def _marked_message(msg: Any) -> str | None:
+    """The shape a message's role or keys point to, else the shape its content part types point to."""
+    if not isinstance(msg, dict):
+        return None
+    role = msg.get("role")
+    for shape in SHAPES.values():
+        if (isinstance(role, str) and role in shape.MARKS.roles) or not shape.MARKS.message_keys.isdisjoint(msg):
+            return shape.NAME
+    content = msg.get("content")
+    if isinstance(content, list):
+        kinds = {p.get("type") for p in content if isinstance(p, dict) and isinstance(p.get("type"), str)}
+        for shape in SHAPES.values():
+            if not shape.MARKS.part_types.isdisjoint(kinds):
+                return shape.NAME
+    return None
+
+
+def _messages(body: Any, shape: ModuleType) -> list[Any]:
+    """The body's conversation in `shape` (InvalidRequest says why there is none)."""
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"request body must be a JSON object, not {type(body).__name__}")
+    messages = body.get(shape.MESSAGES_FIELD)
+    if not isinstance(messages, list):
+        got = "missing" if messages is None else type(messages).__name__
+        raise InvalidRequest(f"`{shape.MESSAGES_FIELD}` must be a list ({got})")
+    return messages
+
+
+def from_provider(body: Any, provider: str | None = None, known: Sequence[Message] = ()) -> Request:
+    """The canonical request. `known` may hold messages already parsed (by this function) from
+    an identical prefix of the body's messages; they are reused and only the rest is parsed."""
+    provider = provider or detect(body)
+    if provider not in SHAPES:
+        raise InvalidRequest(f"unknown provider {provider!r}")
+    shape = SHAPES[provider]
+    fresh = [shape.parse_message(m) for m in _messages(body, shape)[len(known):]]
+    messages = number_turns([*known, *fresh])
+    return Request(provider, _name_results(messages, start=len(known)), body)
+
+
+def _name_results(messages: tuple[Message, ...], start: int = 0) -> tuple[Message, ...]:
+    """Copy each tool_use's name onto its tool_result (from message `start` on), so stages
+    know what produced a result."""
+    calls = index_tool_calls(messages)
+    out = list(messages[:start])
+    for msg in messages[start:]:
+        blocks = tuple(
+            replace(b, tool_name=calls[b.tool_id].name, call_input=_call_input(messages, calls[b.tool_id]))
+            if b.kind == TOOL_RESULT and b.tool_id in calls and not b.tool_name
+            else b
+            for b in msg.blocks
+        )
+        out.append(msg.with_blocks(blocks))
+    return tuple(out)
+
+
+def _call_input(messages: tuple[Message, ...], call: Any) -> Any:
+    return messages[call.use_msg].blocks[call.use_block].input
+
+
+def render_message(provider: str, msg: Message) -> Any:
+    return SHAPES[provider].render_message(msg)
+
+
+def to_provider(request: Request) -> dict:
+    shape = SHAPES[request.provider]
+    rendered = [shape.render_message(m) for m in request.messages]
+    original = request.raw[shape.MESSAGES_FIELD]
+    if len(rendered) == len(original) and all(a is b for a, b in zip(rendered, original)):
+        return request.raw
+    return {**request.raw, shape.MESSAGES_FIELD: rendered}

@@ -1,0 +1,35 @@
+"""What every request-shape module provides, and the helpers the shapes share.
+
+A shape module (one per provider request shape, listed in `SHAPES` of this package) has:
+- `NAME`: the provider name, as in `Request.provider`;
+- `MESSAGES_FIELD`: the body field holding the conversation;
+- `MARKS`: the `Marks` that tell its bodies from the other shapes' (see `detect`);
+- `parse_message(raw) -> Message` and `render_message(msg) -> raw`, where
+  `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compress.model import Block
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Signs that a body has this shape: a top-level key, a message role or key, a content part type."""
+
+    body_keys: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+    message_keys: frozenset[str] = frozenset()
+    part_types: frozenset[str] = frozenset()
+
+
+def render_text_block(block: Block) -> Any:
+    """A text block as a provider content part; `raw` is None for parts that were plain strings."""
+    raw = block.raw
+    if raw is None:
+        return {"type": "text", "text": block.text}
+    return raw if block.text == raw.get("text") else {**raw, "text": block.text}
+

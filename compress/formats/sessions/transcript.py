@@ -1,0 +1,96 @@
+"""What every session reader produces: a `Transcript` of provider-shaped messages.
+
+A reader turns a recorded session into ONE growing list of messages in the shape of a
+provider request body (Anthropic Messages or OpenAI Chat Completions) plus the points where
+the agent called the model. Must hold:
+- `messages[:call.index]` is exactly what the agent sent on that call (minus what the
+  recording does not keep, e.g. the host's tool definitions), so `request(k)` is a valid
+  body for `compress.pipeline.run` and request k is a message prefix of request k+1;
+- every tool call is answered by its result before the next model call (results the
+  recording lacks are not invented; an unanswered call can only be the last one);
+- unreadable input is counted in `malformed`, never raised.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Provider-reported input tokens of one model call."""
+
+    input_tokens: int
+    cache_read: int
+    cache_creation: int
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.cache_read + self.cache_creation
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call: it was sent `messages[:index]`.
+
+    after_host_compaction: the host compacted the conversation before this call, so what it
+    really sent (and `usage`) differs from the replayed request, which keeps the history.
+    """
+
+    index: int
+    usage: Usage | None = None
+    after_host_compaction: bool = False
+
+
+@dataclass
+class Transcript:
+    format: str
+    provider: str  # the shape of `messages`: a name in compress.formats.requests.SHAPES
+    head: dict[str, Any] = field(default_factory=dict)
+    """Request fields besides `messages` (model, system, tools) as far as recorded."""
+    messages: list[Any] = field(default_factory=list)
+    calls: list[ModelCall] = field(default_factory=list)
+    malformed: int = 0
+    """Lines or items that could not be read."""
+    skipped: Counter = field(default_factory=Counter)
+    """Readable items that are not part of the model's context, by kind."""
+    host_compactions: int = 0
+
+    def request(self, k: int) -> dict[str, Any]:
+        """The body of the k-th model call."""
+        return {**self.head, "messages": self.messages[: self.calls[k].index]}
+
+    def whole(self, max_messages: int | None = None) -> dict[str, Any]:
+        """The whole session (or its first `max_messages` messages) as one request body."""
+        return {**self.head, "messages": self.messages[:max_messages]}
+
+
+def iter_jsonl(text: str, transcript: Transcript) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL text; unreadable lines are counted in `malformed`."""
+    import orjson
+
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            transcript.malformed += 1
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+        else:
+            transcript.malformed += 1
+    return out
+
+
+def list_field(data: Any, key: str, transcript: Transcript) -> list[Any]:
+    """`data[key]` when it is a list; anything else (missing too) counts as one malformed item."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, list):
+        return value
+    transcript.malformed += 1
+    return []
