@@ -295,17 +295,17 @@ def check_usage(pairs: list[tuple[Priced, Any]]) -> UsageCheck | None:
     """`pairs`: the raw pricing of a request and the provider usage of the same call."""
     if not pairs:
         return None
-    unseen = max(0, round(statistics.median(u.total - p.tokens for p, u in pairs)))
-    errors = [abs(p.tokens + unseen - u.total) / u.total for p, u in pairs if u.total]
+    unseen = max(0, round(statistics.median(u.prompt_total - p.tokens for p, u in pairs)))
+    errors = [abs(p.tokens + unseen - u.prompt_total) / u.prompt_total for p, u in pairs if u.prompt_total]
     modelled = reported = read_m = read_r = total_m = total_r = 0.0
     for i, (p, u) in enumerate(pairs):
         head_read = unseen if i else 0
         modelled += p.cache.cost + READ_PRICE * head_read + WRITE_PRICE * (unseen - head_read)
-        reported += u.input_tokens + READ_PRICE * u.cache_read + WRITE_PRICE * u.cache_creation
+        reported += u.input + READ_PRICE * u.cache_read + WRITE_PRICE * u.cache_write
         read_m += p.cache.read + head_read
         total_m += p.tokens + unseen
         read_r += u.cache_read
-        total_r += u.total
+        total_r += u.prompt_total
     return UsageCheck(len(pairs), unseen, round(statistics.median(errors), 4) if errors else 0.0,
                       round(modelled, 1), round(reported, 1), round(modelled / reported, 4) if reported else 0.0,
                       round(read_m / total_m, 4) if total_m else 0.0, round(read_r / total_r, 4) if total_r else 0.0)

@@ -96,4 +96,4 @@ def test_every_shape_module_provides_what_shape_py_lists(name):
     shape = SHAPES[name]
     assert shape.NAME == name
     assert isinstance(shape.MESSAGES_FIELD, str) and isinstance(shape.MARKS, Marks)
-    assert all(callable(getattr(shape, f)) for f in ("parse_message", "render_message"))
+    assert all(callable(getattr(shape, f)) for f in ("parse_message", "render_message", "usage_fields"))

@@ -56,7 +56,7 @@ def test_claude_code_chain_merge_pairing_and_usage():
     # one API response (m1) over three lines is one assistant message and one call
     assert [b["type"] for b in t.messages[1]["content"]] == ["thinking", "tool_use", "tool_use"]
     assert [c.index for c in t.calls] == [1, 3, 5]
-    assert t.calls[1].usage.total == 5 + 200 + 9
+    assert t.calls[1].usage.prompt_total == 5 + 200 + 9
     text = json.dumps(t.messages)
     assert "sub-agent" not in text and "caveat" not in text and "abandoned" not in text
     results = [b for b in t.messages[2]["content"]]

@@ -5,4 +5,5 @@
   `requests.SHAPES`.
 - `sessions/`: recorded agent sessions (Claude Code, Codex, opencode, …) -> `Transcript`, a
   list of messages in one of those shapes. One module per format, listed in `sessions.FORMATS`.
+- `usage.py`: provider-reported token usage (`Usage`), read from responses and recordings.
 """

@@ -31,7 +31,7 @@ from ctxmill.proxy.config import ProxyConfig
 from ctxmill.proxy.identity import request_key
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
-from ctxmill.proxy.usage import UsageTap
+from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.workerpool import WorkerPool
 from ctxmill.proxy.wire import BodyTooLarge, downstream_headers, error_response, read_body, upstream_headers
 

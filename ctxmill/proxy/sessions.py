@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from ctxmill.proxy.usage import Usage
+from compress.formats.usage import Usage
 from ctxmill.proxy.worker import STATS_FILE, RunSummary, session_directory, write_stats
 
 CALIBRATION_RANGE = (0.25, 4.0)

@@ -1,4 +1,4 @@
-"""The Anthropic Messages request shape <-> canonical model.
+"""The Anthropic Messages request shape <-> canonical model (and its response usage).
 
 Must hold: `render_message(parse_message(raw)) == raw` for every message; an unchanged block
 or message renders as the very object it was parsed from.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.requests.shape import Marks, render_text_block
+from compress.formats.requests.shape import Marks, render_text_block, token_count
 from compress.model import (
     IMAGE,
     OTHER,
@@ -25,6 +25,8 @@ NAME = "anthropic"
 MESSAGES_FIELD = "messages"
 MARKS = Marks(body_keys=frozenset({"system", "anthropic_version"}),
               part_types=frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}))
+_USAGE_FIELDS = {"input": "input_tokens", "cache_read": "cache_read_input_tokens",
+                 "cache_write": "cache_creation_input_tokens", "output": "output_tokens"}
 
 
 def parse_block(item: Any) -> Block:
@@ -113,3 +115,17 @@ def render_message(msg: Message) -> Any:
         return raw
     return {**raw, "content": rendered}
 
+
+def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:
+    """Usage of a response body or stream event (`message_start` has it under `message`)."""
+    message = event.get("message")
+    objects = [raw for raw in (message.get("usage") if isinstance(message, dict) else None, event.get("usage"))
+               if isinstance(raw, dict)]
+    if not objects:
+        return None
+    fields = {}
+    for raw in objects:
+        for attr, name in _USAGE_FIELDS.items():
+            if (n := token_count(raw.get(name))) is not None:
+                fields[attr] = n
+    return fields

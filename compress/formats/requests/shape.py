@@ -5,7 +5,9 @@ A shape module (one per provider request shape, listed in `SHAPES` of this packa
 - `MESSAGES_FIELD`: the body field holding the conversation;
 - `MARKS`: the `Marks` that tell its bodies from the other shapes' (see `detect`);
 - `parse_message(raw) -> Message` and `render_message(msg) -> raw`, where
-  `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself.
+  `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself;
+- `usage_fields(event) -> dict | None`: the `Usage` fields one response body or stream event
+  reports (None: it holds no usage object).
 """
 
 from __future__ import annotations
@@ -33,3 +35,7 @@ def render_text_block(block: Block) -> Any:
         return {"type": "text", "text": block.text}
     return raw if block.text == raw.get("text") else {**raw, "text": block.text}
 
+
+def token_count(value: Any) -> int | None:
+    """A reported token count: a non-negative int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.sessions.transcript import ModelCall, Transcript, Usage
+from compress.formats.sessions.transcript import ModelCall, Transcript
+from compress.formats.usage import Usage
 
 
 class Builder:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder
-from compress.formats.sessions.transcript import Transcript, Usage, iter_jsonl
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
+from compress.formats.usage import usage_of_event
 
 NAME = "claude-code"
 PROVIDER = "anthropic"
@@ -38,17 +39,6 @@ def _main_chain(lines: list[dict[str, Any]]) -> set[str]:
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
         node = by_uuid.get(parent) if isinstance(parent, str) else None
     return chain
-
-
-def _usage(message: dict[str, Any]) -> Usage | None:
-    usage = message.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    try:
-        return Usage(int(usage.get("input_tokens") or 0), int(usage.get("cache_read_input_tokens") or 0),
-                     int(usage.get("cache_creation_input_tokens") or 0))
-    except (TypeError, ValueError):
-        return None
 
 
 def _response_id(line: dict[str, Any]) -> str:
@@ -120,7 +110,7 @@ def read(text: str) -> Transcript:
             for block in blocks:
                 builder.add("assistant", block)
             if blocks:
-                builder.set_usage(_usage(message))
+                builder.set_usage(usage_of_event(PROVIDER, None, message))
         else:
             for block in _content(message):
                 if block.get("type") == "tool_result":

@@ -17,18 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Provider-reported input tokens of one model call."""
-
-    input_tokens: int
-    cache_read: int
-    cache_creation: int
-
-    @property
-    def total(self) -> int:
-        return self.input_tokens + self.cache_read + self.cache_creation
+from compress.formats.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)
