@@ -1,8 +1,8 @@
 """What every session reader produces: a `Transcript` of provider-shaped messages.
 
-A reader turns a recorded session into ONE growing list of messages in the shape of a
-provider request body (Anthropic Messages or OpenAI Chat Completions) plus the points where
-the agent called the model. Must hold:
+A reader turns a recorded session into ONE growing list of messages in one provider request
+shape (`compress.formats.requests.SHAPES`) plus the points where the agent called the model.
+Must hold:
 - `messages[:call.index]` is exactly what the agent sent on that call (minus what the
   recording does not keep, e.g. the host's tool definitions), so `request(k)` is a valid
   body for `compress.pipeline.run` and request k is a message prefix of request k+1;
@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from compress.formats.requests import SHAPES
 from compress.formats.usage import Usage
 
 
@@ -38,7 +39,7 @@ class Transcript:
     format: str
     provider: str  # the shape of `messages`: a name in compress.formats.requests.SHAPES
     head: dict[str, Any] = field(default_factory=dict)
-    """Request fields besides `messages` (model, system, tools) as far as recorded."""
+    """Request fields besides the messages (model, system, tools) as far as recorded."""
     messages: list[Any] = field(default_factory=list)
     calls: list[ModelCall] = field(default_factory=list)
     malformed: int = 0
@@ -49,11 +50,11 @@ class Transcript:
 
     def request(self, k: int) -> dict[str, Any]:
         """The body of the k-th model call."""
-        return {**self.head, "messages": self.messages[: self.calls[k].index]}
+        return {**self.head, SHAPES[self.provider].MESSAGES_FIELD: self.messages[: self.calls[k].index]}
 
     def whole(self, max_messages: int | None = None) -> dict[str, Any]:
         """The whole session (or its first `max_messages` messages) as one request body."""
-        return {**self.head, "messages": self.messages[:max_messages]}
+        return {**self.head, SHAPES[self.provider].MESSAGES_FIELD: self.messages[:max_messages]}
 
 
 def iter_jsonl(text: str, transcript: Transcript) -> list[dict[str, Any]]:
