@@ -12,7 +12,7 @@ Matching rules (also stated in the labels file):
   `/` are the same separator);
 - an error matches when its `error` terms occur in the error part and, when `fix` is a list, its
   terms occur in the fix part; `fix: null` means nothing fixed it, so a line saying "fixed by"
-  does not match;
+  does not match; `fix: "any"` accepts either;
 - `optional` labels are not needed for recall, but a shown item matching one is not a false
   positive.
 """
@@ -140,6 +140,8 @@ def error_matches(shown: Error, label: dict) -> bool:
         return False
     if label.get("fix") is None:
         return shown.fix is None
+    if label["fix"] == "any":
+        return True
     return shown.fix is not None and has_terms(shown.fix, label["fix"])
 
 
