@@ -28,8 +28,11 @@ def sniff(sample: list[Any]) -> bool:
 
 
 def _main_chain(lines: list[dict[str, Any]]) -> set[str]:
-    """uuids on the path from the last non-sidechain message back to the root."""
+    """uuids on the path from the last non-sidechain message back to the root. A compaction
+    boundary whose logical parent is not in the file (the host did not record it) continues
+    from the last main-chain message written before it."""
     by_uuid = {x["uuid"]: x for x in lines if isinstance(x.get("uuid"), str)}
+    position = {id(x): i for i, x in enumerate(lines)}
     leaf = next((x for x in reversed(lines) if x.get("type") in _MESSAGE_TYPES
                  and not x.get("isSidechain") and isinstance(x.get("uuid"), str)), None)
     chain: set[str] = set()
@@ -37,8 +40,19 @@ def _main_chain(lines: list[dict[str, Any]]) -> set[str]:
     while node is not None and node["uuid"] not in chain:
         chain.add(node["uuid"])
         parent = node.get("parentUuid") or node.get("logicalParentUuid")
-        node = by_uuid.get(parent) if isinstance(parent, str) else None
+        found = by_uuid.get(parent) if isinstance(parent, str) else None
+        if found is None and node.get("subtype") == "compact_boundary":
+            found = _before(lines, position[id(node)])
+        node = found
     return chain
+
+
+def _before(lines: list[dict[str, Any]], index: int) -> dict[str, Any] | None:
+    """The last main-chain user or assistant line written before `index`."""
+    for x in reversed(lines[:index]):
+        if x.get("type") in _MESSAGE_TYPES and not x.get("isSidechain") and isinstance(x.get("uuid"), str):
+            return x
+    return None
 
 
 def _response_id(line: dict[str, Any]) -> str:
