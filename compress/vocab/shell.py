@@ -5,6 +5,11 @@ Reads Bash `command` and Codex `cmd` strings: heredocs (`cat > f <<'EOF'`), redi
 `git mv/rm`, apply_patch bodies and `cd DIR &&` prefixes (which set the working directory
 later relative paths join). Parsing is deliberately shallow (no variables, globs, subshell
 tracking); anything it cannot read gives no touch rather than a wrong one. Linear in the command.
+
+What a command runs, for telling a fix from a look: `command_words` (each simple command from
+its program on, `bash -c SCRIPT` read as commands), `looks_only` (it only looks or checks: ls,
+cat, grep, git status, a test or type-check run, `x --version` …), `main_command` (the program and
+subcommand it is run for), `same_command` (two commands run the same thing).
 """
 
 from __future__ import annotations
@@ -245,3 +250,101 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
         return [t for s in sources for t in (FileTouch(s, source_action),
                                             FileTouch(posixpath.join(target, posixpath.basename(s)), target_action))]
     return []
+
+
+# -- what a command runs ------------------------------------------------------------------------
+
+_LOOK_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "grep", "rg", "ag", "find", "fd", "wc", "echo", "printf", "pwd", "which", "type",
+    "file", "stat", "du", "df", "ps", "env", "printenv", "date", "whoami", "id", "uname", "tree", "less", "more",
+    "sort", "uniq", "cut", "jq", "diff", "true", "test", "[", "sleep", "basename", "dirname", "realpath", "readlink",
+    "nl", "bat", "column", "awk", "history",
+    # PowerShell
+    "get-childitem", "get-content", "test-path", "get-command", "select-object", "select-string", "format-table",
+    "format-list", "write-output", "write-host", "get-process", "test-netconnection", "start-sleep", "out-string",
+    "measure-object", "where-object", "foreach-object", "sort-object", "get-item", "resolve-path", "join-path",
+})
+"""Programs that only look."""
+_LOOK_SUBCOMMANDS = {
+    "git": {"status", "log", "diff", "show", "branch", "remote", "ls-files", "check-ignore", "rev-parse", "ls-remote",
+            "blame", "describe", "config"},
+    "bd": {"show", "ready", "list"}, "gh": {"auth"}, "launchctl": {"list"},
+    # checks: they tell whether something is wrong, they do not fix it
+    "mix": {"test", "dialyzer", "credo", "compile"}, "cargo": {"check", "test", "clippy", "build"},
+    "go": {"test", "vet", "build"}, "npm": {"test"}, "pnpm": {"test", "typecheck", "lint"},
+    "yarn": {"test", "typecheck", "lint"}, "bun": {"test", "typecheck"}, "npx": {"vitest", "jest", "tsc", "eslint"},
+}
+"""Subcommands that only look or check."""
+_CHECKS = frozenset({"pytest", "tsc", "mypy", "pyright", "rspec", "jest", "vitest", "eslint", "ruff", "flake8", "pylint",
+                     "shellcheck", "rubocop"})
+"""Checkers, which only look unless told to fix (`--fix`, `-A`, `--write`)."""
+_FIXING = frozenset({"--fix", "-A", "-a", "--write", "--autocorrect"})
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+
+
+def command_words(command: str, _depth: int = 0) -> list[list[str]]:
+    """Each simple command's words from its program on: wrappers, VAR=value and `cd` left out,
+    the program by its base name lower-cased, the script of `bash -c SCRIPT` read as commands."""
+    out: list[list[str]] = []
+    for words in _simple_commands(command):
+        while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith(("=", "-"))):
+            words = words[1:]
+        if not words or words[0] == "cd":
+            continue
+        name = posixpath.basename(words[0].replace("\\", "/")).lower()
+        if name in _SHELLS and "-c" in words[1:-1] and _depth < 2:
+            out += command_words(words[words.index("-c") + 1], _depth + 1)
+            continue
+        out.append([name] + words[1:])
+    return out
+
+
+def _looks(words: list[str]) -> bool:
+    name, args = words[0], words[1:]
+    if name in _LOOK_COMMANDS:
+        return not (name == "sed" and "-i" in args)
+    if "--version" in args or "--help" in args or args[:1] in (["-v"], ["-V"], ["version"]):
+        return True
+    if name in _LOOK_SUBCOMMANDS and args[:1] and args[0] in _LOOK_SUBCOMMANDS[name]:
+        return True
+    if name.startswith("python") and args[:1] == ["-m"] and args[1:2] and args[1] in _CHECKS:
+        return not _FIXING.intersection(args)
+    if name in _CHECKS:
+        return not _FIXING.intersection(args)
+    return name == "curl" and not {"-X", "-d", "--data", "-T", "-o", "-O", "--request"}.intersection(args)
+
+
+def looks_only(command: str) -> bool:
+    """Every part of the command only looks or checks (ls, cat, grep, git status, a test run …)."""
+    parts = command_words(command)
+    return bool(parts) and all(_looks(words) for words in parts)
+
+
+def _pair(words: list[str]) -> tuple[str, str]:
+    return words[0], next((a for a in words[1:] if not a.startswith("-")), "")
+
+
+_FILTERS = frozenset({"head", "tail", "grep", "rg", "sort", "uniq", "cut", "jq", "wc", "tee", "awk", "sed", "column",
+                      "less", "more", "tr", "xargs", "echo", "printf", "true", "select-string", "select-object",
+                      "format-table", "format-list", "out-string", "where-object", "measure-object"})
+"""Programs that filter or decorate another's output in a pipeline."""
+
+
+def main_command(command: str) -> tuple[str, str] | None:
+    """(program, subcommand or script) a command is run for: its last part that does more than
+    look, else its first part that is not a filter (`x --version | head`), else its first part."""
+    parts = command_words(command)
+    acting = [words for words in parts if not _looks(words)]
+    if acting:
+        return _pair(acting[-1])
+    runs = [words for words in parts if words[0] not in _FILTERS] or parts
+    return _pair(runs[0]) if runs else None
+
+
+def same_command(command: str, wanted: tuple[str, str]) -> bool:
+    """`command` runs `wanted` (program and subcommand, a script compared by its base name)."""
+    for words in command_words(command):
+        name, sub = _pair(words)
+        if name == wanted[0] and (sub == wanted[1] or posixpath.basename(sub) == posixpath.basename(wanted[1])):
+            return True
+    return False

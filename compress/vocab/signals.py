@@ -4,6 +4,10 @@ Errors (lines, failed results, JSON items) are shared by the stages that must ke
 (trim_outputs, crush_json, purge_errors), the replay's retention check and the checkpoint's
 gotchas; cues (decision, constraint, fix, next step, critical) by compress_prose, the nudges and
 the checkpoint extraction. So "an error line" or "a decision" means the same thing everywhere.
+The stages read only DECISION_KINDS (`decision_kinds`); the checkpoint also tells a statement
+from chatter (`states_decision`, `states_constraint`, `states_next_step`: more cues of its own,
+announcements of what the agent will look at next, questions and offers, negated and pending
+decisions), and picks the most telling line of a failed result (`telling_error_line`).
 Linear-time patterns only.
 """
 
@@ -133,17 +137,66 @@ def first_error_line(text: str) -> str | None:
     return text[start:end if end >= 0 else len(text)].strip()
 
 
+_LITERAL_NEWLINE = regex.compile(r"(?:\\r)?\\n")
+_EXCEPTION = regex.compile(
+    r"(?i)^\s*(?:\*\*\s*)?\(?\b\w*(?:Error|Exception|Failure)\b\)?[:)]|^\s*Assertion\b|\bassert(?:ion)?\b.*\bfailed\b"
+    r"|^\s*error(?:\[\w+\])?:|^\s*fatal:|^\s*FAILED\b|^\s*E\s{2,}\S")
+"""Lines naming what went wrong: an exception, a failed assertion, a compiler's `error:`."""
+_WARNING_LINE = regex.compile(r"(?i)^\s*(?:warning|warn|deprecat\w+)\b")
+_HINT_LINE = regex.compile(r"(?i)^\s*(?:hint|note|help|tip):")
+
+
+def result_lines(text: str) -> list[str]:
+    """The stripped lines of a tool result; a line holding several literal `\\n` sequences (a
+    result JSON-encoded twice) is split at them."""
+    out = []
+    for line in text.strip().split("\n"):
+        if line.count("\\n") >= 2:
+            out += [part.strip() for part in _LITERAL_NEWLINE.split(line)]
+        else:
+            out.append(line.strip())
+    return out
+
+
+def unescape_newlines(text: str) -> str:
+    """`text` with its literal `\\n` sequences written as line breaks when it holds several (a
+    string JSON-encoded twice); other text unchanged."""
+    return "\n".join(result_lines(text)) if text.count("\\n") >= 2 else text
+
+
+def _telling(line: str) -> bool:
+    return bool(line) and not _UNTELLING.match(line) and not _HINT_LINE.match(line)
+
+
+def says_nothing(line: str) -> bool:
+    """An error line that tells nothing but an exit code or a traceback header."""
+    return not line or _UNTELLING.match(line) is not None
+
+
 def telling_error_line(text: str) -> str:
-    """The most telling line of a failed result: the exception line that ends a Python
-    traceback, else the first error line that says more than "Exit code N" or a traceback
-    header, else the first such non-empty line."""
-    lines = [line.strip() for line in text.strip().split("\n")]
-    if "Traceback (most recent call last)" in text:  # Python names the exception last
-        return lines[-1]
-    found = [lines[i] for i in error_line_indexes(lines)]
-    telling = [line for line in found if not _UNTELLING.match(line)]
-    other = [line for line in lines if line and not _UNTELLING.match(line)]
-    return (telling or other or lines)[0]
+    """The most telling line of a failed result: an exception or assertion line (for a Python
+    traceback the last one), else the first error line that says more than "Exit code N", a
+    traceback header or a hint (warnings after the rest), else the first line of three words or
+    more. A line ending in ':' is joined with the next non-empty one. Literal `\\n` sequences
+    count as line breaks."""
+    lines = result_lines(text)
+    exceptions = [i for i, line in enumerate(lines) if _telling(line) and _EXCEPTION.search(line)]
+    found = [i for i in error_line_indexes(lines) if _telling(lines[i])]
+    if "Traceback (most recent call last)" in text and exceptions:
+        ranked = exceptions[-1:]
+    else:
+        ranked = exceptions[:1] + [i for i in found if not _WARNING_LINE.match(lines[i])] + found
+    if not ranked:
+        ranked = [i for i, line in enumerate(lines) if _telling(line) and len(line.split()) >= 3]
+        ranked += [i for i, line in enumerate(lines) if _telling(line)]
+    if not ranked:
+        return lines[0] if lines else ""
+    index = ranked[0]
+    line = lines[index]
+    if line.endswith(":"):
+        after = next((lines[j] for j in range(index + 1, min(len(lines), index + 4)) if lines[j]), "")
+        line = f"{line} {after}".strip()
+    return line
 
 
 def is_failed_result(block: Block) -> bool:
@@ -197,8 +250,9 @@ _CUES = {
     "next_step": regex.compile(
         r"""(?ix)
         \b(?:next\ steps?|next,|todo|to\ do|remaining|still\ (?:need|needs|have|to)|follow[-\ ]up|not\ yet
-           |left\ to|pending|then\ we|after\ that)\b
-        | 下一步 | 接下来 | 待办 | 还需要 | 剩下 | 尚未 | 后续 | 然后
+           |left\ to|pending|then\ we|after\ that|want\ me\ to|would\ you\ like|let\ me\ know\ when|worth\ doing
+           |needs\ you|filed|for\ later|before\ sharing)\b
+        | 下一步 | 接下来 | 待办 | 还需要 | 剩下 | 尚未 | 后续 | 完成后 | 需要你
         """),
     "critical": regex.compile(
         r"""(?ix)
@@ -210,6 +264,140 @@ CUE_KINDS = tuple(_CUES)
 """Kinds of cue a sentence can hold, in a fixed order."""
 DECISION_KINDS = ("decision", "constraint", "fix")
 """Kinds of remembered facts a text can state (decision, constraint, fix), in a fixed order."""
+
+# -- statements and chatter: the checkpoint only (the stages read DECISION_KINDS) ------------
+
+_MORE_DECISION = regex.compile(
+    r"""(?ix)
+    \b(?:locked\ in|i'd\ (?:go\ with|leave|keep|use|pick)|the\ (?:right|better)\ (?:type|choice|approach|call)
+       |recommend(?:ation|ed)?|the\ (?:easiest|simplest|cleanest|best|right|safest)\ (?:fix|way|approach|option)\ is
+       |fix\ both\ by)\b
+    | \b(?:i|we)(?:\ need\ to|'ll|\ will|\ should)\ (?:also\ )?(?:use|rewrite|switch|replace|import|move|keep|drop|wrap
+       |disable|enable|configure|convert|cast|store|render|put|change|register|mark|pass)\b
+    | ^need\ `
+    | \breplac(?:e|es|ing)\b[^.!?]{1,60}?\bwith\b | \bmerg(?:e|es|ed|ing)\b[^.!?]{1,60}?\binto\b
+    | 选用 | 选定 | 改成 | 改名为 | 共识 | 已确认 | 那么就 | 那就用 | 採用 | 方針 | 正解 | にします | ことにしま | 最良
+    """)
+"""Decision cues beyond the shared ones (a checkpoint lists these; compress_prose need not keep them)."""
+_WEAK_DECISION = regex.compile(r"(?i)\b(?:instead\ of|rather\ than|prefer|recommend(?:ation|ed)?|decision"
+                            r"|we(?:'ll|\ will|\ are\ going\ to))\b|而不是|选择(?!了)")
+"""Cues that make a decision only with a choice made: "X rather than Y" also describes things."""
+_AGENTIVE = regex.compile(
+    r"""(?ix)
+    \b(?:i|we)\ (?:decided|chose)\b|\blet's\b
+    | \bi'd\ (?:go|use|leave|keep|pick|rather)\b
+    | \b(?:use|using|switch|switching|replace|replacing|keep|keeping|move|moving|drop|dropping|remove|removing
+       |rewrite|rewriting|add|adding|update|updating|change|changing|configure|configuring|wrap|wrapping|extract
+       |extracting|store|storing|go\ with)\b
+    | 改用 | 采用 | 改为 | 改成 | 换成 | 使用
+    """)
+_NOT_DECIDED = regex.compile(r"(?:没有|没|未|不|别)\s*(?:决定|改用|采用|选择|选用|选定|换成|改为|改成|改名为|就用|统一用)"
+                             r"|(?:需要|待|要不要)\S{0,4}决定|你的决定|记为(?:已)?确认")
+"""Decision words negated, still to be decided, or the person's to make."""
+_MORE_CONSTRAINT = regex.compile(
+    r"""(?ix)
+    \b(?:isolated\ from|without|ask\ me|before\ you|have\ to|has\ to|should|shud|in\ both)\b
+    | 防止 | 别(?=再|用|把|改|动|删|写|乱) | 只(?:推送|显示|读取|保留|写|用) | 不变 | 应当 | 应该 | 我希望
+    | だけではな | 含めて | 必ず | しないで | ないでください
+    """)
+"""What the person requires beyond the shared constraint cues."""
+_LIMIT = regex.compile(
+    r"""(?ix)
+    \b(?:doesn't|does\ not|don't|do\ not|won't|isn't|is\ not)\s+(?:support|allow|accept)\w*\b
+    | \b(?:can't|cannot|can\ not)\s+(?:access|attach|support|be\ used|modify|alter)\b
+    | \bnot\ supported\b | \bunsupported\b | \brequires?\ (?:a\ )?paid\b | \bwithout\ a\ default\b
+    | \b(?:don't|do\ not|never)\s+(?:paste|commit|share|push|expose|log|print)\b
+    | 不支持 | 不允许 | 必须
+    """)
+"""Limits the agent states: what a tool or service does not support, what must not be leaked."""
+_CHATTER = regex.compile(
+    r"""(?ix)
+    ^(?:(?:now|first|next|then|ok(?:ay)?|good|great|perfect|alright|so|also|but|and)[,.!:—-]*\s+)*
+    (?:let\ me|let's|i(?:'ll|\ will|'m\ going\ to|\ am\ going\ to|\ need\ to|\ want\ to)|i'm)\s+
+    (?:(?:also|first|now|quickly|just|then)\s+)?
+    (?:check|verify|look|see|read|re-?read|re-?test|test|run|re-?run|try|retry|search|explore|find|confirm|wait
+       |take|get|start|continue|inspect|examine|investigate|understand|trace|figure|dig|review|double-check|grep
+       |fetch|open|scan|view|compile|make\ sure|validate|debug|analy[sz]e|summari[sz]e|think|proceed)\b
+    | \bin\ the\ next\ (?:edit|step|change|commit)s?\b
+    | ^(?:让我|我来|我先|先|现在)\s*(?:检查|查看|看|确认|测试|读取|验证|试|找|排查|搜索|了解|分析)
+    """)
+"""The agent announcing what it will look at next: not a decision."""
+_QUESTION = regex.compile(r"[?？]\s*$|(?i)\b(?:want\ me\ to|would\ you\ like|shall\ i|should\ i|say\ the\ word"
+                          r"|if\ you'd\ (?:rather|prefer|like)|let\ me\ know)\b|要不要|需要我|是否需要")
+_FIRM = regex.compile(r"(?i)不能|不要|必须|\b(?:don't|do\ not|must|never)\b")
+_HEDGE = regex.compile(r"(?i)^(?:maybe|perhaps)\b|\bmight\b|也许|或许")
+_CODE_SPAN = regex.compile(r"`[^`]*`")
+_ACCEPTANCE = regex.compile(
+    r"(?i)^\W*(?:我?(?:同意|接受)|这一点我接受|这符合我的理解|可以|好的?|行|没问题|yes|yep|ok(?:ay)?|sure|agreed?|sounds\ good"
+    r"|go\ ahead|do\ it|lgtm|approved?)\b")
+_PROPOSAL = regex.compile(r"(?i)建议|推荐|提案|\b(?:i\ (?:suggest|propose|recommend)|my\ (?:suggestion|recommendation|proposal))\b")
+_BACK_REFERENCE = regex.compile(r"(?i)^(?:worth\ doing\ (?:that|this|it)|(?:do|doing)\ (?:that|this|it)|(?:that|this|it)\b)")
+
+
+def is_chatter(sentence: str) -> bool:
+    """The agent announcing what it will look at next ("Let me check …", "让我查看 …")."""
+    return _CHATTER.search(sentence) is not None
+
+
+def is_question(sentence: str) -> bool:
+    """A question or an offer ("Want me to …?", "let me know", "要不要 …")."""
+    return _QUESTION.search(sentence) is not None
+
+
+def states_decision(sentence: str) -> bool:
+    """A sentence stating a decision: a decision cue, not chatter, a question, a pointer ("…:"),
+    a negated or pending decision; a weak cue ("rather than") needs an agent choosing."""
+    if not (_CUES["decision"].search(sentence) or _MORE_DECISION.search(sentence)):
+        return False
+    if is_chatter(sentence) or is_question(sentence) or _NOT_DECIDED.search(sentence):
+        return False
+    if _CODE_SPAN.sub("", sentence).rstrip().endswith((":", "：")):
+        return False
+    if _WEAK_DECISION.search(sentence):
+        rest = _WEAK_DECISION.sub(" ", sentence)
+        return bool(_CUES["decision"].search(rest) or _MORE_DECISION.search(rest) or _AGENTIVE.search(sentence))
+    return True
+
+
+def states_constraint(sentence: str, role: str) -> bool:
+    """What the person requires (not asked as a question, not hedged, not a pasted document's
+    bold label), or a limit the agent states."""
+    if role == "user":
+        if not (_CUES["constraint"].search(sentence) or _MORE_CONSTRAINT.search(sentence)):
+            return False
+        asked = is_question(sentence) and not _FIRM.search(sentence)
+        return not asked and not _HEDGE.search(sentence) and ":**" not in sentence
+    return _LIMIT.search(sentence) is not None and not is_chatter(sentence) and not is_question(sentence)
+
+
+def states_next_step(sentence: str) -> bool:
+    """What the agent says is left or offers to do next ("Next steps:" headers excepted: their
+    list items are the steps)."""
+    if sentence.endswith((":", "：")):
+        return False
+    return _CUES["next_step"].search(sentence) is not None or (is_question(sentence) and not is_chatter(sentence))
+
+
+def introduces_steps(line: str) -> bool:
+    """A line ending in ':' that introduces next steps ("Next steps:", "the follow-up I'd run:")."""
+    line = line.strip()
+    return line.endswith((":", "：")) and bool(_CUES["next_step"].search(line) or is_question(line)
+                                               or "follow" in line.lower())
+
+
+def refers_back(sentence: str) -> bool:
+    """A sentence that only makes sense with the one before ("Worth doing that before …")."""
+    return _BACK_REFERENCE.match(sentence) is not None
+
+
+def accepts(text: str) -> bool:
+    """A short reply of the person accepting a proposal ("yes", "同意", "我接受")."""
+    return len(text) < 200 and _ACCEPTANCE.search(text.strip()) is not None
+
+
+def proposes(sentence: str) -> bool:
+    """The agent proposing ("I suggest", "我建议", "推荐"): a decision once the person accepts."""
+    return _PROPOSAL.search(sentence) is not None and not is_question(sentence)
 
 _PATH = regex.compile(
     r"""(?x)

@@ -54,6 +54,9 @@ _FILE_ACTION_OF = {name: action for action, names in _BY_FILE_ACTION.items() for
 _EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """Anthropic's `str_replace_based_edit_tool` (`str_replace_editor…`): its `command` -> action."""
 PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
+BOOKKEEPING_TOOLS = frozenset({"taskoutput", "bashoutput", "todowrite", "todoread", "todo_write", "askuserquestion",
+                               "question", "skill", "toolsearch", "enterplanmode", "exitplanmode", "killshell"})
+"""Tools that keep the session's books (todos, questions, plans, background output), not the project's."""
 """Tools (and Codex argv programs) whose input is an apply_patch body."""
 PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
 """Input keys of file tools that name the file (the first present one is used)."""
