@@ -47,10 +47,10 @@ class CheckpointConfig:
     memory: MemoryConfig
     ccr_dir: Path
     max_requests: int = 8  # user requests listed under Progress (older ones go to CCR)
-    max_items: int = 12  # per section
+    max_items: int = 20  # per section
     line_chars: int = 240  # one bullet; longer text is cut and its original stored in CCR
     task_chars: int = 800
-    next_step_turns: int = 3  # "next …" sentences count from the last this many assistant turns
+    next_step_turns: int = 3  # "next …" sentences count from the agent's last this many replies (messages with text)
     offer_limit: int = 10  # per type, offered to notes.md per checkpoint
 
 
@@ -130,6 +130,9 @@ def _progress(w: _Writer, ex: Extraction) -> list[str]:
             key = w.keep(hidden, "checkpoint: earlier requests")
             lines.append("  - " + format_marker(f"{len(requests) - len(shown)} earlier requests", key))
         lines += [f"  - {w.cut(r, w.cfg.line_chars, 'checkpoint: request')}" for r in shown]
+    for refusal in ex.refusals[-w.cfg.max_items:]:
+        why = f": {w.cut(refusal.reason, w.cfg.line_chars, 'checkpoint: refusal')}" if refusal.reason else ""
+        lines.append(f"- Refused: {w.cut(refusal.call, w.cfg.line_chars // 2, 'checkpoint: refused call')}{why}")
     if ex.last_reply is not None:
         lines.append("- Last reply: " + w.cut(ex.last_reply.text, w.cfg.line_chars * 2, "checkpoint: last reply"))
     return lines
@@ -149,13 +152,36 @@ def _gotcha_line(w: _Writer, g: Gotcha) -> str:
 
 
 def _next_steps(w: _Writer, ex: Extraction) -> list[str]:
-    recent = [s.text for s in ex.next_steps if s.turn > ex.turns - w.cfg.next_step_turns]
-    return [f"- [ ] {t}" for t in ex.todos_open] + w.bullets(recent, "next steps")
+    replies = set(ex.reply_turns[-w.cfg.next_step_turns:])
+    recent = [s.text for s in ex.next_steps if s.turn in replies]
+    first = []
+    if ex.unfinished is not None:  # the session stopped while the agent was still at work on it
+        first = ["- [ ] Unfinished, the latest request: "
+                 + w.cut(ex.unfinished.text, w.cfg.line_chars, "checkpoint: latest request")]
+    return first + [f"- [ ] {t}" for t in ex.todos_open] + w.bullets(recent, "next steps")
+
+
+def _errors(ex: Extraction) -> list[Gotcha]:
+    """Fixed and unfixed errors in session order, one line per error."""
+    return _distinct(sorted(ex.gotchas + ex.unresolved_errors, key=lambda g: g.turn))
+
+
+def _distinct(gotchas: list[Gotcha]) -> list[Gotcha]:
+    """One line per error: a repeated error keeps its last fix (or its last occurrence)."""
+    by_error: dict[str, Gotcha] = {}
+    for g in gotchas:
+        key = " ".join(g.error.split())
+        if g.fix or key not in by_error or not by_error[key].fix:
+            by_error.pop(key, None)
+            by_error[key] = g
+    return list(by_error.values())
 
 
 def _critical(w: _Writer, ex: Extraction, raw_path: str) -> list[str]:
     lines = w.bullets([s.text for s in ex.critical], "critical notes")
-    recent_errors = [g for g in ex.unresolved_errors if g.turn > ex.turns - w.cfg.next_step_turns]
+    fixed = {" ".join(g.error.split()) for g in ex.gotchas}
+    recent_errors = [g for g in _distinct(ex.unresolved_errors) if g.turn > ex.turns - w.cfg.next_step_turns
+                     and " ".join(g.error.split()) not in fixed]
     lines += [_gotcha_line(w, g) for g in recent_errors[-3:]]
     lines.append(f"- Raw messages (secrets redacted): `{raw_path}`")
     return lines
@@ -171,7 +197,7 @@ def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: s
         "Decisions": w.bullets([s.text for s in ex.decisions], "decisions"),
         "Constraints": w.bullets([s.text for s in ex.constraints], "constraints"),
         "Files changed": _files(ex),
-        "Errors → fixes": [_gotcha_line(w, g) for g in ex.gotchas[-cfg.max_items :]],
+        "Errors → fixes": [_gotcha_line(w, g) for g in _errors(ex)[-cfg.max_items :]],
         "Next steps": _next_steps(w, ex),
         "Critical context": _critical(w, ex, f"sessions/{session_id}/{RAW_FILE}"),
     }
@@ -184,7 +210,7 @@ def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: s
 def _candidates(ex: Extraction) -> list[tuple[str, str]]:
     """(type, text) offered to memory, oldest first."""
     found = [("decision", s.text) for s in ex.decisions] + [("constraint", s.text) for s in ex.constraints]
-    found += [("gotcha", f"{g.error} → fixed by {g.fix}") for g in ex.gotchas]
+    found += [("gotcha", " ".join(f"{g.error} → fixed by {g.fix}".split())) for g in ex.gotchas]
     return found
 
 
