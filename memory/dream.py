@@ -9,7 +9,10 @@ What must hold:
 - pinned entries are never changed or removed (a non-pinned near-duplicate of one is dropped);
 - the previous MEMORY.md is kept as MEMORY.md.bak (notes.md as notes.md.bak);
 - a run that would leave fewer than half of MEMORY.md's entries raises DreamRefused, writes nothing;
-- deterministic: the same files give the same result; a second run changes nothing.
+- deterministic: the same files give the same result; a second run changes nothing;
+- a gotcha folded in from notes.md is one readable line: line breaks written as literal `\\n`
+  sequences (an error output JSON-encoded twice, as older checkpoints offered them) and real ones
+  become spaces.
 `maybe_dream` runs it when due: 7 days since the last run, or notes.md holds more than 20 entries
 (state in `.schedule.json` in the project home).
 """
@@ -17,7 +20,7 @@ What must hold:
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -63,11 +66,23 @@ class _Item:
     terms: frozenset[str]
 
 
+_ESCAPED_BREAK = regex.compile(r"(?:\\r)?\\n|\\t")
+
+
+def readable_gotcha(entry: Entry) -> Entry:
+    """A gotcha as one line: literal `\\n` / `\\t` sequences and line breaks become spaces."""
+    if entry.type != "gotcha" or ("\\n" not in entry.text and "\\t" not in entry.text and "\n" not in entry.text):
+        return entry
+    return replace(entry, text=" ".join(_ESCAPED_BREAK.sub(" ", entry.text).split()))
+
+
 def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> list[_Item]:
     tok = api.tokenizer(cfg)
     out = []
     for rank, doc in enumerate((memory, notes)):
         for pos, entry in enumerate(doc.entries()):
+            if rank == 1:
+                entry = readable_gotcha(entry)
             out.append(_Item(entry, rank == 1, (entry.created or "", rank, pos), terms(entry.text, tok)))
     return out
 
