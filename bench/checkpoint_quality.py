@@ -3,6 +3,7 @@
     python bench/checkpoint_quality.py              # per-session table and the overall table
     python bench/checkpoint_quality.py --misses     # also list missed labels and unmatched items
     python bench/checkpoint_quality.py --json       # machine-readable totals (tests, README)
+    python bench/checkpoint_quality.py --split      # totals of the sessions tuned on and of the held-out ones
 
 For every session in bench/labels/checkpoint_labels.json it writes a checkpoint the product way
 (`memory.checkpoint.checkpoint_file`, into a temporary project home, nothing offered to memory)
@@ -107,10 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the totals as JSON")
     parser.add_argument("--misses", action="store_true", help="list missed labels and unmatched items")
+    parser.add_argument("--split", action="store_true",
+                        help="totals of the sessions the extractors were tuned on and of the held-out ones")
     args = parser.parse_args(argv)
     if not TRANSCRIPTS.is_dir():
         print(f"corpus absent: {TRANSCRIPTS}", file=sys.stderr)
         return 2
+    if args.split:
+        labels = load_labels()
+        for name, held in (("tuned on", False), ("held out", True)):
+            subset = {k: v for k, v in labels.items() if bool(v.get("held_out")) is held}
+            print(f"## {name} ({len(subset)} sessions)\n")
+            print(report(evaluate(labels=subset)).split("\n\n")[1] + "\n")
+        return 0
     result = evaluate()
     print(json.dumps(totals_json(result), indent=1) if args.json else report(result, args.misses))
     return 0
