@@ -7,14 +7,14 @@ from pathlib import Path
 
 import orjson
 
-from compress.adapters import from_provider
-from compress.formats import read_session
+from compress.formats.requests import from_provider
+from compress.formats.sessions import read_session
+from compress.formats.sessions.transcript import Transcript
 from memory import api
 from memory.checkpoint import CheckpointConfig, write_checkpoint
 from memory.config import MemoryConfig
 from memory.dream import dream
 from memory.extract import extract
-from compress.formats.base import Transcript
 
 
 def _use(i, name, inp):
