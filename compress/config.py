@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, TypeVar
 
+from compress.provider_cache import LOOKBACK_BLOCKS
 from compress.tiers import TierThresholds
 from compress.vocab.tools import PROTECTED_TOOLS
 
@@ -16,7 +17,7 @@ class CompressConfig:
     epoch_savings_threshold: int = 20_000
     """A new epoch starts when re-deciding the messages that left the protected tail since the
     last epoch would save at least this many tokens."""
-    cache_window_blocks: int = 20
+    cache_window_blocks: int = LOOKBACK_BLOCKS
     """Providers look for a cached prefix only this many content blocks back from the end of a
     request (Anthropic: 20); a change further back makes the whole request a cache write."""
     window_epoch_savings: int = 1_000

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-READ_PRICE = 0.1
-WRITE_PRICE = 1.25
-LOOKBACK_BLOCKS = 20
+from compress.provider_cache import LOOKBACK_BLOCKS, READ_PRICE, WRITE_PRICE
+
 COMPACT_AT = 160_000
 COMPACT_TO = 20_000
 

@@ -31,8 +31,9 @@ from compress.config import CompressConfig
 from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
 from compress.formats.requests import SHAPES, from_provider
 from compress.formats.sessions.transcript import Transcript
+from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message, last_person_index
-from compress.pipeline import MESSAGE_OVERHEAD, Chain, block_tokens, run
+from compress.pipeline import Chain, run
 from compress.session import Session
 from compress.tokens import TokenCounter, get_counter
 from compress.vocab.calls import touched_files

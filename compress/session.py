@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
+import xxhash
 
 from ground.files import atomic_write, private_lock
 from ground.jsonbytes import dumps
@@ -166,3 +167,23 @@ def _record_line(prefix_hash: str, r: Record) -> bytes:
     return dumps({"h": prefix_hash, "r": r.rendered, "rt": r.raw_tokens, "ot": r.out_tokens,
                          "c": r.compressible, "s": r.settled})
 
+
+def prefix_hashes(raw_messages: list[Any]) -> list[str]:
+    """The session's keys: the hash of each message prefix (equal hashes mean equal messages up
+    to and including it)."""
+    out = []
+    prev = b""
+    for msg in raw_messages:
+        h = xxhash.xxh3_128(prev)
+        h.update(dumps(msg))
+        prev = h.digest()
+        out.append(h.hexdigest())
+    return out
+
+
+def known_prefix(hashes: list[str], records: dict[str, Record]) -> int:
+    """Length of the longest message prefix the session has a record for."""
+    for k in range(len(hashes), 0, -1):
+        if hashes[k - 1] in records:
+            return k
+    return 0

@@ -12,6 +12,7 @@ from compress import pipeline
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE
+from compress.run_report import RunReport
 from compress.session import Session
 from compress.stage import Stage
 from compress.tiers import TierThresholds
@@ -57,7 +58,7 @@ BODIES = {"anthropic": anthropic_body, "openai": openai_body}
 
 
 def run_stages(body: Any, *stages: Stage, config: CompressConfig = OPEN_CONFIG, store: CCRStore | None = None,
-               session: Session | None = None) -> tuple[Any, pipeline.RunReport, CCRStore]:
+               session: Session | None = None) -> tuple[Any, RunReport, CCRStore]:
     store = store or CCRStore.in_memory()
     chain = pipeline.Chain(stages) if stages else None
     result = pipeline.run(body, session=session or Session.memory(), store=store, config=config, chain=chain)

@@ -7,7 +7,8 @@ from typing import Any
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import RunResult, run
+from compress.pipeline import run
+from compress.run_report import RunResult
 from compress.session import Session
 from ground.jsonbytes import dumps
 

@@ -1,0 +1,107 @@
+"""When a run starts a new epoch, and from which message.
+
+Between epochs a known prefix renders as before and only new messages are processed. An
+epoch re-decides messages, and it is priced the way the provider caches
+(`compress.provider_cache`). It must start on a new session, a changed provider, tier or
+history (`forced_reason`). Otherwise it is tried when messages that left the protected tail
+since they were decided ("unsettled") could pay for it (`epoch_trial`), and taken when the
+trial saves enough tokens and pays back the cache writes it causes (`pays_off`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Sequence
+
+from compress.config import CompressConfig
+from compress.model import Message
+from compress.provider_cache import READ_PRICE, WRITE_PRICE, first_dropped_thinking
+from compress.session import Session
+from compress.tiers import Tier
+
+
+@dataclass(frozen=True, slots=True)
+class EpochChoice:
+    start: int
+    """First message to re-decide."""
+    needed: int
+    """Tokens the epoch must save at least."""
+    cached_end: int
+    """End of the cached request the provider reads after the epoch (0: none, all is written)."""
+    read_end: int
+    """... and without it (0: none; the provider writes the whole request anyway)."""
+    potential: int
+    """Compressible tokens at stake (unsettled messages)."""
+
+    def retry_at(self) -> int:
+        """After this trial did not pay off: the compressible tokens the next trial waits for,
+        when it was a re-run from the start while the provider could read a cached request
+        (else 0: no wait)."""
+        return self.potential + self.needed // 2 if self.read_end and not self.cached_end else 0
+
+
+def forced_reason(session: Session, provider: str, tier: Tier, frozen: int) -> str:
+    """Why this run must start an epoch whatever it saves ('' if it need not); `frozen`: the
+    messages the session already knows."""
+    header = session.header
+    if not session.records or header.provider != provider:
+        return "new session"
+    if header.tier != int(tier):
+        return f"tier {Tier(header.tier).label if header.tier >= 0 else '?'} → {tier.label}"
+    if frozen == 0:
+        return "history changed"
+    return ""
+
+
+def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
+                hashes: list[str], config: CompressConfig) -> EpochChoice | None:
+    """Whether to try an epoch now, and from which message, or None.
+
+    The provider reads the longest cached request that is still a prefix and ends within
+    its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
+    request anyway: a re-run from the start costs nothing extra and must only save
+    `window_epoch_savings`. Otherwise, when unsettled messages lie after a cached request within
+    the window, they are re-decided from there (only the blocks after it are written again;
+    `window_epoch_savings`); else a re-run from the start makes the provider write everything
+    and must save `epoch_savings_threshold`. `blocks`: each message's blocks as the provider
+    counts them.
+    """
+    suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
+    changed = min(frozen, first_dropped_thinking(messages, frozen))
+    in_window = [e for e in session.request_ends if e <= changed and suffix[e] < config.cache_window_blocks]
+    if not in_window:
+        return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
+    read_end = max(in_window)
+    records = session.records
+    unsettled = [i for i in range(min(frozen, tail)) if not records[hashes[i]].settled]
+    if not unsettled:
+        return None
+    window = [i for i in unsettled if i >= min(in_window)]
+    at_stake = sum(records[hashes[i]].compressible for i in window)
+    if window and at_stake >= config.window_epoch_savings:
+        cached_end = max(e for e in in_window if e <= window[0])
+        return EpochChoice(window[0], config.window_epoch_savings, cached_end, read_end, at_stake)
+    potential = sum(records[hashes[i]].compressible for i in unsettled)
+    big = config.epoch_savings_threshold
+    if potential >= max(big, session.header.next_trial_at):
+        return EpochChoice(0, big, 0, read_end, potential)
+    return None
+
+
+def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], turn: int,
+             config: CompressConfig) -> bool:
+    """Whether the trial (its messages' output tokens, against the current rendering's) saves
+    `choice.needed` tokens and pays back its cache writes: the saving, read at `READ_PRICE` in
+    each of the requests still expected (`epoch_horizon` × the assistant turns so far),
+    outweighs writing the trial from `choice.cached_end` on instead of reading the current
+    rendering up to `choice.read_end`."""
+    saved = sum(current) - sum(trial)
+    if saved < choice.needed:
+        return False
+    if config.epoch_horizon <= 0:
+        return True
+    expected = max(1.0, config.epoch_horizon * turn)
+    span = slice(choice.cached_end, choice.read_end)
+    extra = WRITE_PRICE * sum(trial[span]) - READ_PRICE * sum(current[span])
+    return READ_PRICE * saved * expected >= extra

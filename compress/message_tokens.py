@@ -1,0 +1,97 @@
+"""Input tokens of canonical messages, as the pipeline and the replay count them.
+
+A message costs `MESSAGE_OVERHEAD` plus its blocks; system and unknown messages cost their
+JSON. `MessageTokens` counts each block and message object once per run (they are immutable)
+and each long text once per str object.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from ground.jsonbytes import dumps
+
+IMAGE_TOKENS = 1_600
+"""Tokens charged for an image block (a ~1.2 megapixel image at width*height/750)."""
+
+MESSAGE_OVERHEAD = 4
+"""Tokens charged per message besides its blocks."""
+
+def block_tokens(b: Block, count: Callable[[str], int]) -> int:
+    """Input tokens of one block."""
+    if b.kind in (TEXT, THINKING):
+        return count(b.text)
+    if b.kind == TOOL_USE:
+        value = b.input if isinstance(b.input, str) else dumps(b.input).decode()
+        return 8 + count(b.tool_name) + count(value)
+    if b.kind == TOOL_RESULT:
+        return 4 + sum(block_tokens(p, count) for p in b.parts)
+    if b.kind == IMAGE:
+        return IMAGE_TOKENS
+    if b.kind == REDACTED_THINKING:
+        return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
+    return count(dumps(b.raw).decode())
+
+
+class CountOnce:
+    """`count(text)`, remembered per str object for long texts: a run counts the same original
+    in several places (its block, then a stage's saving rule)."""
+
+    LONG = 2_048
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self._count = count
+        self._seen: dict[int, tuple[str, int]] = {}
+
+    def __call__(self, text: str) -> int:
+        if len(text) < self.LONG:
+            return self._count(text)
+        seen = self._seen.get(id(text))
+        if seen is not None and seen[0] is text:
+            return seen[1]
+        n = self._count(text)
+        self._seen[id(text)] = (text, n)
+        return n
+
+
+class MessageTokens:
+    """The token counts of one run; `count` is the text counter the stages share."""
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self.count = CountOnce(count)
+        self._messages: dict[int, tuple[Message, int]] = {}
+        self._blocks: dict[int, tuple[Block, int]] = {}
+
+    def block(self, b: Block) -> int:
+        cached = self._blocks.get(id(b))
+        if cached is not None and cached[0] is b:
+            return cached[1]
+        n = block_tokens(b, self.count)
+        self._blocks[id(b)] = (b, n)
+        return n
+
+    def message(self, msg: Message) -> int:
+        cached = self._messages.get(id(msg))
+        if cached is not None and cached[0] is msg:
+            return cached[1]
+        if msg.role in ("system", "other"):
+            n = MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
+        else:
+            n = MESSAGE_OVERHEAD + sum(self.block(b) for b in msg.blocks)
+        self._messages[id(msg)] = (msg, n)
+        return n
+
+    def compressible(self, msg: Message) -> int:
+        """Tokens in blocks some stage could shorten once the message is old."""
+        n = 0
+        for b in msg.blocks:
+            if b.kind in (THINKING, REDACTED_THINKING, TOOL_RESULT) or (b.kind == TEXT and msg.role == "assistant"):
+                n += self.block(b)
+            elif b.kind == TOOL_USE:
+                n += max(0, self.block(b) - 250)
+        return n
+
+    def head(self, body: dict[str, Any]) -> int:
+        """Tokens of the request's system prompt and tool definitions."""
+        return sum(self.count(dumps(body[k]).decode()) for k in ("system", "tools") if k in body)

@@ -1,0 +1,114 @@
+"""One way to render a request: the active stages applied from a start message on, each
+checked by the protocol guard, and what the session records of each message.
+
+Messages before the start render as the session recorded them; the stages may change the
+messages from the start up to the protected tail; ages count from the given anchor turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from compress.config import CompressConfig
+from compress.formats.requests import render_message
+from compress.message_tokens import MessageTokens
+from compress.model import Message
+from compress.protocol_guard import violation
+from compress.session import Record, Session
+from compress.stage import PendingOriginals, Stage, StageContext
+from compress.tiers import Tier
+
+log = logging.getLogger("ctxmill.compress")
+
+
+@dataclass
+class Plan:
+    messages: list[Message]
+    originals: PendingOriginals
+    saved: dict[str, int]
+    """Tokens each stage saved."""
+    stage_ms: dict[str, float]
+    decisions: list[tuple[int, str, str]]
+    errors: list[str]
+    anchor_turn: int = 0
+    first_new: int = 0
+    """Messages before it render as the session recorded them."""
+    rendered: list[Any] = field(default_factory=list)
+    out_tokens: list[int] = field(default_factory=list)
+    out_total: int = 0
+    settled: list[bool] = field(default_factory=list)
+    compressible: list[int] = field(default_factory=list)
+    next_trial_at: int = 0
+
+    def record(self, i: int, raw_tokens: int) -> Record:
+        return Record(self.rendered[i], raw_tokens, self.out_tokens[i], self.compressible[i], self.settled[i])
+
+
+@dataclass
+class Planner:
+    """Plans one request (`plan(start, anchor)` for each start the runner considers)."""
+
+    provider: str
+    messages: list[Message]
+    stages: list[Stage]
+    tail: int
+    """First message of the protected tail."""
+    tier: Tier
+    config: CompressConfig
+    tokens: MessageTokens
+    session: Session
+    hashes: list[str]
+
+    def plan(self, start: int, anchor: int) -> Plan:
+        mutable = tuple(start <= i < self.tail for i in range(len(self.messages)))
+        plan = self._apply_stages(mutable, anchor)
+        plan.anchor_turn = anchor
+        plan.first_new = start
+        for i, msg in enumerate(plan.messages):
+            if i < start:
+                record = self.session.records[self.hashes[i]]
+                plan.rendered.append(record.rendered)
+                plan.out_tokens.append(record.out_tokens)
+            else:
+                plan.rendered.append(render_message(self.provider, msg))
+                plan.out_tokens.append(self.tokens.message(msg))
+        plan.out_total = sum(plan.out_tokens)
+        plan.settled = [i < self.tail for i in range(len(self.messages))]
+        plan.compressible = [0 if i < start else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
+        return plan
+
+    def _apply_stages(self, mutable: tuple[bool, ...], anchor: int) -> Plan:
+        """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the
+        originals it buffered."""
+        config = self.config
+        originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
+        ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count)
+        current = list(self.messages)
+        saved: dict[str, int] = {}
+        stage_ms: dict[str, float] = {}
+        any_mutable = any(mutable)
+        for stage in self.stages:
+            if not (any_mutable or stage.appends_to_newest):
+                continue
+            t0 = time.perf_counter()
+            ctx.stage = stage.name
+            before_writes = dict(originals.entries)
+            try:
+                result = stage.run(current, ctx)
+                broken = violation(current, result, mutable, stage)
+            except Exception as exc:  # noqa: BLE001 - skip a failing stage
+                broken = f"raised {type(exc).__name__}: {exc}"
+            if broken:
+                message = f"stage {stage.name} dropped for this run: {broken}"
+                log.warning(message)
+                ctx.errors.append(message)
+                originals.entries = before_writes
+            else:
+                saved[stage.name] = sum(self.tokens.message(a) - self.tokens.message(b)
+                                        for a, b in zip(current, result) if a is not b)
+                current = result
+            stage_ms[stage.name] = round((time.perf_counter() - t0) * 1000, 3)
+        return Plan(current, originals, saved, stage_ms, ctx.decisions, ctx.errors)

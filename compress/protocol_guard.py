@@ -1,0 +1,61 @@
+"""The rules every stage's output must keep, checked by the runner after each stage.
+
+A stage keeps the number of messages; it changes only mutable messages (not frozen by the
+session, not in the protected tail), and in them never a tool id or name, user-written text,
+or (unless `may_edit_inputs`) a tool input. A stage that `appends_to_newest` may also append
+exactly one text block to the newest user message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message
+from compress.stage import Stage
+
+
+def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stage: Stage) -> str:
+    """Why a stage's output breaks a rule, or '' if it keeps them all."""
+    if not isinstance(after, list) or len(after) != len(before):
+        return "changed the number of messages"
+    for i, (a, b) in enumerate(zip(before, after)):
+        if a is b:
+            continue
+        if stage.appends_to_newest and i == len(before) - 1:
+            if _appends_one_text_block(a, b):
+                continue
+            return f"changed the newest message {i} other than by appending one text block"
+        if not mutable[i]:
+            return f"changed frozen or protected message {i}"
+        if not isinstance(b, Message) or b.role != a.role or b.raw is not a.raw:
+            return f"replaced message {i}"
+        if _calls(a) != _calls(b):
+            return f"changed tool ids or names in message {i}"
+        if a.role == "user" and not _same_objects(_authored(a), _authored(b)):
+            return f"changed user text in message {i}"
+        if not stage.may_edit_inputs and not _same_objects(_inputs(a), _inputs(b)):
+            return f"changed tool inputs in message {i}"
+    return ""
+
+
+def _appends_one_text_block(before: Message, after: Any) -> bool:
+    """`after` is the user message `before` with one text block appended, all else the same objects."""
+    return (isinstance(after, Message) and before.role == after.role == "user" and after.raw is before.raw
+            and len(after.blocks) == len(before.blocks) + 1 and after.blocks[-1].kind == TEXT
+            and _same_objects(list(before.blocks), list(after.blocks[:-1])))
+
+
+def _calls(msg: Message) -> list[tuple[str, str, str]]:
+    return [(b.kind, b.tool_id, b.tool_name) for b in msg.blocks if b.kind in (TOOL_USE, TOOL_RESULT)]
+
+
+def _authored(msg: Message) -> list[Any]:
+    return [b for b in msg.blocks if b.kind != TOOL_RESULT]
+
+
+def _inputs(msg: Message) -> list[Any]:
+    return [b.input for b in msg.blocks if b.kind == TOOL_USE]
+
+
+def _same_objects(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
