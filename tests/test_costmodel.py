@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.costmodel import READ_PRICE, WRITE_PRICE, CacheCost, PromptCache, compaction_events
+from compress.provider_cache import READ_PRICE, WRITE_PRICE
+from compress.replay.costmodel import CacheCost, PromptCache, compaction_events
 
 
 def test_prices_are_anthropic_multipliers():

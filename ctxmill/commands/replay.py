@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
-    from compress.replay import replay
+    from compress.replay.runner import replay
     from ctxmill.cli import CliError
     from ctxmill.settings import compress_config_for_cli
 

@@ -1,10 +1,10 @@
 """Modelled prompt-cache cost and host compactions of a sequence of requests.
 
-Anthropic-style caching, on content blocks: each request reads from cache the longest earlier
-request that is an exact block prefix of it and ends within its last LOOKBACK_BLOCKS blocks,
-and writes the rest; the system prompt and tools (the head) are read once written. Prices are
-in units of the base input price: read READ_PRICE, write WRITE_PRICE. The model is
-incremental: each request costs time linear in its number of blocks, with no re-counting.
+Caching as the engine prices it (`compress.provider_cache`): each request reads from cache the
+longest earlier request that is an exact block prefix of it and ends within its last
+LOOKBACK_BLOCKS blocks, and writes the rest; the system prompt and tools (the head) are read
+once written. The model is incremental: each request costs time linear in its number of
+blocks, with no re-counting.
 
 Compactions: a 200K-window host compacts when the context crosses COMPACT_AT tokens and
 continues from COMPACT_TO tokens; `compaction_events` counts that on a list of request sizes.

@@ -1,0 +1,50 @@
+"""How the raw replay's cost model compares with the usage the provider reported."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from compress.provider_cache import READ_PRICE, WRITE_PRICE
+from compress.replay.pricing import Priced
+
+
+@dataclass
+class UsageCheck:
+    """How the raw replay's model compares with what the provider reported.
+
+    The recording lacks the host's system prompt and tools, so their size (`unseen_head`) is
+    estimated as the median gap between reported and modelled input; the unseen head is taken
+    as cached after the first request."""
+
+    compared: int = 0
+    unseen_head: int = 0
+    median_abs_error: float = 0.0
+    """Median |modelled + unseen_head - reported| / reported input tokens, per request."""
+    modelled_cost: float = 0.0
+    reported_cost: float = 0.0
+    cost_ratio: float = 0.0
+    """modelled / reported cost over the compared requests (1.0 = the model is exact)."""
+    modelled_read_share: float = 0.0
+    reported_read_share: float = 0.0
+
+
+def check_usage(pairs: list[tuple[Priced, Any]]) -> UsageCheck | None:
+    """`pairs`: the raw pricing of a request and the provider usage of the same call."""
+    if not pairs:
+        return None
+    unseen = max(0, round(statistics.median(u.prompt_total - p.tokens for p, u in pairs)))
+    errors = [abs(p.tokens + unseen - u.prompt_total) / u.prompt_total for p, u in pairs if u.prompt_total]
+    modelled = reported = read_m = read_r = total_m = total_r = 0.0
+    for i, (p, u) in enumerate(pairs):
+        head_read = unseen if i else 0
+        modelled += p.cache.cost + READ_PRICE * head_read + WRITE_PRICE * (unseen - head_read)
+        reported += u.input + READ_PRICE * u.cache_read + WRITE_PRICE * u.cache_write
+        read_m += p.cache.read + head_read
+        total_m += p.tokens + unseen
+        read_r += u.cache_read
+        total_r += u.prompt_total
+    return UsageCheck(len(pairs), unseen, round(statistics.median(errors), 4) if errors else 0.0,
+                      round(modelled, 1), round(reported, 1), round(modelled / reported, 4) if reported else 0.0,
+                      round(read_m / total_m, 4) if total_m else 0.0, round(read_r / total_r, 4) if total_r else 0.0)
