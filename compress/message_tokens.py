@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from compress.memo import PerObject
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from ground.jsonbytes import dumps
 
@@ -17,6 +18,7 @@ IMAGE_TOKENS = 1_600
 
 MESSAGE_OVERHEAD = 4
 """Tokens charged per message besides its blocks."""
+
 
 def block_tokens(b: Block, count: Callable[[str], int]) -> int:
     """Input tokens of one block."""
@@ -42,45 +44,25 @@ class CountOnce:
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self._count = count
-        self._seen: dict[int, tuple[str, int]] = {}
+        self._long = PerObject(count)
 
     def __call__(self, text: str) -> int:
-        if len(text) < self.LONG:
-            return self._count(text)
-        seen = self._seen.get(id(text))
-        if seen is not None and seen[0] is text:
-            return seen[1]
-        n = self._count(text)
-        self._seen[id(text)] = (text, n)
-        return n
+        return self._count(text) if len(text) < self.LONG else self._long(text)
 
 
 class MessageTokens:
-    """The token counts of one run; `count` is the text counter the stages share."""
+    """The token counts of one run, each block and message counted once; `count` is the text
+    counter the stages share."""
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self.count = CountOnce(count)
-        self._messages: dict[int, tuple[Message, int]] = {}
-        self._blocks: dict[int, tuple[Block, int]] = {}
+        self.block: PerObject[Block, int] = PerObject(lambda b: block_tokens(b, self.count))
+        self.message: PerObject[Message, int] = PerObject(self._message)
 
-    def block(self, b: Block) -> int:
-        cached = self._blocks.get(id(b))
-        if cached is not None and cached[0] is b:
-            return cached[1]
-        n = block_tokens(b, self.count)
-        self._blocks[id(b)] = (b, n)
-        return n
-
-    def message(self, msg: Message) -> int:
-        cached = self._messages.get(id(msg))
-        if cached is not None and cached[0] is msg:
-            return cached[1]
+    def _message(self, msg: Message) -> int:
         if msg.role in ("system", "other"):
-            n = MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
-        else:
-            n = MESSAGE_OVERHEAD + sum(self.block(b) for b in msg.blocks)
-        self._messages[id(msg)] = (msg, n)
-        return n
+            return MESSAGE_OVERHEAD + self.count(dumps(msg.raw).decode())
+        return MESSAGE_OVERHEAD + sum(self.block(b) for b in msg.blocks)
 
     def compressible(self, msg: Message) -> int:
         """Tokens in blocks some stage could shorten once the message is old."""

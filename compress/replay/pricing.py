@@ -14,6 +14,7 @@ from typing import Any
 import xxhash
 
 from compress.formats.requests import SHAPES
+from compress.memo import PerObject
 from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
@@ -45,21 +46,17 @@ class RequestAccountant:
         self.count = counter.count
         self.cache = PromptCache()
         self.sizes: list[int] = []
-        self._by_id: dict[int, tuple[Any, _MessageInfo]] = {}
+        self._info = PerObject(self._info_by_content)
         self._by_content: dict[int, _MessageInfo] = cache if cache is not None else {}
         self._heads: dict[bytes, tuple[int, int]] = {}
 
-    def _info(self, raw: Any) -> _MessageInfo:
-        hit = self._by_id.get(id(raw))
-        if hit is not None and hit[0] is raw:
-            return hit[1]
+    def _info_by_content(self, raw: Any) -> _MessageInfo:
         data = dumps(raw)
         digest = xxhash.xxh3_64_intdigest(data)
         info = self._by_content.get(digest)
         if info is None:
             info = self._measure(self.parse(raw), data)
             self._by_content[digest] = info
-        self._by_id[id(raw)] = (raw, info)
         return info
 
     def _measure(self, msg: Message, data: bytes) -> _MessageInfo:
