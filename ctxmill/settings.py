@@ -144,7 +144,7 @@ def redaction_from(section: Any, where: str = "config") -> Redaction:
 
 def compress_config_for_cli(home: Path | None = None) -> CompressConfig:
     """The project's compress settings for a CLI command; a bad file is a one-line CLI error."""
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.paths import project_home
 
     try:

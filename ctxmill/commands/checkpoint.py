@@ -23,7 +23,7 @@ def register(subparsers) -> None:
 def run_checkpoint(session: Path | None, session_id: str | None = None, fmt: str | None = None, offer: bool = True):
     """Checkpoint `session` or the recorded live session; CliError when there is none or it is unreadable."""
     from compress.formats.sessions import UnknownFormat
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.configs import checkpoint_config
     from ctxmill.hooks import current_session
     from ctxmill.paths import project_home

@@ -30,7 +30,7 @@ def read_request(source: str) -> object:
     """The parsed body, or CliError with a one-line reason."""
     import orjson
 
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
 
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from compress.formats.requests import InvalidRequest, detect
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.paths import ccr_dir
     from ctxmill.settings import compress_config_for_cli
     from ground.jsonbytes import dumps

@@ -21,7 +21,7 @@ def describe(result) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.configs import memory_config
     from memory.dream import DreamRefused, dream, maybe_dream, record_run
 

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ccr.expand import expand
     from ccr.keys import is_valid_key
     from ccr.store import CCRError, CCRStore, db_path, invalid_key_message
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.paths import ccr_dir
 
     if not is_valid_key(args.key):

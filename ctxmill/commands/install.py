@@ -25,7 +25,7 @@ def register(subparsers) -> None:
 
 def apply(args: argparse.Namespace, install: bool) -> int:
     from ctxmill import integrations
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.paths import global_home, project_home, project_root
 
     root = project_root()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ctxmill.cli import CliError
+from ctxmill.errors import CliError
 from ctxmill.configs import memory_config
 
 

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_upstream(url: str, flag: str, host: str, port: int) -> str:
     from urllib.parse import urlsplit
 
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.proxy.server import is_loopback
 
     parts = urlsplit(url)
@@ -64,7 +64,7 @@ def base_url(host: str, port: int) -> str:
 def fetch_stats(host: str, port: int) -> dict:
     import httpx
 
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
 
     url = f"{base_url(host, port)}/ctxmill/stats"
     try:
@@ -89,7 +89,7 @@ def format_stats(data: dict) -> str:
 
 def _proxy_settings(args: argparse.Namespace) -> dict:
     """latency_budget_ms and workers: the flags, else the config file's [proxy] table."""
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.paths import project_home
     from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
 
@@ -110,7 +110,7 @@ def _proxy_settings(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.proxy.server import is_loopback
 
     if args.stats:

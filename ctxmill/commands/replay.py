@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
     from compress.replay.runner import replay
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.settings import compress_config_for_cli
 
     config = compress_config_for_cli()

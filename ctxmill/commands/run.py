@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _answers(port: int) -> bool:
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.commands.proxy import fetch_stats
 
     try:
@@ -41,7 +41,7 @@ def _answers(port: int) -> bool:
 
 
 def _start_proxy(port: int, home: Path | None) -> subprocess.Popen:
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
 
     args = [sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--log-level", "warning"]
     if home:
@@ -60,7 +60,7 @@ def _start_proxy(port: int, home: Path | None) -> subprocess.Popen:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxmill.cli import CliError
+    from ctxmill.errors import CliError
     from ctxmill.commands.proxy import base_url
 
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd

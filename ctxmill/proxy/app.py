@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 
-from ctxmill.cli import log_file
+from ctxmill.logs import log_file
 from ctxmill.paths import ccr_dir, sessions_dir
 from ctxmill.proxy import worker
 from ctxmill.proxy.config import ProxyConfig

@@ -54,7 +54,7 @@ class WorkerSetup:
     chain: Chain | None
     max_sessions: int
     log_file: Path | None = None
-    """Where the proxy process logs (`ctxmill.cli.configure_logging`); None: stderr."""
+    """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ _worker: Worker | None = None
 def start(setup: WorkerSetup) -> None:
     """Logging like the proxy's (secrets redacted), then the worker."""
     global _worker
-    from ctxmill.cli import configure_logging, redact_every_record
+    from ctxmill.logs import configure_logging, redact_every_record
 
     redact_every_record()
     if setup.log_file is not None:

@@ -93,7 +93,7 @@ def test_every_covered_kind_is_redacted_in_context():
 
 
 def test_log_records_are_redacted_and_the_log_file_is_private(tmp_path):
-    from ctxmill.cli import RedactingFilter, _LazyFileHandler
+    from ctxmill.logs import RedactingFilter, _LazyFileHandler
 
     path = tmp_path / "a" / "b" / "ctxmill.log"
     handler = _LazyFileHandler(path, delay=True, encoding="utf-8")
@@ -157,7 +157,7 @@ def test_ccr_keys_that_are_paths_are_refused(tmp_path):
 
 def test_every_logger_is_redacted_once_the_cli_configured_logging(tmp_path, monkeypatch):
     """uvicorn's and any library's records too, not only ctxmill's file handler."""
-    from ctxmill.cli import redact_every_record
+    from ctxmill.logs import redact_every_record
 
     before = logging.getLogRecordFactory()
     try:

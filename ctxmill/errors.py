@@ -1,0 +1,6 @@
+"""The faces' errors: problems `ctxmill.cli.main` reports as one line on stderr with exit code 2."""
+
+
+class CliError(Exception):
+    """A usage or input problem reported as one line on stderr with exit code 2."""
+

@@ -1,0 +1,72 @@
+"""The faces' logging: warnings go to a private log file, never to the agent's terminal, and every
+record is redacted before any handler sees it."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+
+class _LazyFileHandler(logging.FileHandler):
+    """Appends to the log file (0600 in a 0700 folder), created only when something is logged."""
+
+    def _open(self):  # noqa: ANN202 - logging's signature
+        from ground.files import private_dir, private_file
+
+        private_file(private_dir(Path(self.baseFilename).parent) / Path(self.baseFilename).name)
+        return super()._open()
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts secrets from every record (message and arguments) before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from ground.redact import redact
+
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info, record.exc_text = None, None
+        record.msg, record.args = redact(message), None
+        return True
+
+
+def redact_every_record() -> None:
+    """Redact secrets in every log record this process creates, whatever the logger or handler
+    (the proxy's uvicorn and stderr handlers included). Installed once."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "redacts", False):
+        return
+    redacting = RedactingFilter()
+
+    def factory(*args, **kwargs):  # noqa: ANN202 - logging's signature
+        record = make(*args, **kwargs)
+        redacting.filter(record)
+        return record
+
+    factory.redacts = True
+    logging.setLogRecordFactory(factory)
+
+
+def configure_logging(log_file: Path | None = None) -> None:
+    """Library warnings go to `log_file` (default `<project home>/ctxmill.log`), never to the
+    agent's terminal."""
+    from ctxmill.paths import project_home
+
+    logger = logging.getLogger("ctxmill")
+    if logger.handlers:
+        return
+    logger.propagate = False
+    handler = _LazyFileHandler(log_file or project_home() / "ctxmill.log", delay=True, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    redact_every_record()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
+def log_file() -> Path | None:
+    """The file `configure_logging` set up in this process, if any (worker processes reuse it)."""
+    for handler in logging.getLogger("ctxmill").handlers:
+        if isinstance(handler, logging.FileHandler):
+            return Path(handler.baseFilename)
+    return None
