@@ -12,6 +12,7 @@ import random
 import pytest
 
 from compress.tokens import estimate_tokens, exact_counter
+from ctxmill.settings import tiktoken_cache
 
 _PARTS = (
     "The request handler validates the payload, then forwards it to the cache layer. ",
@@ -38,7 +39,7 @@ def test_estimate_tokens_1mb(benchmark, mixed_megabyte):
 
 
 def test_exact_o200k_1mb(benchmark, mixed_megabyte):
-    counter = exact_counter()
+    counter = exact_counter(tiktoken_cache())
     if counter is None:
         pytest.skip("no exact o200k_base backend (pip install bpe-openai)")
     benchmark.pedantic(counter.count, args=(mixed_megabyte,), rounds=5)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compress.tokens import FEATURE_NAMES, estimate_tokens, estimator_features, exact_counter  # noqa: E402
+from ctxmill.settings import tiktoken_cache  # noqa: E402
 from token_corpus import CATEGORIES, corpus_dir, file_samples, transcript_files  # noqa: E402
 
 Sample = tuple[int, str, int, tuple[int, ...]]  # (fold, category, exact tokens, features)
@@ -67,7 +68,7 @@ def predict(coefficients: list[float], features: tuple[int, ...]) -> float:
 
 
 def load_samples(root: Path) -> tuple[list[Sample], list[str]]:
-    count = exact_counter()
+    count = exact_counter(tiktoken_cache())
     if count is None:
         raise SystemExit("no exact o200k_base counter: pip install bpe-openai")
     samples: list[Sample] = []
@@ -103,8 +104,8 @@ def speed_rows(root: Path) -> list[str]:
     texts = [text for path in transcript_files(root) for _, text in file_samples(path)]
     mixed = "".join(texts[::7])[:1_000_000]
     megabytes = len(mixed.encode("utf-8", "surrogatepass")) / 1e6
-    rows = []
-    for name, count in (("estimate_tokens", estimate_tokens), (exact_counter().name, exact_counter().count)):
+    rows, exact = [], exact_counter(tiktoken_cache())
+    for name, count in (("estimate_tokens", estimate_tokens), (exact.name, exact.count)):
         best = min(_timed(count, mixed) for _ in range(20 if count is estimate_tokens else 3))
         rows.append(f"| {name} | {1000 * best / megabytes:.1f} ms/MB | {megabytes / best:,.0f} MB/s |")
     return ["| counter | time | throughput |", "|---|---:|---:|", *rows]

@@ -6,15 +6,14 @@ a few milliseconds per megabyte. Its coefficients are fitted by `bench/calibrate
 against o200k_base on recorded agent transcripts (English, Chinese, code, logs, JSON).
 
 Exact counting uses the `bpe-openai` package (ships the o200k vocabulary, works offline) or
-tiktoken when its o200k file is already cached; both are imported only when asked for.
+tiktoken when its o200k file is already in the cache folder the face passes in
+(`ctxmill.settings.tiktoken_cache`); both are imported only when asked for.
 `get_counter(prefer_exact=False)` never fails: without an exact backend it returns ESTIMATOR.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -117,22 +116,13 @@ def _bpe_openai_counter() -> TokenCounter | None:
     return _FunctionCounter("o200k_base (bpe-openai)", lambda text: tokenizer.count(_without_surrogates(text)))
 
 
-def _tiktoken_cached(blob_url: str) -> bool:
-    """True when tiktoken would load `blob_url` from its cache instead of downloading it."""
-    if "TIKTOKEN_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
-    elif "DATA_GYM_CACHE_DIR" in os.environ:
-        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
-    else:
-        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    if not cache_dir:  # tiktoken treats an empty cache dir as "never cache"
-        return False
-    return (Path(cache_dir) / hashlib.sha1(blob_url.encode()).hexdigest()).is_file()
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 
 
-def _tiktoken_counter() -> TokenCounter | None:
-    """o200k_base from tiktoken, only when its vocabulary file is cached (no network needed)."""
-    if not _tiktoken_cached("https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"):
+def _tiktoken_counter(cache: Path | None) -> TokenCounter | None:
+    """o200k_base from tiktoken, only when its vocabulary file is in tiktoken's `cache` folder
+    (no network needed)."""
+    if cache is None or not (cache / hashlib.sha1(_O200K_URL.encode()).hexdigest()).is_file():
         return None
     try:
         import tiktoken
@@ -143,17 +133,17 @@ def _tiktoken_counter() -> TokenCounter | None:
     return _FunctionCounter("o200k_base (tiktoken)", lambda text: len(encoding.encode_ordinary(_without_surrogates(text))))
 
 
-_EXACT_BACKENDS = (_bpe_openai_counter, _tiktoken_counter)
-_exact: list[TokenCounter | None] = []  # memo: [] = not tried yet, [None] = none usable
+_exact: dict[Path | None, TokenCounter | None] = {}  # memo by tiktoken cache; None: none usable
 
 
-def exact_counter() -> TokenCounter | None:
-    """The first usable exact o200k_base counter (loaded once per process), or None."""
-    if not _exact:
-        _exact.append(next((c for c in (backend() for backend in _EXACT_BACKENDS) if c), None))
-    return _exact[0]
+def exact_counter(tiktoken_cache: Path | None = None) -> TokenCounter | None:
+    """The first usable exact o200k_base counter (loaded once per process), or None: bpe-openai,
+    else tiktoken when its vocabulary is in `tiktoken_cache` (None: tiktoken is not tried)."""
+    if tiktoken_cache not in _exact:
+        _exact[tiktoken_cache] = _bpe_openai_counter() or _tiktoken_counter(tiktoken_cache)
+    return _exact[tiktoken_cache]
 
 
-def get_counter(prefer_exact: bool = False) -> TokenCounter:
+def get_counter(prefer_exact: bool = False, tiktoken_cache: Path | None = None) -> TokenCounter:
     """An exact o200k_base counter when preferred and available, else ESTIMATOR."""
-    return (exact_counter() if prefer_exact else None) or ESTIMATOR
+    return (exact_counter(tiktoken_cache) if prefer_exact else None) or ESTIMATOR

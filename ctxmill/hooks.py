@@ -16,7 +16,6 @@ Handlers import engines lazily: UserPromptSubmit starts a process per prompt.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "SessionEnd", "Stop")
@@ -36,10 +35,11 @@ TOOLS_HINT = (
 
 
 def project_home(event: dict) -> Path:
+    """The project home of the event's `cwd` (CTXMILL_HOME, when set, wins: see ctxmill.paths)."""
     from ctxmill.paths import project_home as home_of
 
     cwd = event.get("cwd")
-    return home_of(Path(cwd) if isinstance(cwd, str) and cwd and not os.environ.get("CTXMILL_HOME") else None)
+    return home_of(Path(cwd) if isinstance(cwd, str) and cwd else None)
 
 
 def _inject(event_name: str, text: str) -> dict | None:
@@ -82,14 +82,14 @@ def _entry_line(entry) -> str:
 
 
 def session_start(event: dict) -> dict | None:
-    from ctxmill.configs import memory_config
+    from ctxmill.settings import Settings
     from memory import api
     from memory.summary import latest_summary
 
     home = project_home(event)
     if home.is_dir():
         remember_session(home, event)
-    cfg = memory_config(home)
+    cfg = Settings.load(home).memory
     parts = [TOOLS_HINT]
     pinned = api.pinned(cfg)
     if pinned:
@@ -103,11 +103,11 @@ def session_start(event: dict) -> dict | None:
 
 def after_session_start(event: dict) -> None:
     """Consolidate memory when due (runs after the answer is written: never delays injection)."""
-    from ctxmill.configs import memory_config
+    from ctxmill.settings import Settings
     from memory.dream import DreamRefused, maybe_dream
 
     try:
-        maybe_dream(memory_config(project_home(event)))
+        maybe_dream(Settings.load(project_home(event)).memory)
     except DreamRefused:
         pass  # recorded in .schedule.json; `ctxmill dream` shows why
 
@@ -125,11 +125,11 @@ def user_prompt_submit(event: dict) -> dict | None:
     if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
         return None
     from compress.tokens import estimate_tokens
-    from ctxmill.configs import memory_config
+    from ctxmill.settings import Settings
     from memory import api
 
     home = project_home(event)
-    cfg = memory_config(home)
+    cfg = Settings.load(home).memory
     if home.is_dir():
         remember_session(home, event)
     hits = api.search(cfg, prompt, limit=5)
@@ -163,13 +163,13 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
 
     home = private_dir(project_home(event))
     remember_session(home, event)
-    from ctxmill.configs import checkpoint_config
+    from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file, session_id_for
 
     session_id = session_id_for(transcript, event.get("session_id"))
     if only_if_changed and _unchanged_since_checkpoint(home, session_id, Path(transcript)):
         return
-    checkpoint_file(checkpoint_config(home), transcript, session_id)
+    checkpoint_file(Settings.load(home).checkpoint, transcript, session_id)
 
 
 def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -> bool:

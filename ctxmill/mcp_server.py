@@ -6,10 +6,13 @@ returns it as a tool error (`isError: true`) and the server keeps running.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+if TYPE_CHECKING:
+    from ctxmill.settings import Settings
 
 INSTRUCTIONS = (
     "ctxmill keeps the originals of context it compressed and the project's durable memory. "
@@ -17,12 +20,9 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(project_home: Path) -> MCPServer:
-    from ctxmill.configs import checkpoint_config, memory_config
-    from ctxmill.paths import ccr_dir
-
+def build_server(settings: Settings) -> MCPServer:
     server = MCPServer("ctxmill", instructions=INSTRUCTIONS)
-    memory_cfg = memory_config(project_home)
+    memory_cfg = settings.memory
 
     @server.tool()
     def deep_expand(key: str, lines: str | None = None, grep: str | None = None) -> str:
@@ -34,7 +34,7 @@ def build_server(project_home: Path) -> MCPServer:
         from ccr.expand import expand
         from ccr.store import CCRError, CCRStore, db_path
 
-        directory = ccr_dir(project_home)
+        directory = settings.ccr_dir
         if not db_path(directory).exists():
             raise ToolError(f'deep_expand("{key}"): no CCR store at {directory}')
         try:
@@ -96,12 +96,12 @@ def build_server(project_home: Path) -> MCPServer:
 
         session_id = None
         if not transcript_path:
-            live = current_session(project_home)
+            live = current_session(settings.home)
             if live is None:
                 raise ToolError("no live session recorded (install the hooks); pass transcript_path")
             transcript_path, session_id = live["transcript_path"], live.get("session_id")
         try:
-            result = checkpoint_file(checkpoint_config(project_home), transcript_path, session_id)
+            result = checkpoint_file(settings.checkpoint, transcript_path, session_id)
         except (OSError, UnknownFormat) as exc:
             raise ToolError(f"{transcript_path}: {exc}") from None
         return result.markdown
@@ -109,5 +109,5 @@ def build_server(project_home: Path) -> MCPServer:
     return server
 
 
-def serve(project_home: Path) -> None:
-    build_server(project_home).run("stdio")
+def serve(settings: Settings) -> None:
+    build_server(settings).run("stdio")

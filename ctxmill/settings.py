@@ -1,4 +1,7 @@
-"""`<project home>/config.toml` -> the typed engine configuration. Only faces read files or env.
+"""The faces' settings: one `Settings` per process, built at the edge from the environment and
+`<project home>/config.toml`. From it the faces hand each engine its own typed config
+(`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the proxy its `ProxyConfig`; engines
+never read files or the environment.
 
 ```toml
 [compress]
@@ -30,66 +33,175 @@ redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full matc
 latency_budget_ms = 25                 # or "none": always wait for compression
 workers = 2                            # pipeline worker processes
 ```
-A missing file means defaults; an unknown key or a wrong type is an error naming the key.
+A missing file means defaults; an unknown key or a wrong type is a `ConfigError` naming the key.
+Each table is checked when first used, so a command fails only on the tables it reads (a bad
+`[proxy]` table must not silence the hooks).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import regex
 
 from compress.config import CompressConfig
 from compress.tiers import TierThresholds
 from compress.vocab.tools import PROTECTED_TOOLS
+from ctxmill import paths
+from ctxmill.errors import ConfigError
+
+if TYPE_CHECKING:
+    from compress.pipeline import Chain
+    from memory.checkpoint import CheckpointConfig
+    from memory.config import MemoryConfig
 
 CONFIG_FILE = "config.toml"
-
-
-class ConfigError(ValueError):
-    """The config file is unreadable or has an unknown key or a wrong type (one line)."""
-
+ANTHROPIC_API = "https://api.anthropic.com"
+OPENAI_API = "https://api.openai.com"
+DEFAULT_PORT = 8787
+DEFAULT_MAX_BODY = 64 * 2**20
+DEFAULT_LATENCY_BUDGET_MS = 25.0
 
 _SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect_tail_turns": int,
             "protect_tail_blocks": int, "min_saving_fraction": float, "min_saving_chars": int}
 
 
 @dataclass(frozen=True)
-class Redaction:
-    """The `[security]` table: extra secret patterns and allowed values (regexes)."""
+class Settings:
+    """What the faces pass to the engines, read once at the edge (`Settings.load`)."""
 
-    extra: tuple[str, ...] = ()
-    allow: tuple[str, ...] = ()
+    home: Path
+    """The project home (`ctxmill.paths.project_home`): config.toml, memory, sessions, CCR."""
+    global_home: Path
+    """Cross-project memory and caches (`ctxmill.paths.global_home`)."""
+    tables: dict[str, Any] = field(default_factory=dict, repr=False)
+    """config.toml as parsed; each table is checked by the property that reads it."""
+
+    @classmethod
+    def load(cls, home: Path | None = None) -> Settings:
+        """The settings of the project at `home` (default: `ctxmill.paths.project_home()`);
+        ConfigError when its config.toml is unreadable."""
+        home = home or paths.project_home()
+        return cls(home, paths.global_home(), _read(home / CONFIG_FILE))
+
+    @property
+    def source(self) -> str:
+        return str(self.home / CONFIG_FILE)
+
+    @property
+    def ccr_dir(self) -> Path:
+        return paths.ccr_dir(self.home)
+
+    @cached_property
+    def tiktoken_cache(self) -> Path | None:
+        """Where tiktoken keeps its vocabulary files, for compress.tokens (see `tiktoken_cache()`)."""
+        return tiktoken_cache()
+
+    @cached_property
+    def redaction(self) -> dict[str, tuple[str, ...]]:
+        """The `[security]` table: `redact_extra` and `redact_allow`, as the engines' configs name them."""
+        return _security_table(self.tables.get("security", {}), self.source)
+
+    @cached_property
+    def compress(self) -> CompressConfig:
+        """The `[compress]` and `[security]` tables."""
+        return replace(_compress_table(self.tables.get("compress", {}), self.source), **self.redaction)
+
+    @cached_property
+    def memory(self) -> MemoryConfig:
+        """The project's and the global memory, and the `[security]` table."""
+        from memory.config import MemoryConfig
+
+        return MemoryConfig(project_home=self.home, global_home=self.global_home,
+                            cache_dir=self.global_home / "cache", **self.redaction)
+
+    @property
+    def checkpoint(self) -> CheckpointConfig:
+        from memory.checkpoint import CheckpointConfig
+
+        return CheckpointConfig(memory=self.memory, ccr_dir=self.ccr_dir)
+
+    @cached_property
+    def proxy_overrides(self) -> dict[str, Any]:
+        """The `[proxy]` table as ProxyConfig field overrides (only the keys it sets)."""
+        return _proxy_table(self.tables.get("proxy", {}), self.source)
 
 
-def _load(home: Path) -> tuple[dict[str, Any], str]:
-    path = home / CONFIG_FILE
+def default_workers() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """Everything the proxy runs with, built by `ctxmill proxy` from its flags and `Settings`."""
+
+    upstream_anthropic: str = ANTHROPIC_API
+    upstream_openai: str = OPENAI_API
+    """Origins (optionally with a path prefix) the request path is appended to."""
+    home: Path | None = None
+    """ctxmill home: sessions under sessions_dir(home), originals in ccr_dir(home).
+    None with persist=False keeps everything in memory (tests, benchmarks)."""
+    persist: bool = True
+    compress: CompressConfig = field(default_factory=CompressConfig)
+    chain: Chain | None = None
+    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
+    when it starts, so every stage function must be a module-level (picklable) function."""
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    max_sessions: int = 256
+    """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""
+    max_stats: int = 4096
+    workers: int = field(default_factory=default_workers)
+    """Worker processes that run the pipeline (a session always goes to the same one)."""
+    latency_budget_ms: float | None = DEFAULT_LATENCY_BUDGET_MS
+    """Longest wait for a request's compression; past it the original bytes are sent and the run
+    finishes in the background (its state serves the session's next request). None: always wait."""
+    connect_timeout: float = 10.0
+    read_timeout: float = 600.0
+    """Longest silence from the upstream while a response streams (LLM turns can be slow)."""
+
+
+def tiktoken_cache() -> Path | None:
+    """The folder tiktoken caches its vocabulary files in, found the way tiktoken finds it
+    (None: an empty TIKTOKEN_CACHE_DIR, which tells tiktoken never to cache)."""
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if folder is None:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return Path(folder) if folder else None
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {}, str(path)
+        return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def load_compress_config(home: Path) -> CompressConfig:
-    data, where = _load(home)
-    redaction = redaction_from(data.get("security", {}), where)
-    config = compress_config_from(data.get("compress", {}), where)
-    return replace(config, redact_extra=redaction.extra, redact_allow=redaction.allow)
+def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
+    table = _table(section, f"{where}: security")
+    unknown = set(table) - {"redact_extra", "redact_allow"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key security.{sorted(unknown)[0]}")
+    lists = {}
+    for key in ("redact_extra", "redact_allow"):
+        lists[key] = tuple(_strings(table.get(key, []), f"{where}: security.{key}"))
+        for pattern in lists[key]:
+            try:
+                regex.compile(pattern)
+            except regex.error as exc:
+                raise ConfigError(f"{where}: security.{key}: bad regex {pattern!r}: {exc}") from None
+    return lists
 
 
-def load_proxy_settings(home: Path) -> dict[str, Any]:
-    data, where = _load(home)
-    return proxy_settings_from(data.get("proxy", {}), where)
-
-
-def proxy_settings_from(section: Any, where: str = "config") -> dict[str, Any]:
-    """The `[proxy]` table as ProxyConfig field overrides (only the keys it sets);
-    latency_budget_ms "none" becomes None (always wait)."""
+def _proxy_table(section: Any, where: str) -> dict[str, Any]:
+    """latency_budget_ms "none" becomes None (always wait)."""
     table = _table(section, f"{where}: proxy")
     unknown = set(table) - {"latency_budget_ms", "workers"}
     if unknown:
@@ -121,39 +233,7 @@ def parse_budget(value: Any) -> float | None:
     return float(value)
 
 
-def load_redaction(home: Path) -> Redaction:
-    data, where = _load(home)
-    return redaction_from(data.get("security", {}), where)
-
-
-def redaction_from(section: Any, where: str = "config") -> Redaction:
-    table = _table(section, f"{where}: security")
-    unknown = set(table) - {"redact_extra", "redact_allow"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key security.{sorted(unknown)[0]}")
-    lists = {}
-    for key in ("redact_extra", "redact_allow"):
-        lists[key] = tuple(_strings(table.get(key, []), f"{where}: security.{key}"))
-        for pattern in lists[key]:
-            try:
-                regex.compile(pattern)
-            except regex.error as exc:
-                raise ConfigError(f"{where}: security.{key}: bad regex {pattern!r}: {exc}") from None
-    return Redaction(lists["redact_extra"], lists["redact_allow"])
-
-
-def compress_config_for_cli(home: Path | None = None) -> CompressConfig:
-    """The project's compress settings for a CLI command; a bad file is a one-line CLI error."""
-    from ctxmill.errors import CliError
-    from ctxmill.paths import project_home
-
-    try:
-        return load_compress_config(home or project_home())
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
-
-
-def compress_config_from(section: dict[str, Any], where: str = "config") -> CompressConfig:
+def _compress_table(section: dict[str, Any], where: str) -> CompressConfig:
     config = CompressConfig()
     known = {f.name for f in fields(CompressConfig)} - {"redact_extra", "redact_allow"} | {"stages"}
     changes: dict[str, Any] = {}

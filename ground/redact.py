@@ -1,10 +1,10 @@
 """Secret redaction: replace credentials in text with `[REDACTED:<kind>]` before it is stored.
 
-`redact(text, extra_patterns=())` covers AWS access keys and secret keys, GitHub, Anthropic,
+`redact(text, redact_extra=(), redact_allow=())` covers AWS access keys and secret keys, GitHub, Anthropic,
 OpenAI and Slack tokens, Slack webhooks, JWTs, PEM private keys, passwords in URLs and generic
-`password=` / `api_key:` / `token:` assignments. `extra_patterns` adds regexes, each either a
+`password=` / `api_key:` / `token:` assignments. `redact_extra` adds regexes, each either a
 pattern string (kind `custom`) or a `(kind, pattern)` pair; a pattern with a group named
-`secret` redacts only that group. `allow` lists regexes for values that must stay (e.g. a
+`secret` redacts only that group. `redact_allow` lists regexes for values that must stay (e.g. a
 public test key): a match whose redacted part fully matches one of them is kept.
 
 Redaction runs on the hot path (every original committed to CCR), so each built-in pattern
@@ -101,11 +101,11 @@ def _replacer(kind: str, allow: list[regex.Pattern]):
     return replace
 
 
-def redact(text: str, extra_patterns: Iterable[str | tuple[str, str]] = (), allow: Iterable[str] = ()) -> str:
+def redact(text: str, redact_extra: Iterable[str | tuple[str, str]] = (), redact_allow: Iterable[str] = ()) -> str:
     """Return `text` with every recognised secret replaced by `[REDACTED:<kind>]`, except the
-    values that fully match an `allow` pattern."""
-    allowed = [_compiled(a) for a in allow]
-    for kind, pattern in _active(text, extra_patterns):
+    values that fully match a `redact_allow` pattern."""
+    allowed = [_compiled(a) for a in redact_allow]
+    for kind, pattern in _active(text, redact_extra):
         text = pattern.sub(_replacer(kind, allowed), text)
     return text
 

@@ -4,7 +4,7 @@ Library API (memory.api), all taking a `memory.config.MemoryConfig` first:
 
     store(cfg, type, text, pin=False, tags=(), scope="project") -> Entry
         type: constraint | decision | gotcha | fact | note; scope: project | global.
-        Secrets are redacted (ground.redact + cfg.redact_patterns) before the file is written.
+        Secrets are redacted (ground.redact + cfg.redact_extra) before the file is written.
     search(cfg, query, limit=5, scope="all") -> list[Hit]   # Hit: entry, score, snippet
     forget(cfg, id) -> Entry                                 # raises NotFound
     list_entries(cfg, scope="all") -> list[Entry]

@@ -86,7 +86,7 @@ def store(
     _check_scope(scope, SCOPES)
     from ground.redact import redact  # only writers pay for compiling the secret patterns
 
-    text = normalize_text(redact(text, cfg.redact_patterns, cfg.redact_allow))
+    text = normalize_text(redact(text, cfg.redact_extra, cfg.redact_allow))
     if not text:
         raise BadInput("empty text")
     clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip()))

@@ -69,13 +69,13 @@ def session_id_for(path: str | Path | None, given: str | None = None) -> str:
     return _SAFE_ID.sub("-", raw).strip("-.")[:120] or "session"
 
 
-def _redact_value(value: Any, patterns, allow=()) -> Any:
+def _redact_value(value: Any, redact_extra, redact_allow=()) -> Any:
     if isinstance(value, str):
-        return redact(value, patterns, allow)
+        return redact(value, redact_extra, redact_allow)
     if isinstance(value, list):
-        return [_redact_value(v, patterns, allow) for v in value]
+        return [_redact_value(v, redact_extra, redact_allow) for v in value]
     if isinstance(value, dict):
-        return {k: _redact_value(v, patterns, allow) for k, v in value.items()}
+        return {k: _redact_value(v, redact_extra, redact_allow) for k, v in value.items()}
     return value
 
 
@@ -242,7 +242,7 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     folder = home / "sessions" / session_id
     with CCRStore(cfg.ccr_dir) as store, store.batch() as batch:
         markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format)
-    raw = _redact_value(transcript.messages, cfg.memory.redact_patterns, cfg.memory.redact_allow)
+    raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)
     private_dir(folder)
     raw_path, session_md, latest = folder / RAW_FILE, folder / CHECKPOINT_FILE, home / CHECKPOINT_FILE
     atomic_write(raw_path, orjson.dumps({"session_id": session_id, "format": transcript.format, "messages": raw}))

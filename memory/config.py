@@ -39,7 +39,7 @@ class MemoryConfig:
     decay: bool = True
     half_lives: dict[str, float | None] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     decay_floor: float = 0.5
-    redact_patterns: tuple[str | tuple[str, str], ...] = ()
+    redact_extra: tuple[str | tuple[str, str], ...] = ()
     redact_allow: tuple[str, ...] = ()
 
     @property

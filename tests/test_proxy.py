@@ -13,7 +13,8 @@ import pytest
 
 from compress.config import CompressConfig
 from compress.tiers import TierThresholds
-from ctxmill.proxy import ProxyConfig, create_app
+from ctxmill.proxy import create_app
+from ctxmill.settings import ProxyConfig
 from tests.fake_upstream import FakeUpstream, ServerThread
 from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, SLOW_CHAIN, SLOW_SECONDS
 from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,

@@ -107,7 +107,8 @@ def test_cli_refuses_remote_host_and_self_loop():
 
 
 def test_cli_stats_queries_a_running_proxy():
-    from ctxmill.proxy import ProxyConfig, create_app
+    from ctxmill.proxy import create_app
+    from ctxmill.settings import ProxyConfig
     from tests.fake_upstream import ServerThread
 
     with ServerThread(create_app(ProxyConfig(persist=False))) as proxy:
@@ -118,17 +119,18 @@ def test_cli_stats_queries_a_running_proxy():
 
 
 def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
-    from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
+    from ctxmill.errors import ConfigError
+    from ctxmill.settings import Settings, parse_budget
 
-    assert load_proxy_settings(tmp_path) == {}
+    assert Settings.load(tmp_path).proxy_overrides == {}
     (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')
-    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": 40.0, "workers": 3}
+    assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": 40.0, "workers": 3}
     (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
-    assert load_proxy_settings(tmp_path) == {"latency_budget_ms": None}
+    assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": None}
     for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1'):
         (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"proxy\."):
-            load_proxy_settings(tmp_path)
+            Settings.load(tmp_path).proxy_overrides
     assert parse_budget("12.5") == 12.5 and parse_budget("none") is None
     r = _cli("proxy", "--latency-budget-ms", "-1")
     assert r.returncode == 2 and "--latency-budget-ms" in r.stderr

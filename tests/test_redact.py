@@ -59,9 +59,9 @@ def test_code_and_prose_are_left_alone(code):
     assert redact(code) == code
 
 
-def test_extra_patterns_with_and_without_kind():
+def test_redact_extra_with_and_without_kind():
     text = "ticket INTERNAL-12345 and host secret-host-7"
-    out = redact(text, extra_patterns=[r"INTERNAL-\d+", ("host", r"secret-host-(?P<secret>\d+)")])
+    out = redact(text, redact_extra=[r"INTERNAL-\d+", ("host", r"secret-host-(?P<secret>\d+)")])
     assert out == "ticket [REDACTED:custom] and host secret-host-[REDACTED:host]"
 
 

@@ -4,11 +4,12 @@ import pytest
 
 from compress.config import CompressConfig
 from compress.tiers import TierThresholds
-from ctxmill.settings import ConfigError, load_compress_config
+from ctxmill.errors import ConfigError
+from ctxmill.settings import Settings
 
 
 def test_missing_file_means_defaults(tmp_path):
-    assert load_compress_config(tmp_path) == CompressConfig()
+    assert Settings.load(tmp_path).compress == CompressConfig()
 
 
 def test_every_setting_reaches_the_typed_config(tmp_path):
@@ -28,7 +29,7 @@ high = 2000
 [compress.stages.strip_injections]
 tags = ["system-reminder", "env"]
 ''')
-    config = load_compress_config(tmp_path)
+    config = Settings.load(tmp_path).compress
     assert config.epoch_savings_threshold == 5000 and config.min_saving_fraction == 1.0
     assert config.protect_tail_blocks == 6
     assert config.disabled_stages == {"strip_injections"}
@@ -47,4 +48,4 @@ tags = ["system-reminder", "env"]
 def test_bad_config_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "config.toml").write_text(text)
     with pytest.raises(ConfigError, match=message):
-        load_compress_config(tmp_path)
+        Settings.load(tmp_path).compress

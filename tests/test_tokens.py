@@ -149,12 +149,12 @@ def test_exact_counter_known_values_and_fallback_names():
     assert get_counter(prefer_exact=True) is EXACT
 
 
-def test_get_counter_falls_back_to_estimator(monkeypatch):
+def test_get_counter_falls_back_to_estimator(monkeypatch, tmp_path):
     import compress.tokens as tokens
 
-    monkeypatch.setattr(tokens, "_EXACT_BACKENDS", ())
-    monkeypatch.setattr(tokens, "_exact", [])
-    assert tokens.get_counter(prefer_exact=True) is tokens.ESTIMATOR
+    monkeypatch.setattr(tokens, "_bpe_openai_counter", lambda: None)
+    monkeypatch.setattr(tokens, "_exact", {})
+    assert tokens.get_counter(prefer_exact=True, tiktoken_cache=tmp_path) is tokens.ESTIMATOR
 
 
 # ---------------------------------------------------------------- real transcripts

@@ -24,9 +24,9 @@ def run_checkpoint(session: Path | None, session_id: str | None = None, fmt: str
     """Checkpoint `session` or the recorded live session; CliError when there is none or it is unreadable."""
     from compress.formats.sessions import UnknownFormat
     from ctxmill.errors import CliError
-    from ctxmill.configs import checkpoint_config
     from ctxmill.hooks import current_session
     from ctxmill.paths import project_home
+    from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file
 
     home = project_home()
@@ -37,7 +37,7 @@ def run_checkpoint(session: Path | None, session_id: str | None = None, fmt: str
                            "- pass a session file")
         session, session_id = Path(live["transcript_path"]), session_id or live.get("session_id")
     try:
-        return checkpoint_file(checkpoint_config(home), session, session_id, fmt, offer)
+        return checkpoint_file(Settings.load(home).checkpoint, session, session_id, fmt, offer)
     except UnknownFormat as exc:
         raise CliError(f"{session}: {exc}") from None
     except OSError as exc:

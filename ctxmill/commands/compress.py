@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from compress.pipeline import run as run_pipeline
     from compress.session import Session
     from ctxmill.errors import CliError
-    from ctxmill.paths import ccr_dir
-    from ctxmill.settings import compress_config_for_cli
+    from ctxmill.settings import Settings
     from ground.jsonbytes import dumps
 
     body = read_request(args.request)
@@ -66,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
     except InvalidRequest as exc:
         raise CliError(f"{args.request}: {exc}") from None
 
-    home = Path(args.home) if args.home else None
-    config = compress_config_for_cli(home)
+    settings = Settings.load(Path(args.home) if args.home else None)
+    config = settings.compress
     with contextlib.ExitStack() as stack:
         try:
-            store = stack.enter_context(CCRStore(ccr_dir(home)))
+            store = stack.enter_context(CCRStore(settings.ccr_dir))
         except CCRError as exc:
             raise CliError(str(exc)) from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()

@@ -45,8 +45,9 @@ def checks() -> list[tuple[str, str | None]]:
         found.append(("Claude Code integration", f"{detail} - run `ctxmill install claude-code` (or --user)"))
     try:
         from compress.tokens import exact_counter
+        from ctxmill.settings import tiktoken_cache
 
-        exact = exact_counter()
+        exact = exact_counter(tiktoken_cache())
         kind = "exact o200k" if exact else "fast estimate (`pip install ctxmill[exact]` for exact counts)"
         found.append((f"token counter in use: {kind}", None))
     except Exception as exc:  # noqa: BLE001 - report, never crash the doctor

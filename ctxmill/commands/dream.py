@@ -22,10 +22,10 @@ def describe(result) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ctxmill.errors import CliError
-    from ctxmill.configs import memory_config
+    from ctxmill.settings import Settings
     from memory.dream import DreamRefused, dream, maybe_dream, record_run
 
-    cfg = memory_config()
+    cfg = Settings.load().memory
     try:
         if args.if_due:
             result = maybe_dream(cfg)

@@ -14,7 +14,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ctxmill.mcp_server import serve
-    from ctxmill.paths import project_home
+    from ctxmill.settings import Settings
 
-    serve(args.home or project_home())
+    serve(Settings.load(args.home))
     return 0

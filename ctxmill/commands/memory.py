@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from ctxmill.errors import CliError
-from ctxmill.configs import memory_config
 
 
 def register(subparsers) -> None:
@@ -55,15 +54,11 @@ def _print_json(data) -> None:
 def run(args: argparse.Namespace) -> int:
     import warnings
 
+    from ctxmill.settings import Settings
     from memory import api
     from memory.index_file import CorruptIndexWarning
 
-    from ctxmill.settings import ConfigError
-
-    try:
-        cfg = memory_config()
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
+    cfg = Settings.load().memory
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CorruptIndexWarning)

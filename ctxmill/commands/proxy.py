@@ -11,7 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctxmill.proxy.config import ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API
+from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API,
+                              ProxyConfig, Settings, parse_budget)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -87,26 +88,21 @@ def format_stats(data: dict) -> str:
     return "\n".join(rows)
 
 
-def _proxy_settings(args: argparse.Namespace) -> dict:
+def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
     """latency_budget_ms and workers: the flags, else the config file's [proxy] table."""
     from ctxmill.errors import CliError
-    from ctxmill.paths import project_home
-    from ctxmill.settings import ConfigError, load_proxy_settings, parse_budget
 
-    try:
-        settings = load_proxy_settings(Path(args.home) if args.home else project_home())
-    except ConfigError as exc:
-        raise CliError(str(exc)) from None
+    overrides = dict(settings.proxy_overrides)
     if args.latency_budget_ms is not None:
         try:
-            settings["latency_budget_ms"] = parse_budget(args.latency_budget_ms)
+            overrides["latency_budget_ms"] = parse_budget(args.latency_budget_ms)
         except ValueError as exc:
             raise CliError(f"--latency-budget-ms {exc}") from None
     if args.workers is not None:
         if args.workers < 1:
             raise CliError("--workers must be at least 1")
-        settings["workers"] = args.workers
-    return settings
+        overrides["workers"] = args.workers
+    return overrides
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,17 +125,16 @@ def run(args: argparse.Namespace) -> int:
     if args.max_body_mb <= 0:
         raise CliError("--max-body-mb must be positive")
 
-    from ctxmill.proxy.config import ProxyConfig
     from ctxmill.proxy.server import serve
-    from ctxmill.settings import compress_config_for_cli
 
+    settings = Settings.load(args.home)
     config = ProxyConfig(
-        **_proxy_settings(args),
+        **_proxy_settings(args, settings),
         upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
         upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
-        home=args.home,
+        home=settings.home,
         max_body_bytes=int(args.max_body_mb * 2**20),
-        compress=compress_config_for_cli(Path(args.home) if args.home else None),
+        compress=settings.compress,
     )
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)

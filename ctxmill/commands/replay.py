@@ -54,10 +54,12 @@ def run(args: argparse.Namespace) -> int:
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
     from compress.replay.runner import replay
+    from compress.tokens import get_counter
     from ctxmill.errors import CliError
-    from ctxmill.settings import compress_config_for_cli
+    from ctxmill.settings import Settings
 
-    config = compress_config_for_cli()
+    settings = Settings.load()
+    config, counter = settings.compress, get_counter(prefer_exact=True, tiktoken_cache=settings.tiktoken_cache)
     path = Path(args.path)
     if not path.exists():
         raise CliError(f"{path}: no such file or folder")
@@ -77,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"cannot read {file}: {exc.strerror or exc}") from None
         if not transcript.calls:
             sys.stderr.write(f"ctxmill replay: {file}: no model calls found\n")
-        reports.append(replay(transcript, source=str(file), config=config, progress=_progress(file.name)))
+        reports.append(replay(transcript, source=str(file), config=config, counter=counter,
+                              progress=_progress(file.name)))
     if args.json:
         data = [r.to_dict() for r in reports]
         sys.stdout.write(orjson.dumps(data if path.is_dir() else data[0], option=orjson.OPT_INDENT_2).decode() + "\n")

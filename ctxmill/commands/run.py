@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ctxmill.proxy.config import DEFAULT_PORT
+from ctxmill.settings import DEFAULT_PORT
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 20.0

@@ -1,17 +1,21 @@
 """The API proxy face: every Anthropic / OpenAI request passes through the per-turn transform.
 
-`create_app(ProxyConfig(...))` is a Starlette ASGI app; `serve(config, host, port)` runs it
-under uvicorn. Modules: `config` (ProxyConfig), `routing` (which upstream, which route
-compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
-`usage` (provider-reported token usage, read from JSON and SSE without buffering),
-`sessions` (per-session stats, turn-taking and calibration), `worker` (what runs in a worker
-process: the pipeline and the sessions' state), `workerpool` (the worker processes, session
-affinity and scheduling), `app` (the ASGI app), `server` (uvicorn runner and the loopback rule).
+`create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.settings`) is a Starlette ASGI app;
+`serve(config, host, port)` runs it under uvicorn. Modules: `routing` (which upstream, which
+route compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
+`usage` (provider-reported token usage, read from JSON and SSE without buffering), `sessions`
+(per-session stats, turn-taking and calibration on the event loop), `stats` (the run summary and
+the stats file both sides share), `worker` (what runs in a worker process: the pipeline and the
+sessions' state), `workerpool` (the worker processes, session affinity and scheduling), `app`
+(the ASGI app), `server` (uvicorn runner and the loopback rule).
 """
 
-from ctxmill.proxy.config import ProxyConfig
+from __future__ import annotations
 
-__all__ = ["ProxyConfig", "create_app"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxmill.settings import ProxyConfig
 
 
 def create_app(config: ProxyConfig):

@@ -27,7 +27,7 @@ from starlette.routing import Route as StarletteRoute
 from ctxmill.logs import log_file
 from ctxmill.paths import ccr_dir, sessions_dir
 from ctxmill.proxy import worker
-from ctxmill.proxy.config import ProxyConfig
+from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_key
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool

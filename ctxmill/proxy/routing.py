@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ctxmill.proxy.config import ProxyConfig
+from ctxmill.settings import ProxyConfig
 
 MESSAGES = "messages"
 COUNT_TOKENS = "count_tokens"

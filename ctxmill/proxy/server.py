@@ -6,7 +6,7 @@ import ipaddress
 import logging
 import socket
 
-from ctxmill.proxy.config import ProxyConfig
+from ctxmill.settings import ProxyConfig
 
 
 def is_loopback(host: str) -> bool:

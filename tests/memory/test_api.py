@@ -35,7 +35,7 @@ def test_secrets_are_redacted_before_writing(cfg):
 
 
 def test_extra_redaction_patterns_from_config(cfg):
-    cfg = replace(cfg, redact_patterns=(("ticket", r"SECRET-\d+"),))
+    cfg = replace(cfg, redact_extra=(("ticket", r"SECRET-\d+"),))
     assert api.store(cfg, "note", "see SECRET-42").text == "see [REDACTED:ticket]"
 
 

@@ -18,7 +18,8 @@ from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import run
 from compress.session import Session
-from ctxmill.settings import ConfigError, load_compress_config, load_redaction
+from ctxmill.errors import ConfigError
+from ctxmill.settings import Settings
 from ground.redact import covered_kinds, redact
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.helpers import strings
@@ -61,7 +62,7 @@ def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path):
     (tmp_path / "config.toml").write_text(
         '[security]\nredact_extra = ["TICKET-[0-9]{5}"]\n'
         f'redact_allow = ["{SECRETS["aws_access_key"]}"]\n')
-    config = load_compress_config(tmp_path)
+    config = Settings.load(tmp_path).compress
     assert config.redact_extra == ("TICKET-[0-9]{5}",)
     call = ("Bash", {"command": "cat notes"}, leaky_text() + "\nsee TICKET-12345\n")
     store = CCRStore.in_memory()
@@ -82,7 +83,7 @@ def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path):
 def test_bad_security_config_is_one_clear_error(tmp_path, toml, message):
     (tmp_path / "config.toml").write_text(toml)
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
-        load_redaction(tmp_path)
+        Settings.load(tmp_path).redaction
 
 
 def test_every_covered_kind_is_redacted_in_context():
