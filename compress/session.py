@@ -7,8 +7,10 @@ byte prefix of request k+1 apart from new messages.
 
 On disk (`<dir>/state.jsonl`): line 1 is the epoch header; each further line is a message record
 or a header update. An epoch rewrites the file (temp file + rename); a run between epochs
-appends. A torn last line (crash while appending) is ignored on load. `Session.open(dir)`
-holds a file lock from load to save, so concurrent processes take turns.
+appends. A torn last line (crash while appending) is ignored on load. Every process that
+loads, runs on or saves a session's state holds the directory's file lock (`state_lock(dir)`;
+`Session.open(dir)` holds it from load to save), so they take turns. A process that keeps a
+session in memory between runs reloads it when `changed_on_disk()`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 import xxhash
@@ -25,8 +27,17 @@ import xxhash
 from ground.files import atomic_write, private_lock
 from ground.jsonbytes import dumps
 
+if TYPE_CHECKING:
+    from filelock import FileLock
+
 STATE_FILE = "state.jsonl"
+LOCK_FILE = "state.lock"
 VERSION = 1
+
+
+def state_lock(path: Path) -> FileLock:
+    """The file lock of the session directory `path`: held around every load, run and save."""
+    return private_lock(Path(path) / LOCK_FILE)
 
 
 @dataclass(slots=True)
@@ -67,6 +78,8 @@ class Session:
     only new messages."""
     _pending: list[bytes] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
+    _signature: tuple[int, int] | None = field(default=None, repr=False)
+    """The state file's (mtime, size) when this session last loaded or saved it."""
 
     @classmethod
     def memory(cls) -> "Session":
@@ -75,6 +88,7 @@ class Session:
     @classmethod
     def load(cls, path: Path) -> "Session":
         session = cls(path=Path(path))
+        session._signature = _file_signature(session.path)
         try:
             data = (session.path / STATE_FILE).read_bytes()
         except FileNotFoundError:
@@ -107,7 +121,7 @@ class Session:
     def open(cls, path: Path) -> Iterator["Session"]:
         """Load under the session's file lock and save on a clean exit."""
         path = Path(path)
-        with private_lock(path / "state.lock"):
+        with state_lock(path):
             session = cls.load(path)
             yield session
             session.save()
@@ -141,6 +155,10 @@ class Session:
 
     # -- persistence ---------------------------------------------------------------
 
+    def changed_on_disk(self) -> bool:
+        """Whether another process wrote the state file since this session loaded or saved it."""
+        return self.path is not None and _file_signature(self.path) != self._signature
+
     def save(self) -> None:
         if self.path is None:
             self._pending.clear()
@@ -161,6 +179,15 @@ class Session:
                 os.fsync(fh.fileno())
         self._pending.clear()
         self._rewrite = False
+        self._signature = _file_signature(self.path)
+
+
+def _file_signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = (path / STATE_FILE).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _record_line(prefix_hash: str, r: Record) -> bytes:

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
 from ctxmill.proxy.identity import request_key, session_key
-from ctxmill.proxy.sessions import ProxySession, SessionStats
+from ctxmill.proxy.sessions import ProxySession
+from ctxmill.proxy.stats import SessionStats
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.wire import downstream_headers, upstream_headers
 from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion

@@ -30,46 +30,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from compress.formats.usage import Usage
-from ctxmill.proxy.worker import STATS_FILE, RunSummary, session_directory, write_stats
+from ctxmill.proxy.stats import RunSummary, SessionStats, read_stats, session_directory, write_stats
 
 CALIBRATION_RANGE = (0.25, 4.0)
-
-
-@dataclass
-class SessionStats:
-    provider: str = ""
-    requests: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
-    failures: int = 0
-    epochs: int = 0
-    """Runs that re-rendered history (each one costs a prompt-cache write)."""
-    deferred: int = 0
-    """Requests sent as they were because their compression missed the latency budget. The
-    session's next compressed request costs one prompt-cache write (as an epoch does)."""
-    usage_reports: int = 0
-    input_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    output_tokens: int = 0
-    last_tier: str = ""
-    calibration: float | None = None
-    tokens_per_byte: float | None = None
-
-    def to_dict(self, key: str) -> dict[str, Any]:
-        return {"session": key, **asdict(self), "saved": self.tokens_before - self.tokens_after}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "SessionStats":
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -126,12 +96,9 @@ class ProxySession:
 
     def load_stats(self) -> None:
         """The stats a previous proxy wrote, if any (read once, when the session is first seen)."""
-        try:
-            saved = SessionStats.from_dict(orjson.loads((self.directory / STATS_FILE).read_bytes()))  # type: ignore[operator]
-        except (OSError, orjson.JSONDecodeError, TypeError):
-            return
-        for f in fields(SessionStats):
-            setattr(self.stats, f.name, getattr(saved, f.name))
+        saved = read_stats(self.directory)  # type: ignore[arg-type]
+        if saved is not None:
+            self.stats = saved
 
     # -- event loop ----------------------------------------------------------------
 

@@ -5,8 +5,9 @@ owns the session (`WorkerPool` sends a session always to the same one) and gets 
 compressed bytes and a small `RunSummary`. Must hold:
 - A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU) and runs
   one request at a time; a session's runs are therefore in request order.
-- Each run holds the session directory's file lock (`state.lock`, the one `Session.open` takes)
-  and reloads the state when another process changed it since this worker last saved it.
+- Each run holds the session directory's file lock (`compress.session.state_lock`, the
+  one `Session.open` takes) and reloads the state when another process changed it since this
+  worker last saved it.
 - State is written by one saver thread after the result went back; the session's next run, an
   eviction and `flush` wait for that write. Stats bytes sent with a run are written beside it.
 - Nothing raises out of `compress_request` / `count_request`: failures come back as
@@ -24,7 +25,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import orjson
 
@@ -33,13 +34,11 @@ from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
-from compress.session import STATE_FILE, Session
-from ground.files import atomic_write
+from compress.session import Session, state_lock
+from ctxmill.proxy.stats import RunSummary, session_directory, write_stats
 from ground.jsonbytes import dumps
 
 log = logging.getLogger("ctxmill.proxy")
-
-STATS_FILE = "proxy-stats.json"
 
 
 @dataclass(frozen=True)
@@ -57,39 +56,20 @@ class WorkerSetup:
     """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """What the proxy needs of one run: the bytes to send (None: the original) and the stats."""
-
-    data: bytes | None
-    tokens_before: int = 0
-    tokens_after: int = 0
-    tier: str = ""
-    mode: str = "passthrough"
-    line: str = ""
-    """The run report's one-line summary, for the proxy's request log."""
-    error: str = ""
-
-
-def session_directory(root: Path | None, key: str) -> Path | None:
-    return root / f"proxy-{key}" if root is not None else None
-
-
 class SessionState:
-    """One session's `compress.Session` in this worker, kept in step with its directory."""
+    """One session's `compress.Session`, kept in this worker's memory between runs and in step
+    with its directory through `compress.session` (its file lock and `changed_on_disk`)."""
 
     def __init__(self, key: str, directory: Path | None) -> None:
         self.key = key
         self.directory = directory
         self.saving: Future | None = None
         self._session: Session | None = None
-        self._signature: tuple[int, int] | None = None
-        self._lock_file: Any = None
 
     def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker") -> RunSummary:
         try:
             body = orjson.loads(raw)
-            with self._file_lock():
+            with self._locked():
                 result = run_pipeline(body, session=self._current(), store=worker.store,
                                       config=worker.setup.compress, chain=worker.setup.chain,
                                       reported_input_tokens=calibrated_tokens)
@@ -109,15 +89,14 @@ class SessionState:
             return
         if self._session is not None:
             try:
-                with self._file_lock():
-                    if self._disk_signature() != self._signature:
+                with self._locked():
+                    if self._session.changed_on_disk():
                         self._session = None
                         log.warning("session %s: state changed by another process; reloading", self.key[:12])
                     else:
                         self._session.save()
-                        self._signature = self._disk_signature()
             except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
-                self._session = self._signature = None
+                self._session = None
                 log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
         if stats is not None:
             write_stats(self.directory, stats)
@@ -127,42 +106,13 @@ class SessionState:
             self.saving.result()
             self.saving = None
 
-    @contextlib.contextmanager
-    def _file_lock(self) -> Iterator[None]:
-        if self.directory is None:
-            yield
-            return
-        from filelock import FileLock
-
-        if self._lock_file is None:
-            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._lock_file = FileLock(str(self.directory / "state.lock"), thread_local=False)
-        with self._lock_file:
-            yield
-
-    def _disk_signature(self) -> tuple[int, int] | None:
-        try:
-            st = (self.directory / STATE_FILE).stat()  # type: ignore[operator]
-        except (OSError, TypeError):
-            return None
-        return st.st_mtime_ns, st.st_size
+    def _locked(self) -> contextlib.AbstractContextManager:
+        return state_lock(self.directory) if self.directory is not None else contextlib.nullcontext()
 
     def _current(self) -> Session:
-        if self.directory is None:
-            if self._session is None:
-                self._session = Session.memory()
-            return self._session
-        if self._session is None or self._disk_signature() != self._signature:
-            self._session = Session.load(self.directory)
-            self._signature = self._disk_signature()
+        if self._session is None or self._session.changed_on_disk():
+            self._session = Session.load(self.directory) if self.directory is not None else Session.memory()
         return self._session
-
-
-def write_stats(directory: Path, stats: bytes) -> None:
-    try:
-        atomic_write(directory / STATS_FILE, stats, fsync=False)
-    except OSError as exc:
-        log.warning("session %s: stats not saved: %s", directory.name, exc)
 
 
 class Worker:

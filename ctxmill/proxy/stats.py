@@ -1,0 +1,89 @@
+"""A proxy session's stats and the files both sides of the proxy share.
+
+The event loop (`sessions`) counts each session's `SessionStats`; the worker that owns the
+session (`worker`) runs the pipeline, answers with a `RunSummary` and writes the stats it was
+sent as `proxy-stats.json` beside the session's state, in `session_directory`. This module
+imports no engine, so the event loop reads and writes stats without loading the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ground.files import atomic_write
+
+log = logging.getLogger("ctxmill.proxy")
+
+STATS_FILE = "proxy-stats.json"
+
+
+def session_directory(root: Path | None, key: str) -> Path | None:
+    """Where a proxy session's state and stats live: `<root>/proxy-<key>/` (None: in memory)."""
+    return root / f"proxy-{key}" if root is not None else None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the proxy needs of one run: the bytes to send (None: the original) and the stats."""
+
+    data: bytes | None
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tier: str = ""
+    mode: str = "passthrough"
+    line: str = ""
+    """The run report's one-line summary, for the proxy's request log."""
+    error: str = ""
+
+
+@dataclass
+class SessionStats:
+    """One session's counts, as `ctxmill proxy --stats` shows them."""
+
+    provider: str = ""
+    requests: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    failures: int = 0
+    epochs: int = 0
+    """Runs that re-rendered history (each one costs a prompt-cache write)."""
+    deferred: int = 0
+    """Requests sent as they were because their compression missed the latency budget. The
+    session's next compressed request costs one prompt-cache write (as an epoch does)."""
+    usage_reports: int = 0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    last_tier: str = ""
+    calibration: float | None = None
+    tokens_per_byte: float | None = None
+
+    def to_dict(self, key: str) -> dict[str, Any]:
+        return {"session": key, **asdict(self), "saved": self.tokens_before - self.tokens_after}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SessionStats":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def write_stats(directory: Path, stats: bytes) -> None:
+    """Write `stats` (SessionStats as JSON) beside the session's state; a failure is logged."""
+    try:
+        atomic_write(directory / STATS_FILE, stats, fsync=False)
+    except OSError as exc:
+        log.warning("session %s: stats not saved: %s", directory.name, exc)
+
+
+def read_stats(directory: Path) -> SessionStats | None:
+    """The stats a previous proxy wrote in `directory`, if any."""
+    try:
+        return SessionStats.from_dict(orjson.loads((directory / STATS_FILE).read_bytes()))
+    except (OSError, orjson.JSONDecodeError, TypeError):
+        return None
