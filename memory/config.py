@@ -1,4 +1,4 @@
-"""The one configuration object memory functions take. Faces build it (see ctxmill/commands/memory.py)."""
+"""The one configuration object memory functions take. Faces build it (`ctxmill.settings.Settings.memory`)."""
 
 from __future__ import annotations
 
