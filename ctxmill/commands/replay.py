@@ -59,13 +59,14 @@ def run(args: argparse.Namespace) -> int:
     from ctxmill.settings import Settings
 
     settings = Settings.load()
-    config, counter = settings.compress, get_counter(prefer_exact=True, tiktoken_cache=settings.tiktoken_cache)
+    config = settings.compress
     path = Path(args.path)
     if not path.exists():
         raise CliError(f"{path}: no such file or folder")
     files = session_files(path) if path.is_dir() else [path]
     if not files:
         raise CliError(f"{path}: no session files (.jsonl, .json, .traj) in this folder")
+    counter = get_counter(prefer_exact=True, tiktoken_cache=settings.tiktoken_cache)
     reports = []
     for file in files:
         try:
