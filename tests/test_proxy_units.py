@@ -179,6 +179,33 @@ def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     assert dropped.cancelled()
 
 
+def test_a_worker_never_overwrites_session_state_another_process_wrote(tmp_path, caplog):
+    import logging
+
+    from compress.config import CompressConfig
+    from compress.session import STATE_FILE, Session
+    from ctxmill.proxy.worker import Worker, WorkerSetup
+    from tests.proxy_helpers import example
+
+    worker = Worker(WorkerSetup(tmp_path, None, CompressConfig(), None, max_sessions=4))
+    state, body = worker.state("k"), example()
+    assert not state.compress(orjson.dumps({**body, "messages": body["messages"][:-2]}), None, worker).error
+    state.persist(None)
+    assert not state.compress(orjson.dumps(body), None, worker).error  # two more messages, kept in memory
+    with Session.open(state.directory) as theirs:
+        theirs.set_next_trial(123)
+    written = (state.directory / STATE_FILE).read_bytes()
+    logging.getLogger("ctxmill.proxy").addHandler(caplog.handler)
+    try:
+        state.persist(None)
+    finally:
+        logging.getLogger("ctxmill.proxy").removeHandler(caplog.handler)
+    assert (state.directory / STATE_FILE).read_bytes() == written
+    assert "state changed by another process" in caplog.text
+    assert not state.compress(orjson.dumps(body), None, worker).error  # runs on their state, reloaded
+    worker.store.close()
+
+
 def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
     from compress.config import CompressConfig
     from compress.pipeline import Chain

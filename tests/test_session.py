@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
 from compress.pipeline import run
-from compress.session import STATE_FILE, Session
+from compress.session import STATE_FILE, Session, state_lock
 from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL
 from tests.strategies import requests
@@ -98,6 +98,18 @@ def test_state_persists_across_processes(tmp_path):
     on_disk = [dumps(r.body) for _, r in feed(body, config, lambda: Session.open(tmp_path / "s"))]
     assert on_disk == in_memory
     assert (tmp_path / "s" / STATE_FILE).stat().st_mode & 0o077 == 0
+
+
+def test_a_session_kept_in_memory_sees_another_process_write_its_state(tmp_path):
+    mine = Session.load(tmp_path)
+    with state_lock(tmp_path):
+        run(_reminder_turns(4), session=mine, store=CCRStore.in_memory(), config=SMALL_TAIL)
+        mine.save()
+    assert not mine.changed_on_disk() and not Session.memory().changed_on_disk()
+    with Session.open(tmp_path) as theirs:
+        theirs.set_next_trial(123)
+    assert mine.changed_on_disk()
+    assert not Session.load(tmp_path).changed_on_disk()
 
 
 def test_torn_or_corrupt_state_is_never_trusted(tmp_path):
