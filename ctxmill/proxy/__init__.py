@@ -3,7 +3,7 @@
 `create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.settings`) is a Starlette ASGI app;
 `serve(config, host, port)` runs it under uvicorn. Modules: `routing` (which upstream, which
 route compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
-`usage` (provider-reported token usage, read from JSON and SSE without buffering), `sessions`
+`usage_tap` (provider-reported token usage, read from JSON and SSE without buffering), `sessions`
 (per-session stats, turn-taking and calibration on the event loop), `stats` (the run summary and
 the stats file both sides share), `worker` (what runs in a worker process: the pipeline and the
 sessions' state), `workerpool` (the worker processes, session affinity and scheduling), `app`
