@@ -7,6 +7,7 @@ What must hold:
 - an older decision is dropped when a newer one supersedes it: the newer says "instead of / no
   longer / switched to / 改用 / 不再 …" and shares at least SUPERSEDE_OVERLAP of its terms;
 - pinned entries are never changed or removed (a non-pinned near-duplicate of one is dropped);
+- memory files (the memory tool's `/memories/…` entries, see memory.files) are left as they are;
 - the previous MEMORY.md is kept as MEMORY.md.bak (notes.md as notes.md.bak);
 - a run that would leave fewer than half of MEMORY.md's entries raises DreamRefused, writes nothing;
 - deterministic: the same files give the same result; a second run changes nothing;
@@ -31,6 +32,7 @@ from ground.files import atomic_write, private_lock
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
+from memory.files import file_path
 from memory.markdown import MemoryDocument, parse
 from memory.similar import DUPLICATE, overlap, terms
 
@@ -81,6 +83,8 @@ def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> 
     out = []
     for rank, doc in enumerate((memory, notes)):
         for pos, entry in enumerate(doc.entries()):
+            if rank == 0 and file_path(entry) is not None:  # a memory file: never merged, dropped or merged into
+                continue
             if rank == 1:
                 entry = readable_gotcha(entry)
             out.append(_Item(entry, rank == 1, (entry.created or "", rank, pos), terms(entry.text, tok)))
