@@ -40,16 +40,17 @@ __all__ = ["CtxmillMemoryTool", "AsyncCtxmillMemoryTool", "Limits"]
 
 
 class CtxmillMemoryTool(BetaAbstractMemoryTool):
-    """The memory tool over `cfg`'s MEMORY.md (by default: ctxmill's configuration for
-    `project_home`, itself found from the working directory like the CLI does)."""
+    """The memory tool over `cfg`'s MEMORY.md (by default: the memory settings of `project_home`,
+    itself found from the working directory like the CLI does; ctxmill.settings.ConfigError when
+    its config.toml is invalid)."""
 
     def __init__(self, cfg: MemoryConfig | None = None, *, project_home: Path | None = None, scope: str = "project",
                  entry_type: str = "note", limits: Limits = Limits(), cache_control=None) -> None:
         super().__init__(cache_control=cache_control)
         if cfg is None:
-            from ctxmill.configs import memory_config
+            from ctxmill.settings import Settings
 
-            cfg = memory_config(project_home)
+            cfg = Settings.load(project_home).memory
         self.files = MemoryFiles(cfg, scope, entry_type, limits)
 
     def view(self, command) -> str:

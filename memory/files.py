@@ -256,7 +256,7 @@ class MemoryFiles:
     def redact(self, text: str) -> str:
         from ground.redact import redact  # only writers pay for compiling the secret patterns
 
-        return redact(text, self.cfg.redact_patterns, self.cfg.redact_allow)
+        return redact(text, self.cfg.redact_extra, self.cfg.redact_allow)
 
     def check_no_secret(self, path: str) -> None:
         if self.redact(path) != path:

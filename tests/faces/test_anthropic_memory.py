@@ -314,3 +314,17 @@ def test_runtime_dependencies_do_not_include_the_sdk():
             "try:\n    import ctxmill.anthropic_memory\nexcept ImportError as exc:\n    print(exc)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert "pip install 'ctxmill[anthropic]'" in out
+
+
+def test_default_tool_uses_the_project_settings(tmp_path, monkeypatch):
+    """No config given: the project home the CLI would use, its [security] patterns included."""
+    home = tmp_path / "proj" / ".ctxmill"
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text('[security]\nredact_extra = ["codename-[a-z]+"]\n', "utf-8")
+    monkeypatch.setenv("CTXMILL_HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    tool = CtxmillMemoryTool()
+    assert tool.call({"command": "create", "path": "/memories/p.md", "file_text": "Ship codename-falcon"}).endswith(
+        "before it was stored.")
+    assert "codename-falcon" not in (home / api.MEMORY_FILE).read_text("utf-8")
+    assert tool.files.read().content("/memories/p.md").startswith("Ship [REDACTED:")
