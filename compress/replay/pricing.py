@@ -1,14 +1,16 @@
 """Prices the requests of one side of a replay (raw, compressed, a peer) with the cost model.
 
 A request is its head (system prompt, tools) plus its content blocks, `MESSAGE_OVERHEAD`
-tokens per message on top; thinking blocks count only where the provider still sends them
-(`compress.provider_cache`). Blocks are counted once per distinct content (cached by message
+tokens per message on top; thinking blocks count where the provider still sends them: as the
+request asks (`context_management` clearing thinking with `keep: "all"` keeps every turn's
+thinking in the prefix), else only after the last person-written message
+(`compress.provider_cache`); `thinking="all"` or `"latest"` overrides that. Blocks are counted once per distinct content (cached by message
 object and by content hash), so a whole session costs time linear in its size per request.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import xxhash
@@ -18,7 +20,8 @@ from compress.memo import PerObject
 from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
-from compress.replay.costmodel import CacheCost, PromptCache, compaction_events
+from compress.replay.needed import Needed
+from compress.replay.costmodel import ANTHROPIC, CacheCost, Prices, PromptCache, compaction_events
 from compress.tokens import TokenCounter
 from ground.jsonbytes import dumps
 
@@ -36,15 +39,33 @@ class _MessageInfo:
 class Priced:
     tokens: int
     cache: CacheCost
+    cost: float
+
+
+THINKING_MODES = ("request", "all", "latest")
+
+
+def keeps_all_thinking(body: dict) -> bool:
+    """The request asks the provider to keep every turn's thinking (Claude Code's
+    `context_management: {edits: [{type: "clear_thinking_…", keep: "all"}]}`)."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    return isinstance(edits, list) and any(
+        isinstance(e, dict) and str(e.get("type", "")).startswith("clear_thinking") and e.get("keep") == "all"
+        for e in edits)
 
 
 class RequestAccountant:
     """Prices the requests of one side (raw, compressed, a peer) of one session."""
 
-    def __init__(self, provider: str, counter: TokenCounter, cache: dict | None = None) -> None:
+    def __init__(self, provider: str, counter: TokenCounter, cache: dict | None = None,
+                 prices: Prices = ANTHROPIC, thinking: str = "request") -> None:
+        self.field = SHAPES[provider].MESSAGES_FIELD
         self.parse = SHAPES[provider].parse_message
         self.count = counter.count
-        self.cache = PromptCache()
+        self.prices = prices
+        self.thinking = thinking
+        self.cache = PromptCache(prices.lookback)
         self.sizes: list[int] = []
         self._info = PerObject(self._info_by_content)
         self._by_content: dict[int, _MessageInfo] = cache if cache is not None else {}
@@ -78,9 +99,16 @@ class RequestAccountant:
             self._heads[data] = head
         return head
 
+    def _keeps_all_thinking(self, body: dict) -> bool:
+        return self.thinking == "all" or (self.thinking == "request" and keeps_all_thinking(body))
+
+    def message_tokens(self, message: Any) -> int:
+        """Tokens of one provider-shaped message, thinking included."""
+        return sum(self._info(message).tokens)
+
     def add(self, body: dict) -> Priced:
-        infos = [self._info(m) for m in body["messages"]]
-        last_person = last_person_index(infos)
+        infos = [self._info(m) for m in body[self.field]]
+        last_person = -1 if self._keeps_all_thinking(body) else last_person_index(infos)
         keys: list[int] = []
         tokens: list[int] = []
         for i, info in enumerate(infos):
@@ -96,12 +124,12 @@ class RequestAccountant:
         cost = self.cache.add(keys, tokens, head_key, head_tokens)
         total = head_tokens + sum(tokens)
         self.sizes.append(total)
-        return Priced(total, cost)
+        return Priced(total, cost, cost.cost(self.prices))
 
 
 @dataclass
 class SideStats:
-    """Totals of one side of a replay."""
+    """Totals of one side of a replay; `effective_cost` adds the re-reads of needed lines it lost."""
 
     tokens_sum: int = 0
     tokens_peak: int = 0
@@ -109,13 +137,18 @@ class SideStats:
     cache_write: int = 0
     cost: float = 0.0
     compactions: int = 0
+    needed: Needed = field(default_factory=Needed)
+
+    @property
+    def effective_cost(self) -> float:
+        return round(self.cost + self.needed.reread_cost, 1)
 
     def add(self, priced: Priced) -> None:
         self.tokens_sum += priced.tokens
         self.tokens_peak = max(self.tokens_peak, priced.tokens)
         self.cache_read += priced.cache.read
         self.cache_write += priced.cache.write
-        self.cost += priced.cache.cost
+        self.cost += priced.cost
 
     def finish(self, sizes: list[int]) -> "SideStats":
         """`sizes`: each request's tokens as the host sees them (plus any unseen head)."""

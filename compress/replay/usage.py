@@ -39,7 +39,7 @@ def check_usage(pairs: list[tuple[Priced, Any]]) -> UsageCheck | None:
     modelled = reported = read_m = read_r = total_m = total_r = 0.0
     for i, (p, u) in enumerate(pairs):
         head_read = unseen if i else 0
-        modelled += p.cache.cost + READ_PRICE * head_read + WRITE_PRICE * (unseen - head_read)
+        modelled += p.cost + READ_PRICE * head_read + WRITE_PRICE * (unseen - head_read)
         reported += u.input + READ_PRICE * u.cache_read + WRITE_PRICE * u.cache_write
         read_m += p.cache.read + head_read
         total_m += p.tokens + unseen

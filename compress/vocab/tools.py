@@ -63,6 +63,10 @@ PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "targ
 PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
 """Input keys of patch tools that hold the patch body (the first present one is used)."""
 
+OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
+"""Input keys of edit calls that hold the text being replaced, which the model copies out of
+its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
+
 PROTECTED_TOOLS = frozenset({
     "edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
     "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",
@@ -87,6 +91,17 @@ def is_protected_tool(name: str, protected: frozenset[str]) -> bool:
 def is_memory_tool(name: str) -> bool:
     """A ctxmill memory tool (`memory_store`, …) under any `server__` prefix."""
     return name.lower().rsplit("__", 1)[-1].startswith("memory_")
+
+
+def replaced_texts(tool_input: Any) -> list[str]:
+    """The old texts an edit call replaces (`OLD_TEXT_KEYS`, also inside a MultiEdit's `edits`);
+    [] for any other call."""
+    if not isinstance(tool_input, dict):
+        return []
+    edits = tool_input.get("edits")
+    items = [tool_input] + (edits if isinstance(edits, list) else [])
+    return [value for item in items if isinstance(item, dict)
+            for key in OLD_TEXT_KEYS if isinstance(value := item.get(key), str) and value]
 
 
 def command_of(tool_input: Any) -> str:
