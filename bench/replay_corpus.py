@@ -14,9 +14,7 @@ headroom-ai`); otherwise it is left out. The corpus is ../shared/corpus (or $CTX
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,63 +28,55 @@ from compress.replay.runner import ReplayReport, replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
-PEERS_DIR = ROOT.parent / "shared" / "peers"
-
-
-class Headroom:
-    """headroom.compress() in its own venv, one long-lived subprocess, one request per line."""
-
-    def __init__(self, python: Path) -> None:
-        self.proc = subprocess.Popen([str(python), str(ROOT / "bench" / "headroom_worker.py"), str(PEERS_DIR)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, encoding="utf-8")
-
-    def __call__(self, body: dict) -> dict:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps(body["messages"], ensure_ascii=False) + "\n")
-        self.proc.stdin.flush()
-        return {**body, "messages": json.loads(self.proc.stdout.readline())}
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+SIDES = ("cap", "ctxmill", "headroom")
 
 
 def _pct(raw: int, out: int) -> str:
     return f"{100.0 * (out - raw) / raw:+.1f}%" if raw else "n/a"
 
 
-def table(reports: list[ReplayReport], peer: str | None) -> str:
-    head = ["session", "format", "req", "raw tokens (sum / peak)", "compressed (sum / peak)", "cost ratio"]
-    if peer:
-        head.append(f"{peer} cost ratio")
-    head += ["compactions raw→ctxmill", "retained (recoverable / visible last 10 turns)", "p50 / p95 ms"]
+def _side_cell(report: ReplayReport, name: str) -> str:
+    side = report.sides().get(name)
+    if side is None:
+        return "–"
+    return f"{report.ratio(side):.3f} / {report.ratio(side, True):.3f} / {side.needed.fraction():.2f}"
+
+
+def table(reports: list[ReplayReport], sides: tuple[str, ...]) -> str:
+    head = ["session", "format", "req", "raw tokens (sum / peak)", "ctxmill tokens (sum / peak)",
+            *[f"{name} modelled / effective / needed" for name in sides],
+            "compactions raw→ctxmill", "retained (recoverable / visible last 10 turns)", "p50 / p95 ms"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in reports:
         ret = r.retention
         cells = [Path(r.source).name[:48], r.format, str(r.requests),
                  f"{r.raw.tokens_sum:,} / {r.raw.tokens_peak:,}",
                  f"{_pct(r.raw.tokens_sum, r.compressed.tokens_sum)} / {_pct(r.raw.tokens_peak, r.compressed.tokens_peak)}",
-                 f"{r.cost_ratio:.3f}"]
-        if peer:
-            cells.append(f"{r.ratio(r.peers[peer]):.3f}" if peer in r.peers else "–")
-        cells += [f"{r.raw.compactions}→{r.compressed.compactions}",
-                  f"{ret.fraction('recoverable'):.0%} / {ret.fraction('recent_visible', 'recent'):.0%}",
-                  f"{r.ms_p50:.1f} / {r.ms_p95:.1f}"]
+                 *[_side_cell(r, name) for name in sides],
+                 f"{r.raw.compactions}→{r.compressed.compactions}",
+                 f"{ret.fraction('recoverable'):.0%} / {ret.fraction('recent_visible', 'recent'):.0%}",
+                 f"{r.ms_p50:.1f} / {r.ms_p95:.1f}"]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
-def overall(reports: list[ReplayReport], fmt: str | None, peer: str | None) -> str:
-    chosen = [r for r in reports if fmt is None or r.format == fmt]
-    raw = sum(r.raw.cost for r in chosen)
+def totals(reports: list[ReplayReport], label: str, sides: tuple[str, ...]) -> list[str]:
+    """Sums of costs (not means of ratios) and needed lines over `reports`, per side."""
+    raw = sum(r.raw.cost for r in reports)
     if not raw:
-        return ""
-    line = f"{fmt or 'all'} ({len(chosen)} sessions): cost ratio {sum(r.compressed.cost for r in chosen) / raw:.3f}"
-    if peer and all(peer in r.peers for r in chosen):
-        line += f", {peer} {sum(r.peers[peer].cost for r in chosen) / raw:.3f}"
-    return line
+        return []
+    rows = []
+    for name in sides:
+        chosen = [r.sides()[name] for r in reports if name in r.sides()]
+        if len(chosen) < len(reports):
+            continue
+        needed = Needed()
+        for side in chosen:
+            needed.merge(side.needed)
+        rows.append(f"| {label} ({len(reports)}) | {name} | {sum(s.cost for s in chosen) / raw:.3f} | "
+                    f"{sum(s.effective_cost for s in chosen) / raw:.3f} | {needed.fraction():.3f} "
+                    f"({sum(needed.total.values()):,}) | " + " | ".join(f"{needed.fraction(b):.3f}" for b in AGE_BUCKETS) + " |")
+    return rows
 
 
 def usage_lines(reports: list[ReplayReport]) -> list[str]:
@@ -115,6 +105,7 @@ def main() -> int:
         print(f"corpus not found at {folder}; nothing to replay", file=sys.stderr)
         return 0
     peer = None if args.no_headroom or not args.headroom.exists() else "headroom"
+    sides = SIDES if peer else SIDES[:2]
     started = time.perf_counter()
     reports = []
     for path in session_files(folder):
@@ -128,16 +119,24 @@ def main() -> int:
         finally:
             if worker:
                 worker.close()
-        print(f"{path.name[:60]:60} {report.requests:4d} req  ratio {report.cost_ratio:.3f}  {report.seconds:.1f}s",
-              file=sys.stderr)
+        print(f"{path.name[:60]:60} {report.requests:4d} req  " + "  ".join(
+            f"{name} {_side_cell(report, name)}" for name in sides) + f"  {report.seconds:.1f}s", file=sys.stderr)
         reports.append(report)
     stages = ", ".join(s.name for s in DEFAULT_STAGES)
     counter = reports[0].counter if reports else "?"
-    summary = [line for line in (overall(reports, "claude-code", peer), overall(reports, None, peer)) if line]
+    big = [r for r in reports if r.requests >= 100]
+    summary = ["| sessions | side | modelled | effective | needed lines kept (count) | " + " | ".join(AGE_BUCKETS) + " |",
+               "|---|---|---|---|---|" + "---|" * len(AGE_BUCKETS),
+               *totals([r for r in reports if r.format == "claude-code"], "claude-code", sides),
+               *totals(big, "≥ 100 requests", sides), *totals(reports, "all", sides)]
     text = "\n".join([
-        f"Stages: {stages}. Tokens counted with {counter}; cost = cache read 0.1x + write 1.25x base input "
-        f"price (block-prefix model, 20-block lookback). Ratio = compressed / raw; below 1 saves money.",
-        "", table(reports, peer), "", *[f"- {line}" for line in summary], *usage_lines(reports),
+        f"Stages: {stages}. Tokens counted with {counter}; modelled cost per provider (Anthropic: cache read 0.1x, "
+        f"write 1.25x base input price, 20-block lookback; OpenAI: cached input at the model's discount, no write "
+        f"premium); effective = modelled + re-reads of lines the agent later copied into edits but could not see. "
+        f"Host compactions start a new history (summary first). Cells: modelled / effective cost ratio (side / raw) / "
+        f"needed lines kept.",
+        "", table(reports, sides), "", "Totals (sums of costs, not means of ratios):", "", *summary,
+        *usage_lines(reports),
         "", f"Replayed in {time.perf_counter() - started:.0f} s.",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -119,12 +119,17 @@ def test_cli_report_json_and_summary(tmp_path):
     path.write_text(json.dumps(_session(4)))
     out = _cli(str(path))
     assert out.returncode == 0, out.stderr
-    assert "cache cost" in out.stdout and "counted with" in out.stdout and out.stderr == ""
+    assert "effective" in out.stdout and "counted with" in out.stdout and out.stderr == ""
     data = json.loads(_cli(str(path), "--json").stdout)
     assert data["requests"] == 6 and data["format"] == "request" and "cost_ratio" in data
+    assert set(data["sides"]) == {"raw", "cap", "ctxmill"}
+    assert data["sides"]["raw"]["effective_ratio"] == 1.0 and "by_age" in data["sides"]["cap"]["needed"]
     (tmp_path / "b.jsonl").write_text(read_flat_fixture())
     summary = _cli(str(tmp_path), "--summary")
-    assert summary.returncode == 0 and "2 sessions" in summary.stdout
+    assert summary.returncode == 0 and "2 sessions, totals (sums of costs)" in summary.stdout
+    assert "cap        modelled" in summary.stdout
+    missing_peer = _cli(str(path), "--headroom", str(tmp_path / "no-python"))
+    assert missing_peer.returncode == 2 and "cannot import headroom" in missing_peer.stderr
 
 
 def read_flat_fixture() -> str:

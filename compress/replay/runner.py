@@ -20,7 +20,10 @@ from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.sessions.transcript import Transcript
 from compress.pipeline import Chain, run
-from compress.provider_cache import READ_PRICE, WRITE_PRICE
+from compress.formats.requests import SHAPES
+from compress.replay.cap import DecideOnceCap
+from compress.replay.costmodel import Prices, prices_for
+from compress.replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from compress.replay.pricing import Priced, RequestAccountant, SideStats
 from compress.replay.retention import RECENT_TURNS, Retention, check_retention
 from compress.replay.usage import UsageCheck, check_usage
@@ -35,8 +38,12 @@ class ReplayReport:
     provider: str
     counter: str
     requests: int = 0
+    prices: str = ""
+    glued: bool = False
     raw: SideStats = field(default_factory=SideStats)
     compressed: SideStats = field(default_factory=SideStats)
+    cap: SideStats = field(default_factory=SideStats)
+    """The decide-once cap (`compress.replay.cap`) priced the same way."""
     tiers: dict[str, int] = field(default_factory=dict)
     tier_changes: int = 0
     epochs: int = 0
@@ -58,15 +65,22 @@ class ReplayReport:
     def cost_ratio(self) -> float:
         return self.ratio(self.compressed)
 
-    def ratio(self, side: SideStats) -> float:
-        """Modelled cost of `side` relative to the raw requests."""
-        return round(side.cost / self.raw.cost, 4) if self.raw.cost else 1.0
+    def ratio(self, side: SideStats, effective: bool = False) -> float:
+        """Modelled (or effective) cost of `side` relative to the raw requests."""
+        cost = side.effective_cost if effective else side.cost
+        return round(cost / self.raw.cost, 4) if self.raw.cost else 1.0
+
+    def sides(self) -> dict[str, SideStats]:
+        return {"raw": self.raw, "cap": self.cap, "ctxmill": self.compressed, **self.peers}
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["retention"] = self.retention.to_dict()
         out["cost_ratio"] = self.cost_ratio
         out["peer_cost_ratios"] = {name: self.ratio(side) for name, side in self.peers.items()}
+        out["sides"] = {name: {"cost": side.cost, "effective_cost": side.effective_cost,
+                               "cost_ratio": self.ratio(side), "effective_ratio": self.ratio(side, effective=True),
+                               "needed": side.needed.to_dict()} for name, side in self.sides().items()}
         return out
 
     def render(self) -> str:
@@ -74,15 +88,22 @@ class ReplayReport:
         pct = (lambda a, b: f"{100.0 * (b - a) / a:+.1f}%" if a else "n/a")
         ret = self.retention
         lines = [
-            f"{self.source}  ({self.format}, {self.provider}, {self.requests} requests)",
+            f"{self.source}  ({self.format}, {self.provider}, {self.requests} requests, "
+            f"{'one glued history' if self.glued else 'histories as the host sent them'})",
             f"  tokens      raw sum {r.tokens_sum:,}  peak {r.tokens_peak:,}",
             f"              compressed sum {c.tokens_sum:,} ({pct(r.tokens_sum, c.tokens_sum)})"
             f"  peak {c.tokens_peak:,} ({pct(r.tokens_peak, c.tokens_peak)})",
-            f"  cache cost  raw {r.cost:,.0f}  compressed {c.cost:,.0f}  ratio {self.cost_ratio:.3f}"
-            f"  (read {READ_PRICE}x, write {WRITE_PRICE}x base input price)",
-            f"  compactions raw {r.compactions}  compressed {c.compactions}  (crossing 160K, reset to 20K"
-            f"{'; with the unseen system+tools' if self.usage else ''}; host compactions in the recording: "
-            f"{self.host_compactions})",
+            f"  cost        {self.prices}; effective = modelled + re-reads of lost needed lines",
+        ]
+        for name, side in self.sides().items():
+            needed = side.needed
+            ages = " ".join(f"{b} {needed.fraction(b):.0%}" for b in AGE_BUCKETS)
+            lines.append(f"    {name:<10} modelled {self.ratio(side):.3f}  effective {self.ratio(side, True):.3f}"
+                         f"  needed lines kept {needed.fraction():.1%} of {sum(needed.total.values())} ({ages})"
+                         f"  compactions {side.compactions}")
+        lines += [
+            f"  compactions crossing 160K, reset to 20K{'; with the unseen system+tools' if self.usage else ''}; "
+            f"host compactions in the recording: {self.host_compactions}",
             f"  tiers       {', '.join(f'{k} {v}' for k, v in self.tiers.items()) or '-'}"
             f"  changes {self.tier_changes}  epochs {self.epochs}  CCR entries {self.ccr_entries}",
             f"  retention   recoverable {ret.fraction('recoverable'):.1%}  visible {ret.fraction('visible'):.1%}"
@@ -96,9 +117,6 @@ class ReplayReport:
             lines.append(f"  vs usage    {u.compared} calls: modelled/reported cost {u.cost_ratio:.3f}, median input "
                          f"error {u.median_abs_error:.1%} (unseen system+tools ~{u.unseen_head:,}), cache-read share "
                          f"modelled {u.modelled_read_share:.1%} vs reported {u.reported_read_share:.1%}")
-        for name, side in self.peers.items():
-            lines.append(f"  peer        {name}: sum {side.tokens_sum:,}  peak {side.tokens_peak:,}  cost ratio "
-                         f"{self.ratio(side):.3f}  compactions {side.compactions}")
         if self.malformed:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
@@ -117,57 +135,73 @@ def _percentile(values: list[float], q: float) -> float:
 def replay(transcript: Transcript, *, source: str = "", config: CompressConfig = CompressConfig(),
            chain: Chain | None = None, counter: TokenCounter | None = None,
            progress: Callable[[int, int], None] | None = None,
-           peers: dict[str, Callable[[dict], dict]] | None = None) -> ReplayReport:
-    """Replay every model call of `transcript` through the pipeline and report.
+           peers: dict[str, Callable[[dict], dict]] | None = None, glued: bool = False,
+           thinking: str = "request", cache_ttl: str = "5m") -> ReplayReport:
+    """Replay every model call of `transcript` through the pipeline and report, side by side
+    with the raw requests, the decide-once cap and `peers` (name -> raw body -> compressed body).
 
-    `peers`: other compressors (name -> raw body -> compressed body) priced alongside."""
+    The host's real histories are replayed: a compaction starts a new one whose first message is
+    its summary (`glued`: one history across compactions, the summaries left out)."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
-    report = ReplayReport(source, transcript.format, transcript.provider, counter.name,
+    prices = prices_for(transcript.provider, str(transcript.head.get("model", "")), cache_ttl)
+    report = ReplayReport(source, transcript.format, transcript.provider, counter.name, prices=prices.name,
                           malformed=transcript.malformed, skipped=dict(transcript.skipped),
-                          host_compactions=transcript.host_compactions)
+                          host_compactions=transcript.host_compactions, glued=glued)
     shared: dict = {}
-    raw_side = RequestAccountant(transcript.provider, counter, shared)
-    out_side = RequestAccountant(transcript.provider, counter, shared)
+
+    def accountant() -> RequestAccountant:
+        return RequestAccountant(transcript.provider, counter, shared, prices, thinking)
+
     peers = peers or {}
-    peer_sides = {name: RequestAccountant(transcript.provider, counter, shared) for name in peers}
+    sides = {name: accountant() for name in ("raw", "cap", "ctxmill", *peers)}
     report.peers = {name: SideStats() for name in peers}
-    session = Session.memory()
+    stats = {"raw": report.raw, "cap": report.cap, "ctxmill": report.compressed, **report.peers}
     store = CCRStore.in_memory()
-    calls = [c for c in transcript.calls if c.index > 0]
+    texts = MessageTexts()
+    parse = SHAPES[transcript.provider].parse_message
+    histories = [transcript] if glued else transcript.segments()
+    total = sum(1 for h in histories for c in h.calls if c.index > 0)
     tiers: Counter = Counter()
     durations: list[float] = []
     usage_pairs: list[tuple[Priced, Any]] = []
     last_tier = None
     raw_body = out_body = None
-    for k, call in enumerate(calls):
-        raw_body = {**transcript.head, "messages": transcript.messages[: call.index]}
-        result = run(raw_body, session=session, store=store, config=config, chain=chain)
-        out_body = result.body
-        rep = result.report
-        durations.append(rep.duration_ms)
-        tiers[rep.tier or "passthrough"] += 1
-        report.tier_changes += last_tier is not None and rep.tier != last_tier
-        last_tier = rep.tier
-        report.epochs += rep.mode == "epoch"
-        report.ccr_entries += rep.ccr_written
-        report.pipeline_errors += bool(rep.error or rep.errors)
-        priced = raw_side.add(raw_body)
-        report.raw.add(priced)
-        report.compressed.add(out_side.add(out_body))
-        for name, compress_body in peers.items():
-            report.peers[name].add(peer_sides[name].add(compress_body(raw_body)))
-        if call.usage is not None and not call.after_host_compaction:
-            usage_pairs.append((priced, call.usage))
-        if progress:
-            progress(k + 1, len(calls))
-    report.requests = len(calls)
+    for history in histories:
+        session = Session.memory()
+        cap = DecideOnceCap(transcript.provider)
+        for call in (c for c in history.calls if c.index > 0):
+            raw_body = history.whole(call.index)
+            result = run(raw_body, session=session, store=store, config=config, chain=chain)
+            out_body = result.body
+            rep = result.report
+            durations.append(rep.duration_ms)
+            tiers[rep.tier or "passthrough"] += 1
+            report.tier_changes += last_tier is not None and rep.tier != last_tier
+            last_tier = rep.tier
+            report.epochs += rep.mode == "epoch"
+            report.ccr_entries += rep.ccr_written
+            report.pipeline_errors += bool(rep.error or rep.errors)
+            bodies = {"raw": raw_body, "cap": cap(raw_body), "ctxmill": out_body,
+                      **{name: compress_body(raw_body) for name, compress_body in peers.items()}}
+            reply = parse(history.messages[call.index]) if call.index < len(history.messages) else None
+            raw_messages = history.messages[: call.index]
+            needs = needs_of_call(raw_messages, reply, texts)
+            for name, body in bodies.items():
+                priced = sides[name].add(body)
+                stats[name].add(priced)
+                if needs:
+                    stats[name].needed.add(needs, texts.request(body[sides[name].field]),
+                                           _reread(prices, priced, sides["raw"], raw_messages))
+                if name == "raw" and call.usage is not None and (glued is False or not call.after_host_compaction):
+                    usage_pairs.append((priced, call.usage))
+            if progress:
+                progress(len(durations), total)
+    report.requests = len(durations)
     report.usage = check_usage(usage_pairs)
     unseen = report.usage.unseen_head if report.usage else 0
-    report.raw.finish([n + unseen for n in raw_side.sizes])
-    report.compressed.finish([n + unseen for n in out_side.sizes])
-    for name, side in report.peers.items():
-        side.finish([n + unseen for n in peer_sides[name].sizes])
+    for name, side in stats.items():
+        side.finish([n + unseen for n in sides[name].sizes])
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0
@@ -175,3 +209,11 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
         report.retention = check_retention(raw_body, out_body, store)
     report.seconds = round(time.perf_counter() - started, 2)
     return report
+
+
+def _reread(prices: Prices, priced: Priced, raw: RequestAccountant, raw_messages: list[Any]) -> Callable[[set[int]], float]:
+    """The price of re-reading what a call lost (see `compress.replay.needed`)."""
+    def cost(lost: set[int]) -> float:
+        sources = sum(raw.message_tokens(raw_messages[i]) for i in lost)
+        return prices.read * priced.tokens + (prices.write + CARRY_CALLS * prices.read) * sources
+    return cost

@@ -1,10 +1,14 @@
-"""`ctxmill replay PATH [--json] [--summary] [--format F]`.
+"""`ctxmill replay PATH [--json] [--summary] [--format F] [--glued] [--thinking M] [--cache-ttl T] [--headroom PY]`.
 
 Reads a recorded agent session (Claude Code, flat Claude, Codex, opencode, Craft, SWE-agent,
 or a plain request body), replays it request by request through the compressor as a live
-agent would, and reports tokens, modelled prompt-cache cost raw vs compressed, compactions,
-retention and pipeline time. PATH may be a folder: every session file under it is replayed.
-A progress bar shows on stderr when stderr is a terminal.
+agent would, and reports, side by side with the raw requests, the decide-once cap and (with
+--headroom) headroom-ai: tokens, modelled prompt-cache cost, effective cost (plus re-reads of
+lines the agent later copied into edits but could no longer see), needed lines kept by age,
+compactions, retention and pipeline time. A host compaction starts a new history whose first
+message is its summary (--glued: one history across compactions, as a stress case). PATH may
+be a folder: every session file under it is replayed. A progress bar shows on stderr when
+stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the report(s) as JSON")
     p.add_argument("--summary", action="store_true", help="one line per session plus a total")
     p.add_argument("--format", choices=sorted(FORMATS), help="force the session format (default: detect)")
+    p.add_argument("--glued", action="store_true", help="one history across host compactions (summaries left out)")
+    p.add_argument("--thinking", choices=("request", "all", "latest"), default="request",
+                   help="which turns' thinking the prefix holds: as the request asks (default), every turn's, "
+                        "or only after the last person-written message")
+    p.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m", help="Anthropic cache writes: 5-minute "
+                   "(1.25x) or 1-hour (2x)")
+    p.add_argument("--headroom", metavar="PYTHON", help="python of a venv with headroom-ai: add its column")
     p.set_defaults(func=run)
 
 
@@ -41,12 +52,35 @@ def _progress(name: str):
     return show
 
 
+def _side_cells(report) -> str:
+    return "  ".join(f"{name} {report.ratio(side):.3f}/{report.ratio(side, True):.3f}/{side.needed.fraction():.2f}"
+                     for name, side in report.sides().items() if name != "raw")
+
+
 def _summary_line(report) -> str:
     r, c = report.raw, report.compressed
-    saved = 100.0 * (r.tokens_sum - c.tokens_sum) / r.tokens_sum if r.tokens_sum else 0.0
-    return (f"{report.source[:60]:60} {report.requests:5d} req  tokens {-saved:+6.1f}%  cost ratio "
-            f"{report.cost_ratio:.3f}  compactions {r.compactions}->{c.compactions}  "
-            f"retained {report.retention.fraction('recoverable'):.0%}")
+    return (f"{report.source[-60:]:60} {report.requests:5d} req  modelled/effective/needed  {_side_cells(report)}"
+            f"  compactions {r.compactions}->{c.compactions}  retained {report.retention.fraction('recoverable'):.0%}")
+
+
+def _totals(reports) -> str:
+    """Sums of costs over the sessions (not means of ratios), per side."""
+    from compress.replay.needed import AGE_BUCKETS, Needed
+
+    raw = sum(r.raw.cost for r in reports)
+    if not raw:
+        return f"{len(reports)} sessions"
+    cells = []
+    for name in reports[0].sides():
+        sides = [r.sides()[name] for r in reports if name in r.sides()]
+        needed = Needed()
+        for side in sides:
+            needed.merge(side.needed)
+        ages = " ".join(f"{b} {needed.fraction(b):.2f}" for b in AGE_BUCKETS)
+        cells.append(f"  {name:<10} modelled {sum(s.cost for s in sides) / raw:.3f}  effective "
+                     f"{sum(s.effective_cost for s in sides) / raw:.3f}  needed lines kept {needed.fraction():.3f} "
+                     f"of {sum(needed.total.values())} ({ages})")
+    return f"{len(reports)} sessions, totals (sums of costs):\n" + "\n".join(cells)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings.load()
     config = settings.compress
+    peers = _peers(args.headroom)
     path = Path(args.path)
     if not path.exists():
         raise CliError(f"{path}: no such file or folder")
@@ -81,16 +116,26 @@ def run(args: argparse.Namespace) -> int:
         if not transcript.calls:
             sys.stderr.write(f"ctxmill replay: {file}: no model calls found\n")
         reports.append(replay(transcript, source=str(file), config=config, counter=counter,
-                              progress=_progress(file.name)))
+                              progress=_progress(file.name), peers=peers, glued=args.glued,
+                              thinking=args.thinking, cache_ttl=args.cache_ttl))
     if args.json:
         data = [r.to_dict() for r in reports]
         sys.stdout.write(orjson.dumps(data if path.is_dir() else data[0], option=orjson.OPT_INDENT_2).decode() + "\n")
     elif args.summary:
         for report in reports:
             print(_summary_line(report))
-        raw = sum(r.raw.cost for r in reports)
-        print(f"{len(reports)} sessions, overall cost ratio {sum(r.compressed.cost for r in reports) / raw:.3f}"
-              if raw else f"{len(reports)} sessions")
+        print(_totals(reports))
     else:
         print("\n\n".join(r.render() for r in reports))
     return 0
+
+
+def _peers(python: str | None) -> dict:
+    if not python:
+        return {}
+    from compress.replay.headroom_peer import Headroom, available
+    from ctxmill.errors import CliError
+
+    if not available(python):
+        raise CliError(f"{python}: cannot import headroom (install headroom-ai in that venv)")
+    return {"headroom": Headroom(python)}

@@ -22,6 +22,11 @@ class Builder:
         self._open_response = False
         self._pending_usage: Usage | None = None
         self._pending_flag = False
+        self._split = False
+
+    def split(self) -> None:
+        """The next block starts a new message (a host compaction lies between them)."""
+        self._split = True
 
     def start_response(self, usage: Usage | None = None, after_host_compaction: bool = False) -> None:
         self._open_response = True
@@ -52,10 +57,11 @@ class AnthropicBuilder(Builder):
 
     def add(self, role: str, block: dict[str, Any]) -> None:
         messages = self.t.messages
-        if role == "assistant" and self._needs_new_assistant():
+        split, self._split = self._split, False
+        if role == "assistant" and (split or self._needs_new_assistant()):
             self._new_call()
             messages.append({"role": "assistant", "content": [block]})
-        elif messages and messages[-1]["role"] == role and isinstance(messages[-1]["content"], list):
+        elif not split and messages and messages[-1]["role"] == role and isinstance(messages[-1]["content"], list):
             messages[-1]["content"].append(block)
         else:
             messages.append({"role": role, "content": [block]})

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder
-from compress.formats.sessions.transcript import Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
 from compress.formats.usage import usage_of_event
 
 NAME = "claude-code"
@@ -111,6 +111,14 @@ def read(text: str) -> Transcript:
     for line in lines:
         if line.get("subtype") == "compact_boundary" and line.get("uuid") in chain:
             compacted = True
+            builder.split()
+            transcript.compactions.append(Compaction(len(transcript.messages), len(transcript.calls)))
+            continue
+        if line.get("isCompactSummary") and transcript.compactions and isinstance(line.get("message"), dict):
+            last = transcript.compactions[-1]
+            if last.summary is None and last.index == len(transcript.messages):
+                summary = {"role": "user", "content": _content(line["message"])}
+                transcript.compactions[-1] = Compaction(last.index, last.calls_before, summary)
             continue
         if id(line) not in readable or not belongs(line):
             continue

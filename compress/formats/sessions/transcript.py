@@ -34,6 +34,17 @@ class ModelCall:
     after_host_compaction: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The host compacted the conversation: its later calls (`calls[calls_before:]`) sent
+    `summary` (a message in the transcript's shape; None when the recording lacks it) followed
+    by `messages[index:]`."""
+
+    index: int
+    calls_before: int
+    summary: Any = None
+
+
 @dataclass
 class Transcript:
     format: str
@@ -47,6 +58,23 @@ class Transcript:
     skipped: Counter = field(default_factory=Counter)
     """Readable items that are not part of the model's context, by kind."""
     host_compactions: int = 0
+    compactions: list[Compaction] = field(default_factory=list)
+    """Where the host compacted, in order (readers that can tell record them)."""
+
+    def segments(self) -> list["Transcript"]:
+        """The histories the host really sent: a new one after each compaction, whose first
+        message is the compaction summary. `messages` and `calls` glue them into one history."""
+        if not self.compactions:
+            return [self]
+        out = []
+        bounds = [Compaction(0, 0)] + self.compactions + [Compaction(len(self.messages), len(self.calls))]
+        for start, end in zip(bounds, bounds[1:]):
+            first = [start.summary] if start.summary is not None else []
+            shift = len(first) - start.index
+            calls = [ModelCall(c.index + shift, c.usage) for c in self.calls[start.calls_before:end.calls_before]]
+            out.append(Transcript(self.format, self.provider, self.head, first + self.messages[start.index:end.index],
+                                  calls, host_compactions=int(bool(first))))
+        return out
 
     def request(self, k: int) -> dict[str, Any]:
         """The body of the k-th model call."""

@@ -1,0 +1,169 @@
+"""What the replay measures besides modelled cost: needed lines, effective cost, the decide-once
+cap, per-provider prices, thinking as the request asks, and the host's real histories."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress.formats.requests import SHAPES
+from compress.formats.sessions import read_text
+from compress.replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
+from compress.replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
+from compress.replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
+from compress.replay.pricing import RequestAccountant, keeps_all_thinking
+from compress.replay.runner import replay
+from compress.tokens import get_counter
+
+SOURCE = "\n".join(f"    def handler_number_{i}(self, value):" for i in range(200))
+
+
+def _edit_reply(old: str) -> dict:
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": "e1", "name": "Edit",
+                                              "input": {"file_path": "a.py", "old_string": old, "new_string": "x"}}]}
+
+
+def _read_turn(i: int, text: str) -> list[dict]:
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"r{i}", "name": "Read",
+                                               "input": {"file_path": "a.py"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"r{i}", "content": text}]}]
+
+
+def test_copied_lines_are_the_long_lines_of_old_strings_in_edits_and_multiedits():
+    parse = SHAPES["anthropic"].parse_message
+    reply = parse({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "a", "name": "Edit", "input": {"old_string": "  short\n  def keep_this_line():\n"}},
+        {"type": "tool_use", "id": "b", "name": "MultiEdit", "input": {"edits": [{"old_string": "return compute(a, b)"}]}},
+        {"type": "tool_use", "id": "c", "name": "Bash", "input": {"command": "echo a long command line here"}}]})
+    assert copied_lines(reply) == ["def keep_this_line():", "return compute(a, b)"]
+    assert copied_lines(parse({"role": "user", "content": "def keep_this_line():"})) == []
+
+
+def test_needs_carry_the_newest_source_and_its_age_bucket():
+    messages = [{"role": "user", "content": "fix it"}, *_read_turn(1, SOURCE), *[
+        {"role": "user" if k % 2 else "assistant", "content": f"chatter {k}"} for k in range(12)]]
+    reply = SHAPES["anthropic"].parse_message(_edit_reply("def handler_number_7(self, value):"))
+    needs = needs_of_call(messages, reply, MessageTexts())
+    assert [(n.source, n.bucket) for n in needs] == [(2, "11+")]
+    assert needs_of_call(messages, SHAPES["anthropic"].parse_message(_edit_reply("def not_in_context_at_all():")),
+                         MessageTexts()) == []
+
+
+def test_needed_counts_kept_lines_and_prices_a_reread_once_per_call():
+    needs = needs_of_call([*_read_turn(1, SOURCE)], SHAPES["anthropic"].parse_message(
+        _edit_reply("def handler_number_1(self, value):\ndef handler_number_150(self, value):")), MessageTexts())
+    needed = Needed()
+    calls = []
+    needed.add(needs, "def handler_number_1(self, value):", lambda lost: calls.append(lost) or 10.0)
+    assert needed.total["0-3"] == 2 and needed.kept["0-3"] == 1 and needed.fraction() == 0.5
+    assert calls == [{1}] and needed.reread_cost == 10.0 and needed.calls_with_loss == 1
+    needed.add(needs, SOURCE, lambda lost: 1 / 0)  # nothing lost: no re-read priced
+    assert needed.fraction() == 0.75
+
+
+def test_cap_keeps_head_and_tail_of_long_results_only():
+    assert capped_text("x" * LIMIT) == "x" * LIMIT
+    text = "a" * KEEP + "b" * 1234 + "c" * KEEP
+    out = capped_text(text)
+    assert out.startswith("a" * KEEP) and out.endswith("c" * KEEP) and "1,234 characters cut" in out
+    assert "b" not in out.replace("characters cut", "")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=6000), min_size=1, max_size=8))
+def test_cap_is_append_only_request_after_request(sizes):
+    messages = [{"role": "user", "content": "go"}]
+    for i, n in enumerate(sizes):
+        messages += _read_turn(i, "y" * n)
+    cap = DecideOnceCap("anthropic")
+    previous: list = []
+    for end in range(1, len(messages) + 1):
+        out = cap({"messages": messages[:end]})["messages"]
+        assert json.dumps(out[: len(previous)]) == json.dumps(previous)
+        previous = out
+    assert all(len(json.dumps(m)) < LIMIT + 400 for m in previous)
+
+
+def test_prices_follow_the_provider_and_model():
+    assert prices_for("anthropic") == ANTHROPIC and prices_for("anthropic", cache_ttl="1h") == ANTHROPIC_1H
+    assert ANTHROPIC.write == 1.25 and ANTHROPIC_1H.write == 2.0 and ANTHROPIC.lookback == 20
+    gpt5 = prices_for("openai", "gpt-5-codex")
+    assert (gpt5.read, gpt5.write, gpt5.lookback) == (0.1, 1.0, None)
+    assert prices_for("openai", "gpt-4o-mini").read == 0.5 and prices_for("openai", "").read == 0.5
+
+
+def test_openai_prefix_is_found_beyond_twenty_blocks():
+    limited, anywhere = PromptCache(20), PromptCache(None)
+    first = list(range(5))
+    for cache in (limited, anywhere):
+        cache.add(first, [10] * 5)
+    longer = first + list(range(100, 130))
+    assert limited.add(longer, [10] * 35).read == 0
+    assert anywhere.add(longer, [10] * 35).read == 50
+
+
+def test_thinking_counts_in_every_turn_when_the_request_keeps_it():
+    body = {"messages": [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "deep thought " * 200, "signature": "s"},
+                                          {"type": "text", "text": "ok"}]},
+        {"role": "user", "content": "second"}]}
+    keep_all = {**body, "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}}
+    assert keeps_all_thinking(keep_all) and not keeps_all_thinking(body)
+    counter = get_counter()
+    latest = RequestAccountant("anthropic", counter).add(body).tokens
+    assert RequestAccountant("anthropic", counter).add(keep_all).tokens > latest + 300
+    assert RequestAccountant("anthropic", counter, thinking="all").add(body).tokens == \
+        RequestAccountant("anthropic", counter).add(keep_all).tokens
+    assert RequestAccountant("anthropic", counter, thinking="latest").add(keep_all).tokens == latest
+
+
+def _claude_line(uuid, parent, kind, content, **extra):
+    line = {"uuid": uuid, "parentUuid": parent, "sessionId": "s", "type": kind,
+            "message": {"role": kind, "content": content}, **extra}
+    if kind == "assistant":
+        line["message"]["id"] = f"msg-{uuid}"
+    return json.dumps(line)
+
+
+COMPACTED = "\n".join([
+    _claude_line("u1", None, "user", "build the parser"),
+    _claude_line("a1", "u1", "assistant", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "p.py"}}]),
+    _claude_line("u2", "a1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": SOURCE}]),
+    _claude_line("a2", "u2", "assistant", [{"type": "text", "text": "read it"}]),
+    json.dumps({"uuid": "b1", "parentUuid": None, "logicalParentUuid": "a2", "sessionId": "s", "type": "system",
+                "subtype": "compact_boundary"}),
+    _claude_line("s1", "b1", "user", "Summary: we read p.py and plan the parser.", isCompactSummary=True),
+    _claude_line("u3", "s1", "user", "go on"),
+    _claude_line("a3", "u3", "assistant", [{"type": "text", "text": "continuing"}]),
+])
+
+
+def test_a_compaction_starts_a_history_whose_first_message_is_the_summary():
+    transcript = read_text(COMPACTED, "claude-code")
+    first, second = transcript.segments()
+    assert [c.index for c in first.calls] == [1, 3] and first.messages == transcript.messages[:4]
+    assert second.messages[0]["content"][0]["text"].startswith("Summary:")
+    assert second.messages[1:] == transcript.messages[4:] and [c.index for c in second.calls] == [2]
+    assert second.request(0)["messages"][-1]["content"] == [{"type": "text", "text": "go on"}]
+
+
+def test_replay_follows_the_hosts_histories_unless_glued():
+    transcript = read_text(COMPACTED, "claude-code")
+    real, glued = replay(transcript), replay(transcript, glued=True)
+    assert real.requests == glued.requests == 3
+    assert real.raw.tokens_peak < glued.raw.tokens_sum - real.raw.tokens_sum + real.raw.tokens_peak
+    assert not real.glued and glued.glued and "histories as the host sent them" in real.render()
+
+
+def test_effective_cost_adds_rereads_only_for_lost_needed_lines():
+    session = [{"role": "user", "content": "edit the handler"}, *_read_turn(1, SOURCE),
+               _edit_reply("def handler_number_100(self, value):"),
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "e1", "content": "ok"}]}]
+    report = replay(read_text(json.dumps({"messages": session}), "request"))
+    cap, raw = report.cap, report.raw
+    assert raw.needed.fraction() == 1.0 and raw.effective_cost == raw.cost
+    assert cap.needed.fraction() == 0.0 and cap.needed.calls_with_loss == 1  # line 100 was in the cut middle
+    assert cap.effective_cost > cap.cost
