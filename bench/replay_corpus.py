@@ -24,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
+from compress.replay.headroom_peer import Headroom  # noqa: E402
+from compress.replay.needed import AGE_BUCKETS, Needed  # noqa: E402
 from compress.replay.runner import ReplayReport, replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
