@@ -10,7 +10,7 @@ from compress.replay.costmodel import CacheCost, PromptCache, compaction_events
 
 
 def test_prices_are_anthropic_multipliers():
-    assert CacheCost(read=100, write=10).cost == 100 * 0.1 + 10 * 1.25
+    assert CacheCost(read=100, write=10).cost() == 100 * 0.1 + 10 * 1.25
     assert (READ_PRICE, WRITE_PRICE) == (0.1, 1.25)
 
 
@@ -19,7 +19,7 @@ def test_growing_request_reads_its_predecessor_and_writes_the_rest():
     assert cache.add([1, 2], [10, 20]) == CacheCost(read=0, write=30)
     second = cache.add([1, 2, 3], [10, 20, 30])
     assert second == CacheCost(read=30, write=30)
-    assert second.cost == 0.1 * 30 + 1.25 * 30
+    assert second.cost() == 0.1 * 30 + 1.25 * 30
 
 
 def test_longest_prefix_wins():
