@@ -26,7 +26,7 @@ from compress.model import TOOL_RESULT  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
-from compress.vocab.signals import first_error_line, is_failed_result  # noqa: E402
+from compress.vocab.signals.errors import first_error_line, is_failed_result  # noqa: E402
 
 TIERS = {"always": TierThresholds(10**9, 10**9), "medium": TierThresholds(1, 10**9), "high": TierThresholds(1, 1)}
 

@@ -17,7 +17,7 @@ from typing import Iterator
 import re
 
 from ccr.markers import format_inline, format_marker
-from compress.vocab.signals import error_line_numbers
+from compress.vocab.signals.errors import error_line_numbers
 
 
 @dataclass(frozen=True)

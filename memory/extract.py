@@ -6,9 +6,9 @@
   records, reminders, compaction summaries, interruption notices, image placeholders, and turns
   that only carry tool results. The reason the person gave for refusing a tool call is a request;
 - decisions / constraints / critical notes: sentences of the person's and the agent's text
-  that state them (compress.vocab.signals `states_decision`, `states_constraint`: English,
-  Chinese and Japanese cues minus chatter, questions and offers; constraints are what the person
-  requires plus limits the agent finds). The person's answers to the agent's questions are
+  that state them (compress.vocab.signals.statements `states_decision`, `states_constraint`:
+  English, Chinese and Japanese cues minus chatter, questions and offers; constraints are what
+  the person requires plus limits the agent finds). The person's answers to the agent's questions are
   decisions, and so is a proposal of the agent ("I suggest", "我建议") the person accepts;
 - gotchas: a failed call and what fixed it, chosen among the calls after it in a window of
   `FIX_WINDOW` acting turns (turns that change files or run commands doing more than look):
@@ -46,9 +46,10 @@ from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message
 from compress.vocab.calls import touched_files
 from compress.vocab.injections import answers, person_written, refusal
 from compress.vocab.shell import command_words, looks_only, main_command, same_command
-from compress.vocab.signals import (accepts, has_cue, introduces_steps, is_failed_result, proposes, refers_back,
-                                    says_nothing, states_constraint, states_decision, states_next_step,
-                                    telling_error_line)
+from compress.vocab.signals.cues import has_cue
+from compress.vocab.signals.errors import is_failed_result, says_nothing, telling_error_line
+from compress.vocab.signals.statements import (accepts, introduces_steps, proposes, refers_back, states_constraint,
+                                               states_decision, states_next_step)
 from compress.vocab.tools import BOOKKEEPING_TOOLS, ToolKind, base_name, command_of, tool_kind
 from compress.vocab.touches import CHANGES
 

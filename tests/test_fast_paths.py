@@ -12,8 +12,8 @@ from compress import trimming
 from compress.memo import ENTRY_CHARS, TextMemo
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import _base64_pattern, has_base64_run
-from compress.vocab import signals
-from compress.vocab.signals import error_line_indexes, error_line_numbers
+from compress.vocab.signals import errors as error_signals
+from compress.vocab.signals.errors import error_line_indexes, error_line_numbers
 from tests.stagekit import anthropic, config, result_texts, run_stage
 
 # Pieces that exercise word boundaries, case, non-ASCII neighbours, the Kelvin sign (lower-cases
@@ -32,7 +32,7 @@ def test_error_scan_finds_exactly_the_error_lines(text):
 
 
 def test_error_scan_on_long_lines_checks_only_around_triggers(monkeypatch):
-    monkeypatch.setattr(signals, "_WINDOW", 50)
+    monkeypatch.setattr(error_signals, "_WINDOW", 50)
     far = "x" * 300
     assert error_line_numbers(f"ok\n{far} error {far}\n{far}") == [1]
     assert error_line_numbers(f"{far}xerror{far}\nfine") == []

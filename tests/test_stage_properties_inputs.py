@@ -11,7 +11,7 @@ from compress.formats.requests import from_provider
 from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
-from compress.vocab.signals import is_failed_result
+from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.touches import CHANGES, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
 from tests.strategies import agent_sessions, requests

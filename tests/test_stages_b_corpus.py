@@ -13,7 +13,7 @@ from ccr.store import CCRStore
 from compress.pipeline import Chain, run
 from compress.session import Session
 from compress.stages import crush_json, trim_outputs
-from compress.vocab.signals import first_error_line
+from compress.vocab.signals.errors import first_error_line
 from tests.stagekit import config, corpus_transcripts, result_texts
 
 pytestmark = pytest.mark.corpus

@@ -12,7 +12,7 @@ from ccr.markers import find_markers
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
-from compress.vocab.signals import first_error_line, is_failed_result
+from compress.vocab.signals.errors import first_error_line, is_failed_result
 from tests.chain_checks import MEDIUM_CONFIG, check_run, run_stages
 
 pytestmark = pytest.mark.corpus

@@ -12,7 +12,7 @@ from compress.stages import trim_outputs
 from compress.stages.trim_outputs import TrimOptions, stale_reads
 from compress.config import options_as
 from compress.formats.requests import from_provider
-from compress.vocab.signals import is_error_line
+from compress.vocab.signals.errors import is_error_line
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 

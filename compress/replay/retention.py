@@ -15,7 +15,7 @@ from ccr.store import CCRStore
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE, Block, Message
 from compress.vocab.calls import touched_files
-from compress.vocab.signals import first_error_line, is_failed_result
+from compress.vocab.signals.errors import first_error_line, is_failed_result
 from compress.vocab.touches import CREATE, EDIT, WRITE
 from ground.jsonvalues import strings_in
 

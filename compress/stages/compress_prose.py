@@ -3,10 +3,10 @@
 An assistant text block longer than `min_chars` (500) outside the protected tail keeps:
 headings, list items and table rows, fenced code blocks (whole, byte for byte, an unclosed
 fence keeps the rest of the text), lines that are wholly bold, and from plain paragraphs the
-sentences that mention an error (`compress.vocab.signals.is_error_line`), a path, or a decision,
-constraint or fix (`compress.vocab.signals.decision_kinds`, English and Chinese cues), plus the
-sentence that introduces a list (ends with a colon right before it). Other sentences are filler and
-are dropped. Sentences end at `.!?…` followed by a space or the line end, and right after
+sentences that mention an error (`compress.vocab.signals.errors.is_error_line`), a path, or a
+decision, constraint or fix (`compress.vocab.signals.cues.decision_kinds`, English and Chinese
+cues), plus the sentence that introduces a list (ends with a colon right before it). Other
+sentences are filler and are dropped. Sentences end at `.!?…` followed by a space or the line end, and right after
 Chinese `。！？；`.
 
 Must hold: the result is accepted only if it saves at least `min_saving` (0.40) of the
@@ -26,7 +26,8 @@ from ccr.markers import format_marker, has_marker
 from compress.model import TEXT, Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.signals import decision_kinds, is_error_line, mentions_path
+from compress.vocab.signals.cues import decision_kinds, mentions_path
+from compress.vocab.signals.errors import is_error_line
 
 MIN_CHARS = 500
 MIN_SAVING = 0.40

@@ -8,7 +8,7 @@ text is left to trim_outputs. Two forms are tried, in order:
    result shrinks by >= 15% (and 200 chars).
 2. Lossy crush: an array longer than `max_items` (nested arrays: `nested_max_items`) keeps its
    head (`head_fraction` of `max_items`), its tail (`tail_fraction`), every item that looks like
-   an error (`compress.vocab.signals.is_error_item`) or an anomaly (`anomalous_indexes`), the
+   an error (`compress.vocab.signals.errors.is_error_item`) or an anomaly (`anomalous_indexes`), the
    first item carrying an object key (at any depth) not kept yet (so no key name disappears), and
    middle items of a shape (keys and value types) not kept yet, up to `max_items`. Each run of
    dropped items is replaced, in place, by one string element holding a marker:
@@ -35,7 +35,7 @@ from compress.lossy import accept
 from compress.model import Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.signals import is_error_item
+from compress.vocab.signals.errors import is_error_item
 
 MAX_DEPTH = 64
 """Arrays and objects below this depth are kept as they are (bounded recursion)."""

@@ -1,6 +1,6 @@
 """nudges: remind the model to save what was decided, and to checkpoint when context is large.
 
-- Medium tier and up: when a decision, constraint or fix (`compress.vocab.signals.decision_kinds`,
+- Medium tier and up: when a decision, constraint or fix (`compress.vocab.signals.cues.decision_kinds`,
   English and Chinese cues) was stated in the text of the last `window_turns` (2) turns, by the
   person or the model (host-injected `<system-reminder>` segments do not count), and no
   memory_* tool (`compress.vocab.tools.is_memory_tool`) was called since, one line is appended:
@@ -38,7 +38,7 @@ from compress.model import TEXT, TOOL_USE, Block, Message
 from compress.stage import Stage, StageContext
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
-from compress.vocab.signals import DECISION_KINDS, decision_kinds
+from compress.vocab.signals.cues import DECISION_KINDS, decision_kinds
 from compress.vocab.tools import is_memory_tool
 
 WINDOW_TURNS = 2

@@ -1,10 +1,10 @@
 """purge_errors: shrink tool calls that failed more than `min_age` turns ago.
 
-A call failed when `compress.vocab.signals.is_failed_result` says so of its result. Once its
-tool_use is older than `min_age` assistant turns (counted from the epoch anchor, `ctx.age`):
+A call failed when `compress.vocab.signals.errors.is_failed_result` says so of its result. Once
+its tool_use is older than `min_age` assistant turns (counted from the epoch anchor, `ctx.age`):
 - its result keeps the first `keep_chars` characters visibly, plus the first error line
-  (`compress.vocab.signals.first_error_line`, up to 2,000 chars) when that is not among them, then
-  `[ctxmill: error output cut: … · deep_expand("…")]`;
+  (`compress.vocab.signals.errors.first_error_line`, up to 2,000 chars) when that is not among
+  them, then `[ctxmill: error output cut: … · deep_expand("…")]`;
 - every string of its input longer than `input_min_chars` (a rejected file body, a long
   old_string) becomes a note `<<ctxmill: 412-line content for src/app.py stored; this call
   failed at turn 12 · deep_expand("…")>>`.
@@ -25,7 +25,7 @@ from compress.model import Block, Message, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
-from compress.vocab.signals import first_error_line, is_failed_result
+from compress.vocab.signals.errors import first_error_line, is_failed_result
 
 DEFAULTS = {"min_age": 4, "keep_chars": 300, "input_min_chars": 200}
 ERROR_LINE_MAX = 2_000

@@ -45,7 +45,7 @@ from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
-from compress.vocab.signals import is_failed_result
+from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.tools import PATH_KEYS, ToolKind, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
