@@ -30,7 +30,8 @@ from ground.redact import redact
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
-from memory.extract import Extraction, Gotcha, extract
+from memory.extract import Extraction, extract
+from memory.fixes import Gotcha
 from memory.similar import DUPLICATE, overlap, terms
 from memory.summary import CHECKPOINT_FILE
 

@@ -10,17 +10,10 @@
   English, Chinese and Japanese cues minus chatter, questions and offers; constraints are what
   the person requires plus limits the agent finds). The person's answers to the agent's questions are
   decisions, and so is a proposal of the agent ("I suggest", "我建议") the person accepts;
-- gotchas: a failed call and what fixed it, chosen among the calls after it in a window of
-  `FIX_WINDOW` acting turns (turns that change files or run commands doing more than look):
-  a failed edit is fixed by a later change to the same file; a failed command by what was done
-  before a re-run of it got past the error (a change to a file first), else by the re-run; else
-  by the call most related to the error (names the files, programs, flags the error names),
-  else by an edit made within `NEXT_EDIT` acting turns.
-  A "fix" that only looks (ls, cat, git status, a test run) never counts, nor a result that
-  repeats the error (`cmd | head` hides the exit code). Failed reads and searches, results that
-  say nothing but "Exit code 1", and calls the person refused or the host blocked are not errors
-  awaiting a fix; refusals are kept apart (`refusals`). An error that comes back stands for its
-  earlier occurrences. Errors left unfixed are `unresolved_errors`;
+- gotchas: a failed call and what fixed it (`memory.fixes.pair_fixes`: the fix is chosen among
+  the calls after it; a call that only looks never fixes). Errors left unfixed are
+  `unresolved_errors`. Calls the person refused or the host blocked are not errors; they are
+  kept apart (`refusals`);
 - files: every file the session created, edited, moved or deleted, from the inputs of calls
   that did not fail (compress.vocab.calls), in first-touch order; scratch files a shell command
   writes (under a temporary directory or a hidden folder of the home directory) and shell
@@ -38,33 +31,27 @@ window after each error).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import regex
 
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message
 from compress.vocab.calls import touched_files
 from compress.vocab.injections import answers, person_written, refusal
-from compress.vocab.shell import command_words, looks_only, main_command, same_command
 from compress.vocab.signals.cues import has_cue
-from compress.vocab.signals.errors import is_failed_result, says_nothing, telling_error_line
+from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.statements import (accepts, introduces_steps, proposes, refers_back, states_constraint,
                                                states_decision, states_next_step)
-from compress.vocab.tools import BOOKKEEPING_TOOLS, ToolKind, base_name, command_of, tool_kind
+from compress.vocab.tools import ToolKind, command_of, tool_kind
 from compress.vocab.touches import CHANGES
+from memory.fixes import Call, Gotcha, pair_fixes
 
-FIX_WINDOW = 15  # acting turns after an error in which its fix is looked for
-NEXT_EDIT = 2  # an edit this soon after an error fixes it when nothing else relates to the error
 _SENTENCE_END = regex.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _SOFT_WRAP = regex.compile(r"(?<=[\w,(\-])[ \t]*\n[ \t]*(?=[a-z(])")
 _CODE_FENCE = regex.compile(r"```[^`]*+```", regex.DOTALL)
 _LIST_ITEM = regex.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*\S)")
 _HAN = regex.compile(r"\p{Han}")
-_TOKEN = regex.compile(r"[\w./\\@:+-]{4,}")
-_LINE_SUFFIX = regex.compile(r"(?::\d+)+$")
 _NO_CHOICE = regex.compile(r"(?i)not sure|you decide|up to you|随便|都行|你决定")
 _SIBLING = regex.compile(r"(?i)^\s*(?:<tool_use_error>)?\s*Sibling tool call errored")
-_LOOKING_KINDS = frozenset({ToolKind.FILE_READ, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.SUBAGENT_WEB})
 _TEMP_DIRS = ("/tmp/", "/private/tmp/", "/var/folders/", "/dev/", "tmp/", "private/tmp/")
 _MIN_SENTENCE = 8  # characters; a Han character counts twice
 _MAX_SENTENCE = 300
@@ -77,14 +64,6 @@ class Said:
     text: str
     turn: int
     role: str
-
-
-@dataclass(frozen=True)
-class Gotcha:
-    error: str  # the most telling error line
-    fix: str  # what fixed it: "Edit path" / "Bash: command"; "" when nothing did
-    turn: int
-    detail: str  # the whole failed result (goes to CCR when long)
 
 
 @dataclass(frozen=True)
@@ -166,25 +145,6 @@ def _todo_text(todo: dict) -> str:
     return " ".join(str(todo.get("content") or todo.get("activeForm") or todo.get("text") or "").split())
 
 
-def _tokens(text: str) -> set[str]:
-    """Salient tokens of a text: paths, file names, flags and identifiers (holding . / _ - or a
-    digit), lower-cased, without line numbers and leading ./ or /."""
-    out = set()
-    for token in _TOKEN.findall(text[:20_000]):
-        token = _LINE_SUFFIX.sub("", token.strip(".:,-")).replace("\\", "/").lower().lstrip("./")
-        if len(token) >= 4 and any(c in token for c in "./_-") or len(token) >= 5 and any(c.isdigit() for c in token):
-            out.add(token)
-            last = token.rsplit("/", 1)[-1]
-            if "/" in token and "." in last and len(last) >= 4:
-                out.add(last)
-    return out
-
-
-def _overlap(wanted: set[str], tokens: set[str]) -> int:
-    """How many of `wanted` (5 characters or more) occur in one of `tokens`."""
-    return sum(1 for w in wanted if len(w) >= 5 and any(w in t for t in tokens))
-
-
 def _scratch(path: str) -> bool:
     """A scratch file a shell command writes: under a temporary directory or a hidden folder of
     the home directory (a tool's state, e.g. `~/.superstack/telemetry.jsonl`), or a shell variable."""
@@ -192,45 +152,12 @@ def _scratch(path: str) -> bool:
     return path.startswith(("$", "%", "~/.")) or path.startswith(_TEMP_DIRS)
 
 
-@dataclass
-class _Call:
-    name: str
-    input: Any
-    turn: int
-    kind: ToolKind
-    command: str
-    changes: list  # FileTouch of the files it changes
-    result: str = ""
-    failed: bool = False
-    refused: bool = False
-
-    def label(self, rerun: bool = False) -> str | None:
-        """How the call reads as a fix: "Edit path" / "Bash: command"; None for a call that only
-        looks (unless `rerun`: a re-run of a failed command may only look)."""
-        if self.changes:
-            return f"{self.name} " + ", ".join(t.path for t in self.changes[:3])
-        if self.kind is ToolKind.COMMAND and self.command and (rerun or not looks_only(self.command)):
-            return f"{self.name}: {self.command[:160]}"
-        return None
-
-    def acts(self) -> bool:
-        return bool(self.changes) or bool(self.command) and not looks_only(self.command)
-
-    def succeeded(self, error: str) -> bool:
-        """It did not fail, and its output does not repeat the error (`cmd | head` hides the exit code)."""
-        return not self.failed and not self.refused and error[:80] not in self.result
-
-    def got_past(self, error: str) -> bool:
-        """A re-run whose output no longer shows the error (it may fail further on)."""
-        return not self.refused and error[:80] not in self.result
-
-
 class _Extractor:
     def __init__(self) -> None:
         self.out = Extraction()
         self.seen: set[tuple[str, str]] = set()
-        self.calls: dict[str, _Call] = {}
-        self.order: list[_Call] = []
+        self.calls: dict[str, Call] = {}
+        self.order: list[Call] = []
         self.proposals: list[Said] = []  # the last agent text's proposals, for the person to accept
 
     def _add(self, bucket: list[Said], kind: str, said: Said) -> None:
@@ -275,7 +202,7 @@ class _Extractor:
         command = command_of(tool_input) if kind is ToolKind.COMMAND else ""
         if kind is ToolKind.COMMAND:
             changes = [t for t in changes if not _scratch(t.path)]
-        call = _Call(name, tool_input, turn, kind, command, changes)
+        call = Call(name, tool_input, turn, kind, command, changes)
         self.order.append(call)
         if block.tool_id:
             self.calls[block.tool_id] = call
@@ -313,72 +240,8 @@ class _Extractor:
                 actions = self.out.files.setdefault(touch.path, [])
                 if touch.action not in actions:
                     actions.append(touch.action)
-        self._pair_fixes()
+        self.out.gotchas, self.out.unresolved_errors = pair_fixes(self.order)
         return self.out
-
-    def _pair_fixes(self) -> None:
-        calls = self.order
-        errors = []
-        for i, call in enumerate(calls):
-            if not call.failed or call.kind in _LOOKING_KINDS or base_name(call.name) in BOOKKEEPING_TOOLS:
-                continue
-            error = telling_error_line(call.result)[:_MAX_SENTENCE]
-            if not says_nothing(error):  # "Exit code 1" alone: a search that found nothing, a check that said no
-                errors.append((i, call, error))
-        for n, (i, call, error) in enumerate(errors):
-            again = next((j for j, _, e in errors[n + 1:] if e == error), len(calls))
-            fix = _fix_for(call, calls[i + 1:again], error)
-            if fix is None and again < len(calls):
-                continue  # the same error came back: its later occurrence stands for it
-            gotcha = Gotcha(error, fix or "", call.turn, call.result)
-            (self.out.gotchas if fix else self.out.unresolved_errors).append(gotcha)
-
-
-def _fix_for(failed: _Call, later: list[_Call], error: str) -> str | None:
-    """What fixed `failed`, from the calls after it (see the module docstring)."""
-    window: list[_Call] = []
-    acting, last_turn, soon = 0, failed.turn, None
-    for call in later:
-        if call.acts() and call.turn != last_turn:
-            acting, last_turn = acting + 1, call.turn
-        if acting > FIX_WINDOW:
-            break
-        window.append(call)
-        if soon is None and acting <= NEXT_EDIT and call.changes and call.kind is not ToolKind.COMMAND \
-                and call.succeeded(error):
-            soon = call
-    target = {t.path for t in failed.changes}
-    if target:  # a failed edit is fixed by a later change to the same file
-        return next((c.label() for c in window if c.succeeded(error) and any(t.path in target for t in c.changes)), None)
-    error_tokens = _tokens(failed.result) | _tokens(error)
-    input_tokens = _tokens(failed.command)
-    words = set(failed.result.lower().replace("'", " ").replace('"', " ").split())
-    main = main_command(failed.command) if failed.command else None
-
-    def related(call: _Call, rerun: bool) -> int:
-        """What the call has in common with the error: the tokens it names, the programs and
-        subcommands its output mentions, and (not for re-runs) what the failed command named."""
-        tokens = _tokens(call.command or " ".join(t.path for t in call.changes))
-        parts = {p for w in command_words(call.command) for p in w[:2]} if call.command else set()
-        score = 2 * _overlap(error_tokens, tokens) + len({p.lower() for p in parts} & words)
-        same_input = 0 if rerun else _overlap(input_tokens, tokens)
-        return score + (same_input if same_input >= 2 else 0)
-
-    def best(candidates: list[_Call], need: int = 1, rerun: bool = False) -> str | None:
-        """The most related candidate (changes to files first on a tie, then the earliest)."""
-        scored = [(related(c, rerun), bool(c.changes), -k, c) for k, c in enumerate(candidates)]
-        scored = [x for x in scored if x[0] >= need]
-        return max(scored, key=lambda x: x[:3])[3].label(rerun=True) if scored else None
-
-    reruns = [k for k, c in enumerate(window) if main and c.command and same_command(c.command, main)]
-    done = next((k for k in reruns if window[k].got_past(error)), None)
-    if done is not None:
-        steps = [c for c in window[:done] if c.succeeded(error) and c.label()
-                 and not (c.command and same_command(c.command, main))]
-        edits = [c for c in steps if c.changes]
-        passed = [window[k] for k in reruns if window[k].got_past(error)]
-        return best(edits, 1) or best(edits, 0) or best(steps, 0) or best(passed, 0, rerun=True)
-    return best([c for c in window if c.succeeded(error) and c.label()]) or (soon.label() if soon else None)
 
 
 def extract(messages: list[Message] | tuple[Message, ...]) -> Extraction:
