@@ -1,33 +1,221 @@
-"""Dependencies point inward: `ground/` imports nothing of the project, `ccr/` only `ground/`.
+"""The project's shape, read from the source (AST); lazy imports inside functions count too.
 
-Every import counts, lazy ones inside functions included."""
+Must hold (the project guide; issue #12):
+- no file in compress/, ccr/, memory/, ctxmill/ or ground/ over 400 lines;
+- no import cycle among the modules of those five packages;
+- dependencies point inward: compress/, memory/, ccr/ and ground/ (the engine) never import
+  ctxmill/ (the faces); ccr/ imports only ground/; ground/ imports nothing of the project;
+  memory/ imports no stage (compress.stages); nothing of the engine imports compress/replay/
+  (the measuring harness; faces may);
+- no engine module reads the environment (`os.environ`, `os.getenv`): config is passed in.
+
+An import of `a.b.c` is an edge to the module `a.b.c` only (a package whose `__init__` imports
+its submodules is not a cycle); `from a.b import c` is an edge to `a.b.c` when that is a module,
+else to `a.b`; relative imports are resolved; `importlib.import_module` with a literal name, or
+an f-string whose literal head names a package, is an edge to the modules it can name.
+`test_each_rule_can_fail` breaks each rule in a small made-up project, so a checker that stopped
+seeing a breach fails too.
+"""
+
+from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = {"ccr", "compress", "ctxmill", "ground", "memory"}
+PACKAGES = ("ccr", "compress", "ctxmill", "ground", "memory")
+ENGINE = ("ccr", "compress", "ground", "memory")
+MAX_LINES = 400
+ENV_READERS = frozenset({"environ", "environb", "getenv", "getenvb"})
+FORBIDDEN = (  # (importer, imported, why); a package name covers its submodules
+    ("ground", ("ccr", "compress", "ctxmill", "memory"), "ground/ imports nothing of the project"),
+    ("ccr", ("compress", "ctxmill", "memory"), "ccr/ imports only ground/"),
+    ("compress", ("ctxmill",), "the engine never imports ctxmill/"),
+    ("memory", ("ctxmill",), "the engine never imports ctxmill/"),
+    ("memory", ("compress.stages",), "memory/ imports no stage"),
+)
 
 
-def project_imports(package: str) -> set[str]:
-    found = set()
-    for path in (ROOT / package).rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            found.update(top for top in (n.split(".")[0] for n in names) if top in PROJECT)
-    return found
+@dataclass
+class Module:
+    path: Path
+    imports: dict[str, int] = field(default_factory=dict)  # project module -> line of its first import
+    env_reads: list[int] = field(default_factory=list)
 
 
-@pytest.mark.parametrize("package, allowed", [("ground", set()), ("ccr", {"ground"})])
-def test_package_imports_only_inward(package, allowed):
-    assert project_imports(package) - {package} <= allowed
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
-def test_ground_reads_no_environment():
-    for path in (ROOT / "ground").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            name = node.attr if isinstance(node, ast.Attribute) else node.name if isinstance(node, ast.alias) else None
-            assert name not in ("environ", "environb", "getenv"), path
+def module_name(root: Path, path: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def scan(root: Path) -> dict[str, Module]:
+    paths = {module_name(root, p): p for package in PACKAGES if (root / package).is_dir()
+             for p in sorted((root / package).rglob("*.py")) if "__pycache__" not in p.parts}
+    return {name: read_module(name, path, set(paths)) for name, path in paths.items()}
+
+
+def resolve(target: str, names: set[str]) -> str | None:
+    """The deepest project module that `target` (a dotted name) names or lies in."""
+    parts = target.split(".")
+    return next((".".join(parts[:i]) for i in range(len(parts), 0, -1) if ".".join(parts[:i]) in names), None)
+
+
+def _imported(node: ast.AST, name: str, is_package: bool, names: set[str]) -> list[str]:
+    """Dotted names an import statement or an `import_module` call brings in."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            package = name.split(".") if is_package else name.split(".")[:-1]
+            base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+        return [f"{base}.{alias.name}" for alias in node.names]
+    if not isinstance(node, ast.Call) or not node.args:
+        return []
+    if (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in ("import_module", "__import__"):
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            return [arg.value]
+        if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+            head = str(arg.values[0].value)
+            return sorted(n for n in names if n.startswith(head) and n != head.rstrip("."))
+    return []
+
+
+def read_module(name: str, path: Path, names: set[str]) -> Module:
+    module = Module(path)
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for target in _imported(node, name, path.name == "__init__.py", names):
+            found = resolve(target, names)
+            if found and found != name:
+                module.imports.setdefault(found, node.lineno)
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            module.env_reads += [node.lineno for alias in node.names if alias.name in ENV_READERS]
+        elif isinstance(node, ast.Attribute) and node.attr in ENV_READERS:
+            module.env_reads.append(node.lineno)
+    return module
+
+
+def import_breaches(modules: dict[str, Module], root: Path) -> list[str]:
+    out = []
+    for name, module in modules.items():
+        for target, line in module.imports.items():
+            why = [why for importer, imported, why in FORBIDDEN
+                   if within(name, importer) and any(within(target, p) for p in imported)]
+            if (any(within(name, p) for p in ENGINE) and not within(name, "compress.replay")
+                    and within(target, "compress.replay")):
+                why.append("the engine never imports compress/replay/")
+            out += [f"{module.path.relative_to(root)}:{line} imports {target}: {w}" for w in why]
+    return out
+
+
+def environment_reads(modules: dict[str, Module], root: Path) -> list[str]:
+    return [f"{m.path.relative_to(root)}:{line} reads the environment: config is passed in"
+            for name, m in modules.items() if any(within(name, p) for p in ENGINE) for line in m.env_reads]
+
+
+def long_files(root: Path) -> list[str]:
+    out = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                lines = path.read_bytes().count(b"\n")  # what `wc -l` counts
+                if lines > MAX_LINES:
+                    out.append(f"{path.relative_to(root)} has {lines} lines (at most {MAX_LINES})")
+    return out
+
+
+def import_cycle(modules: dict[str, Module]) -> list[str]:
+    """One import cycle (each module imports the next, the first repeated last), or []."""
+    try:
+        TopologicalSorter({name: set(m.imports) for name, m in modules.items()}).prepare()
+    except CycleError as error:
+        return list(reversed(error.args[1]))  # graphlib lists each module before one importing it
+    return []
+
+
+def breaches(root: Path) -> list[str]:
+    modules = scan(root)
+    cycle = import_cycle(modules)
+    return (import_breaches(modules, root) + environment_reads(modules, root) + long_files(root)
+            + (["import cycle: " + " -> ".join(cycle)] if cycle else []))
+
+
+def test_the_project_keeps_its_shape():
+    modules = scan(ROOT)
+    assert {"compress.pipeline", "compress.stages", "memory.extract", "ccr.store", "ground.files",
+            "ctxmill.cli"} <= set(modules)  # the scan sees the project
+    assert "compress.vocab.tools" in modules["memory.extract"].imports  # and its imports
+    assert breaches(ROOT) == []
+
+
+def test_every_stage_lives_in_stages_under_its_name_and_is_in_the_one_ordered_list():
+    from compress.pipeline import DEFAULT_STAGES
+
+    files = {path.stem for path in (ROOT / "compress" / "stages").glob("*.py") if path.stem != "__init__"}
+    assert sorted(stage.name for stage in DEFAULT_STAGES) == sorted(files)
+    assert [stage.run.__module__ for stage in DEFAULT_STAGES] == [f"compress.stages.{s.name}" for s in DEFAULT_STAGES]
+
+
+# -- each rule can fail ----------------------------------------------------------------------
+
+_SMALL_PROJECT = {
+    "ground/__init__.py": "",
+    "ground/files.py": "import os\n",
+    "ccr/__init__.py": "",
+    "ccr/store.py": "from ground.files import os\n",
+    "compress/__init__.py": "",
+    "compress/model.py": "",
+    "compress/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n",
+    "compress/stages/__init__.py": "",
+    "compress/stages/dedup.py": "from compress.model import Block\n",
+    "compress/replay/__init__.py": "",
+    "compress/replay/harness.py": "from compress.pipeline import run\n",
+    "memory/__init__.py": "",
+    "memory/api.py": "from compress.model import Block\nfrom ccr.store import CCRStore\n",
+    "ctxmill/__init__.py": "",
+    "ctxmill/cli.py": "import importlib, os\n\ndef main(name):\n    os.environ.get('HOME')\n"
+                      "    importlib.import_module(f'ctxmill.commands.{name}')\n",
+    "ctxmill/commands/__init__.py": "",
+    "ctxmill/commands/replay.py": "import compress.replay.harness\nfrom memory import api\n",
+}
+
+
+@pytest.mark.parametrize("path, added, expected", [
+    ("ground/files.py", "import ccr.store\n", "ground/files.py:2 imports ccr.store: ground/ imports nothing"),
+    ("ccr/store.py", "def f():\n    from memory import api\n", "ccr/store.py:3 imports memory.api: ccr/ imports only"),
+    ("ccr/store.py", "from compress.model import X\n", "imports compress.model: ccr/ imports only ground/"),
+    ("compress/pipeline.py", "def f():\n    import ctxmill.cli\n", "imports ctxmill.cli: the engine never imports"),
+    ("memory/api.py", "from ctxmill import cli\n", "imports ctxmill.cli: the engine never imports ctxmill"),
+    ("memory/api.py", "from compress.stages import dedup\n", "imports compress.stages.dedup: memory/ imports no stage"),
+    ("memory/api.py", "import compress.stages\n", "imports compress.stages: memory/ imports no stage"),
+    ("compress/stages/dedup.py", "from compress.replay.harness import x\n", "never imports compress/replay/"),
+    ("memory/api.py", "import compress.replay\n", "never imports compress/replay/"),
+    ("memory/api.py", "import importlib\nimportlib.import_module('compress.replay.harness')\n", "compress/replay/"),
+    ("memory/api.py", "import os\nos.environ.get('X')\n", "memory/api.py:4 reads the environment"),
+    ("compress/model.py", "from os import getenv\n", "compress/model.py:1 reads the environment"),
+    ("ground/files.py", "os.getenv('HOME')\n", "ground/files.py:2 reads the environment"),
+    ("memory/api.py", "x = 1\n" * MAX_LINES, f"memory/api.py has {MAX_LINES + 2} lines"),
+    ("ctxmill/commands/__init__.py", "\n" * (MAX_LINES + 1), "ctxmill/commands/__init__.py has 401 lines"),
+    ("compress/model.py", "def f():\n    import compress.pipeline\n", "import cycle"),
+    ("compress/model.py", "from . import pipeline\n", "import cycle"),
+    ("compress/stages/dedup.py", "from ..pipeline import run\n", "import cycle"),
+    ("ctxmill/commands/replay.py", "from ctxmill.cli import main\n", "import cycle"),  # through import_module
+])
+def test_each_rule_can_fail(tmp_path, path, added, expected):
+    for name, text in _SMALL_PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert breaches(tmp_path) == []
+    with (tmp_path / path).open("a") as f:
+        f.write(added)
+    found = breaches(tmp_path)
+    assert any(expected in breach for breach in found), found

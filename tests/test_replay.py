@@ -1,9 +1,8 @@
-"""The replay: accounting (thinking rule), retention, usage check, CLI, the corpus, and that the
-engine never imports it."""
+"""The replay: accounting (thinking rule), retention, usage check, CLI and the corpus (that the
+engine never imports it: tests/test_layering.py)."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -136,20 +135,6 @@ def read_flat_fixture() -> str:
     from tests.test_formats_sessions import FLAT
 
     return FLAT
-
-
-def test_the_engine_never_imports_the_replay():
-    for path in (ROOT / "compress").rglob("*.py"):
-        if path.is_relative_to(ROOT / "compress" / "replay"):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [f"{node.module}.{a.name}" for a in node.names]
-            else:
-                continue
-            assert not any(n.startswith("compress.replay") for n in names), path
 
 
 def test_cli_errors_are_one_line(tmp_path):
