@@ -1,9 +1,10 @@
-"""ctxmill faces: the CLI, hooks, MCP server and proxy. Engines live in compress/, ccr/, memory/.
+"""ctxmill faces: the CLI, hooks, MCP server and proxy. Engines: compress/, ccr/, memory/, ground/.
 
 `settings` builds the one `Settings` object (environment and config.toml) that the faces turn
 into the engines' typed configs; `paths` finds the project and global homes; `cli` dispatches to
 one module per sub-command in `commands/`; `errors` (CliError, ConfigError) and `logs` (private,
 redacted log file) serve every face; `hooks` answers Claude Code hooks, `mcp_server` serves MCP,
-`integrations` installs both into hosts, and `proxy/` is the API proxy. Faces import engines
-lazily where a process starts per prompt (hooks, the CLI).
+`integrations` installs both into hosts, `proxy/` is the API proxy, and `anthropic_memory` is
+Anthropic's memory tool for the SDK. Faces import engines lazily where a process starts per
+prompt (hooks, the CLI). Only faces read the environment.
 """

@@ -15,4 +15,12 @@ Bad arguments raise `memory.api.BadInput`; an unknown id raises `memory.api.NotF
 corrupt index file is rebuilt and reported as `memory.index_file.CorruptIndexWarning`.
 Entry ids look like `m-1a2b3c4d` and never change. Files: <home>/MEMORY.md (typed sections,
 see memory.markdown), <home>/notes.md (bullets are notes), <project home>/.index/index.bin.
+
+Modules: `api` (the functions above), `config` (`MemoryConfig`, built by the faces), `entry`,
+`markdown` (MEMORY.md, parsed losslessly), `files` (the provider memory tool's files as entries),
+`index_file`, `bm25`, `tokenize`, `stem`, `cjk` (search), `similar` (near-duplicates),
+`checkpoint` (checkpoint.md), `extract` (what a checkpoint records) and `fixes` (which call fixed
+an error), `summary` (the last checkpoint for session start), `dream` (consolidation).
+Of the project it imports `ground/`, `ccr/` and compress's `model`, `formats` and `vocab`; never a
+stage or `ctxmill/` (tests/test_layering.py).
 """

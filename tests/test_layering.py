@@ -5,8 +5,8 @@ Must hold (the project guide; issue #12):
 - no import cycle among the modules of those five packages;
 - dependencies point inward: compress/, memory/, ccr/ and ground/ (the engine) never import
   ctxmill/ (the faces); ccr/ imports only ground/; ground/ imports nothing of the project;
-  memory/ imports no stage (compress.stages); nothing of the engine imports compress/replay/
-  (the measuring harness; faces may);
+  memory/ imports no stage (compress.stages), nor does another stage; nothing of the engine
+  imports compress/replay/ (the measuring harness; faces may);
 - no engine module reads the environment (`os.environ`, `os.getenv`): config is passed in.
 
 An import of `a.b.c` is an edge to the module `a.b.c` only (a package whose `__init__` imports
@@ -37,6 +37,7 @@ FORBIDDEN = (  # (importer, imported, why); a package name covers its submodules
     ("compress", ("ctxmill",), "the engine never imports ctxmill/"),
     ("memory", ("ctxmill",), "the engine never imports ctxmill/"),
     ("memory", ("compress.stages",), "memory/ imports no stage"),
+    ("compress.stages", ("compress.stages",), "a stage imports no other stage"),
 )
 
 
@@ -177,6 +178,7 @@ _SMALL_PROJECT = {
     "compress/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n",
     "compress/stages/__init__.py": "",
     "compress/stages/dedup.py": "from compress.model import Block\n",
+    "compress/stages/purge.py": "from compress.model import Block\n",
     "compress/replay/__init__.py": "",
     "compress/replay/harness.py": "from compress.pipeline import run\n",
     "memory/__init__.py": "",
@@ -197,6 +199,7 @@ _SMALL_PROJECT = {
     ("memory/api.py", "from ctxmill import cli\n", "imports ctxmill.cli: the engine never imports ctxmill"),
     ("memory/api.py", "from compress.stages import dedup\n", "imports compress.stages.dedup: memory/ imports no stage"),
     ("memory/api.py", "import compress.stages\n", "imports compress.stages: memory/ imports no stage"),
+    ("compress/stages/dedup.py", "from compress.stages.purge import cut\n", "a stage imports no other stage"),
     ("compress/stages/dedup.py", "from compress.replay.harness import x\n", "never imports compress/replay/"),
     ("memory/api.py", "import compress.replay\n", "never imports compress/replay/"),
     ("memory/api.py", "import importlib\nimportlib.import_module('compress.replay.harness')\n", "compress/replay/"),
