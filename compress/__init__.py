@@ -12,7 +12,7 @@
 - `vocab/`: the hosts' vocabulary (tool names, files a call touches, error and decision cues,
   injected tags), shared with memory.
 - `session` (state that keeps output stable between epochs), `tiers`, `tokens`, `config`
-  (`CompressConfig`, built by the faces and passed in; nothing here reads the environment).
+  (`CompressConfig`, built by the faces and passed in; the engine reads no environment).
 - `replay/`: the measuring harness (replay of recorded sessions, the cost model); the engine
   never imports it.
 
