@@ -1,29 +1,58 @@
 """One tokenizer for memory documents and queries (both go through `Tokenizer.tokens`).
 
-English and code: lowercase words; identifiers are kept whole and also split on `_` and
-camelCase (`memory_store` -> `memory_store`, `memori`, `store`); parts and plain words are
-Porter-stemmed; a short stopword list and lone letters are dropped.
+Text is first NFKC-normalised, so full-width and other compatibility forms meet their plain
+spelling ("ＡＰＩ" -> "API", "ｔｅｓｔ１" -> "test1", "ﬁle" -> "file").
+
+English and code. A *compound* is a run of letters and digits whose pieces are joined by
+`-` `_` `.` `:` `/` `@` `'` with no space (`node:18-alpine`, `memory_store`, `UTF-8`). Each
+piece is split further into *parts* at camelCase (`getUserName` -> get User Name, `HTTPServer`
+-> HTTP Server) and at every letter/digit boundary (`base64Encode` -> base 64 Encode, `OAuth2`
+-> O Auth 2, `100ms` -> 100 ms). A word that is one part gives one term. Otherwise the terms
+are, lowercased and deduplicated within the compound:
+  - every part, except lone letters and stopwords (lone digits stay: `UTF-8` -> 8);
+  - every pair of neighbouring parts joined, unless both are numbers or one is a stopword
+    (`OAuth2` -> oauth, auth2; `base64Encode` -> base64, 64encode; `node:18-alpine` -> node18);
+  - the whole compound joined, unless it is all numbers (`UTF-8` -> utf8, `pre-commit` ->
+    precommit, `memory_store` -> memorystore, the same term as `memoryStore`).
+So `utf8`, `utf-8` and `UTF8` share utf8, `oauth` finds `OAuth2`, `node18` finds `node:18-alpine`,
+`100ms` finds `100 ms`, `pre-commit` finds `precommit`. Every term is Porter-stemmed (only
+alphabetic terms of 3+ letters change). `C++`, `g++`, `C#`, `F#` are terms of their own.
+Plain words: lowercase, stemmed, a short stopword list and lone letters dropped.
 
 CJK (Han incl. all extension blocks, Hiragana, Katakana, Hangul): every character, every
 character bigram, and for Chinese the jieba words of three or more characters (two-character
 words are already the bigrams). Single-character queries therefore match. jieba is loaded
 only when a Han character is seen (see `memory.cjk`).
+
+Text is tokenized chunk by chunk between spaces, so the terms of a query word are the terms
+that word gets inside any document (tests/memory/test_tokenize.py checks this property).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import regex
 
-from memory.cjk import Segmenter
 from memory.stem import stem
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc\u3005"
-_TOKEN = regex.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[[\p{{L}}\p{{N}}_]--[{_CJK}]]+)", regex.V1)
+_ALNUM = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK}]]"
+_TOKEN = regex.compile(
+    rf"(?P<cjk>[{_CJK}]+)"
+    # a compound: pieces joined by connectors; `++` or `#` may end it (kept for `C++`, `C#`: see tokens)
+    rf"|(?P<word>{_ALNUM}+(?:[-_.:/@'\u2019]{_ALNUM}+)*)(?P<suffix>\+\+(?![\p{{L}}+])|#(?![\p{{L}}\p{{N}}#]))?",
+    regex.V1,
+)
+# Parts of a piece: acronym before a capitalised word, (capitalised) lowercase run, acronym, digits.
+_PART = regex.compile(
+    r"\p{Lu}[\p{Lu}\p{M}]*(?=\p{Lu}[\p{Ll}\p{M}])|[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]+|[\p{Lu}\p{Lt}][\p{Lu}\p{Lt}\p{M}]*|\p{N}+",
+    regex.V1,
+)
+_CONNECTOR = regex.compile(r"[-_.:/@'\u2019]")
 _HAN = regex.compile(r"\p{Han}")
-_CAMEL = regex.compile(r"\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}?\p{Ll}+|\p{Lu}+|\p{N}+|[^\p{L}\p{N}]+")
-_IDENT_SPLIT = regex.compile(r"\p{Ll}\p{Lu}|\p{Lu}\p{Lu}\p{Ll}|_")
+_SIMPLE = regex.compile(r"[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]*", regex.V1)  # one part: lower, Capitalised
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -36,26 +65,47 @@ STOPWORDS = frozenset(
 )
 
 
-def _word_tokens(word: str, out: list[str]) -> None:
-    lower = word.lower()
-    if lower in STOPWORDS or (len(lower) == 1 and not lower.isdigit()):
-        return
-    if not _IDENT_SPLIT.search(word):
-        out.append(stem(lower))
-        return
-    out.append(lower)
-    for part in _CAMEL.findall(word):
-        part = part.lower()
-        if part.isalnum() and len(part) > 1 and part not in STOPWORDS:
-            out.append(stem(part))
+def _keep(part: str) -> bool:
+    return (len(part) > 1 or part.isdigit()) and part not in STOPWORDS
+
+
+def _joinable(part: str) -> bool:
+    return len(part) == 1 or part not in STOPWORDS  # `state-of-the-art` gives no "stateof"; `IPv6` gives ipv
+
+
+def compound_terms(word: str) -> tuple[list[str], bool]:
+    """The terms of one compound (see the module docstring) and whether the first of them is
+    the whole compound as written (a plain word is its own whole); `word` has no spaces."""
+    if _SIMPLE.fullmatch(word):
+        lower = word.lower()
+        return ([stem(lower)], True) if _keep(lower) else ([], False)
+    parts = [p.lower() for piece in _CONNECTOR.split(word) for p in _PART.findall(piece)]
+    if len(parts) == 1:
+        return ([stem(parts[0])], True) if _keep(parts[0]) else ([], False)
+    whole = not all(p.isdigit() for p in parts)
+    terms = dict.fromkeys([stem("".join(parts))] if whole else [])
+    terms.update(dict.fromkeys(stem(p) for p in parts if _keep(p)))
+    for left, right in zip(parts, parts[1:]):
+        if not (left.isdigit() and right.isdigit()) and _joinable(left) and _joinable(right):
+            terms[stem(left + right)] = None
+    return list(terms), whole
 
 
 class Tokenizer:
     """Turns text into index terms. `words=False` / `bigrams=False` give the CJK ablations."""
 
     def __init__(self, cache_dir: Path | None = None, *, bigrams: bool = True, words: bool = True, chars: bool = True):
-        self._segmenter = Segmenter(cache_dir)
+        self._cache_dir = cache_dir
+        self._segmenter = None
         self._bigrams, self._words, self._chars = bigrams, words, chars
+        self._compounds: dict[str, list[str]] = {}
+
+    def _cut(self, run: str) -> list[str]:
+        if self._segmenter is None:
+            from memory.cjk import Segmenter  # only Chinese text needs jieba
+
+            self._segmenter = Segmenter(self._cache_dir)
+        return self._segmenter.cut(run)
 
     def _cjk_tokens(self, run: str, out: list[str]) -> None:
         if self._chars or len(run) == 1:
@@ -64,14 +114,50 @@ class Tokenizer:
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
         if self._words and _HAN.search(run):
             minimum = 3 if self._bigrams else 2 if self._chars else 1
-            out.extend(w for w in self._segmenter.cut(run) if len(w) >= minimum)
+            out.extend(w for w in self._cut(run) if len(w) >= minimum)
 
-    def tokens(self, text: str) -> list[str]:
-        out: list[str] = []
+    def _terms(self, text: str):
+        """(terms, whole) per compound or CJK run; CJK terms and `C++` / `C#` count as whole."""
+        if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        cache = self._compounds
         for match in _TOKEN.finditer(text):
             word = match.group("word")
-            if word is not None:
-                _word_tokens(word, out)
-            else:
+            if word is None:
+                out: list[str] = []
                 self._cjk_tokens(match.group("cjk"), out)
+                yield out, False
+                continue
+            suffix = match.group("suffix")
+            if suffix and (suffix == "++" or len(word) == 1) and word[-1].isalpha():
+                yield [word.lower() + suffix], True  # C++, g++, notepad++, C#, F#
+                continue
+            found = cache.get(word)
+            if found is None:
+                found = compound_terms(word)
+                if len(cache) < 200_000:
+                    cache[word] = found
+            yield found
+
+    def tokens(self, text: str) -> list[str]:
+        """The index terms of `text`, in order (a document's terms; a query's, unweighted)."""
+        out: list[str] = []
+        for terms, _ in self._terms(text):
+            out.extend(terms)
         return out
+
+    def query_terms(self, text: str, fragment_weight: float = 1.0) -> dict[str, float]:
+        """term -> query weight: the same terms as `tokens(text)`, each counted as often, but the
+        parts and joined pairs of a compound weigh `fragment_weight` (its whole weighs 1), so
+        an entry holding the word as written ranks above one sharing only a fragment of it."""
+        weights: dict[str, float] = {}
+        get = weights.get
+        for terms, whole in self._terms(text):
+            if not whole or len(terms) == 1:
+                for term in terms:
+                    weights[term] = get(term, 0.0) + 1.0
+                continue
+            weights[terms[0]] = get(terms[0], 0.0) + 1.0
+            for term in terms[1:]:
+                weights[term] = get(term, 0.0) + fragment_weight
+        return weights

@@ -1,17 +1,102 @@
-"""The memory tokenizer: identifiers, stemming, stopwords, CJK chars/bigrams/jieba words."""
+"""The memory tokenizer: compounds, identifiers, stemming, stopwords, width, CJK chars/bigrams/jieba words."""
 
 import subprocess
 import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from memory.tokenize import Tokenizer
 
 from memory_helpers import JIEBA_CACHE, REPO
 
+TOK = Tokenizer(JIEBA_CACHE)
+
+
+def terms(text: str) -> set[str]:
+    return set(TOK.tokens(text))
+
 
 def test_identifiers_are_kept_whole_and_split():
     tokens = Tokenizer().tokens("memory_store getUserName HTTPServer")
-    assert tokens[:3] == ["memory_store", "memori", "store"]
-    assert {"getusername", "get", "user", "name", "httpserver", "http", "server"} <= set(tokens)
+    assert tokens[:3] == ["memorystor", "memori", "store"]  # the whole first, then parts and pairs
+    assert {"getusernam", "get", "user", "name", "usernam", "httpserver", "http", "server"} <= set(tokens)
+    assert terms("memory_store") == terms("memoryStore") == terms("MemoryStore")
+
+
+# Each probe: (as stored, as queried, the term they must share).
+PROBES = [
+    ("base64Encode()", "base64 encode", {"base64", "encod"}),  # split at digit -> capital and camelCase
+    ("node:18-alpine", "node18", {"node18"}),  # a pair joined across the connector
+    ("100 ms", "100ms", {"100", "ms"}),  # letter/digit split of the query
+    ("UTF-8", "utf8", {"utf8", "utf", "8"}),  # split parts and the joined form
+    ("OAuth2", "oauth", {"oauth"}),
+    ("precommit", "pre-commit", {"precommit"}),
+    ("ＡＰＩ", "API", {"api"}),  # NFKC width normalisation
+    ("C++", "C++", {"c++"}),
+    ("C#", "C#", {"c#"}),
+]
+
+
+@pytest.mark.parametrize(("stored", "query", "shared"), PROBES)
+def test_probe_shares_its_terms(stored, query, shared):
+    assert shared <= terms(stored) & terms(query)
+
+
+def test_split_parts_and_joined_form_are_both_indexed():
+    assert TOK.tokens("utf-8") == ["utf8", "utf", "8"]
+    assert TOK.tokens("node:18-alpine") == ["node18alpine", "node", "18", "alpin", "node18", "18alpine"]  # stems: letters only
+    assert TOK.tokens("OAuth2") == ["oauth2", "auth", "2", "oauth", "auth2"]
+    assert terms("base64Encode") == {"base64encode", "base", "64", "encod", "base64", "64encode"}
+
+
+def test_code_languages_are_terms_of_their_own():
+    assert TOK.tokens("C++ C# F# g++ notepad++") == ["c++", "c#", "f#", "g++", "notepad++"]
+    assert TOK.tokens("C") == [] and terms("C++17") == {"c++", "17"}
+    assert terms("issue#12") == {"issu", "12"} and terms("a+b") == set()  # no suffix after a word or before a letter
+
+
+def test_numbers_are_not_joined_and_stopwords_not_paired():
+    assert terms("2025-06-01") == {"2025", "06", "01"}
+    assert terms("3.11") == {"3", "11"}
+    assert "stateof" not in terms("state-of-the-art") and "stateoftheart" in terms("state-of-the-art")
+
+
+def test_query_weights_favour_the_word_as_written():
+    weights = TOK.query_terms("OAuth e0382", fragment_weight=0.5)
+    assert weights == {"oauth": 1.0, "auth": 0.5, "e0382": 1.0, "0382": 0.5}
+    assert TOK.query_terms("cache cache 中文") == {"cach": 2.0, "中": 1.0, "文": 1.0, "中文": 1.0}
+
+
+# Code-shaped text: letters of several scripts and widths, digits, connectors, C++/C# marks.
+_ALPHABET = list("abcXYZeE0189-_.:/@'+# ()") + ["é", "ß", "α", "Ω", "中", "文", "テ", "한", "Ａ", "ｚ", "１", "\u3000"]
+code_text = st.lists(st.sampled_from(_ALPHABET + ["Http", "URL", "v2", "OAuth", "base64", "C++", "C#", "utf-8"]), max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(code_text)
+def test_tokenizer_is_deterministic_and_query_terms_are_the_same_terms(text):
+    tokens = TOK.tokens(text)
+    assert Tokenizer(JIEBA_CACHE).tokens(text) == tokens == TOK.tokens(text)
+    assert all(t and not t.isspace() and " " not in t for t in tokens)
+    weights = TOK.query_terms(text)
+    assert set(weights) == set(tokens) and sum(weights.values()) == len(tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(code_text, code_text, code_text)
+def test_a_query_word_gets_the_same_terms_inside_any_document(before, word, after):
+    # query-document symmetry: whatever surrounds a space-delimited word, its terms are there
+    assert terms(word) <= terms(f"{before} {word} {after}")
+
+
+_FULL = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30))
+def test_full_width_text_gets_the_same_terms(text):
+    assert TOK.tokens("".join(_FULL.get(c, c) for c in text)) == TOK.tokens(text)
 
 
 def test_inflections_meet_and_stopwords_vanish():
