@@ -10,6 +10,7 @@ from pathlib import Path
 import regex
 
 from ground.files import atomic_write, private_lock
+from memory.bm25 import Weights
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import SearchIndex, Source
@@ -45,15 +46,23 @@ def _home(cfg: MemoryConfig, scope: str) -> Path:
     return cfg.global_home if scope == "global" else cfg.project_home
 
 
+_source_lists: dict[tuple[Path, Path], list[Source]] = {}
+
+
 def _sources(cfg: MemoryConfig) -> list[Source]:
+    known = _source_lists.get((cfg.project_home, cfg.global_home))
+    if known is not None:
+        return known
     homes = [("project", cfg.project_home)]
     if cfg.global_home.resolve() != cfg.project_home.resolve():
         homes.append(("global", cfg.global_home))
-    return [
+    sources = [
         source
         for scope, home in homes
         for source in (Source(home / MEMORY_FILE, scope), Source(home / NOTES_FILE, scope, "note"))
     ]
+    _source_lists[(cfg.project_home, cfg.global_home)] = sources
+    return sources
 
 
 def _index_path(cfg: MemoryConfig) -> Path:
@@ -68,8 +77,23 @@ def lock(path: Path):
 
 
 def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    return parse(text, scope, str(path), default_type)
+    return _parse(_read_bytes(path), path, scope, default_type)
+
+
+def _read_bytes(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
+def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
+    return parse(data.decode("utf-8"), scope, str(path), default_type)
+
+
+def _written(path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> None:
+    """Tell this process's open indexes about a write made under the file's lock, so the next
+    search neither re-reads nor re-indexes the whole file."""
+    for index in _indexes.values():
+        if str(path) in index.signatures:
+            index.written(path, before, after, added, removed)
 
 
 def _check_scope(scope: str, allowed: tuple[str, ...]) -> None:
@@ -95,14 +119,17 @@ def store(
         raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
     path = _home(cfg, scope) / (NOTES_FILE if notes else MEMORY_FILE)
     with lock(path):
-        doc = _read(path, scope, "note" if notes else None)
+        before = _read_bytes(path)
+        doc = _parse(before, path, scope, "note" if notes else None)
         taken = {e.id for e in doc.entries()}
         created, salt = now(), 0
         while (entry_id := new_id(text, created, salt)) in taken:
             salt += 1
         entry = Entry(entry_id, type, text, created.date().isoformat(), pin, clean_tags)
         stored = doc.add(entry)
-        atomic_write(path, doc.text().encode("utf-8"))
+        after = doc.text().encode("utf-8")
+        atomic_write(path, after)
+        _written(path, before, after, added=stored)
     return stored
 
 
@@ -112,10 +139,13 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
         if not source.path.exists():
             continue
         with lock(source.path):
-            doc = _read(source.path, source.scope, source.default_type)
+            before = _read_bytes(source.path)
+            doc = _parse(before, source.path, source.scope, source.default_type)
             removed = doc.remove(id)
             if removed is not None:
-                atomic_write(source.path, doc.text().encode("utf-8"))
+                after = doc.text().encode("utf-8")
+                atomic_write(source.path, after)
+                _written(source.path, before, after, removed=removed)
                 return removed
     raise NotFound(f"no memory entry with id {id!r}")
 
@@ -169,19 +199,29 @@ def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool
     return cfg.decay_floor + (1.0 - cfg.decay_floor) * math.pow(0.5, max(age, 0) / half_life)
 
 
-def _weight(cfg: MemoryConfig, index: SearchIndex, scope: str):
-    """doc -> score multiplier: 0 outside `scope`, else the entry's recency decay."""
+def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | None:
+    """doc -> score multiplier: 0 outside `scope`, else the entry's recency decay. One table per
+    day, scope and decay settings, kept with the index, so each entry's weight is computed once
+    and the index caches its impact lists with the weights multiplied in."""
     if not cfg.decay and scope == "all":
         return None
     today = date.today()
+    key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else ())
+    table = index.weight_tables.get(key)
+    if table is not None:
+        return table
+    rows = index.rows
 
     def weight(doc: int) -> float:
-        _, entry_type, _, created, pinned, _, entry_scope, *_ = index.rows[doc]
+        _, entry_type, _, created, pinned, _, entry_scope, *_ = rows[doc]
         if scope not in ("all", entry_scope):
             return 0.0
         return _decay(cfg, entry_type, created, pinned, today) if cfg.decay else 1.0
 
-    return weight
+    if len(index.weight_tables) >= 8:
+        index.weight_tables.clear()
+    table = index.weight_tables[key] = Weights(key, weight)
+    return table
 
 
 def snippet(text: str, query_terms: list[str], width: int = 160) -> str:
@@ -202,8 +242,9 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
     if limit < 1:
         raise BadInput("limit must be at least 1")
     index = open_index(cfg)
-    terms = index.tokenizer.tokens(query)
-    found = index.index.search(terms, limit, _weight(cfg, index, scope))
-    words = [w.lower() for w in query.split()] + terms
+    params = index.params
+    terms = index.tokenizer.query_terms(query, params.fragment_weight)
+    found = index.index.search(terms, limit, _weights(cfg, index, scope), params.coverage)
+    words = [w.lower() for w in query.split()] + list(terms)
     hits = [Hit(index.entry(doc), score) for doc, score in found]
     return [replace(hit, snippet=snippet(hit.entry.text, words)) for hit in hits]

@@ -20,16 +20,23 @@ import marshal
 import math
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 
 
 @dataclass(frozen=True)
 class Bm25Params:
+    """BM25's k1 and b; heading (section and tags) terms count `heading_weight` times.
+    Ranking (see `Index.search`): a score is multiplied by (matched share of the query) **
+    `coverage`; in a query, the parts of a compound weigh `fragment_weight` against its whole
+    (see `memory.tokenize.Tokenizer.query_terms`)."""
+
     k1: float = 1.2
     b: float = 0.75
     heading_weight: float = 2.0
+    coverage: float = 1.0
+    fragment_weight: float = 0.5
 
 
 def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -> dict[str, float]:
@@ -48,16 +55,22 @@ def _bucket(term: str) -> int:
 
 
 class Index:
-    """Documents are ints chosen by the caller; `terms` maps term -> (weighted) frequency."""
+    """Documents are ints chosen by the caller; `terms` maps term -> (weighted) frequency.
+
+    Posting lists live in BUCKETS dicts by a hash of the term. A bucket loaded from disk stays
+    serialized until one of its terms is needed, and keeps its serialized form until it changes,
+    so `dump` after a small update re-encodes only the buckets that update touched.
+    """
 
     def __init__(self, params: Bm25Params = Bm25Params()):
         self.params = params
-        self.postings: dict[str, dict[int, float]] = {}
+        self._buckets: list[dict[str, dict[int, float]] | None] = [{} for _ in range(BUCKETS)]  # None: not decoded
+        self._blobs: dict[int, bytes] = {}  # bucket -> its serialized form, while it is unchanged
         self._doc_terms: dict[int, list[str]] | None = {}  # rebuilt from postings when needed
-        self._serialized: dict[int, bytes] = {}  # bucket -> postings not decoded yet
         self.lengths: dict[int, float] = {}
         self.total_length = 0.0
-        self._impacts: dict[str, tuple[dict[int, float], float]] = {}
+        self._impacts: dict[str, tuple[dict[int, float], float, float]] = {}
+        self._weighted: dict[object, dict[str, tuple[dict[int, float], float, float]]] = {}
         self._norms: dict[int, float] | None = None
 
     def __len__(self) -> int:
@@ -68,39 +81,47 @@ class Index:
 
     def dump(self) -> tuple[list[bytes], dict[int, float]]:
         """(posting buckets, document lengths) for `load`."""
-        self._decode_all()
-        buckets: list[dict[str, dict[int, float]]] = [{} for _ in range(BUCKETS)]
-        for term, posting in self.postings.items():
-            buckets[_bucket(term)][term] = posting
-        return [marshal.dumps(bucket) for bucket in buckets], dict(self.lengths)
+        blobs = self._blobs
+        for i, bucket in enumerate(self._buckets):
+            if i not in blobs:
+                blobs[i] = marshal.dumps(bucket)
+        return [blobs[i] for i in range(BUCKETS)], dict(self.lengths)
 
     def load(self, buckets: list[bytes], lengths: dict[int, float]) -> None:
         """Adopt what `dump` returned; buckets are decoded when first needed."""
         if len(buckets) != BUCKETS:
             raise ValueError("wrong number of posting buckets")
-        self.postings, self.lengths = {}, lengths
-        self._serialized = dict(enumerate(buckets))
+        self._buckets = [None] * BUCKETS
+        self._blobs = dict(enumerate(buckets))
+        self.lengths = lengths
         self.total_length = sum(lengths.values())
         self._doc_terms = None
         self._invalidate()
 
-    def _decode(self, term: str) -> None:
-        blob = self._serialized.pop(_bucket(term), None)
-        if blob is not None:
-            self.postings.update(marshal.loads(blob))
+    def _bucket_of(self, term: str) -> dict[str, dict[int, float]]:
+        return self._bucket_of_index(_bucket(term))
 
-    def _decode_all(self) -> None:
-        for blob in self._serialized.values():
-            self.postings.update(marshal.loads(blob))
-        self._serialized.clear()
+    def posting(self, term: str) -> dict[int, float] | None:
+        """doc -> (weighted) term frequency, None when no document has the term."""
+        return self._bucket_of(term).get(term)
+
+    def terms(self) -> Iterable[str]:
+        for i in range(BUCKETS):
+            yield from self._bucket_of_index(i)
+
+    def _bucket_of_index(self, i: int) -> dict[str, dict[int, float]]:
+        bucket = self._buckets[i]
+        if bucket is None:
+            bucket = self._buckets[i] = marshal.loads(self._blobs[i])
+        return bucket
 
     def _terms_by_doc(self) -> dict[int, list[str]]:
         if self._doc_terms is None:
-            self._decode_all()
             by_doc: dict[int, list[str]] = {doc: [] for doc in self.lengths}
-            for term, posting in self.postings.items():
-                for doc in posting:
-                    by_doc[doc].append(term)
+            for i in range(BUCKETS):
+                for term, posting in self._bucket_of_index(i).items():
+                    for doc in posting:
+                        by_doc[doc].append(term)
             self._doc_terms = by_doc
         return self._doc_terms
 
@@ -112,32 +133,45 @@ class Index:
         length = sum(terms.values())
         self.lengths[doc] = length
         self.total_length += length
-        postings = self.postings
+        blobs = self._blobs
         for term, tf in terms.items():
-            if self._serialized:
-                self._decode(term)
-            posting = postings.get(term)
+            i = _bucket(term)
+            bucket = self._buckets[i]
+            if bucket is None:
+                bucket = self._buckets[i] = marshal.loads(blobs[i])
+            blobs.pop(i, None)
+            posting = bucket.get(term)
             if posting is None:
-                postings[term] = {doc: tf}
+                bucket[term] = {doc: tf}
             else:
                 posting[doc] = tf
         self._invalidate()
 
-    def remove(self, doc: int) -> None:
-        terms = self._terms_by_doc().pop(doc)
+    def remove(self, doc: int, terms: Iterable[str] | None = None) -> None:
+        """Drop `doc`. `terms`: its terms if the caller knows them (else every bucket is decoded
+        once to find them)."""
+        if terms is None:
+            terms = self._terms_by_doc().pop(doc)
+        elif self._doc_terms is not None:
+            self._doc_terms.pop(doc, None)
         self.total_length -= self.lengths.pop(doc)
-        for term in terms:
-            posting = self.postings[term]
+        for term in dict.fromkeys(terms):
+            i = _bucket(term)
+            bucket = self._bucket_of_index(i)
+            posting = bucket[term]
             del posting[doc]
             if not posting:
-                del self.postings[term]
+                del bucket[term]
+            self._blobs.pop(i, None)
         self._invalidate()
 
     def _invalidate(self) -> None:
         self._impacts.clear()
+        self._weighted.clear()
         self._norms = None
 
-    def _impact(self, term: str) -> tuple[dict[int, float], float]:
+    def _impact(self, term: str) -> tuple[dict[int, float], float, float]:
+        """(doc -> impact, the largest impact, idf) of a term in the index."""
         cached = self._impacts.get(term)
         if cached is not None:
             return cached
@@ -146,83 +180,152 @@ class Index:
             avg = self.total_length / len(self.lengths) if self.lengths else 1.0
             self._norms = {d: k1 * (1.0 - b + b * length / avg) for d, length in self.lengths.items()}
         norms = self._norms
-        posting = self.postings[term]
+        posting = self._bucket_of(term)[term]
         n, df = len(self.lengths), len(posting)
-        weight = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        weight = idf * (k1 + 1.0)
         impacts = {d: weight * tf / (tf + norms[d]) for d, tf in posting.items()}
-        cached = (impacts, max(impacts.values()))
+        cached = (impacts, max(impacts.values()), idf)
         self._impacts[term] = cached
+        return cached
+
+    def _weighted_impact(self, term: str, weights: Weights) -> tuple[dict[int, float], float, float]:
+        """The impact list with every document's weight multiplied in (zero weights dropped),
+        cached per weight table until the next add/remove."""
+        table = self._weighted.get(weights.key)
+        if table is None:
+            if len(self._weighted) >= 4:
+                self._weighted.clear()
+            table = self._weighted[weights.key] = {}
+        cached = table.get(term)
+        if cached is None:
+            impacts, _, idf = self._impact(term)
+            weighted = {d: i * w for d, i in impacts.items() if (w := weights[d]) > 0.0}
+            cached = table[term] = (weighted, max(weighted.values(), default=0.0), idf)
         return cached
 
     def warm(self) -> None:
         """Compute every impact list now (what a long-lived server does once)."""
-        self._decode_all()
-        for term in self.postings:
+        for term in list(self.terms()):
             self._impact(term)
 
-    def search(self, query: list[str], limit: int, weight: Callable[[int], float] | None = None) -> list[tuple[int, float]]:
-        """Top `limit` (doc, score), best first. `weight(doc)` in [0, 1] multiplies a score; 0 drops it."""
-        weights = _Memo(weight) if weight is not None else None
-        lists = []
-        for term, qtf in Counter(query).items():
-            if self._serialized:
-                self._decode(term)
-            if term in self.postings:
-                impacts, top = self._impact(term)
-                lists.append((top * qtf, qtf, impacts))
-        lists.sort(key=lambda item: item[0], reverse=True)
+    def search(
+        self, query: Iterable[str] | Mapping[str, float], limit: int, weights: Weights | None = None, coverage: float = 0.0
+    ) -> list[tuple[int, float]]:
+        """Top `limit` (doc, score), best first, exact.
+
+        `query`: terms (repeats count) or term -> query weight. `weights` (see `Weights`)
+        multiplies each document's score by its weight in [0, 1]; 0 drops it. `coverage` = p
+        multiplies a score by the share of the query matched, (matched / all)^p, where a query
+        term's share is its query weight times its idf (terms absent from the index count for
+        no document, so they are left out).
+        """
+        terms = query if isinstance(query, Mapping) else Counter(query)
+        lists = []  # (bound, query weight, impacts, idf * query weight)
+        for term, qw in terms.items():
+            if qw <= 0.0:
+                continue
+            if term in self._bucket_of(term):
+                impacts, top, idf = self._impact(term) if weights is None else self._weighted_impact(term, weights)
+                if impacts:
+                    lists.append((top * qw, qw, impacts, idf * qw))
+        if not lists:
+            return []
+        lists.sort(key=itemgetter(0), reverse=True)
         remaining = [0.0] * (len(lists) + 1)
         for i in range(len(lists) - 1, -1, -1):
             remaining[i] = remaining[i + 1] + lists[i][0]
+        total = sum(item[3] for item in lists)
+        share = _Share(lists, total, coverage) if coverage else None
         scores: dict[int, float] = {}
-        for i, (_, qtf, impacts) in enumerate(lists):
-            if i and len(scores) >= limit:
-                threshold = _kth_best(scores, limit, weights, remaining[i])
+        for i, (_, qw, impacts, _) in enumerate(lists):
+            if i and len(scores) >= limit and remaining[i] < max(scores.values()):
+                # MaxScore: once the lists left cannot lift a new document past the k-th best
+                # lower bound so far, only documents already seen can still make the top k.
+                threshold = _kth_lower_bound(scores, limit, share, i)
                 if remaining[i] < threshold:
                     scores = _finish_candidates(scores, lists[i:], threshold - remaining[i])
                     break
-            if not scores and qtf == 1:
+            if not scores and qw == 1.0:
                 scores = dict(impacts)
                 continue
             get = scores.get
-            for doc, impact in impacts.items():
-                scores[doc] = get(doc, 0.0) + qtf * impact
-        if weights is not None:
-            scores = {d: s * weights[d] for d, s in scores.items()}
-            scores = {d: s for d, s in scores.items() if s > 0.0}
-        best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
-        return [(doc, score) for doc, score in best]
+            if qw == 1.0:
+                for doc, impact in impacts.items():
+                    scores[doc] = get(doc, 0.0) + impact
+            else:
+                for doc, impact in impacts.items():
+                    scores[doc] = get(doc, 0.0) + qw * impact
+        if share is None:
+            return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+        return share.top(scores, limit)
 
 
-class _Memo(dict):
-    """weight(doc), each computed once per search."""
+class Weights(dict):
+    """doc -> weight in [0, 1], filled in on first use by `weight(doc)`. Documents with the same
+    `key` must get the same weights: the index caches impact lists per key."""
 
-    def __init__(self, weight: Callable[[int], float]):
+    def __init__(self, key, weight: Callable[[int], float]):
         super().__init__()
-        self.weight = weight
+        self.key, self.weight = key, weight
 
     def __missing__(self, doc: int) -> float:
         value = self[doc] = self.weight(doc)
         return value
 
 
-def _kth_best(scores: dict[int, float], k: int, weights: _Memo | None, bound: float) -> float:
-    """The k-th best (weighted) score so far; 0.0 when it cannot exceed `bound` anyway."""
-    if max(scores.values()) <= bound:
-        return 0.0
-    values = scores.values() if weights is None else [s * weights[d] for d, s in scores.items()]
-    ranked = heapq.nlargest(k, values)
-    return ranked[-1] if len(ranked) >= k else 0.0
+class _Share:
+    """The coverage factor: (share of the query's idf mass a document matches) ** power."""
+
+    def __init__(self, lists, total: float, power: float):
+        self.lists = [(impacts, mass / total) for _, _, impacts, mass in lists]
+        self.power = power
+
+    def factor(self, doc: int, upto: int | None = None) -> float:
+        matched = sum(mass for impacts, mass in self.lists[:upto] if doc in impacts)
+        return min(matched, 1.0) ** self.power
+
+    def top(self, scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
+        """Best `limit` by score * factor; a factor is at most 1, so candidates are scored in
+        descending raw order until the next raw score cannot beat the k-th best."""
+        batch = max(4 * limit, 32)
+        ranked = heapq.nlargest(batch, scores.items(), key=itemgetter(1))
+        if len(ranked) == batch and len(scores) > batch:
+            finals = [s * self.factor(d) for d, s in ranked]
+            kth = heapq.nlargest(limit, finals)[-1] if len(finals) >= limit else 0.0
+            if ranked[-1][1] >= kth:
+                ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
+        best: list[tuple[float, int, int]] = []  # (final, -rank, doc) min-heap of the best `limit`
+        for rank, (doc, score) in enumerate(ranked):
+            if len(best) == limit and score < best[0][0]:
+                break
+            item = (score * self.factor(doc), -rank, doc)
+            if len(best) < limit:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+        best.sort(reverse=True)
+        return [(doc, final) for final, _, doc in best]
+
+
+def _kth_lower_bound(scores: dict[int, float], k: int, share: _Share | None, done: int) -> float:
+    """A lower bound of the k-th best final score among the candidates after `done` lists
+    (partial scores only grow, and so does the matched share)."""
+    if share is None:
+        return heapq.nlargest(k, scores.values())[-1]
+    top = heapq.nlargest(2 * k, scores.items(), key=itemgetter(1))
+    finals = heapq.nlargest(k, (s * share.factor(d, done) for d, s in top))
+    return finals[-1] if len(finals) >= k else 0.0
 
 
 def _finish_candidates(scores: dict[int, float], lists, floor: float) -> dict[int, float]:
-    """Complete the scores of candidates that can still reach the top k (score >= floor);
+    """Complete the scores of candidates that can still reach the top k (partial score >= floor);
     no document outside `scores` can, since the remaining lists sum to less than the k-th best."""
     finished = {doc: score for doc, score in scores.items() if score >= floor}
-    for _, qtf, impacts in lists:
+    for _, qw, impacts, _ in lists:
         get = impacts.get
         for doc in finished:
             impact = get(doc)
             if impact is not None:
-                finished[doc] += qtf * impact
+                finished[doc] += qw * impact
     return finished

@@ -24,7 +24,7 @@ from memory.markdown import parse
 from memory.tokenize import Tokenizer
 
 MAGIC = b"CTXMIDX1"
-FORMAT_VERSION = 1  # bump when the tokenizer or payload layout changes
+FORMAT_VERSION = 2  # bump when the tokenizer or payload layout changes
 # A file modified this recently may change again within the same mtime tick: hash it anyway.
 _MTIME_SLACK_NS = 2_000_000_000
 
@@ -46,7 +46,8 @@ class Source:
 
 
 def _entry_key(entry: Entry) -> str:
-    data = marshal.dumps(tuple(entry.to_dict().values()))
+    e = entry
+    data = marshal.dumps((e.id, e.type, e.text, e.created, e.pinned, tuple(e.tags), e.scope, e.file, e.section))
     return xxhash.xxh64_hexdigest(data)
 
 
@@ -56,6 +57,8 @@ class SearchIndex:
         self.index = Index(params)
         self.rows: dict[int, tuple] = {}  # doc -> Entry fields in order (cheap to load; see entry())
         self.keys: dict[str, int] = {}  # entry key -> doc
+        self._doc_keys: dict[int, str] | None = {}  # doc -> entry key (keys inverted, when needed)
+        self.weight_tables: dict = {}  # memory.api's per-day recency weights, kept with the index
         self.signatures: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, hash)
         self.next_doc = 0
         self.changed = False
@@ -93,7 +96,7 @@ class SearchIndex:
         try:
             data = marshal.loads(payload)
             if data["version"] != FORMAT_VERSION:
-                raise ValueError(f"index format {data['version']}")
+                raise _Stale()  # written by another version of ctxmill: rebuild without a warning
             rows = data["entries"]
             params = tuple(data["params"])
             keys, postings, lengths = data["keys"], data["postings"], data["lengths"]
@@ -105,6 +108,7 @@ class SearchIndex:
         if params != (self.params.k1, self.params.b, self.params.heading_weight):
             raise _Stale()
         self.rows, self.keys, self.signatures, self.next_doc = rows, keys, signatures, next_doc
+        self._doc_keys = None
         self.index.load(postings, lengths)
 
     @classmethod
@@ -153,20 +157,57 @@ class SearchIndex:
         if old is None or old[2] != digest:
             doc = parse(data.decode("utf-8", errors="replace"), source.scope, key, source.default_type)
             self._replace_file(key, doc.entries())
-        self.signatures[key] = (stat.st_size, stat.st_mtime_ns, digest)
+        signature = (stat.st_size, stat.st_mtime_ns, digest)
+        if signature != old:  # an unsettled file whose bytes did not change is not a change
+            self.signatures[key] = signature
+            self.changed = True
+
+    def written(self, path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> bool:
+        """A writer that holds the file's lock replaced `before` with `after` by adding or removing
+        one entry: if the index was in step with `before`, apply the change here instead of
+        re-reading the file at the next sync. False when the index must re-read the file."""
+        key = str(path)
+        old = self.signatures.get(key)
+        if old is None or old[2] != xxhash.xxh64_hexdigest(before):
+            return False
+        if removed is not None:
+            doc = self.keys.get(_entry_key(removed))
+            if doc is None:
+                return False
+            self._remove(doc)
+        if added is not None:
+            self.add(added)
+        stat = path.stat()
+        self.signatures[key] = (stat.st_size, stat.st_mtime_ns, xxhash.xxh64_hexdigest(after))
         self.changed = True
+        return True
 
     def entry(self, doc: int) -> Entry:
         return Entry(*self.rows[doc][:5], tuple(self.rows[doc][5]), *self.rows[doc][6:])
 
+    def _terms(self, entry: Entry) -> dict[str, float]:
+        heading = f"{entry.section} {' '.join(entry.tags)}"
+        return weighted_terms(self.tokenizer.tokens(entry.text), self.tokenizer.tokens(heading), self.params.heading_weight)
+
+    def _keys_by_doc(self) -> dict[int, str]:
+        if self._doc_keys is None:
+            self._doc_keys = {doc: key for key, doc in self.keys.items()}
+        return self._doc_keys
+
+    def _remove(self, doc: int) -> None:
+        # The entry's terms again (the tokenizer is deterministic), so no bucket is decoded to find them.
+        self.index.remove(doc, self._terms(self.entry(doc)))
+        del self.rows[doc]
+        key = self._keys_by_doc().pop(doc)
+        self.keys.pop(key, None)
+        self.changed = True
+
     def _replace_file(self, file: str, entries: list[Entry]) -> None:
         wanted = {_entry_key(e): e for e in entries}
+        doc_keys = self._keys_by_doc()
         for doc in [d for d, row in self.rows.items() if row[_FILE] == file]:
-            key = _entry_key(self.entry(doc))
-            if key not in wanted:
-                self.index.remove(doc)
-                del self.rows[doc]
-                self.keys.pop(key, None)
+            if doc_keys[doc] not in wanted:
+                self._remove(doc)
         for key, entry in wanted.items():
             if key not in self.keys:
                 self.add(entry, key)
@@ -176,14 +217,14 @@ class SearchIndex:
         """Index one entry (the incremental update); returns its document number."""
         doc = self.next_doc
         self.next_doc += 1
-        heading = f"{entry.section} {' '.join(entry.tags)}"
-        terms = weighted_terms(self.tokenizer.tokens(entry.text), self.tokenizer.tokens(heading), self.params.heading_weight)
-        self.index.add(doc, terms)
+        self.index.add(doc, self._terms(entry))
         self.rows[doc] = tuple(entry.to_dict().values())
-        self.keys[key or _entry_key(entry)] = doc
+        key = key or _entry_key(entry)
+        self.keys[key] = doc
+        self._keys_by_doc()[doc] = key
         self.changed = True
         return doc
 
 
 class _Stale(Exception):
-    """The index was built with other BM25 parameters: rebuild silently."""
+    """The index was built with other BM25 parameters or another format version: rebuild silently."""

@@ -98,8 +98,9 @@ def test_index_is_persisted_and_not_retokenized_when_files_are_unchanged(cfg, mo
     api._indexes.clear()
     calls = []
     tokenizer = api.tokenizer(cfg)
-    original = tokenizer.tokens
+    original, query_terms = tokenizer.tokens, tokenizer.query_terms
     monkeypatch.setattr(tokenizer, "tokens", lambda text: calls.append(text) or original(text))
+    monkeypatch.setattr(tokenizer, "query_terms", lambda text, *a: calls.append(text) or query_terms(text, *a))
     os.utime(cfg.project_home / "MEMORY.md", ns=(1, 1_000_000_000))  # settled mtime
     api.search(cfg, "persisted")
     api._indexes.clear()

@@ -4,7 +4,7 @@ import math
 
 from hypothesis import given, settings, strategies as st
 
-from memory.bm25 import Bm25Params, Index, weighted_terms
+from memory.bm25 import Bm25Params, Index, Weights, weighted_terms
 
 VOCAB = [f"t{i}" for i in range(12)]
 docs_strategy = st.lists(st.lists(st.sampled_from(VOCAB), min_size=1, max_size=8), min_size=1, max_size=25)
@@ -74,7 +74,7 @@ def test_heading_terms_weigh_more_than_body_terms():
 def test_weights_filter_and_scale_results():
     index = build([["a", "b"], ["a"], ["a", "a"]])
     plain = dict(index.search(["a"], 3))
-    weighted = index.search(["a"], 3, weight=lambda d: {1: 0.0, 2: 0.5}.get(d, 1.0))
+    weighted = index.search(["a"], 3, Weights("w", lambda d: {1: 0.0, 2: 0.5}.get(d, 1.0)))
     assert 1 not in dict(weighted)
     assert math.isclose(dict(weighted)[2], plain[2] * 0.5)
 
@@ -91,3 +91,53 @@ def test_dump_then_lazy_load_gives_the_same_results_and_accepts_updates(docs, qu
     loaded.add(99, {"t1": 2.0})
     index.add(99, {"t1": 2.0})
     assert loaded.search(query, 10) == index.search(query, 10)
+
+
+def brute_force_ranked(docs, query: dict, weights: dict, power: float, params=Bm25Params()):
+    """Final scores by definition: weighted BM25 x weight(doc) x (matched share of the query)^power."""
+    n = len(docs)
+    avg = sum(len(d) for d in docs) / n
+    present = {t for t in query if any(t in d and weights[i] > 0 for i, d in enumerate(docs))}
+    idf = {t: math.log(1 + (n - sum(t in d for d in docs) + 0.5) / (sum(t in d for d in docs) + 0.5)) for t in present}
+    total = sum(query[t] * idf[t] for t in present)
+    finals = {}
+    for i, doc in enumerate(docs):
+        raw, matched = 0.0, 0.0
+        for t in present:
+            tf = doc.count(t)
+            if tf:
+                raw += query[t] * idf[t] * tf * (params.k1 + 1) / (tf + params.k1 * (1 - params.b + params.b * len(doc) / avg))
+                matched += query[t] * idf[t]
+        if raw > 0 and weights[i] > 0:
+            finals[i] = raw * weights[i] * (min(matched / total, 1.0) ** power)
+    return finals
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    docs_strategy,
+    st.dictionaries(st.sampled_from(VOCAB), st.sampled_from([0.3, 0.5, 1.0, 2.0]), min_size=1, max_size=6),
+    st.integers(1, 6),
+    st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+    st.data(),
+)
+def test_weighted_covered_topk_matches_the_definition(docs, query, limit, power, data):
+    weights = {i: data.draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])) for i in range(len(docs))}
+    expected = brute_force_ranked(docs, query, weights, power)
+    got = build(docs).search(query, limit, Weights(("w", tuple(weights.values())), weights.__getitem__), coverage=power)
+    assert len(got) == min(limit, len(expected))
+    for doc, score in got:
+        assert math.isclose(score, expected[doc], rel_tol=1e-9)
+    assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    if got:
+        assert all(s <= got[-1][1] * (1 + 1e-9) for d, s in expected.items() if d not in dict(got))
+
+
+def test_coverage_puts_a_document_matching_the_whole_query_first():
+    # doc 0 repeats one query term; doc 1 has both query terms once: plain BM25 prefers doc 0 here
+    docs = [["common"] * 6, ["common", "rare", "f1", "f2", "f3", "f4"], ["filler"], ["filler", "more"],
+            ["rare", "x", "y", "z", "w", "v", "u"], ["g"], ["h"]]
+    index = build(docs)
+    assert index.search({"common": 1.0, "rare": 1.0}, 1)[0][0] == 0
+    assert index.search({"common": 1.0, "rare": 1.0}, 1, coverage=1.0)[0][0] == 1
+    assert index.search({"common": 1.0, "rare": 1.0}, 1, Weights("old", lambda d: 0.6 if d == 1 else 1.0), coverage=1.0)[0][0] == 1
