@@ -200,13 +200,15 @@ def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool
 
 
 def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | None:
-    """doc -> score multiplier: 0 outside `scope`, else the entry's recency decay. One table per
+    """doc -> score multiplier: 0 outside `scope`, else 1 - recency * (1 - the entry's decay),
+    recency from the BM25 parameters (a tie-breaker: see memory.bm25.Bm25Params). One table per
     day, scope and decay settings, kept with the index, so each entry's weight is computed once
     and the index caches its impact lists with the weights multiplied in."""
     if not cfg.decay and scope == "all":
         return None
     today = date.today()
-    key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else ())
+    strength = index.params.recency
+    key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else (), strength)
     table = index.weight_tables.get(key)
     if table is not None:
         return table
@@ -216,7 +218,7 @@ def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | Non
         _, entry_type, _, created, pinned, _, entry_scope, *_ = rows[doc]
         if scope not in ("all", entry_scope):
             return 0.0
-        return _decay(cfg, entry_type, created, pinned, today) if cfg.decay else 1.0
+        return 1.0 - strength * (1.0 - _decay(cfg, entry_type, created, pinned, today)) if cfg.decay else 1.0
 
     if len(index.weight_tables) >= 8:
         index.weight_tables.clear()
@@ -244,7 +246,7 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
     index = open_index(cfg)
     params = index.params
     terms = index.tokenizer.query_terms(query, params.fragment_weight)
-    found = index.index.search(terms, limit, _weights(cfg, index, scope), params.coverage)
+    found = index.index.search(terms, limit, _weights(cfg, index, scope))
     words = [w.lower() for w in query.split()] + list(terms)
     hits = [Hit(index.entry(doc), score) for doc, score in found]
     return [replace(hit, snippet=snippet(hit.entry.text, words)) for hit in hits]

@@ -1,16 +1,19 @@
 """In-memory BM25 index with a weighted heading field, incremental add/remove, exact top-k.
 
-Scoring (Lucene's BM25): idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
-score(d, q) = sum over query terms of qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen)),
-where a document's tf and length count heading terms `heading_weight` times.
+Scoring (Lucene's BM25 with BM25+'s lower bound delta): idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)),
+score(d, q) = w(d) * sum over matched query terms of qw(t) * idf * (delta + tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))),
+where a document's tf and length count heading terms `heading_weight` times, qw(t) is the query
+weight of the term (its count, or a weight the caller gives) and w(d) an optional document
+weight in [0, 1] (recency, scope).
 
 A saved index is split into 256 buckets of posting lists by a hash of the term; `load` keeps
 them serialized and a bucket is decoded the first time one of its terms is needed, so a cold
 process answering one query decodes a few buckets, not the whole index.
 
 Per-term impact lists are computed lazily and cached until the next add/remove, so an update
-costs only its own terms. `search` skips the posting lists of frequent terms once they can no
-longer lift a new document into the top k (MaxScore), which keeps results exact.
+costs only its own terms; with document weights, per weight table, the weights multiplied in.
+`search` skips the posting lists of frequent terms once they can no longer lift a new document
+into the top k (MaxScore), which keeps results exact.
 """
 
 from __future__ import annotations
@@ -28,15 +31,23 @@ from operator import itemgetter
 @dataclass(frozen=True)
 class Bm25Params:
     """BM25's k1 and b; heading (section and tags) terms count `heading_weight` times.
-    Ranking (see `Index.search`): a score is multiplied by (matched share of the query) **
-    `coverage`; in a query, the parts of a compound weigh `fragment_weight` against its whole
-    (see `memory.tokenize.Tokenizer.query_terms`)."""
+
+    Ranking on top of BM25 (what `memory.api.search` does):
+    - `delta` (BM25+, Lv and Zhai 2011): every matched term adds delta * idf, so matching one
+      more query word counts for more than repeating one already matched (in the text or as a
+      tag), and long entries are not pushed below short ones that match less;
+    - `fragment_weight`: in a query, the parts and pairs of a compound weigh this much against
+      the compound as written (see `memory.tokenize.Tokenizer.query_terms`);
+    - `recency`: how much of an entry's configured recency decay d (in [decay_floor, 1]) the
+      ranking applies: the score is multiplied by 1 - recency * (1 - d).
+    """
 
     k1: float = 1.2
     b: float = 0.75
     heading_weight: float = 2.0
-    coverage: float = 1.0
-    fragment_weight: float = 0.5
+    delta: float = 0.5
+    fragment_weight: float = 1.0
+    recency: float = 0.2
 
 
 def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -> dict[str, float]:
@@ -69,8 +80,8 @@ class Index:
         self._doc_terms: dict[int, list[str]] | None = {}  # rebuilt from postings when needed
         self.lengths: dict[int, float] = {}
         self.total_length = 0.0
-        self._impacts: dict[str, tuple[dict[int, float], float, float]] = {}
-        self._weighted: dict[object, dict[str, tuple[dict[int, float], float, float]]] = {}
+        self._impacts: dict[str, tuple[dict[int, float], float]] = {}
+        self._weighted: dict[object, dict[str, tuple[dict[int, float], float]]] = {}
         self._norms: dict[int, float] | None = None
 
     def __len__(self) -> int:
@@ -170,8 +181,8 @@ class Index:
         self._weighted.clear()
         self._norms = None
 
-    def _impact(self, term: str) -> tuple[dict[int, float], float, float]:
-        """(doc -> impact, the largest impact, idf) of a term in the index."""
+    def _impact(self, term: str) -> tuple[dict[int, float], float]:
+        """(doc -> impact, the largest impact) of a term in the index."""
         cached = self._impacts.get(term)
         if cached is not None:
             return cached
@@ -183,13 +194,13 @@ class Index:
         posting = self._bucket_of(term)[term]
         n, df = len(self.lengths), len(posting)
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        weight = idf * (k1 + 1.0)
-        impacts = {d: weight * tf / (tf + norms[d]) for d, tf in posting.items()}
-        cached = (impacts, max(impacts.values()), idf)
+        weight, floor = idf * (k1 + 1.0), idf * self.params.delta
+        impacts = {d: floor + weight * tf / (tf + norms[d]) for d, tf in posting.items()}
+        cached = (impacts, max(impacts.values()))
         self._impacts[term] = cached
         return cached
 
-    def _weighted_impact(self, term: str, weights: Weights) -> tuple[dict[int, float], float, float]:
+    def _weighted_impact(self, term: str, weights: Weights) -> tuple[dict[int, float], float]:
         """The impact list with every document's weight multiplied in (zero weights dropped),
         cached per weight table until the next add/remove."""
         table = self._weighted.get(weights.key)
@@ -199,9 +210,9 @@ class Index:
             table = self._weighted[weights.key] = {}
         cached = table.get(term)
         if cached is None:
-            impacts, _, idf = self._impact(term)
+            impacts, _ = self._impact(term)
             weighted = {d: i * w for d, i in impacts.items() if (w := weights[d]) > 0.0}
-            cached = table[term] = (weighted, max(weighted.values(), default=0.0), idf)
+            cached = table[term] = (weighted, max(weighted.values(), default=0.0))
         return cached
 
     def warm(self) -> None:
@@ -209,40 +220,27 @@ class Index:
         for term in list(self.terms()):
             self._impact(term)
 
-    def search(
-        self, query: Iterable[str] | Mapping[str, float], limit: int, weights: Weights | None = None, coverage: float = 0.0
-    ) -> list[tuple[int, float]]:
-        """Top `limit` (doc, score), best first, exact.
-
-        `query`: terms (repeats count) or term -> query weight. `weights` (see `Weights`)
-        multiplies each document's score by its weight in [0, 1]; 0 drops it. `coverage` = p
-        multiplies a score by the share of the query matched, (matched / all)^p, where a query
-        term's share is its query weight times its idf (terms absent from the index count for
-        no document, so they are left out).
-        """
+    def search(self, query: Iterable[str] | Mapping[str, float], limit: int, weights: Weights | None = None) -> list[tuple[int, float]]:
+        """Top `limit` (doc, score), best first, exact. `query`: terms (repeats count) or term ->
+        query weight. `weights` (see `Weights`) multiplies each document's score by its weight
+        in [0, 1]; 0 drops it."""
         terms = query if isinstance(query, Mapping) else Counter(query)
-        lists = []  # (bound, query weight, impacts, idf * query weight)
+        lists = []  # (bound, query weight, impacts)
         for term, qw in terms.items():
-            if qw <= 0.0:
-                continue
-            if term in self._bucket_of(term):
-                impacts, top, idf = self._impact(term) if weights is None else self._weighted_impact(term, weights)
+            if qw > 0.0 and term in self._bucket_of(term):
+                impacts, top = self._impact(term) if weights is None else self._weighted_impact(term, weights)
                 if impacts:
-                    lists.append((top * qw, qw, impacts, idf * qw))
-        if not lists:
-            return []
+                    lists.append((top * qw, qw, impacts))
         lists.sort(key=itemgetter(0), reverse=True)
         remaining = [0.0] * (len(lists) + 1)
         for i in range(len(lists) - 1, -1, -1):
             remaining[i] = remaining[i + 1] + lists[i][0]
-        total = sum(item[3] for item in lists)
-        share = _Share(lists, total, coverage) if coverage else None
         scores: dict[int, float] = {}
-        for i, (_, qw, impacts, _) in enumerate(lists):
+        for i, (_, qw, impacts) in enumerate(lists):
             if i and len(scores) >= limit and remaining[i] < max(scores.values()):
-                # MaxScore: once the lists left cannot lift a new document past the k-th best
-                # lower bound so far, only documents already seen can still make the top k.
-                threshold = _kth_lower_bound(scores, limit, share, i)
+                # MaxScore: once the lists left cannot lift a new document past the k-th best so
+                # far, only documents already seen can still make the top k.
+                threshold = heapq.nlargest(limit, scores.values())[-1]
                 if remaining[i] < threshold:
                     scores = _finish_candidates(scores, lists[i:], threshold - remaining[i])
                     break
@@ -256,9 +254,7 @@ class Index:
             else:
                 for doc, impact in impacts.items():
                     scores[doc] = get(doc, 0.0) + qw * impact
-        if share is None:
-            return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
-        return share.top(scores, limit)
+        return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
 
 
 class Weights(dict):
@@ -274,55 +270,11 @@ class Weights(dict):
         return value
 
 
-class _Share:
-    """The coverage factor: (share of the query's idf mass a document matches) ** power."""
-
-    def __init__(self, lists, total: float, power: float):
-        self.lists = [(impacts, mass / total) for _, _, impacts, mass in lists]
-        self.power = power
-
-    def factor(self, doc: int, upto: int | None = None) -> float:
-        matched = sum(mass for impacts, mass in self.lists[:upto] if doc in impacts)
-        return min(matched, 1.0) ** self.power
-
-    def top(self, scores: dict[int, float], limit: int) -> list[tuple[int, float]]:
-        """Best `limit` by score * factor; a factor is at most 1, so candidates are scored in
-        descending raw order until the next raw score cannot beat the k-th best."""
-        batch = max(4 * limit, 32)
-        ranked = heapq.nlargest(batch, scores.items(), key=itemgetter(1))
-        if len(ranked) == batch and len(scores) > batch:
-            finals = [s * self.factor(d) for d, s in ranked]
-            kth = heapq.nlargest(limit, finals)[-1] if len(finals) >= limit else 0.0
-            if ranked[-1][1] >= kth:
-                ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
-        best: list[tuple[float, int, int]] = []  # (final, -rank, doc) min-heap of the best `limit`
-        for rank, (doc, score) in enumerate(ranked):
-            if len(best) == limit and score < best[0][0]:
-                break
-            item = (score * self.factor(doc), -rank, doc)
-            if len(best) < limit:
-                heapq.heappush(best, item)
-            elif item > best[0]:
-                heapq.heapreplace(best, item)
-        best.sort(reverse=True)
-        return [(doc, final) for final, _, doc in best]
-
-
-def _kth_lower_bound(scores: dict[int, float], k: int, share: _Share | None, done: int) -> float:
-    """A lower bound of the k-th best final score among the candidates after `done` lists
-    (partial scores only grow, and so does the matched share)."""
-    if share is None:
-        return heapq.nlargest(k, scores.values())[-1]
-    top = heapq.nlargest(2 * k, scores.items(), key=itemgetter(1))
-    finals = heapq.nlargest(k, (s * share.factor(d, done) for d, s in top))
-    return finals[-1] if len(finals) >= k else 0.0
-
-
 def _finish_candidates(scores: dict[int, float], lists, floor: float) -> dict[int, float]:
     """Complete the scores of candidates that can still reach the top k (partial score >= floor);
     no document outside `scores` can, since the remaining lists sum to less than the k-th best."""
     finished = {doc: score for doc, score in scores.items() if score >= floor}
-    for _, qw, impacts, _ in lists:
+    for _, qw, impacts in lists:
         get = impacts.get
         for doc in finished:
             impact = get(doc)
