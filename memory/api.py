@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from typing import TYPE_CHECKING
 from datetime import date
 from pathlib import Path
 
 import regex
 
-from ground.files import atomic_write, private_lock
 from memory.bm25 import Weights
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import SearchIndex, Source
-from memory.markdown import MemoryDocument, normalize_text, parse
 from memory.tokenize import Tokenizer
+
+if TYPE_CHECKING:
+    from memory.markdown import MemoryDocument
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_FILE = "notes.md"
@@ -73,6 +74,8 @@ def _index_path(cfg: MemoryConfig) -> Path:
 
 def lock(path: Path):
     """The write lock of a memory file (held while reading, changing and replacing it)."""
+    from ground.files import private_lock  # only writers pay for the lock import
+
     return private_lock(path.with_name("." + path.name + ".lock"))
 
 
@@ -85,15 +88,35 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
+    from memory.markdown import parse  # a search with an up-to-date index parses nothing
+
     return parse(data.decode("utf-8"), scope, str(path), default_type)
 
 
-def _written(path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> None:
-    """Tell this process's open indexes about a write made under the file's lock, so the next
-    search neither re-reads nor re-indexes the whole file."""
-    for index in _indexes.values():
-        if str(path) in index.signatures:
-            index.written(path, before, after, added, removed)
+def _written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> None:
+    """Keep the index in step with a write made under the file's lock: the index this process has
+    open, else the one on disk, takes the one-entry change and is saved, so no later search
+    re-reads and re-indexes the whole file. Skipped when the index was not in step with `before`
+    (the next search re-reads the file)."""
+    index_path = _index_path(cfg)
+    key = (index_path, cfg.bm25, cfg.jieba_cache)
+    index = _indexes.get(key)
+    if index is None or _changed_on_disk(index, index_path):
+        index = SearchIndex.load(index_path, cfg.bm25, tokenizer(cfg)) if index_path.exists() else None
+        if index is None:
+            return
+        _indexes[key] = index
+    if index.written(path, before, after, added, removed):
+        index.save(index_path)
+
+
+def _changed_on_disk(index: SearchIndex, path: Path) -> bool:
+    """Another process saved the index file since this process loaded or saved it."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    return index.stamp != (stat.st_size, stat.st_mtime_ns)
 
 
 def _check_scope(scope: str, allowed: tuple[str, ...]) -> None:
@@ -108,7 +131,9 @@ def store(
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
+    from ground.files import atomic_write
     from ground.redact import redact  # only writers pay for compiling the secret patterns
+    from memory.markdown import normalize_text
 
     text = normalize_text(redact(text, cfg.redact_extra, cfg.redact_allow))
     if not text:
@@ -129,12 +154,14 @@ def store(
         stored = doc.add(entry)
         after = doc.text().encode("utf-8")
         atomic_write(path, after)
-        _written(path, before, after, added=stored)
+        _written(cfg, path, before, after, added=stored)
     return stored
 
 
 def forget(cfg: MemoryConfig, id: str) -> Entry:
     """Remove the entry with this id from whichever memory file holds it; returns it."""
+    from ground.files import atomic_write
+
     for source in _sources(cfg):
         if not source.path.exists():
             continue
@@ -145,7 +172,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
             if removed is not None:
                 after = doc.text().encode("utf-8")
                 atomic_write(source.path, after)
-                _written(source.path, before, after, removed=removed)
+                _written(cfg, source.path, before, after, removed=removed)
                 return removed
     raise NotFound(f"no memory entry with id {id!r}")
 
@@ -167,11 +194,12 @@ def pinned(cfg: MemoryConfig) -> list[Entry]:
 
 
 def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
-    """The search index, loaded once per process and re-synced with the files on every call."""
+    """The search index, loaded once per process and re-synced with the files on every call
+    (reloaded when another process saved a newer index file)."""
     path = _index_path(cfg)
     key = (path, cfg.bm25, cfg.jieba_cache)
     cached = None if rebuild else _indexes.get(key)
-    if cached is not None:
+    if cached is not None and not _changed_on_disk(cached, path):
         cached.sync(_sources(cfg))
         if cached.changed:
             cached.save(path)
@@ -212,13 +240,21 @@ def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | Non
     table = index.weight_tables.get(key)
     if table is not None:
         return table
-    rows = index.rows
+    meta, meta_table, by_code = index.meta, index.meta_table, {}
 
     def weight(doc: int) -> float:
-        _, entry_type, _, created, pinned, _, entry_scope, *_ = rows[doc]
-        if scope not in ("all", entry_scope):
-            return 0.0
-        return 1.0 - strength * (1.0 - _decay(cfg, entry_type, created, pinned, today)) if cfg.decay else 1.0
+        code = meta[doc]
+        value = by_code.get(code)
+        if value is None:
+            entry_type, created, pinned, entry_scope = meta_table[code]
+            if scope not in ("all", entry_scope):
+                value = 0.0
+            elif cfg.decay:
+                value = 1.0 - strength * (1.0 - _decay(cfg, entry_type, created, pinned, today))
+            else:
+                value = 1.0
+            by_code[code] = value
+        return value
 
     if len(index.weight_tables) >= 8:
         index.weight_tables.clear()
@@ -232,7 +268,7 @@ def snippet(text: str, query_terms: list[str], width: int = 160) -> str:
     if len(flat) <= width:
         return flat
     lower = flat.lower()
-    hits = [lower.find(t) for t in query_terms if len(t) > 1 and lower.find(t) >= 0]
+    hits = [at for t in query_terms if len(t) > 1 and (at := lower.find(t)) >= 0]
     start = max(0, min(hits) - width // 4) if hits else 0
     start = min(start, len(flat) - width)
     return ("…" if start else "") + flat[start : start + width].strip() + ("…" if start + width < len(flat) else "")
@@ -247,6 +283,9 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
     params = index.params
     terms = index.tokenizer.query_terms(query, params.fragment_weight)
     found = index.index.search(terms, limit, _weights(cfg, index, scope))
-    words = [w.lower() for w in query.split()] + list(terms)
-    hits = [Hit(index.entry(doc), score) for doc, score in found]
-    return [replace(hit, snippet=snippet(hit.entry.text, words)) for hit in hits]
+    words = list(dict.fromkeys([w.lower() for w in query.split()] + list(terms)))
+    hits = []
+    for doc, score in found:
+        entry = index.entry(doc)
+        hits.append(Hit(entry, score, snippet(entry.text, words)))
+    return hits

@@ -5,6 +5,12 @@ format version, payload hash, BM25 parameters, Python marshal version), otherwis
 (a corrupt file raises `CorruptIndexWarning` as a warning, never an error). `sync()` stats each
 source file; a file whose size or mtime changed is re-read, and if its hash changed only the
 entries that are new or changed are tokenized. The index is saved atomically when it changed.
+
+The file is one marshal payload whose big parts stay serialized until needed: posting lists in
+256 buckets by term (see memory.bm25), entry rows in chunks of 512 documents, the entry keys;
+each keeps its serialized form until it changes, so a save after a one-entry change re-encodes
+a few small pieces. What every search needs is small: document lengths and, per document, a
+code into a table of (type, created, pinned, scope) for the recency weights.
 """
 
 from __future__ import annotations
@@ -17,19 +23,19 @@ from pathlib import Path
 
 import xxhash
 
-from ground.files import atomic_write, private_lock
 from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
-from memory.markdown import parse
 from memory.tokenize import Tokenizer
 
 MAGIC = b"CTXMIDX1"
 FORMAT_VERSION = 2  # bump when the tokenizer or payload layout changes
 # A file modified this recently may change again within the same mtime tick: hash it anyway.
 _MTIME_SLACK_NS = 2_000_000_000
+_ROW_CHUNK = 512
 
-
-_FILE = list(Entry.__dataclass_fields__).index("file")
+_FIELDS = list(Entry.__dataclass_fields__)
+_FILE = _FIELDS.index("file")
+_META = tuple(_FIELDS.index(f) for f in ("type", "created", "pinned", "scope"))
 
 
 class CorruptIndexWarning(UserWarning):
@@ -46,70 +52,158 @@ class Source:
 
 
 def _entry_key(entry: Entry) -> str:
+    """Hash of every field (marshal output depends on object identity, so it is not used here)."""
     e = entry
-    data = marshal.dumps((e.id, e.type, e.text, e.created, e.pinned, tuple(e.tags), e.scope, e.file, e.section))
-    return xxhash.xxh64_hexdigest(data)
+    fields = (e.id, e.type, e.text, e.created or "", "p" if e.pinned else "", "\x01".join(e.tags), e.scope, e.file, e.section)
+    return xxhash.xxh64_hexdigest("\x00".join(fields).encode("utf-8", "surrogatepass"))
+
+
+class Rows:
+    """doc -> the entry's fields in order (a tuple), in chunks of _ROW_CHUNK documents that are
+    decoded on first access and keep their serialized form until they change."""
+
+    def __init__(self, blobs: dict[int, bytes] | None = None, count: int = 0):
+        self._chunks: dict[int, dict[int, tuple]] = {}
+        self._blobs = dict(blobs or {})
+        self._count = count
+
+    def _chunk(self, c: int) -> dict[int, tuple]:
+        chunk = self._chunks.get(c)
+        if chunk is None:
+            blob = self._blobs.get(c)
+            chunk = self._chunks[c] = marshal.loads(blob) if blob is not None else {}
+        return chunk
+
+    def __getitem__(self, doc: int) -> tuple:
+        return self._chunk(doc // _ROW_CHUNK)[doc]
+
+    def __contains__(self, doc: int) -> bool:
+        return doc in self._chunk(doc // _ROW_CHUNK)
+
+    def __setitem__(self, doc: int, row: tuple) -> None:
+        chunk = self._chunk(doc // _ROW_CHUNK)
+        self._count += doc not in chunk
+        chunk[doc] = row
+        self._blobs.pop(doc // _ROW_CHUNK, None)
+
+    def __delitem__(self, doc: int) -> None:
+        del self._chunk(doc // _ROW_CHUNK)[doc]
+        self._count -= 1
+        self._blobs.pop(doc // _ROW_CHUNK, None)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def items(self):
+        for c in sorted(set(self._blobs) | set(self._chunks)):
+            yield from self._chunk(c).items()
+
+    def dump(self) -> dict[int, bytes]:
+        for c, chunk in self._chunks.items():
+            if c not in self._blobs and chunk:
+                self._blobs[c] = marshal.dumps(chunk)
+        return {c: blob for c, blob in self._blobs.items() if c not in self._chunks or self._chunks[c]}
 
 
 class SearchIndex:
     def __init__(self, params: Bm25Params, tokenizer: Tokenizer):
         self.params, self.tokenizer = params, tokenizer
         self.index = Index(params)
-        self.rows: dict[int, tuple] = {}  # doc -> Entry fields in order (cheap to load; see entry())
-        self.keys: dict[str, int] = {}  # entry key -> doc
+        self.rows = Rows()  # doc -> Entry fields in order (see entry())
+        self._keys: dict[str, int] | None = {}  # entry key -> doc (see keys)
+        self._keys_blob: bytes | None = None  # keys while not decoded
         self._doc_keys: dict[int, str] | None = {}  # doc -> entry key (keys inverted, when needed)
+        self.meta: dict[int, int] = {}  # doc -> code of (type, created, pinned, scope) in meta_table
+        self.meta_table: list[tuple] = []
+        self._meta_codes: dict[tuple, int] | None = {}
         self.weight_tables: dict = {}  # memory.api's per-day recency weights, kept with the index
         self.signatures: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime_ns, hash)
         self.next_doc = 0
         self.changed = False
+        self.stamp: tuple[int, int] | None = None  # (size, mtime_ns) of the index file as last loaded or saved
+
+    @property
+    def keys(self) -> dict[str, int]:
+        if self._keys is None:
+            self._keys = marshal.loads(self._keys_blob)  # the blob stays valid until keys change
+        return self._keys
 
     # --- persistence ---------------------------------------------------------------------
 
     def _payload(self) -> bytes:
         p = self.params
         buckets, lengths = self.index.dump()
+        if self._keys_blob is None:
+            self._keys_blob = marshal.dumps(self._keys)
         return marshal.dumps(
             {
                 "version": FORMAT_VERSION,
                 "params": (p.k1, p.b, p.heading_weight),
                 "signatures": self.signatures,
                 "next_doc": self.next_doc,
-                "entries": self.rows,
-                "keys": self.keys,
+                "rows": self.rows.dump(),
+                "count": len(self.rows),
+                "keys": self._keys_blob,
+                "meta": (self.meta, self.meta_table),
                 "postings": buckets,
                 "lengths": lengths,
             }
         )
 
     def save(self, path: Path) -> None:
+        from ground.files import atomic_write
+
         payload = self._payload()
-        atomic_write(path, MAGIC + xxhash.xxh64_digest(payload) + payload, fsync=False)  # rebuildable
+        atomic_write(path, MAGIC + xxhash.xxh3_64_digest(payload) + payload, fsync=False)  # rebuildable
         self.changed = False
+        self._stamp(path)
+
+    def _stamp(self, path: Path) -> None:
+        try:
+            stat = path.stat()
+            self.stamp = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            self.stamp = None
 
     def _restore(self, blob: bytes) -> None:
         """Fill self from a saved blob; raises ValueError on anything that does not check out."""
         if blob[: len(MAGIC)] != MAGIC:
             raise ValueError("not a ctxmill memory index")
         digest, payload = blob[len(MAGIC) : len(MAGIC) + 8], blob[len(MAGIC) + 8 :]
-        if xxhash.xxh64_digest(payload) != digest:
+        if xxhash.xxh3_64_digest(payload) != digest:
             raise ValueError("checksum mismatch")
         try:
             data = marshal.loads(payload)
             if data["version"] != FORMAT_VERSION:
                 raise _Stale()  # written by another version of ctxmill: rebuild without a warning
-            rows = data["entries"]
             params = tuple(data["params"])
-            keys, postings, lengths = data["keys"], data["postings"], data["lengths"]
+            rows, count, keys = data["rows"], data["count"], data["keys"]
+            meta, meta_table = data["meta"]
+            postings, lengths = data["postings"], data["lengths"]
             signatures, next_doc = data["signatures"], data["next_doc"]
-        except (EOFError, TypeError, KeyError) as exc:
+        except (EOFError, TypeError, KeyError, ValueError) as exc:
+            if isinstance(exc, _Stale):
+                raise
             raise ValueError(f"unreadable payload ({exc.__class__.__name__})") from exc
-        if set(keys.values()) != set(rows) or set(lengths) != set(rows):
+        if not (count == len(lengths) == len(meta)) or not isinstance(keys, bytes):
             raise ValueError("inconsistent documents")
         if params != (self.params.k1, self.params.b, self.params.heading_weight):
             raise _Stale()
-        self.rows, self.keys, self.signatures, self.next_doc = rows, keys, signatures, next_doc
-        self._doc_keys = None
+        self.rows, self.signatures, self.next_doc = Rows(rows, count), signatures, next_doc
+        self._keys, self._keys_blob, self._doc_keys = None, keys, None
+        self.meta, self.meta_table, self._meta_codes = meta, meta_table, None
         self.index.load(postings, lengths)
+
+    @classmethod
+    def load(cls, path: Path, params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex | None:
+        """The saved index as it is (not synced with the files); None if missing or unusable."""
+        index = cls(params, tokenizer)
+        try:
+            index._restore(path.read_bytes())
+        except (ValueError, OSError, _Stale):
+            return None
+        index._stamp(path)
+        return index
 
     @classmethod
     def open(cls, path: Path | None, sources: list[Source], params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex:
@@ -118,6 +212,7 @@ class SearchIndex:
         if path is not None and path.exists():
             try:
                 index._restore(path.read_bytes())
+                index._stamp(path)
             except _Stale:
                 index = cls(params, tokenizer)
             except (ValueError, OSError) as exc:
@@ -125,6 +220,8 @@ class SearchIndex:
                 index = cls(params, tokenizer)
         index.sync(sources)
         if path is not None and (index.changed or not path.exists()):
+            from ground.files import private_lock  # a search of an up-to-date index takes no lock
+
             with private_lock(path.with_name(path.name + ".lock")):
                 index.save(path)
         return index
@@ -155,6 +252,8 @@ class SearchIndex:
         data = source.path.read_bytes()
         digest = xxhash.xxh64_hexdigest(data)
         if old is None or old[2] != digest:
+            from memory.markdown import parse  # only a changed file is parsed
+
             doc = parse(data.decode("utf-8", errors="replace"), source.scope, key, source.default_type)
             self._replace_file(key, doc.entries())
         signature = (stat.st_size, stat.st_mtime_ns, digest)
@@ -189,6 +288,15 @@ class SearchIndex:
         heading = f"{entry.section} {' '.join(entry.tags)}"
         return weighted_terms(self.tokenizer.tokens(entry.text), self.tokenizer.tokens(heading), self.params.heading_weight)
 
+    def _meta_code(self, meta: tuple) -> int:
+        if self._meta_codes is None:
+            self._meta_codes = {m: i for i, m in enumerate(self.meta_table)}
+        code = self._meta_codes.get(meta)
+        if code is None:
+            code = self._meta_codes[meta] = len(self.meta_table)
+            self.meta_table.append(meta)
+        return code
+
     def _keys_by_doc(self) -> dict[int, str]:
         if self._doc_keys is None:
             self._doc_keys = {doc: key for key, doc in self.keys.items()}
@@ -198,8 +306,10 @@ class SearchIndex:
         # The entry's terms again (the tokenizer is deterministic), so no bucket is decoded to find them.
         self.index.remove(doc, self._terms(self.entry(doc)))
         del self.rows[doc]
+        del self.meta[doc]
         key = self._keys_by_doc().pop(doc)
         self.keys.pop(key, None)
+        self._keys_blob = None
         self.changed = True
 
     def _replace_file(self, file: str, entries: list[Entry]) -> None:
@@ -218,9 +328,12 @@ class SearchIndex:
         doc = self.next_doc
         self.next_doc += 1
         self.index.add(doc, self._terms(entry))
-        self.rows[doc] = tuple(entry.to_dict().values())
+        row = tuple(entry.to_dict().values())
+        self.rows[doc] = row
+        self.meta[doc] = self._meta_code(tuple(row[i] for i in _META))
         key = key or _entry_key(entry)
         self.keys[key] = doc
+        self._keys_blob = None
         self._keys_by_doc()[doc] = key
         self.changed = True
         return doc

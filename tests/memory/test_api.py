@@ -146,3 +146,57 @@ def test_concurrent_writers_lose_nothing(cfg):
         assert p.exitcode == 0
     texts = {e.text for e in api.list_entries(cfg)}
     assert texts == {f"worker {w} entry {i}" for w in range(4) for i in range(8)}
+
+
+def _no_parsing(monkeypatch):
+    import memory.markdown
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the memory file was parsed again")
+
+    monkeypatch.setattr(memory.markdown, "parse", refuse)
+
+
+def test_store_and_forget_keep_the_index_in_step_without_re_reading_the_file(cfg, monkeypatch):
+    for i in range(5):
+        api.store(cfg, "fact", f"filler fact number {i}")
+    api.search(cfg, "filler")  # the index is open in this process
+    new = api.store(cfg, "decision", "Pin the base image to node:18-alpine")
+    gone = api.store(cfg, "gotcha", "Flaky websocket test on CI")
+    api.forget(cfg, gone.id)
+    saves = []
+    original_save = api.SearchIndex.save
+    monkeypatch.setattr(api.SearchIndex, "save", lambda self, path: saves.append(path) or original_save(self, path))
+    with monkeypatch.context() as patched:
+        _no_parsing(patched)
+        assert api.search(cfg, "node18")[0].entry.id == new.id
+        assert api.search(cfg, "websocket") == []
+        api.search(cfg, "filler")  # within 2 s of the write: the file is hashed again, nothing is saved
+        assert saves == []
+        api._indexes.clear()  # a new process: the index file on disk is up to date too
+        assert api.search(cfg, "node18")[0].entry.id == new.id
+    assert saves == []
+
+
+def _store_one(cfg, text):
+    api.store(cfg, "fact", text)
+
+
+def test_another_process_store_updates_the_index_file_and_this_process_reloads_it(cfg, monkeypatch):
+    api.store(cfg, "fact", "first entry about caches")
+    api.search(cfg, "caches")
+    ctx = multiprocessing.get_context("spawn")
+    child = ctx.Process(target=_store_one, args=(cfg, "second entry about websocket reconnects"))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    _no_parsing(monkeypatch)  # the child saved the index with its change: reloaded, not re-parsed
+    assert api.search(cfg, "websocket")[0].entry.text == "second entry about websocket reconnects"
+
+
+def test_hand_edit_after_a_store_is_still_seen(cfg):
+    api.store(cfg, "fact", "first entry")
+    api.search(cfg, "first")
+    path = cfg.project_home / "MEMORY.md"
+    path.write_text(path.read_text() + "- hand written entry about postgres\n")
+    assert api.search(cfg, "postgres")[0].entry.text == "hand written entry about postgres"
