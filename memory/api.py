@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 from datetime import date
 from pathlib import Path
 
@@ -14,9 +13,6 @@ from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import SearchIndex, Source
 from memory.tokenize import Tokenizer
-
-if TYPE_CHECKING:
-    from memory.markdown import MemoryDocument
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_FILE = "notes.md"
@@ -79,7 +75,7 @@ def lock(path: Path):
     return private_lock(path.with_name("." + path.name + ".lock"))
 
 
-def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
+def _read(path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
     return _parse(_read_bytes(path), path, scope, default_type)
 
 
@@ -87,7 +83,7 @@ def _read_bytes(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
 
-def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
+def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
     from memory.markdown import parse  # a search with an up-to-date index parses nothing
 
     return parse(data.decode("utf-8"), scope, str(path), default_type)

@@ -27,7 +27,8 @@ from memory.bm25 import Bm25Params, Index, weighted_terms
 from memory.entry import Entry
 from memory.tokenize import Tokenizer
 
-MAGIC = b"CTXMIDX1"
+MAGIC = b"CTXMIDX2"
+_OLD_MAGICS = (b"CTXMIDX1",)  # written by older versions: rebuilt without a warning
 FORMAT_VERSION = 2  # bump when the tokenizer or payload layout changes
 # A file modified this recently may change again within the same mtime tick: hash it anyway.
 _MTIME_SLACK_NS = 2_000_000_000
@@ -168,6 +169,8 @@ class SearchIndex:
     def _restore(self, blob: bytes) -> None:
         """Fill self from a saved blob; raises ValueError on anything that does not check out."""
         if blob[: len(MAGIC)] != MAGIC:
+            if blob[: len(MAGIC)] in _OLD_MAGICS:
+                raise _Stale()
             raise ValueError("not a ctxmill memory index")
         digest, payload = blob[len(MAGIC) : len(MAGIC) + 8], blob[len(MAGIC) + 8 :]
         if xxhash.xxh3_64_digest(payload) != digest:
