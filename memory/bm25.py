@@ -236,8 +236,10 @@ class Index:
         for i in range(len(lists) - 1, -1, -1):
             remaining[i] = remaining[i + 1] + lists[i][0]
         scores: dict[int, float] = {}
+        total = remaining[0]
         for i, (_, qw, impacts) in enumerate(lists):
-            if i and len(scores) >= limit and remaining[i] < max(scores.values()):
+            # (no score so far can exceed the bounds of the lists done, total - remaining[i])
+            if i and len(scores) >= limit and remaining[i] < total - remaining[i] and remaining[i] < max(scores.values()):
                 # MaxScore: once the lists left cannot lift a new document past the k-th best so
                 # far, only documents already seen can still make the top k.
                 threshold = heapq.nlargest(limit, scores.values())[-1]

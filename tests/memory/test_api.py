@@ -200,3 +200,15 @@ def test_hand_edit_after_a_store_is_still_seen(cfg):
     path = cfg.project_home / "MEMORY.md"
     path.write_text(path.read_text() + "- hand written entry about postgres\n")
     assert api.search(cfg, "postgres")[0].entry.text == "hand written entry about postgres"
+
+
+def test_an_index_written_by_an_older_version_is_rebuilt_without_a_warning(cfg):
+    api.store(cfg, "fact", "survives an upgrade")
+    api.search(cfg, "upgrade")
+    index_file = cfg.project_home / ".index" / "index.bin"
+    index_file.write_bytes(b"CTXMIDX1" + index_file.read_bytes()[8:])
+    api._indexes.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert api.search(cfg, "upgrade")[0].entry.text == "survives an upgrade"
+    assert index_file.read_bytes().startswith(b"CTXMIDX2")
