@@ -244,7 +244,7 @@ class Index:
                 # far, only documents already seen can still make the top k.
                 threshold = heapq.nlargest(limit, scores.values())[-1]
                 if remaining[i] < threshold:
-                    scores = _finish_candidates(scores, lists[i:], threshold - remaining[i])
+                    scores = _finish_candidates(scores, lists[i:], remaining[i:], threshold, limit)
                     break
             if not scores and qw == 1.0:
                 scores = dict(impacts)
@@ -272,14 +272,25 @@ class Weights(dict):
         return value
 
 
-def _finish_candidates(scores: dict[int, float], lists, floor: float) -> dict[int, float]:
-    """Complete the scores of candidates that can still reach the top k (partial score >= floor);
-    no document outside `scores` can, since the remaining lists sum to less than the k-th best."""
-    finished = {doc: score for doc, score in scores.items() if score >= floor}
-    for _, qw, impacts in lists:
-        get = impacts.get
-        for doc in finished:
-            impact = get(doc)
-            if impact is not None:
-                finished[doc] += qw * impact
-    return finished
+def _finish_candidates(scores: dict[int, float], lists, remaining: list[float], threshold: float, limit: int) -> dict[int, float]:
+    """Complete the scores of the candidates that can still reach the top k: no document outside
+    `scores` can (the lists left sum to less than `threshold`, the k-th best partial score). After
+    each list, candidates whose score plus the bounds of the lists still left falls below the
+    k-th best so far are dropped (partial scores only grow, so that k-th best is a lower bound)."""
+    candidates = {doc: score for doc, score in scores.items() if score + remaining[0] >= threshold}
+    for j, (_, qw, impacts) in enumerate(lists):
+        if len(impacts) < len(candidates):
+            for doc, impact in impacts.items():
+                if doc in candidates:
+                    candidates[doc] += qw * impact
+        else:
+            get = impacts.get
+            for doc in candidates:
+                impact = get(doc)
+                if impact is not None:
+                    candidates[doc] += qw * impact
+        rest = remaining[j + 1]
+        if rest and len(candidates) > 2 * limit:
+            threshold = heapq.nlargest(limit, candidates.values())[-1]
+            candidates = {doc: score for doc, score in candidates.items() if score + rest >= threshold}
+    return candidates
