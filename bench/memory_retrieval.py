@@ -365,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | " + " | ".join(f"{row[label]['dev']:.4f} / {row[label]['held-out']:.4f}" for label in labels) + " |")
     print()
     for name, values in latencies.items():
-        print(f"product-path search latency, {name}: p50 {statistics.median(values):.3f} ms, "
+        print(f"product-path search latency, {name} (each query once, first use of its terms included; "
+              f"bench/memory_speed.py measures speed): p50 {statistics.median(values):.3f} ms, "
               f"p99 {sorted(values)[int(0.99 * (len(values) - 1))]:.3f} ms over {len(values)} queries")
     if args.json:
         Path(args.json).write_text(json.dumps({"results": results, "latency_ms": latencies}, indent=1))
