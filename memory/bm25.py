@@ -277,7 +277,8 @@ def _finish_candidates(scores: dict[int, float], lists, remaining: list[float], 
     `scores` can (the lists left sum to less than `threshold`, the k-th best partial score). After
     each list, candidates whose score plus the bounds of the lists still left falls below the
     k-th best so far are dropped (partial scores only grow, so that k-th best is a lower bound)."""
-    candidates = {doc: score for doc, score in scores.items() if score + remaining[0] >= threshold}
+    floor = threshold - remaining[0]
+    candidates = {doc: score for doc, score in scores.items() if score >= floor}
     for j, (_, qw, impacts) in enumerate(lists):
         if len(impacts) < len(candidates):
             for doc, impact in impacts.items():
@@ -291,6 +292,6 @@ def _finish_candidates(scores: dict[int, float], lists, remaining: list[float], 
                     candidates[doc] += qw * impact
         rest = remaining[j + 1]
         if rest and len(candidates) > 2 * limit:
-            threshold = heapq.nlargest(limit, candidates.values())[-1]
-            candidates = {doc: score for doc, score in candidates.items() if score + rest >= threshold}
+            floor = heapq.nlargest(limit, candidates.values())[-1] - rest
+            candidates = {doc: score for doc, score in candidates.items() if score >= floor}
     return candidates
