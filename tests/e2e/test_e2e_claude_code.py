@@ -1,0 +1,48 @@
+"""Claude Code (`claude -p`) plays the scenario against the stand-in: no ctxmill in between yet."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e import clients
+from tests.e2e.scenarios import claude_code as scenario_for, fixed, verify
+
+pytestmark = pytest.mark.e2e
+TIMEOUT = 240  # seconds; a run takes ~5 s on an idle 2-core machine
+
+
+def run_claude(client, project, home, url, prompt, *extra, timeout=TIMEOUT) -> clients.Result:
+    env = clients.base_env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-ant-e2e-standin",
+                           CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
+                           DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1")
+    cmd = [str(client.bin), "-p", prompt, "--output-format", "json",
+           "--allowedTools", "Read Bash Edit Grep", *extra]
+    return clients.run(cmd, env=env, cwd=project, timeout=timeout)
+
+
+def test_claude_code_plays_the_scenario(claude_code, project, home, serve):
+    scenario = scenario_for(project)
+    srv = serve(scenario.script)
+    res = run_claude(claude_code, project, home, srv.url, scenario.prompt)
+    assert res.returncode == 0, res.describe()
+    out = json.loads(res.stdout)
+    assert out["subtype"] == "success" and not out["is_error"], res.describe()
+    assert out["result"] == scenario.final
+    assert out["num_turns"] == len(scenario.script)
+    assert not out.get("permission_denials"), out["permission_denials"]
+    assert fixed(project), (project / "app.py").read_text()[:200]
+    assert verify(srv.standin, scenario, "messages") == []
+
+    # What Claude Code 2.1 sends (see the notes on issue 14): mid-conversation system messages,
+    # adaptive thinking and context management on every agent request.
+    calls = srv.standin.scripted_calls()
+    first = calls[0].body
+    assert first["stream"] is True
+    assert first["thinking"] == {"type": "adaptive"}
+    assert {"type": "clear_thinking_20251015", "keep": "all"} in first["context_management"]["edits"]
+    assert any(m["role"] == "system" for m in first["messages"])
+    assert {"Read", "Bash", "Edit", "Grep"} <= {t["name"] for t in first["tools"]}
+    assert calls[0].headers.get("anthropic-version") == "2023-06-01"
+    assert "mid-conversation-system" in calls[0].headers.get("anthropic-beta", "")
