@@ -12,7 +12,8 @@ The replies come from a **script**: a list of turns, each `Turn(text=…)` or `T
 every tool call id it emits carries the turn number (`toolu_e2e_03_0`, `call_e2e_03_0`), and the
 turn to play is one past the highest such number found in the request. Retries, parallel side
 requests and client restarts therefore all get the right turn. A request that offers no tools
-(title generation, quota probes, summaries) is a side request and gets `side_text`.
+(title generation, quota probes, summaries) is a side request and gets `side_text`, tagged with
+the highest turn played so far, so a conversation compacted into that summary goes on where it was.
 
 Every request is recorded (method, path, query, headers with credentials masked, the body parsed
 as JSON when it is JSON) in `Standin.requests`, and, when `record_dir` is set, as one JSON file per
@@ -81,8 +82,11 @@ class Recorded:
 
 class Standin:
     def __init__(self, script: Script, *, record_dir: Path | None = None, side_text: str = "E2E scenario",
-                 model: str = "standin-model") -> None:
+                 model: str = "standin-model", input_tokens: Callable[[Recorded], int | None] | None = None) -> None:
+        """`input_tokens(request)` may set the prompt tokens reported in `usage` (default: bytes / 4),
+        e.g. to push a client over its context limit so that it compacts."""
         self.script = list(script)
+        self.input_tokens = input_tokens
         self.record_dir = Path(record_dir) if record_dir else None
         self.side_text = side_text
         self.model = model
@@ -154,6 +158,8 @@ class Standin:
         rec.stream = bool(body.get("stream"))
         turn = self._turn_for(rec, raw)
         prompt = max(1, rec.raw_size // 4)
+        if self.input_tokens and (reported := self.input_tokens(rec)) is not None:
+            prompt = reported
         model = body.get("model") or self.model
         if rec.kind == "messages":
             message = anthropic_message(turn, rec.turn, rec.n, model, prompt)
@@ -174,7 +180,12 @@ class Standin:
     def _turn_for(self, rec: Recorded, raw: bytes) -> Turn:
         body = rec.body
         if not body.get("tools"):
-            return Turn(text=self.side_text)
+            # A side request (title, summary). Its reply carries the highest turn played so far as a
+            # tag, so that when it becomes a compaction summary (which drops the tool call ids) the
+            # conversation continues with the next turn instead of starting over.
+            played = [r.turn for r in self.requests if r.turn is not None]
+            tag = f" [e2e progress: turn_e2e_{max(played):02d}_99]" if played else ""
+            return Turn(text=self.side_text + tag)
         seen = [int(m) for m in TURN_RE.findall(raw)]
         index = max(seen) + 1 if seen else 0
         if index >= len(self.script):
