@@ -113,7 +113,16 @@ def opencode(root: Path) -> Scenario:
     ], {0: "def add(a, b):", 1: "BUILD FAILED", 2: "def add", 3: "Edit applied", 4: "BUILD OK"})
 
 
-SCENARIOS = {"claude-code": claude_code, "codex": codex, "opencode": opencode}
+def opencode_openai(root: Path) -> Scenario:
+    """OpenCode with its `openai` provider: Responses API, and apply_patch instead of edit."""
+    sc = opencode(root)
+    sc.client = "opencode-openai"
+    sc.script[3] = Turn("add() subtracts; fixing it.", [Call("apply_patch", {"patchText": PATCH})])
+    sc.expected[3] = "app.py"
+    return sc
+
+
+SCENARIOS = {"claude-code": claude_code, "codex": codex, "opencode": opencode, "opencode-openai": opencode_openai}
 
 
 def verify(standin, scenario: Scenario, kind: str) -> list[str]:

@@ -60,6 +60,9 @@ class Call:
 class Turn:
     text: str = ""
     calls: list[Call] = field(default_factory=list)
+    # Reasoning shown before the text: an Anthropic `thinking` block (with a fake signature), a
+    # Responses `reasoning` item (summary + fake encrypted_content). Chat Completions: dropped.
+    thinking: str = ""
 
 
 # A turn may also be computed from the request: fn(body, turn_index) -> Turn.
@@ -231,6 +234,8 @@ def call_id(prefix: str, turn: int | None, i: int) -> str:
 
 def anthropic_message(turn: Turn, index: int | None, n: int, model: str, prompt: int) -> dict:
     content: list[dict] = []
+    if turn.thinking:
+        content.append({"type": "thinking", "thinking": turn.thinking, "signature": f"standin-signature-{n}"})
     if turn.text:
         content.append({"type": "text", "text": turn.text})
     for i, c in enumerate(turn.calls):
@@ -252,6 +257,10 @@ def anthropic_events(message: dict) -> list[bytes]:
             first = {"type": "text", "text": ""}
             t = block["text"]
             deltas = [{"type": "text_delta", "text": t[:len(t) // 2]}, {"type": "text_delta", "text": t[len(t) // 2:]}]
+        elif block["type"] == "thinking":
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]
         else:
             first = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             js = json.dumps(block["input"])
@@ -272,6 +281,10 @@ def anthropic_events(message: dict) -> list[bytes]:
 
 def responses_object(turn: Turn, index: int | None, n: int, model: str, prompt: int, request: dict) -> dict:
     output: list[dict] = []
+    if turn.thinking:
+        output.append({"type": "reasoning", "id": f"rs_standin_{n:06d}",
+                       "summary": [{"type": "summary_text", "text": turn.thinking}],
+                       "encrypted_content": f"standin-encrypted-{n}"})
     if turn.text:
         output.append({"type": "message", "id": f"msg_standin_{n:06d}", "status": "completed", "role": "assistant",
                        "content": [{"type": "output_text", "text": turn.text, "annotations": []}]})
@@ -305,7 +318,18 @@ def responses_events(response: dict) -> list[bytes]:
     pending = {**response, "status": "in_progress", "output": [], "usage": None}
     events = [ev("response.created", response=pending), ev("response.in_progress", response=pending)]
     for oi, item in enumerate(response["output"]):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            text = item["summary"][0]["text"]
+            events.append(ev("response.output_item.added", output_index=oi, item={**item, "summary": []}))
+            events.append(ev("response.reasoning_summary_part.added", item_id=item["id"], output_index=oi,
+                             summary_index=0, part={"type": "summary_text", "text": ""}))
+            events.append(ev("response.reasoning_summary_text.delta", item_id=item["id"], output_index=oi,
+                             summary_index=0, delta=text))
+            events.append(ev("response.reasoning_summary_text.done", item_id=item["id"], output_index=oi,
+                             summary_index=0, text=text))
+            events.append(ev("response.reasoning_summary_part.done", item_id=item["id"], output_index=oi,
+                             summary_index=0, part={"type": "summary_text", "text": text}))
+        elif item["type"] == "message":
             text = item["content"][0]["text"]
             events.append(ev("response.output_item.added", output_index=oi,
                              item={**item, "status": "in_progress", "content": []}))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.scenarios import fixed, opencode as scenario_for, verify
+from tests.e2e.scenarios import fixed, opencode as scenario_for, opencode_openai, verify
 from tests.e2e.standin import tool_results
 
 pytestmark = pytest.mark.e2e
@@ -68,6 +68,24 @@ def test_opencode_plays_the_scenario(opencode, project, home, serve):
     first = srv.standin.scripted_calls()[0]
     assert first.body["messages"][0]["content"][0]["text"] == scenario.prompt
     assert {"read", "bash", "edit", "grep"} <= {t["name"] for t in first.body["tools"]}
+
+
+def test_opencode_with_the_openai_provider_speaks_responses(opencode, project, home, serve):
+    """The `openai` provider sends the Responses API (store false) and edits with apply_patch."""
+    scenario = opencode_openai(project)
+    srv = serve(scenario.script)
+    write_config(project, srv.url, provider={"openai": {"options": {"baseURL": f"{srv.url}/v1",
+                                                                    "apiKey": "sk-e2e-standin"}}},
+                 model="openai/gpt-5.5", small_model="openai/gpt-5-mini")
+    res = run_opencode(opencode, project, opencode_env(home), scenario.prompt)
+    assert res.returncode == 0, res.describe()
+    assert scenario.final in res.stdout, res.describe()
+    assert fixed(project), (project / "app.py").read_text()[:200]
+    assert verify(srv.standin, scenario, "responses") == []
+    first = srv.standin.scripted_calls()[0]
+    assert first.path == "/v1/responses" and first.body["store"] is False
+    tools = {t["name"]: t for t in first.body["tools"]}
+    assert tools["apply_patch"]["type"] == "function" and "edit" not in tools
 
 
 PROBE = Path(__file__).with_name("opencode_probe_plugin.js")
