@@ -120,12 +120,19 @@ def install() -> Path:
         except subprocess.TimeoutExpired:
             raise Unavailable(f"npm install did not finish in {INSTALL_TIMEOUT}s (registry unreachable?)") from None
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-            raise Unavailable("npm install of the real clients failed (registry unreachable?): " + " | ".join(tail))
+            raise Unavailable("npm install of the real clients failed (registry unreachable?): "
+                              + _npm_error(proc.stderr or proc.stdout))
         still = _needs_install(root)
         if still:
             raise Unavailable(f"npm install left these missing: {', '.join(still)}")
         return root
+
+
+def _npm_error(text: str) -> str:
+    """The telling lines of npm's error output: its code and the first message, not the stack."""
+    lines = [ln.removeprefix("npm error").strip() for ln in text.splitlines() if ln.startswith("npm error")]
+    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "syscall", "errno", "A complete log", "}"))]
+    return " | ".join(lines[:2]) or text.strip()[-300:]
 
 
 _cache: dict[str, Client] = {}

@@ -208,7 +208,11 @@ class Standin:
         name = f"{rec.n:04d}-{rec.kind}.json"
         data = {"n": rec.n, "method": rec.method, "path": rec.path, "query": rec.query, "headers": rec.headers,
                 "turn": rec.turn, "stream": rec.stream, "raw_size": rec.raw_size, "body": rec.body}
-        (self.record_dir / name).write_text(json.dumps(data, indent=1, ensure_ascii=False))
+        try:  # recording must never turn a reply into a 500 (clients retry those for minutes)
+            self.record_dir.mkdir(parents=True, exist_ok=True)
+            (self.record_dir / name).write_text(json.dumps(data, indent=1, ensure_ascii=False))
+        except OSError as e:
+            rec.headers["x-standin-record-error"] = str(e)
 
 
 def _kind(method: str, path: str) -> str:

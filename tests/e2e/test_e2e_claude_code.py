@@ -16,7 +16,8 @@ TIMEOUT = 240  # seconds; a run takes ~5 s on an idle 2-core machine
 def run_claude(client, project, home, url, prompt, *extra, timeout=TIMEOUT) -> clients.Result:
     env = clients.base_env(home, ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-ant-e2e-standin",
                            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                           DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1")
+                           DISABLE_ERROR_REPORTING="1", CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1",
+                           CLAUDE_CODE_MAX_RETRIES="1")  # the default retries a 5xx ten times over ~3 min
     cmd = [str(client.bin), "-p", prompt, "--output-format", "json",
            "--allowedTools", "Read Bash Edit Grep", *extra]
     return clients.run(cmd, env=env, cwd=project, timeout=timeout)
