@@ -55,12 +55,13 @@ def forced_reason(session: Session, provider: str, tier: Tier, frozen: int) -> s
 
 
 def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
-                hashes: list[str], config: CompressConfig) -> EpochChoice | None:
+                hashes: list[str], config: CompressConfig, thinking_kept: bool = False) -> EpochChoice | None:
     """Whether to try an epoch now, and from which message, or None.
 
     The provider reads the longest cached request that is still a prefix and ends within
     its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
-    request anyway: a re-run from the start costs nothing extra and must only save
+    request anyway (a person wrote, so it dropped the last turn's thinking; never when the
+    request keeps all thinking): a re-run from the start costs nothing extra and must only save
     `window_epoch_savings`. Otherwise, when unsettled messages lie after a cached request within
     the window, they are re-decided from there (only the blocks after it are written again;
     `window_epoch_savings`); else a re-run from the start makes the provider write everything
@@ -68,7 +69,7 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     counts them.
     """
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
-    changed = min(frozen, first_dropped_thinking(messages, frozen))
+    changed = min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
     in_window = [e for e in session.request_ends if e <= changed and suffix[e] < config.cache_window_blocks]
     if not in_window:
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)

@@ -7,6 +7,8 @@ fields it does not understand.
 
 Block kinds: text, thinking, redacted_thinking, tool_use, tool_result, image, other.
 Roles: user, assistant, tool (OpenAI tool results), system, other (anything unreadable).
+A system message may sit anywhere in the conversation: Claude Code 2.1 sends the host's and its
+hooks' context as `role: "system"` messages inside `messages`, right after the person's prompt.
 Objects are immutable; a stage that changes something builds a new object with
 `dataclasses.replace` (or the helpers below) and leaves `raw` alone.
 """
@@ -166,3 +168,16 @@ def number_turns(messages: list[Message]) -> tuple[Message, ...]:
             turn += 1
         out.append(msg if msg.turn == turn else replace(msg, turn=turn))
     return tuple(out)
+
+
+def newest_user_index(messages: Sequence[Any]) -> int:
+    """Index of the newest user message when only system messages follow it, else -1. Claude
+    Code 2.1 puts its hooks' context in a system message after the person's prompt, so the
+    newest message a stage may append to is not always the last one."""
+    for i in range(len(messages) - 1, -1, -1):
+        role = messages[i].role
+        if role == "user":
+            return i
+        if role != "system":
+            return -1
+    return -1

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from compress.config import CompressConfig
 from compress.epochs import epoch_trial, forced_reason, pays_off
-from compress.formats.requests import detect, from_provider
+from compress.formats.requests import detect, from_provider, keeps_all_thinking, remarked_messages, unmarked_messages
 from compress.message_tokens import MessageTokens
 from compress.plan import Plan, Planner
 from compress.protected_tail import tail_start
@@ -119,12 +119,14 @@ class CCRWriter:
 
 def run(body: Any, *, session: Session, store: CCRWriter | None, config: CompressConfig = CompressConfig(),
         chain: Chain | None = None, reported_input_tokens: int | None = None,
-        count_tokens: Callable[[str], int] = estimate_tokens) -> RunResult:
-    """Compress one request. Never raises; on failure returns `body` itself."""
+        count_tokens: Callable[[str], int] = estimate_tokens, context_window: int | None = None) -> RunResult:
+    """Compress one request. Never raises; on failure returns `body` itself. `context_window`:
+    the model's context window in tokens when the caller knows it (tiers scale with it)."""
     started = time.perf_counter()
     report = RunReport()
     try:
-        out = _run(body, session, store, config, chain or Chain(), reported_input_tokens, count_tokens, report)
+        out = _run(body, session, store, config, chain or Chain(), reported_input_tokens, count_tokens, report,
+                   context_window)
     except RecursionError:
         log.warning("request nested too deeply to process; passed through")
         report.error = "JSON nested too deeply to process"
@@ -139,12 +141,15 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
 
 
 def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressConfig, chain: Chain,
-         reported: int | None, count: Callable[[str], int], report: RunReport) -> Any:
+         reported: int | None, count: Callable[[str], int], report: RunReport, window: int | None = None) -> Any:
     provider = detect(body)
-    hashes = prefix_hashes(body["messages"])
+    thinking_kept = keeps_all_thinking(provider, body)
+    client = body["messages"]
+    plain = unmarked_messages(provider, client)  # cache breakpoints move every request
+    hashes = prefix_hashes(plain)
     frozen = known_prefix(hashes, session.records) if session.header.provider == provider else 0
     known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
-    request = from_provider(body, provider, known)
+    request = from_provider(body if plain is client else {**body, "messages": plain}, provider, known)
     messages = list(request.messages)
     report.provider = provider
     report.messages = len(messages)
@@ -154,12 +159,13 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                   for i, m in enumerate(messages)]
     head = tokens.head(body)
     report.tokens_before = head + sum(raw_tokens)
-    thresholds = thresholds_for(request.model, config.tiers, config.model_tiers)
+    thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
     tier = thresholds.tier_for(reported if reported is not None else report.tokens_before)
     report.tier = tier.label
-    blocks = provider_blocks(messages)
+    blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
-    planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes)
+    planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes,
+                      thinking_kept)
 
     reason = forced_reason(session, provider, tier, frozen)
     current_turn = messages[-1].turn if messages else 0
@@ -169,7 +175,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(frozen, session.header.anchor_turn)
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
-        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config)
+        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept)
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
             if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config):
@@ -194,9 +200,10 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     report.ccr_written = len(plan.originals.entries)
     report.stages_saved, report.stage_ms = plan.saved, plan.stage_ms
     report.decisions, report.errors = plan.decisions, plan.errors
-    if all(a is b for a, b in zip(plan.rendered, body["messages"])):
+    rendered = remarked_messages(provider, plan.rendered, plain, client)
+    if all(a is b for a, b in zip(rendered, client)):
         return body
-    return {**body, "messages": plan.rendered}
+    return {**body, "messages": rendered}
 
 
 def _record(session: Session, plan: Plan, provider: str, tier: Tier, hashes: list[str], raw_tokens: list[int],

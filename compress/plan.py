@@ -61,6 +61,8 @@ class Planner:
     tokens: MessageTokens
     session: Session
     hashes: list[str]
+    thinking_kept: bool = False
+    """The request keeps all earlier thinking (`StageContext.thinking_kept`)."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         mutable = tuple(start <= i < self.tail for i in range(len(self.messages)))
@@ -85,7 +87,8 @@ class Planner:
         originals it buffered."""
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
-        ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count)
+        ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
+                           thinking_kept=self.thinking_kept)
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

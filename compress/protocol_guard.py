@@ -2,15 +2,17 @@
 
 A stage keeps the number of messages; it changes only mutable messages (not frozen by the
 session, not in the protected tail), and in them never a tool id or name, user-written text,
-or (unless `may_edit_inputs`) a tool input. A stage that `appends_to_newest` may also append
-exactly one text block to the newest user message.
+a system message (host instructions and hook output: Claude Code 2.1 sends them inside
+`messages`), or (unless `may_edit_inputs`) a tool input. A stage that `appends_to_newest` may
+also append exactly one text block to the newest user message (`newest_user_index`: system
+messages may follow it).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message
+from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message, newest_user_index
 from compress.stage import Stage
 
 
@@ -18,10 +20,11 @@ def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stag
     """Why a stage's output breaks a rule, or '' if it keeps them all."""
     if not isinstance(after, list) or len(after) != len(before):
         return "changed the number of messages"
+    newest = newest_user_index(before) if stage.appends_to_newest else -1
     for i, (a, b) in enumerate(zip(before, after)):
         if a is b:
             continue
-        if stage.appends_to_newest and i == len(before) - 1:
+        if i == newest:
             if _appends_one_text_block(a, b):
                 continue
             return f"changed the newest message {i} other than by appending one text block"
@@ -29,6 +32,8 @@ def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stag
             return f"changed frozen or protected message {i}"
         if not isinstance(b, Message) or b.role != a.role or b.raw is not a.raw:
             return f"replaced message {i}"
+        if a.role == "system":
+            return f"changed system message {i}"
         if _calls(a) != _calls(b):
             return f"changed tool ids or names in message {i}"
         if a.role == "user" and not _same_objects(_authored(a), _authored(b)):

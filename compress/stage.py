@@ -79,6 +79,10 @@ class StageContext:
     originals: PendingOriginals
     count_tokens: Callable[[str], int]
     stage: str = ""
+    thinking_kept: bool = False
+    """The request asks the provider to keep every earlier thinking block (Anthropic
+    `context_management` `clear_thinking_20251015` with `keep: "all"`, as Claude Code 2.1 sends):
+    old thinking is then read by the model and billed, not dropped (`compress.provider_cache`)."""
     decisions: list[tuple[int, str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 

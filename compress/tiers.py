@@ -1,7 +1,11 @@
 """Absolute token-pressure tiers: always, medium (>= 50K tokens), high (>= 150K).
 
 Each stage declares the lowest tier at which it runs. Thresholds are configurable, with
-per-model overrides chosen by the longest matching model-name prefix.
+per-model overrides chosen by the longest matching model-name prefix. The defaults are set for
+a `REFERENCE_WINDOW` (200K-token) context window; when the caller knows the request's window
+(a 1M-token window: Anthropic's `context-1m` beta, which Claude Code 2.1 sends), the configured
+thresholds scale with it (`for_window`), so high still means "the host compacts soon" there.
+Per-model overrides are absolute and never scaled.
 """
 
 from __future__ import annotations
@@ -9,6 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Mapping
+
+
+REFERENCE_WINDOW = 200_000
+"""The context window the configured thresholds are meant for."""
 
 
 class Tier(IntEnum):
@@ -37,6 +45,13 @@ class TierThresholds:
         if not 0 < self.medium <= self.high:
             raise ValueError(f"tier thresholds must satisfy 0 < medium <= high, got {self}")
 
+    def for_window(self, window: int | None) -> "TierThresholds":
+        """The thresholds scaled to a context window of `window` tokens (None: unknown, as is)."""
+        if not window or window <= 0 or window == REFERENCE_WINDOW:
+            return self
+        factor = window / REFERENCE_WINDOW
+        return TierThresholds(max(1, round(self.medium * factor)), max(1, round(self.high * factor)))
+
     def tier_for(self, tokens: int) -> Tier:
         if tokens >= self.high:
             return Tier.HIGH
@@ -46,7 +61,8 @@ class TierThresholds:
 
 
 def thresholds_for(model: str, default: TierThresholds,
-                   overrides: Mapping[str, TierThresholds]) -> TierThresholds:
-    """The override whose key is the longest prefix of `model`, else `default`."""
+                   overrides: Mapping[str, TierThresholds], window: int | None = None) -> TierThresholds:
+    """The override whose key is the longest prefix of `model`, else `default` scaled to the
+    context `window` when it is known."""
     best = max((k for k in overrides if model.startswith(k)), key=len, default=None)
-    return overrides[best] if best is not None else default
+    return overrides[best] if best is not None else default.for_window(window)

@@ -226,7 +226,7 @@ def test_runner_allows_only_one_appended_text_block_on_the_newest_user_message()
     prefill = {"model": "m", "system": "", "messages": body["messages"] + [{"role": "assistant", "content": "Sure"}]}
     result = run(prefill, session=Session.memory(), store=None, config=protected,
                  chain=Chain(()).push(_stage(_append_to(-1))))
-    assert result.body is prefill and "other than by appending" in result.report.errors[0]
+    assert result.body is prefill and "changed frozen or protected message 5" in result.report.errors[0]
 
 
 def test_host_injected_reminders_are_not_cues():

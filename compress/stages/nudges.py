@@ -10,14 +10,19 @@
 - No reminder while an assistant message since the last person-written message holds thinking:
   an appended text block ends the provider's thinking turn, so it would drop those thinking
   blocks and the whole request after the first of them would be written to the cache again.
+  Unless the request keeps all thinking (`StageContext.thinking_kept`: Claude Code 2.1 asks
+  for `clear_thinking_20251015` with `keep: "all"`): then nothing is dropped and the wait
+  would only hold the reminder back.
 
 What must hold:
-- Only the newest message changes, and only by one appended text block
-  (`Stage.appends_to_newest`, checked by the runner); older messages never change. The newest
-  message must be a user message: Anthropic accepts text after tool_results there; an OpenAI
-  `role: "tool"` message is a tool result and an assistant message is a prefill, so requests
-  ending in those get no nudge (appending to an earlier user message would change a message
-  the session has already rendered).
+- Only the newest user message changes, and only by one appended text block
+  (`Stage.appends_to_newest`, checked by the runner); older messages never change. It must be
+  the newest message but for system messages after it (`compress.model.newest_user_index`:
+  Claude Code 2.1 sends its hooks' context as a system message after the person's prompt).
+  Anthropic accepts text after tool_results there; an OpenAI `role: "tool"` message is a tool
+  result and an assistant message is a prefill, so requests ending in those get no nudge
+  (appending to an earlier user message would change a message the session has already
+  rendered).
 - No hidden state: whether an earlier request got a nudge is recomputed from the messages
   (each assistant message answers the request that ended just before it), so the cooldown
   (`cooldown_turns`, 6) is deterministic. The replay assumes this stage ran at medium tier on
@@ -34,7 +39,7 @@ from dataclasses import dataclass
 import xxhash
 
 from ccr.markers import format_inline
-from compress.model import TEXT, TOOL_USE, Block, Message
+from compress.model import TEXT, TOOL_USE, Block, Message, newest_user_index
 from compress.stage import Stage, StageContext
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
@@ -84,19 +89,33 @@ def _text_cues(text: str) -> tuple[str, ...]:
     return kinds
 
 
-def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str, ...]]:
-    """Index of the last message of every request that gets (or got) a memory reminder ->
-    the kinds it reminds of. Replays all requests so far (a request ends at each message an
-    assistant message answered, and at the newest), so the cooldown needs no state."""
+def _request_ends(messages: list[Message]) -> list[bool]:
+    """Whether each message is a user message that ended a request: the next message that is
+    not a system message is an assistant message (the model's answer), or there is none."""
+    ends = [False] * len(messages)
+    answered = True  # the messages after the position hold no other message than system ones
+    for i in range(len(messages) - 1, -1, -1):
+        role = messages[i].role
+        if role == "user":
+            ends[i] = answered
+        if role != "system":
+            answered = role == "assistant"
+    return ends
+
+
+def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = False) -> dict[int, tuple[str, ...]]:
+    """Index of the last user message of every request that gets (or got) a memory reminder ->
+    the kinds it reminds of. Replays all requests so far (a request ends at each user message
+    an assistant message answered, and at the newest), so the cooldown needs no state."""
     stated: dict[str, int] = {}  # kind -> turn of the latest statement not yet saved or reminded
     last_nudge: int | None = None
     given: dict[int, tuple[str, ...]] = {}
-    last = len(messages) - 1
+    ends = _request_ends(messages)
     thinking = False  # an assistant message since the last person-written one holds thinking
     for i, msg in enumerate(messages):
         if msg.role not in ("user", "assistant"):
             continue
-        thinking = msg.has_thinking or (thinking and not msg.has_user_text)
+        thinking = not thinking_kept and (msg.has_thinking or (thinking and not msg.has_user_text))
         saved = False
         for b in msg.blocks:
             if b.kind == TEXT:
@@ -106,7 +125,7 @@ def memory_nudges(messages: list[Message], opts: Options) -> dict[int, tuple[str
                 saved = True
         if saved:
             stated.clear()
-        if not stated or thinking or msg.role != "user" or (i != last and messages[i + 1].role != "assistant"):
+        if not stated or thinking or not ends[i]:
             continue
         recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
         if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns):
@@ -126,17 +145,18 @@ def _thinking_turn_open(messages: list[Message]) -> bool:
     return False
 
 
-def nudge_text(messages: list[Message], tier: Tier, opts: Options) -> str:
-    """The reminder lines for the newest message ('' for none)."""
-    if not messages or messages[-1].role != "user":
+def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept: bool = False) -> str:
+    """The reminder lines for the newest user message ('' for none)."""
+    target = newest_user_index(messages)
+    if target < 0:
         return ""
     lines = []
-    kinds = memory_nudges(messages, opts).get(len(messages) - 1)
+    kinds = memory_nudges(messages, opts, thinking_kept).get(target)
     if kinds:
         lines.append(memory_nudge(kinds))
-    turn = messages[-1].turn
+    turn = messages[target].turn
     if (tier >= Tier.HIGH and turn > 0 and turn % opts.checkpoint_every == 0
-            and not _thinking_turn_open(messages)):
+            and (thinking_kept or not _thinking_turn_open(messages))):
         lines.append(CHECKPOINT_NUDGE)
     return "\n".join(lines)
 
@@ -144,13 +164,14 @@ def nudge_text(messages: list[Message], tier: Tier, opts: Options) -> str:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     raw = ctx.config.options("nudges")
     opts = Options(**{k: int(raw[k]) for k in Options.__slots__ if k in raw})
-    text = nudge_text(messages, ctx.tier, opts)
+    text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept)
     if not text:
         return messages
-    newest = messages[-1]
+    target = newest_user_index(messages)
+    newest = messages[target]
     block = Block(TEXT, raw={"type": "text", "text": text}, text=text)
-    ctx.note(len(messages) - 1, "appended a reminder to the newest message")
-    return messages[:-1] + [newest.with_blocks(newest.blocks + (block,))]
+    ctx.note(target, "appended a reminder to the newest user message")
+    return [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
 
 
 STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True)

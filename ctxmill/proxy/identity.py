@@ -5,7 +5,9 @@ is Anthropic `metadata.user_id` (Claude Code sends one per conversation) or Open
 `prompt_cache_key` / `safety_identifier` / `user`, and "" when absent. The system prompt and first
 user message are always part of the key: side requests (title generation, sub-agents) share
 Claude Code's `user_id` but not its conversation, and a changed system prompt invalidates the
-provider's prompt cache anyway, so starting a new session then costs nothing.
+provider's prompt cache anyway, so starting a new session then costs nothing. Cache breakpoints
+are not part of the key: Claude Code marks the first prompt's last block in its first request
+only (`compress.formats.requests.unmarked_messages`).
 
 `request_key(provider, raw)` reads only those fields from the raw bytes (simdjson parses lazily:
 a 0.7 MB body costs the event loop ~0.3 ms instead of ~0.6–1.8 ms for a full parse and the
@@ -36,8 +38,12 @@ def client_id(provider: str, body: dict) -> str:
 
 
 def _system_and_first_user(provider: str, body: dict) -> tuple[Any, Any]:
+    from compress.formats.requests import SHAPES, unmarked_messages
+
     messages = body.get("messages") or []
     first_user = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    if first_user is not None and provider in SHAPES:
+        first_user = unmarked_messages(provider, [first_user])[0]
     if provider == "anthropic":
         return body.get("system"), first_user
     system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]

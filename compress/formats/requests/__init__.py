@@ -101,6 +101,30 @@ def _call_input(messages: tuple[Message, ...], call: Any) -> Any:
     return messages[call.use_msg].blocks[call.use_block].input
 
 
+def unmarked_messages(provider: str, messages: list[Any]) -> list[Any]:
+    """The messages without cache breakpoints (the very list when none has one): what the
+    session hashes and the stages read, since clients move their breakpoints every request."""
+    unmark = getattr(SHAPES[provider], "unmarked", None)
+    if unmark is None:
+        return messages
+    plain = [unmark(m) for m in messages]
+    return messages if all(a is b for a, b in zip(plain, messages)) else plain
+
+
+def remarked_messages(provider: str, rendered: Sequence[Any], plain: Sequence[Any], client: Sequence[Any]) -> list[Any]:
+    """The rendered messages with the client's cache breakpoints of this request put back; a
+    message rendered unchanged is the client's own object."""
+    remark = getattr(SHAPES[provider], "remarked", None)
+    return [c if r is p else (remark(r, c) if remark is not None and p is not c else r)
+            for r, p, c in zip(rendered, plain, client)]
+
+
+def keeps_all_thinking(provider: str, body: Any) -> bool:
+    """Whether the request keeps every earlier thinking block in context (see shape.py)."""
+    keeps = getattr(SHAPES[provider], "keeps_all_thinking", None)
+    return bool(keeps and isinstance(body, dict) and keeps(body))
+
+
 def render_message(provider: str, msg: Message) -> Any:
     return SHAPES[provider].render_message(msg)
 

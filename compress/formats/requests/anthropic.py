@@ -25,6 +25,9 @@ NAME = "anthropic"
 MESSAGES_FIELD = "messages"
 MARKS = Marks(body_keys=frozenset({"system", "anthropic_version"}),
               part_types=frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}))
+CLEAR_THINKING = "clear_thinking_20251015"
+CACHE_MARK = "cache_control"
+_THINKING_TYPES = (THINKING, REDACTED_THINKING)
 _USAGE_FIELDS = {"input": "input_tokens", "cache_read": "cache_read_input_tokens",
                  "cache_write": "cache_creation_input_tokens", "output": "output_tokens"}
 
@@ -114,6 +117,54 @@ def render_message(msg: Message) -> Any:
     ):
         return raw
     return {**raw, "content": rendered}
+
+
+def unmarked(raw: Any) -> Any:
+    """The message without the `cache_control` fields of its content blocks (the very object when
+    it has none). Clients move their cache breakpoint every request (Claude Code: onto the last
+    block of the last message; OpenCode: of the last two), while the provider's cached prefix is
+    the content alone, so a message is the same message with or without one."""
+    content = raw.get("content") if isinstance(raw, dict) else None
+    if not isinstance(content, list) or not any(isinstance(b, dict) and CACHE_MARK in b for b in content):
+        return raw
+    return {**raw, "content": [{k: v for k, v in b.items() if k != CACHE_MARK}
+                               if isinstance(b, dict) and CACHE_MARK in b else b for b in content]}
+
+
+def remarked(rendered: Any, client: Any) -> Any:
+    """`rendered` (a rendering of `unmarked(client)`) with the client's cache breakpoints put back:
+    the mark of the client's k-th block that is not thinking goes on the k-th such block of
+    `rendered` (stages drop thinking blocks and append text blocks, never reorder; the API
+    accepts no mark on thinking). Never a mark the client did not send in this request."""
+    content = client.get("content") if isinstance(client, dict) else None
+    if not isinstance(content, list) or not isinstance(rendered, dict) or not isinstance(rendered.get("content"), list):
+        return rendered
+    marks = [b.get(CACHE_MARK) if isinstance(b, dict) else None for b in content if not _is_thinking(b)]
+    if not any(m is not None for m in marks):
+        return rendered
+    out, k = [], 0
+    for b in rendered["content"]:
+        if not _is_thinking(b):
+            mark = marks[k] if k < len(marks) else None
+            k += 1
+            if mark is not None and isinstance(b, dict):
+                b = {**b, CACHE_MARK: mark}
+        out.append(b)
+    return {**rendered, "content": out}
+
+
+def _is_thinking(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in _THINKING_TYPES
+
+
+def keeps_all_thinking(body: dict[str, Any]) -> bool:
+    """The request asks the API to keep every earlier thinking block in context
+    (`context_management.edits` holds `{"type": "clear_thinking_20251015", "keep": "all"}`, as
+    Claude Code 2.1 sends): old thinking is then read by the model and cached, not dropped."""
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    return isinstance(edits, list) and any(
+        isinstance(e, dict) and e.get("type") == CLEAR_THINKING and e.get("keep") == "all" for e in edits)
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:

@@ -7,7 +7,12 @@ A shape module (one per provider request shape, listed in `SHAPES` of this packa
 - `parse_message(raw) -> Message` and `render_message(msg) -> raw`, where
   `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself;
 - `usage_fields(event) -> dict | None`: the `Usage` fields one response body or stream event
-  reports (None: it holds no usage object).
+  reports (None: it holds no usage object);
+- optionally `unmarked(raw) -> raw` and `remarked(rendered, client_raw) -> raw`: a message
+  without its cache breakpoints, and a rendering with the client's breakpoints put back
+  (absent: messages carry none);
+- optionally `keeps_all_thinking(body) -> bool`: the request asks the provider to keep every
+  earlier thinking block (absent: False, the provider drops the thinking of completed turns).
 """
 
 from __future__ import annotations
