@@ -33,7 +33,8 @@ from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.workerpool import WorkerPool
-from ctxmill.proxy.wire import BodyTooLarge, downstream_headers, error_response, read_body, upstream_headers
+from ctxmill.proxy.wire import (BodyTooLarge, declared_context_window, downstream_headers, error_response, read_body,
+                                upstream_headers)
 
 log = logging.getLogger("ctxmill.proxy")
 
@@ -93,7 +94,8 @@ class Proxy:
             return await self.forward(request, target, outcome.data or raw, started)
         async with self.pool.use(key) as entry:
             stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.provider)
-            outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in))
+            outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
+                                          declared_context_window(request.headers.items()))
             entry.record_request(target.provider, len(raw), outcome)
         return await self.forward(request, target, outcome.data or raw, started,
                                   on_usage=lambda usage: entry.record_usage(usage, outcome.sent_tokens),
@@ -101,14 +103,15 @@ class Proxy:
 
     # -- compression ------------------------------------------------------------------
 
-    async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None) -> Outcome:
+    async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None,
+                       context_window: int | None = None) -> Outcome:
         """The request's compression, waited for at most the latency budget. Past it the run goes
         on in the background and records its stats when done; while it runs, the session's
         requests are sent as they are (a session never queues a second background run)."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           calibrated_tokens, entry.stats_bytes())
+                                           calibrated_tokens, entry.stats_bytes(), context_window)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 

@@ -66,13 +66,14 @@ class SessionState:
         self.saving: Future | None = None
         self._session: Session | None = None
 
-    def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker") -> RunSummary:
+    def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker",
+                 context_window: int | None = None) -> RunSummary:
         try:
             body = orjson.loads(raw)
             with self._locked():
                 result = run_pipeline(body, session=self._current(), store=worker.store,
                                       config=worker.setup.compress, chain=worker.setup.chain,
-                                      reported_input_tokens=calibrated_tokens)
+                                      reported_input_tokens=calibrated_tokens, context_window=context_window)
             report = result.report
             data = None if result.body is body or report.error else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
@@ -133,10 +134,11 @@ class Worker:
         self.states.move_to_end(key)
         return state
 
-    def compress(self, key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None) -> RunSummary:
+    def compress(self, key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
+                 context_window: int | None = None) -> RunSummary:
         state = self.state(key)
         state.wait_saved()
-        summary = state.compress(raw, calibrated_tokens, self)
+        summary = state.compress(raw, calibrated_tokens, self, context_window)
         state.saving = self.saver.submit(state.persist, stats)
         return summary
 
@@ -213,9 +215,10 @@ def _exactly(sock: socket.socket, size: int) -> bytearray | None:
     return data
 
 
-def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None) -> RunSummary:
+def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
+                     context_window: int | None = None) -> RunSummary:
     assert _worker is not None
-    return _worker.compress(key, raw, calibrated_tokens, stats)
+    return _worker.compress(key, raw, calibrated_tokens, stats, context_window)
 
 
 def count_request(raw: bytes) -> RunSummary:
