@@ -1,0 +1,116 @@
+"""Canary secrets: one per way a credential shows up in an agent's tool output, each in its
+usual context. None of them is live; every value is unique, so a byte search of a file finds
+exactly the canaries that leaked into it.
+
+`CANARIES` is the measured set of the detector comparison (bench/redact_detectors.py,
+tests/test_redact_canaries.py) and what `tests/reliability/test_no_secret_at_rest.py` plants in
+every input path.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from dataclasses import dataclass
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _value(seed: int, size: int, alphabet: str = _ALNUM) -> str:
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(size))
+
+
+@dataclass(frozen=True)
+class Canary:
+    name: str
+    secret: str
+    """The part that must never be at rest (a byte search for it must fail)."""
+    text: str
+    """The secret in context, as a tool would print it."""
+
+
+def _pgp_block(seed: int) -> str:
+    body = "\n".join(_value(seed + i, 64, _ALNUM + "+/") for i in range(4))
+    return f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body}\n={_value(seed, 4)}\n-----END PGP PRIVATE KEY BLOCK-----"
+
+
+def _pem_block(seed: int, label: str) -> str:
+    body = "\n".join(_value(seed + i, 64, _ALNUM + "+/") for i in range(3))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+
+
+def _canaries() -> list[Canary]:
+    v = _value
+    aws_secret = v(1, 40, _ALNUM + "/+")
+    session_token = "IQoJb3JpZ2luX2Vj" + v(2, 120, _ALNUM + "/+")
+    pgp, pem, openssh = _pgp_block(3), _pem_block(10, "RSA PRIVATE KEY"), _pem_block(20, "OPENSSH PRIVATE KEY")
+    items = [
+        ("aws_access_key", "AKIA" + v(4, 16, string.ascii_uppercase + string.digits), "AWS_ACCESS_KEY_ID={}"),
+        ("aws_secret_env", aws_secret, "aws_secret_access_key = {}"),
+        ("aws_cli_secret", v(5, 40, _ALNUM + "/+"), '        "SecretAccessKey": "{}",'),
+        ("aws_cli_session", session_token, '        "SessionToken": "{}",'),
+        ("aws_cli_key_id", "ASIA" + v(6, 16, string.ascii_uppercase + string.digits), '        "AccessKeyId": "{}",'),
+        ("github_classic", "ghp_" + v(7, 36), "GITHUB_TOKEN={}"),
+        ("github_fine", "github_pat_11" + v(8, 80, _ALNUM + "_"), "gh auth token: {}"),
+        ("anthropic", "sk-ant-api03-" + v(9, 80, _ALNUM + "_-"), "ANTHROPIC_API_KEY={}"),
+        ("openai", "sk-proj-" + v(11, 48, _ALNUM + "_-"), "export OPENAI_API_KEY='{}'"),
+        ("jwt", "eyJhbGciOiJIUzI1NiJ9.eyJ" + v(12, 40, _ALNUM + "_-") + "." + v(13, 43, _ALNUM + "_-"),
+         "Authorization: Bearer {}"),
+        ("slack", "xoxb-" + v(14, 12, string.digits) + "-" + v(15, 24), "SLACK_BOT_TOKEN={}"),
+        ("slack_webhook", "https://hooks.slack.com/services/T" + v(16, 8) + "/B" + v(17, 8) + "/" + v(18, 24),
+         "webhook: {}"),
+        ("url_password", v(19, 14), "DATABASE_URL=postgres://admin:{}@db.internal:5432/app"),
+        ("redis_no_user", v(21, 14), "REDIS_URL=redis://:{}@cache.internal:6379/0"),
+        ("db_password", v(22, 14), "DB_PASSWORD={}"),
+        ("postgres_password_yaml", v(23, 14), "      POSTGRES_PASSWORD: {}"),
+        ("pgpassword", v(24, 14), "PGPASSWORD={} psql -h db -U app"),
+        ("mysql_root_password", v(25, 14), "MYSQL_ROOT_PASSWORD={}"),
+        ("stripe_live", "sk_live_" + v(26, 48), "STRIPE_SECRET_KEY={}"),
+        ("stripe_restricted", "rk_live_" + v(27, 48), "stripe.api_key = '{}'"),
+        ("npm_token", "npm_" + v(28, 36), "NPM_TOKEN={}"),
+        ("npmrc", v(29, 36, string.hexdigits.lower()[:16] + "-"), "//registry.npmjs.org/:_authToken={}"),
+        ("hf_token", "hf_" + v(30, 34), "HF_TOKEN={}"),
+        ("google_api_key", "AIza" + v(31, 35, _ALNUM + "_-"), "const key = \"{}\";"),
+        ("google_api_key_url", "AIza" + v(32, 35, _ALNUM + "_-"), "GET https://maps.googleapis.com/maps/api/geocode/json?key={}"),
+        ("pgp_private_key", pgp, "{}"),
+        ("pem_private_key", pem, "{}"),
+        ("openssh_private_key", openssh, "$ cat ~/.ssh/id_ed25519\n{}"),
+        ("mysql_p", v(33, 12), "$ mysql -u root -p{} shop < dump.sql"),
+        ("cli_password", v(34, 12), "$ docker login registry.example.com -u deploy --password {}"),
+        ("cli_password_eq", v(35, 12), "$ psql --password={} -h db"),
+        ("gitlab", "glpat-" + v(36, 20, _ALNUM + "_-"), "GITLAB_TOKEN={}"),
+        ("sendgrid", "SG." + v(37, 22, _ALNUM + "_-") + "." + v(38, 43, _ALNUM + "_-"), "sendgrid key {}"),
+        ("django_secret", "django-insecure-" + v(39, 40, _ALNUM + "!@#^&*-_"), "SECRET_KEY = '{}'"),
+        ("basic_auth", v(40, 32, _ALNUM + "+/"), "Authorization: Basic {}"),
+        ("json_password", v(41, 16), '{{"user": "app", "password": "{}"}}'),
+        ("client_secret", v(42, 32), "client_secret: {}"),
+        ("session_secret", v(43, 32), "SESSION_SECRET={}"),
+        ("pypi", "pypi-AgEIcHlwaS5vcmc" + v(44, 60, _ALNUM + "_-"), "password = {}"),
+        ("docker_pat", "dckr_pat_" + v(45, 27, _ALNUM + "_-"), "echo {} | docker login -u me --password-stdin"),
+    ]
+    return [Canary(name, secret, template.replace("{}", secret).replace("{{", "{").replace("}}", "}"))
+            for name, secret, template in items]
+
+
+CANARIES: list[Canary] = _canaries()
+
+
+def canary_text(filler: int = 5) -> str:
+    """Every canary in context, between lines of ordinary build output."""
+    lines = [f"step {i}: compiled module_{i}.py in 0.{i}s" for i in range(filler)]
+    return "\n".join(lines + [c.text for c in CANARIES] + lines)
+
+
+def leaked(data: bytes | str) -> list[str]:
+    """Names of the canaries whose secret occurs in `data` (bytes are searched as UTF-8 and,
+    for SQLite and JSON files, in their escaped forms too)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    found = []
+    for c in CANARIES:
+        forms = {c.secret.encode(), c.secret.replace("/", "\\/").encode(), c.secret.replace("\n", "\\n").encode()}
+        forms |= {line.encode() for line in c.secret.splitlines() if len(line) >= 12}
+        if any(f in data for f in forms):
+            found.append(c.name)
+    return found
