@@ -147,7 +147,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     client = body["messages"]
     plain = unmarked_messages(provider, client)  # cache breakpoints move every request
     hashes = prefix_hashes(plain)
-    frozen = known_prefix(hashes, session.records) if session.header.provider == provider else 0
+    session.redaction = (config.redact_extra, config.redact_allow)
+    frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
     known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
     request = from_provider(body if plain is client else {**body, "messages": plain}, provider, known)
     messages = list(request.messages)
@@ -190,7 +191,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     elif plan.originals.entries:
         raise RuntimeError("stages wrote originals but no CCR store was given")
 
-    _record(session, plan, provider, tier, hashes, raw_tokens, reason)
+    _record(session, plan, provider, tier, hashes, raw_tokens, reason, plain)
     session.add_request_end(len(messages))
     session.parsed.update(zip(hashes, messages))
     report.mode = "epoch" if reason else "incremental"
@@ -207,9 +208,9 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
 
 
 def _record(session: Session, plan: Plan, provider: str, tier: Tier, hashes: list[str], raw_tokens: list[int],
-            reason: str) -> None:
+            reason: str, raw_messages: list[Any]) -> None:
     """Remember the plan's renderings: as a new epoch when `reason` says so, else appended."""
-    new = {hashes[i]: plan.record(i, raw_tokens[i]) for i in range(plan.first_new, len(hashes))}
+    new = {hashes[i]: plan.record(i, raw_tokens[i], raw_messages[i]) for i in range(plan.first_new, len(hashes))}
     if reason:
         kept = {h: session.records[h] for h in hashes[:plan.first_new]}
         session.start_epoch(provider, int(tier), plan.anchor_turn, kept | new, unchanged=plan.first_new)

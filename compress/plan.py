@@ -43,8 +43,10 @@ class Plan:
     compressible: list[int] = field(default_factory=list)
     next_trial_at: int = 0
 
-    def record(self, i: int, raw_tokens: int) -> Record:
-        return Record(self.rendered[i], raw_tokens, self.out_tokens[i], self.compressible[i], self.settled[i])
+    def record(self, i: int, raw_tokens: int, raw: Any) -> Record:
+        """Message i's record; `raw` is the message as the client sent it (sealing reads it)."""
+        return Record(self.rendered[i], raw_tokens, self.out_tokens[i], self.compressible[i], self.settled[i],
+                      source=raw)
 
 
 @dataclass

@@ -6,16 +6,21 @@ Between epochs a known prefix is rendered exactly as before, so the compressed r
 byte prefix of request k+1 apart from new messages.
 
 On disk (`<dir>/state.jsonl`): line 1 is the epoch header; each further line is a message record
-or a header update. An epoch rewrites the file (temp file + rename); a run between epochs
-appends. A torn last line (crash while appending) is ignored on load. Every process that
-loads, runs on or saves a session's state holds the directory's file lock (`state_lock(dir)`;
-`Session.open(dir)` holds it from load to save), so they take turns. A process that keeps a
-session in memory between runs reloads it when `changed_on_disk()`.
+or a header update. A record holds its rendering sealed against the raw message
+(`compress.sealed`): no secret the client sent is at rest, and the client's next request,
+which holds the raw message again, opens it byte for byte. A record whose rendering cannot be
+sealed is not written: a later process knows the prefix only up to it. An epoch rewrites the
+file (temp file + rename); a run between epochs appends. A torn last line (crash while
+appending) is ignored on load. Every process that loads, runs on or saves a session's state
+holds the directory's file lock (`state_lock(dir)`; `Session.open(dir)` holds it from load to
+save), so they take turns. A process that keeps a session in memory between runs reloads it
+when `changed_on_disk()`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,15 +29,18 @@ from typing import TYPE_CHECKING, Any, Iterator
 import orjson
 import xxhash
 
+from compress.sealed import seal, unseal
 from ground.files import atomic_write, private_lock
 from ground.jsonbytes import dumps
 
 if TYPE_CHECKING:
     from filelock import FileLock
 
+log = logging.getLogger("ctxmill.compress")
+
 STATE_FILE = "state.jsonl"
 LOCK_FILE = "state.lock"
-VERSION = 1
+VERSION = 2
 
 
 def state_lock(path: Path) -> FileLock:
@@ -49,10 +57,28 @@ class Record:
     """
 
     rendered: Any
+    """The message as sent; None until `open` rebuilds it (a record loaded from disk)."""
     raw_tokens: int
     out_tokens: int
     compressible: int
     settled: bool
+    source: Any = None
+    """The raw message the rendering was made from (memory only, until the record is sealed)."""
+    sealed: Any = None
+    """The at-rest form (`compress.sealed`); None until sealed or when it cannot be."""
+
+    def open(self, raw: Any) -> Any:
+        """The rendering, rebuilt from `raw` (the message the prefix hash names) if loaded."""
+        if self.rendered is None:
+            self.rendered = unseal(self.sealed, raw)
+        return self.rendered
+
+    def at_rest(self, redact_extra: tuple = (), redact_allow: tuple = ()) -> Any:
+        """The sealed form (computed once; None: this record cannot be written)."""
+        if self.sealed is None and self.source is not None:
+            self.sealed = seal(self.rendered, self.source, redact_extra, redact_allow)
+            self.source = None
+        return self.sealed
 
 
 @dataclass(slots=True)
@@ -76,7 +102,9 @@ class Session:
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
-    _pending: list[bytes] = field(default_factory=list, repr=False)
+    redaction: tuple[tuple, tuple] = ((), ())
+    """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
+    _pending: list[bytes | tuple[str, Record]] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
     _signature: tuple[int, int] | None = field(default=None, repr=False)
     """The state file's (mtime, size) when this session last loaded or saved it."""
@@ -109,7 +137,7 @@ class Session:
             except orjson.JSONDecodeError:
                 continue  # torn last line
             if "h" in item:
-                session.records[item["h"]] = Record(item["r"], item["rt"], item["ot"], item["c"], item["s"])
+                session.records[item["h"]] = Record(None, item["rt"], item["ot"], item["c"], item["s"], sealed=item["r"])
             elif "next_trial_at" in item:
                 session.header.next_trial_at = item["next_trial_at"]
             elif "end" in item:
@@ -142,7 +170,7 @@ class Session:
 
     def add(self, prefix_hash: str, record: Record) -> None:
         self.records[prefix_hash] = record
-        self._pending.append(_record_line(prefix_hash, record))
+        self._pending.append((prefix_hash, record))
 
     def add_request_end(self, messages: int) -> None:
         if not self.request_ends or self.request_ends[-1] != messages:
@@ -167,19 +195,30 @@ class Session:
         target = self.path / STATE_FILE
         if self._rewrite or not target.exists():
             lines = [dumps(asdict(self.header))]
-            lines += [_record_line(h, r) for h, r in self.records.items()]
+            lines += [self._line(item) for item in self.records.items()]
             lines += [dumps({"end": n}) for n in self.request_ends]
-            atomic_write(target, b"\n".join(lines) + b"\n")
-        elif self._pending:
+            atomic_write(target, b"\n".join(line for line in lines if line) + b"\n")
+        elif lines := [line for line in map(self._line, self._pending) if line]:
             with open(target, "ab+") as fh:
                 torn = fh.tell() > 0 and fh.seek(-1, os.SEEK_END) >= 0 and fh.read(1) != b"\n"
                 # After a crash mid-append, end the torn line first so the new records stay whole.
-                fh.write((b"\n" if torn else b"") + b"\n".join(self._pending) + b"\n")
+                fh.write((b"\n" if torn else b"") + b"\n".join(lines) + b"\n")
                 fh.flush()
                 os.fsync(fh.fileno())
         self._pending.clear()
         self._rewrite = False
         self._signature = _file_signature(self.path)
+
+    def _line(self, item: bytes | tuple[str, Record]) -> bytes:
+        """A pending line as written: a record sealed now (b"" when it cannot be)."""
+        if isinstance(item, bytes):
+            return item
+        prefix_hash, r = item
+        sealed = r.at_rest(*self.redaction)
+        if sealed is None:
+            return b""
+        return dumps({"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens,
+                      "c": r.compressible, "s": r.settled})
 
 
 def _file_signature(path: Path) -> tuple[int, int] | None:
@@ -188,12 +227,6 @@ def _file_signature(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
-
-
-def _record_line(prefix_hash: str, r: Record) -> bytes:
-    return dumps({"h": prefix_hash, "r": r.rendered, "rt": r.raw_tokens, "ot": r.out_tokens,
-                         "c": r.compressible, "s": r.settled})
-
 
 def prefix_hashes(raw_messages: list[Any]) -> list[str]:
     """The session's keys: the hash of each message prefix (equal hashes mean equal messages up
@@ -208,9 +241,58 @@ def prefix_hashes(raw_messages: list[Any]) -> list[str]:
     return out
 
 
-def known_prefix(hashes: list[str], records: dict[str, Record]) -> int:
-    """Length of the longest message prefix the session has a record for."""
-    for k in range(len(hashes), 0, -1):
-        if hashes[k - 1] in records:
-            return k
-    return 0
+def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: list[Any]) -> int:
+    """Length of the longest message prefix the session has a record of each message for,
+    each rendering opened (a record loaded from disk is rebuilt from its raw message)."""
+    for i, h in enumerate(hashes):
+        record = records.get(h)
+        if record is None:
+            return i
+        try:
+            record.open(raw_messages[i])
+        except ValueError as exc:
+            log.warning("session state unusable from message %d on: %s", i, exc)
+            return i
+    return len(hashes)
+
+
+SESSION_MAX_AGE_DAYS = 30
+"""Session folders untouched this long are deleted by `prune_sessions`."""
+SESSION_MAX_COUNT = 200
+"""… and beyond this many, the least recently used go first."""
+
+
+def prune_sessions(root: Path, max_age_days: float = SESSION_MAX_AGE_DAYS, max_sessions: int = SESSION_MAX_COUNT,
+                   now: float | None = None) -> list[Path]:
+    """Delete the session folders under `root` (state, stats, checkpoints) last written more
+    than `max_age_days` ago, then the least recently written beyond `max_sessions`. A folder
+    whose state lock another process holds is skipped. Returns the folders deleted."""
+    import shutil
+    import time
+
+    from filelock import Timeout
+
+    now = time.time() if now is None else now
+    try:
+        folders = [p for p in Path(root).iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+    touched = sorted(((_last_write(p), p) for p in folders), key=lambda t: (-t[0], t[1].name))
+    doomed = [p for i, (when, p) in enumerate(touched) if i >= max_sessions or now - when > max_age_days * 86400]
+    removed = []
+    for folder in doomed:
+        try:
+            with private_lock(folder / LOCK_FILE, timeout=0):
+                shutil.rmtree(folder)
+            removed.append(folder)
+        except (Timeout, OSError):
+            continue
+    return removed
+
+
+def _last_write(folder: Path) -> float:
+    """The newest modification time of the folder and the files in it (0 when unreadable)."""
+    try:
+        return max([folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.iterdir())])
+    except OSError:
+        return 0.0

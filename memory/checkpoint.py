@@ -81,18 +81,22 @@ def _redact_value(value: Any, redact_extra, redact_allow=()) -> Any:
 
 
 class _Writer:
-    """Renders sections; cuts long text and keeps the original in the CCR batch."""
+    """Renders sections; cuts long text and keeps the original in the CCR batch. Every text is
+    redacted before it is cut or stored, so no part of a secret reaches the checkpoint or CCR."""
 
     def __init__(self, cfg: CheckpointConfig, store: CCRStore) -> None:
         self.cfg, self.store, self.keys = cfg, store, []
 
+    def clean(self, text: str) -> str:
+        return redact(text, self.cfg.memory.redact_patterns, self.cfg.memory.redact_allow)
+
     def keep(self, text: str, hint: str) -> str:
-        key = self.store.put(text, hint)
+        key = self.store.put(self.clean(text), self.clean(hint))
         self.keys.append(key)
         return key
 
     def cut(self, text: str, limit: int, hint: str) -> str:
-        flat = " ".join(text.split())
+        flat = " ".join(self.clean(text).split())
         if len(flat) <= limit:
             return flat
         key = self.keep(text, hint)
@@ -205,7 +209,7 @@ def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: s
     out = [f"# Checkpoint: session {session_id}", "", f"_{stamp} · from `{source}` · ctxmill checkpoint_", ""]
     for name in SECTIONS:
         out += [f"## {name}", "", *(body[name] or ["(none)"]), ""]
-    return "\n".join(out), w.keys
+    return w.clean("\n".join(out)), w.keys
 
 
 def _candidates(ex: Extraction) -> list[tuple[str, str]]:

@@ -218,7 +218,7 @@ def session_body(k: int) -> dict:
 def session_digest(session: Session) -> str:
     h = session.header
     return xxhash.xxh3_64_hexdigest(dumps([h.provider, h.epoch, h.tier, h.anchor_turn, h.next_trial_at,
-                                           sorted((k, r.rendered, r.raw_tokens, r.out_tokens, r.compressible,
+                                           sorted((k, r.at_rest(), r.raw_tokens, r.out_tokens, r.compressible,
                                                    r.settled) for k, r in session.records.items())]))
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from ccr.store import CCRError, CCRStore
 from compress.pipeline import run
-from compress.session import STATE_FILE, Session
+from compress.session import STATE_FILE, VERSION, Session
 from memory import api
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.reliability.crashkit import kill_loop, memory_config, run_concurrently, session_body
@@ -112,7 +112,7 @@ def test_full_disk_at_the_cli_is_one_clear_line_and_nothing_half_written(tmp_pat
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
     assert not out.exists()
     state = tmp_path / "home" / "s" / STATE_FILE
-    assert not state.exists() or Session.load(state.parent).header.version == 1
+    assert not state.exists() or Session.load(state.parent).header.version == VERSION
 
     done = limited_cli(tmp_path, 0, "memory", "store", "--type", "fact", "cannot be written")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
