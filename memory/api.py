@@ -120,10 +120,17 @@ def _check_scope(scope: str, allowed: tuple[str, ...]) -> None:
         raise BadInput(f"unknown scope {scope!r} (use one of: {', '.join(allowed)})")
 
 
+def same_text(a: str, b: str) -> bool:
+    """Whether two entry texts say the same words (case and spacing aside)."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
 def store(
     cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project", notes: bool = False
 ) -> Entry:
-    """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as stored."""
+    """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as
+    stored. Text the scope's memory already holds (`same_text`) is not stored again: the
+    existing entry is returned. Raises BadInput for text over `cfg.max_entry_chars`."""
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
@@ -134,14 +141,23 @@ def store(
     text = normalize_text(redact(text, cfg.redact_extra, cfg.redact_allow))
     if not text:
         raise BadInput("empty text")
+    if len(text) > cfg.max_entry_chars:
+        raise BadInput(f"entry is {len(text):,} characters; the limit is {cfg.max_entry_chars:,} "
+                       "(store the gist, keep long detail in a file and name it)")
     clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip()))
     bad = [t for t in clean_tags if not _TAG.fullmatch(t)]
     if bad:
         raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
-    path = _home(cfg, scope) / (NOTES_FILE if notes else MEMORY_FILE)
+    home = _home(cfg, scope)
+    path = home / (NOTES_FILE if notes else MEMORY_FILE)
+    other = home / (MEMORY_FILE if notes else NOTES_FILE)
     with lock(path):
         before = _read_bytes(path)
         doc = _parse(before, path, scope, "note" if notes else None)
+        known = doc.entries() + _read(other, scope, None if notes else "note").entries()
+        existing = next((e for e in known if same_text(e.text, text)), None)
+        if existing is not None:
+            return existing
         taken = {e.id for e in doc.entries()}
         created, salt = now(), 0
         while (entry_id := new_id(text, created, salt)) in taken:

@@ -229,7 +229,10 @@ def offer_to_memory(cfg: CheckpointConfig, ex: Extraction, session_id: str) -> l
         mine = terms(text, tok)
         if per_type.get(kind, 0) >= cfg.offer_limit or any(overlap(mine, k) >= DUPLICATE for k in known):
             continue
-        entry = api.store(cfg.memory, kind, text, tags=("checkpoint", session_id), notes=True)
+        try:
+            entry = api.store(cfg.memory, kind, text, tags=("checkpoint", session_id), notes=True)
+        except api.BadInput:  # too long for memory: the checkpoint keeps it
+            continue
         offered.append(entry)
         known.append(mine)
         per_type[kind] = per_type.get(kind, 0) + 1

@@ -41,6 +41,8 @@ class MemoryConfig:
     decay_floor: float = 0.5
     redact_extra: tuple[str | tuple[str, str], ...] = ()
     redact_allow: tuple[str, ...] = ()
+    max_entry_chars: int = 2000
+    """An entry longer than this (after redaction) is refused: memory holds the gist, files the detail."""
 
     @property
     def jieba_cache(self) -> Path:

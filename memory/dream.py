@@ -2,13 +2,16 @@
 into the project's MEMORY.md.
 
 What must hold:
-- near-duplicates of one type (memory.similar, token overlap >= DUPLICATE) become one entry with
-  the newest wording (newest = latest created date, notes after MEMORY.md, later in the file);
+- only entries that say the same thing merge: one type, token overlap >= DUPLICATE
+  (memory.similar) AND the same particulars (`same_facts`: numbers in order, names, paths); the
+  newest wording stays (newest = latest created date, notes after MEMORY.md, later in the file;
+  an undated entry was written by a person and counts as newer than any dated one);
 - an older decision is dropped when a newer one supersedes it: the newer says "instead of / no
   longer / switched to / 改用 / 不再 …" and shares at least SUPERSEDE_OVERLAP of its terms;
-- pinned entries are never changed or removed (a non-pinned near-duplicate of one is dropped);
+- pinned entries are never changed or removed (a non-pinned entry that says the same as one is dropped);
 - memory files (the memory tool's `/memories/…` entries, see memory.files) are left as they are;
-- the previous MEMORY.md is kept as MEMORY.md.bak (notes.md as notes.md.bak);
+- every entry a run removes or merges away is recoverable: the run archives both files as they
+  were and the removed entries with the reason (memory.dream_archive; `ctxmill dream --restore`);
 - a run that would leave fewer than half of MEMORY.md's entries raises DreamRefused, writes nothing;
 - deterministic: the same files give the same result; a second run changes nothing;
 - a gotcha folded in from notes.md is one readable line: line breaks written as literal `\\n`
@@ -20,7 +23,6 @@ What must hold:
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -34,7 +36,8 @@ from memory.config import MemoryConfig
 from memory.entry import Entry
 from memory.files import file_path
 from memory.markdown import MemoryDocument, parse
-from memory.similar import DUPLICATE, overlap, terms
+from memory.dream_archive import write_run
+from memory.similar import DUPLICATE, overlap, same_facts, terms
 
 SCHEDULE_FILE = ".schedule.json"
 DREAM_EVERY = timedelta(days=7)
@@ -54,10 +57,10 @@ class DreamResult:
     before: int  # entries in MEMORY.md before
     after: int  # entries in MEMORY.md after
     notes: int  # notes.md entries consumed
-    merged: int  # entries folded into a near-duplicate
+    merged: int  # entries folded into one that says the same
     superseded: int  # older decisions dropped
     changed: bool
-    backup: Path | None
+    archive: Path | None  # where the files as they were and the removed entries went
 
 
 @dataclass
@@ -87,7 +90,8 @@ def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> 
                 continue
             if rank == 1:
                 entry = readable_gotcha(entry)
-            out.append(_Item(entry, rank == 1, (entry.created or "", rank, pos), terms(entry.text, tok)))
+            # An undated entry was written by a person: newer than any dated one.
+            out.append(_Item(entry, rank == 1, (entry.created or "9999-12-31", rank, pos), terms(entry.text, tok)))
     return out
 
 
@@ -95,13 +99,15 @@ def _newest_first(items: list[_Item]) -> list[_Item]:
     return sorted(items, key=lambda i: i.order, reverse=True)
 
 
-def _consolidate(items: list[_Item]) -> tuple[list[_Item], dict[str, _Item], int, int]:
-    """(kept items, {dropped MEMORY.md id: the item that replaces it or None}, merged, superseded).
+def _consolidate(items: list[_Item]) -> tuple[list[_Item], dict[str, _Item], list[tuple[Entry, str]], int, int]:
+    """(kept items, {dropped MEMORY.md id: the item that replaces it or None}, removed (entry,
+    why) pairs, merged, superseded).
 
-    Newest first: an item is kept unless a kept item of its type near-duplicates it (pinned ones
-    are seen first so they always win) or, for decisions, a kept newer decision supersedes it."""
+    Newest first: an item is kept unless a kept item of its type says the same (pinned ones are
+    seen first so they always win) or, for decisions, a kept newer decision supersedes it."""
     kept: list[_Item] = []
     replaced: dict[str, _Item | None] = {}
+    removed: list[tuple[Entry, str]] = []
     merged = superseded = 0
     ordered = [i for i in items if i.entry.pinned] + _newest_first([i for i in items if not i.entry.pinned])
     for item in ordered:
@@ -109,7 +115,8 @@ def _consolidate(items: list[_Item]) -> tuple[list[_Item], dict[str, _Item], int
             kept.append(item)
             continue
         same = [k for k in kept if k.entry.type == item.entry.type]
-        twin = next((k for k in same if overlap(k.terms, item.terms) >= DUPLICATE), None)
+        twin = next((k for k in same if overlap(k.terms, item.terms) >= DUPLICATE
+                     and same_facts(k.entry.text, item.entry.text)), None)
         newer = None
         if twin is None and item.entry.type == "decision":
             newer = next((k for k in same if not k.entry.pinned and _SUPERSEDES.search(k.entry.text)
@@ -119,9 +126,11 @@ def _consolidate(items: list[_Item]) -> tuple[list[_Item], dict[str, _Item], int
             continue
         merged += twin is not None
         superseded += newer is not None
+        removed.append((item.entry, f"merged into {twin.entry.id} (same words, numbers and names)" if twin
+                        else f"superseded by {newer.entry.id}"))
         if not item.from_notes:
             replaced[item.entry.id] = twin  # the twin takes this entry's place; superseded ones just go
-    return kept, replaced, merged, superseded
+    return kept, replaced, removed, merged, superseded
 
 
 def _rewrite(memory: MemoryDocument, kept: list[_Item], replaced: dict[str, _Item | None]) -> None:
@@ -153,7 +162,7 @@ def dream(cfg: MemoryConfig) -> DreamResult:
         memory = parse(memory_text, "project", str(memory_path))
         notes = parse(notes_text, "project", str(notes_path), "note")
         before, consumed = len(memory.entries()), len(notes.entries())
-        kept, replaced, merged, superseded = _consolidate(_items(cfg, memory, notes))
+        kept, replaced, removed, merged, superseded = _consolidate(_items(cfg, memory, notes))
         _rewrite(memory, kept, replaced)
         after = len(memory.entries())
         if before and after * 2 < before:
@@ -161,17 +170,13 @@ def dream(cfg: MemoryConfig) -> DreamResult:
                                "nothing was changed")
         new_memory, new_notes = memory.text(), _notes_left(notes)
         changed = new_memory != memory_text or new_notes != notes_text
-        backup = None
+        archive = None
         if changed:
-            if memory_path.exists():
-                backup = memory_path.with_name(api.MEMORY_FILE + ".bak")
-                shutil.copyfile(memory_path, backup)
-            if notes_path.exists():
-                shutil.copyfile(notes_path, notes_path.with_name(api.NOTES_FILE + ".bak"))
+            archive = write_run(cfg, removed, "Dream")
             atomic_write(memory_path, new_memory.encode("utf-8"))
             if notes_path.exists():
                 atomic_write(notes_path, new_notes.encode("utf-8"))
-    return DreamResult(before, after, consumed, merged, superseded, changed, backup)
+    return DreamResult(before, after, consumed, merged, superseded, changed, archive)
 
 
 def _schedule(home: Path) -> dict:

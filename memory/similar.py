@@ -7,6 +7,8 @@ Pure and deterministic.
 
 from __future__ import annotations
 
+import regex
+
 from memory.tokenize import Tokenizer
 
 DUPLICATE = 0.7
@@ -21,3 +23,41 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
     if not a or not b:
         return 0.0
     return 2 * len(a & b) / (len(a) + len(b))
+
+
+_WORD = regex.compile(r"[\w][\w./\\:+#@-]*")
+_NUMBER = regex.compile(r"\d+(?:[.,:]\d+)*")
+_SENTENCE_END = regex.compile(r"[.!?:;]\s*$|^\s*$")
+
+
+def _words(text: str) -> list[tuple[str, bool]]:
+    """(word with trailing punctuation stripped, starts a sentence) for each word of `text`."""
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group().rstrip(".:-/\\")
+        if word:
+            out.append((word, bool(_SENTENCE_END.search(text[max(0, m.start() - 3):m.start()]))))
+    return out
+
+
+def _names(words: list[tuple[str, bool]]) -> set[str]:
+    """Words that name something: paths, file and dotted names, identifiers (`_`, `::`, inner
+    capitals as in SQLite or camelCase, digits), and capitalized words inside a sentence."""
+    found = set()
+    for word, first in words:
+        inner = word[1:]
+        if (any(c in word for c in "/\\._:@#+") or any(c.isdigit() for c in word) or any(c.isupper() for c in inner)
+                or (word[0].isupper() and not first) or "-" in inner):
+            found.add(word.casefold())
+    return found
+
+
+def same_facts(a: str, b: str) -> bool:
+    """Whether two texts state the same particulars: the same numbers in the same order, and
+    every name or path either text holds (as `_names` finds them) in both. "worker 1 retries
+    3 times" and "worker 2 retries 6 times" differ; "Use BM25" and "use bm25 for search" agree."""
+    if _NUMBER.findall(a) != _NUMBER.findall(b):
+        return False
+    wa, wb = _words(a), _words(b)
+    ta, tb = {w.casefold() for w, _ in wa}, {w.casefold() for w, _ in wb}
+    return all((name in ta) == (name in tb) for name in _names(wa) | _names(wb))

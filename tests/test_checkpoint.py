@@ -104,7 +104,7 @@ def test_dream_merges_keeps_newest_wording_drops_superseded_and_keeps_pinned(tmp
     assert "Store CCR originals in SQLite for the cache" not in texts
     assert "Switched to plain files instead of SQLite for CCR originals" in texts
     assert pinned.text in texts and "engines never import the ctxmill package at all" not in texts
-    assert (cfg.project_home / "MEMORY.md.bak").exists() and result.changed
+    assert result.archive is not None and result.changed
     again = dream(cfg)
     assert not again.changed
 

@@ -1,4 +1,5 @@
-"""`ctxmill dream [--if-due]`: consolidate notes.md into MEMORY.md (see memory.dream)."""
+"""`ctxmill dream [--if-due | --restore ID|RUN | --archive]`: consolidate notes.md into MEMORY.md
+(see memory.dream), or bring back what a run removed (memory.dream_archive)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import argparse
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("dream", help="consolidate notes.md and checkpoints into MEMORY.md")
-    parser.add_argument("--if-due", action="store_true", help="only when due (7 days passed or > 20 notes)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--if-due", action="store_true", help="only when due (7 days passed or > 20 notes)")
+    what.add_argument("--restore", metavar="ID|RUN",
+                      help="put back an entry a run removed (its id), or both files as they were before a run")
+    what.add_argument("--archive", action="store_true", help="list the archived runs and what each removed")
     parser.set_defaults(func=run)
 
 
@@ -15,17 +20,42 @@ def describe(result) -> str:
     if result is None:
         return "not due"
     what = "changed" if result.changed else "nothing to change"
-    backup = f"; previous MEMORY.md kept as {result.backup}" if result.backup else ""
+    archive = f"; removed entries and the files as they were: {result.archive}" if result.archive else ""
     return (f"{what}: MEMORY.md {result.before} -> {result.after} entries, {result.notes} notes consumed, "
-            f"{result.merged} merged, {result.superseded} superseded{backup}")
+            f"{result.merged} merged, {result.superseded} superseded{archive}")
+
+
+def list_archive(cfg) -> None:
+    from memory.dream_archive import REMOVED_FILE, runs
+
+    archived = runs(cfg)
+    if not archived:
+        print("no archived dream runs")
+    for folder in archived:
+        removed = folder / REMOVED_FILE
+        lines = removed.read_text("utf-8").splitlines() if removed.exists() else []
+        reasons = [line[2:] for line in lines if line.startswith("- m-") and ": " in line[:40]]
+        print(f"{folder.name}: {len(reasons)} removed ({folder})")
+        for reason in reasons:
+            print(f"  {reason}")
 
 
 def run(args: argparse.Namespace) -> int:
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
     from memory.dream import DreamRefused, dream, maybe_dream, record_run
+    from memory.dream_archive import NothingToRestore, restore
 
-    cfg = Settings.load().memory
+    cfg = memory_config()
+    if args.archive:
+        list_archive(cfg)
+        return 0
+    if args.restore:
+        try:
+            print(restore(cfg, args.restore))
+        except NothingToRestore as exc:
+            raise CliError(str(exc)) from None
+        return 0
     try:
         if args.if_due:
             result = maybe_dream(cfg)
