@@ -13,9 +13,11 @@ What must hold:
   commit fails, `batch()` raises CCRError and nothing is stored (the caller fails open).
 - `get` never raises for a bad, unknown or expired key: it returns a Lookup whose
   `message` says in one line what happened and, when known, what to re-run.
-- An entry lives `ttl_seconds` after its last put or get; the live payload stays under
-  `max_bytes` by evicting the least recently used entries first. Expired and evicted
-  entries leave a tombstone (key, hint, times, reason) for `tombstone_seconds`.
+- An entry lives `ttl_seconds` after its last put, get or `refresh` (a session refreshes the
+  keys its requests still name, at most every REFRESH_EVERY of the TTL); the live payload stays
+  under `max_bytes` by evicting the least recently used entries first, never those the same
+  commit wrote (a batch larger than `max_bytes` is kept whole, until a later commit). Expired
+  and evicted entries leave a tombstone (key, hint, times, reason) for `tombstone_seconds`.
 - The directory is created 0700, the database file 0600 (SQLite gives its -wal and -shm
   files the database's mode).
 """
@@ -42,6 +44,8 @@ _HINT_MAX = 300
 _SCHEMA_VERSION = 1
 _BUSY_TIMEOUT_MS = 10_000
 _EVICT_CHUNK = 256
+REFRESH_EVERY = 0.25
+"""A caller's refresh writes at most once per this fraction of the TTL."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -274,9 +278,28 @@ class CCRStore:
         except sqlite3.Error as exc:
             raise CCRError(f"CCR commit of {len(encoded)} entries failed at {self.path}: {exc}") from exc
 
+    def refresh_due(self, since: float) -> bool:
+        """Whether a caller that last refreshed at `since` should refresh again now."""
+        return self._clock() - since >= self.ttl_seconds * REFRESH_EVERY
+
+    def refresh(self, keys) -> float:
+        """A full TTL from now for the live entries among `keys` (the markers a session still
+        sends), in one transaction; returns the time of the refresh. Raises CCRError."""
+        now = self._clock()
+        rows = [(now, k) for k in sorted(set(keys)) if is_valid_key(k)]
+        if rows:
+            try:
+                with self._transaction() as db:
+                    db.executemany("UPDATE entries SET accessed = max(accessed, ?) WHERE key = ? AND body IS NOT NULL",
+                                   rows)
+            except sqlite3.Error as exc:
+                raise CCRError(f"CCR refresh of {len(rows)} keys failed at {self.path}: {exc}") from exc
+        return now
+
     def _sweep(self, db: sqlite3.Connection, now: float) -> None:
-        """Expire, evict least recently used until under max_bytes, prune old tombstones.
-        Runs inside the write transaction; each step is an indexed range query."""
+        """Expire, evict least recently used until under max_bytes (never what this commit
+        wrote: its entries were accessed `now`), prune old tombstones. Runs inside the write
+        transaction; each step is an indexed range query."""
         db.execute(
             _TOMBSTONE + " WHERE body IS NOT NULL AND accessed < ?",
             (now, "expired", now - self.ttl_seconds),
@@ -284,8 +307,8 @@ class CCRStore:
         while (excess := self._live_bytes(db) - self.max_bytes) > 0:
             victims = []
             for key, size in db.execute(
-                "SELECT key, size FROM entries WHERE body IS NOT NULL ORDER BY accessed, key LIMIT ?",
-                (_EVICT_CHUNK,),
+                "SELECT key, size FROM entries WHERE body IS NOT NULL AND accessed < ? ORDER BY accessed, key LIMIT ?",
+                (now, _EVICT_CHUNK),
             ).fetchall():
                 if excess <= 0:
                     break

@@ -111,7 +111,9 @@ class Chain:
 
 
 class CCRWriter:
-    """What the runner needs of a CCR store: a batch of puts committed as one transaction."""
+    """What the runner needs of a CCR store: a batch of puts committed as one transaction.
+    A store that expires entries also has `refresh_due(since) -> bool` and `refresh(keys) -> float`
+    (`ccr.store.CCRStore`): the runner keeps the entries its requests still name alive."""
 
     def batch(self) -> Any: ...  # pragma: no cover - protocol
     def put(self, text: str, hint: str | None = None) -> str: ...  # pragma: no cover
@@ -192,6 +194,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         raise RuntimeError("stages wrote originals but no CCR store was given")
 
     _record(session, plan, provider, tier, hashes, raw_tokens, reason, plain)
+    _refresh_named(store, session, hashes)
     session.add_request_end(len(messages))
     session.parsed.update(zip(hashes, messages))
     report.mode = "epoch" if reason else "incremental"
@@ -205,6 +208,18 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     if all(a is b for a, b in zip(rendered, client)):
         return body
     return {**body, "messages": rendered}
+
+
+def _refresh_named(store: Any, session: Session, hashes: list[str]) -> None:
+    """Renew the TTL of the CCR entries this request's markers name, when the store says it is
+    time (a live session's old markers must not expire while it still sends them). A failure
+    is logged: the request goes on."""
+    if store is None or not hasattr(store, "refresh") or not store.refresh_due(session.header.touched_at):
+        return
+    try:
+        session.set_touched(store.refresh(session.named_keys(hashes)))
+    except Exception as exc:  # noqa: BLE001 - fail open: the markers still resolve until they expire
+        log.warning("CCR refresh failed: %s: %s", type(exc).__name__, exc)
 
 
 def _record(session: Session, plan: Plan, provider: str, tier: Tier, hashes: list[str], raw_tokens: list[int],

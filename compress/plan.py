@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
 from compress.message_tokens import MessageTokens
@@ -20,6 +21,7 @@ from compress.protocol_guard import violation
 from compress.session import Record, Session
 from compress.stage import PendingOriginals, Stage, StageContext
 from compress.tiers import Tier
+from ground.jsonvalues import strings_in
 
 log = logging.getLogger("ctxmill.compress")
 
@@ -45,8 +47,16 @@ class Plan:
 
     def record(self, i: int, raw_tokens: int, raw: Any) -> Record:
         """Message i's record; `raw` is the message as the client sent it (sealing reads it)."""
-        return Record(self.rendered[i], raw_tokens, self.out_tokens[i], self.compressible[i], self.settled[i],
+        rendered = self.rendered[i]
+        keys = () if rendered is raw else marker_keys(rendered)
+        return Record(rendered, raw_tokens, self.out_tokens[i], self.compressible[i], self.settled[i], keys=keys,
                       source=raw)
+
+
+def marker_keys(rendered: Any) -> tuple[str, ...]:
+    """The CCR keys named by the markers in a rendered message, in order, once each."""
+    keys = (m.key for s in strings_in(rendered) if "ctxmill" in s for m in find_markers(s))
+    return tuple(dict.fromkeys(k for k in keys if k))
 
 
 @dataclass

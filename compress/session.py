@@ -62,6 +62,8 @@ class Record:
     out_tokens: int
     compressible: int
     settled: bool
+    keys: tuple[str, ...] = ()
+    """The CCR keys the rendering's markers name (kept alive while the session sends them)."""
     source: Any = None
     """The raw message the rendering was made from (memory only, until the record is sealed)."""
     sealed: Any = None
@@ -89,6 +91,8 @@ class Header:
     tier: int = -1
     anchor_turn: int = 0
     next_trial_at: int = 0
+    touched_at: float = 0.0
+    """When the CCR entries the session's renderings name were last refreshed (store clock)."""
 
 
 @dataclass
@@ -137,9 +141,12 @@ class Session:
             except orjson.JSONDecodeError:
                 continue  # torn last line
             if "h" in item:
-                session.records[item["h"]] = Record(None, item["rt"], item["ot"], item["c"], item["s"], sealed=item["r"])
+                session.records[item["h"]] = Record(None, item["rt"], item["ot"], item["c"], item["s"],
+                                                    keys=tuple(item.get("k", ())), sealed=item["r"])
             elif "next_trial_at" in item:
                 session.header.next_trial_at = item["next_trial_at"]
+            elif "touched_at" in item:
+                session.header.touched_at = item["touched_at"]
             elif "end" in item:
                 session.request_ends.append(item["end"])
         return session
@@ -161,7 +168,7 @@ class Session:
         """`unchanged`: the epoch renders the first this many messages as before, so the requests
         that ended there stay cached."""
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
-                             anchor_turn=anchor_turn, next_trial_at=0)
+                             anchor_turn=anchor_turn, next_trial_at=0, touched_at=self.header.touched_at)
         self.records = dict(records)
         self.request_ends = [e for e in self.request_ends if e <= unchanged]
         self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
@@ -180,6 +187,14 @@ class Session:
     def set_next_trial(self, tokens: int) -> None:
         self.header.next_trial_at = tokens
         self._pending.append(dumps({"next_trial_at": tokens}))
+
+    def set_touched(self, when: float) -> None:
+        self.header.touched_at = when
+        self._pending.append(dumps({"touched_at": when}))
+
+    def named_keys(self, hashes: list[str]) -> set[str]:
+        """The CCR keys the renderings of these messages name."""
+        return {key for h in hashes if h in self.records for key in self.records[h].keys}
 
     # -- persistence ---------------------------------------------------------------
 
@@ -217,8 +232,9 @@ class Session:
         sealed = r.at_rest(*self.redaction)
         if sealed is None:
             return b""
-        return dumps({"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens,
-                      "c": r.compressible, "s": r.settled})
+        line = {"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens, "c": r.compressible,
+                "s": r.settled}
+        return dumps({**line, "k": list(r.keys)} if r.keys else line)
 
 
 def _file_signature(path: Path) -> tuple[int, int] | None:
