@@ -41,13 +41,15 @@ template fields, paths, types, booleans, the word itself, an earlier redaction."
 def _assignment(names: str, min_len: int) -> str:
     """`NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME := value` where NAME ends in one
     of `names` (any prefix: `DB_PASSWORD`, `PGPASSWORD`); the value is the `secret` group: a
-    quoted string up to its quote or, after an unquoted name, an unquoted run that is not a
-    call or an index (`'password': continue` is code, not a dict entry)."""
+    quoted string up to its quote (also inside JSON strings, `\\"NAME\\": \\"value\\"`) or,
+    after an unquoted name, an unquoted run that is not a call or an index
+    (`'password': continue` is code, not a dict entry)."""
     assign = r"[ \t]*+(?::=|=|:(?!:))[ \t]*+"
     quoted = (rf"(?:\"{_NOT_A_VALUE}(?P<secret>[^\"\n]{{{min_len},512}}+)\""
               rf"|'{_NOT_A_VALUE}(?P<secret>[^'\n]{{{min_len},512}}+)')")
+    escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?P<secret>[^\"\\\n]{{{min_len},512}}+)\\{{1,7}}+\""
     bare = rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},512}}+)(?![(\[])"
-    return rf"(?i)(?:{names})(?:[\"']{assign}{quoted}|{assign}(?:{quoted}|{bare}))"
+    return rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}|{assign}(?:{quoted}|{bare}))"
 
 
 # (kind, literal triggers (lower case), pattern), specific rules first: when matches overlap,
@@ -160,7 +162,7 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
     for rank, (kind, pattern, spans) in enumerate(_scans(text, redact_extra)):
         has_group = "secret" in pattern.groupindex
         for lo, hi in spans:
-            for match in pattern.finditer(text, lo, hi):
+            for match in pattern.finditer(text, lo, hi, overlapped=True):
                 start, end = match.span("secret") if has_group and match.start("secret") >= 0 else match.span()
                 if end > start and not any(a.fullmatch(text, start, end) for a in allowed):
                     found.append((start, end, rank, kind))

@@ -72,3 +72,15 @@ def test_a_canary_in_any_surroundings_is_caught_and_redaction_is_idempotent(befo
 def test_generated_tool_output_is_left_alone(seed):
     text = generated_near_misses(seed, lines=60)
     assert redact(text) == text
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("canary", CANARIES, ids=lambda c: c.name)
+def test_every_canary_is_caught_inside_json_strings(canary, depth):
+    """Tool output that is JSON holding text (or JSON holding JSON): quotes come escaped."""
+    import json
+
+    text = canary.text
+    for _ in range(depth):
+        text = json.dumps({"output": text})
+    assert leaked(redact(text)) == []

@@ -45,6 +45,7 @@ class Proxy:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         root = sessions_dir(config.home) if config.persist else None
+        self.sessions_root = root
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
@@ -59,6 +60,10 @@ class Proxy:
         c = self.config
         timeout = httpx.Timeout(c.read_timeout, connect=c.connect_timeout)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        if self.sessions_root is not None:
+            from compress.session import prune_sessions
+
+            prune_sessions(self.sessions_root)  # old sessions' state goes (age and count limits)
         self.workers.start()
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             self.client = client

@@ -138,3 +138,27 @@ def test_old_sessions_are_pruned_by_age_and_count(tmp_path):
     removed = prune_sessions(tmp_path, max_age_days=30, max_sessions=3, now=now)
     assert sorted(p.name for p in removed) == ["s0", "s4", "s5"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current.json", "s1", "s2", "s3"]
+
+
+def test_session_start_prunes_old_session_state(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    home = tmp_path / ".ctxmill"
+    old, fresh = home / "sessions" / "old", home / "sessions" / "fresh"
+    for folder in (old, fresh):
+        folder.mkdir(parents=True)
+        (folder / STATE_FILE).write_text("{}")
+    past = time.time() - 40 * 86400
+    for path in (old / STATE_FILE, old):
+        os.utime(path, (past, past))
+    env = {**os.environ, "PYTHONPATH": str(repo), "CTXMILL_HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    event = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+                        "hook_event_name": "SessionStart", "source": "startup"})
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "hook", "SessionStart"], input=event, text=True,
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not old.exists() and fresh.exists()
