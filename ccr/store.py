@@ -87,6 +87,16 @@ ON CONFLICT (key) DO UPDATE SET
 _TOMBSTONE = "UPDATE entries SET body = NULL, size = 0, gone = ?, reason = ?"
 
 
+@dataclass(frozen=True)
+class Retention:
+    """How long and how much the store keeps (config.toml `[ccr]`: `ttl_hours`, `max_mb`)."""
+
+    ttl_seconds: float = DAY
+    """An entry lives this long after its last put, get or refresh."""
+    max_bytes: int = 512 * 2**20
+    """Live payload cap; the least recently used entries are evicted beyond it."""
+
+
 class CCRError(Exception):
     """The store could not be opened or a write could not be committed."""
 
@@ -178,15 +188,14 @@ class CCRStore:
         self,
         path: Path | None,
         *,
-        ttl_seconds: float = DAY,
-        max_bytes: int = 512 * 2**20,
+        retention: Retention = Retention(),
         tombstone_seconds: float = 30 * DAY,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`path` is the store directory (the face passes paths.ccr_dir(home)); None keeps
         the store in memory (tests)."""
-        self.ttl_seconds = ttl_seconds
-        self.max_bytes = max_bytes
+        self.ttl_seconds = retention.ttl_seconds
+        self.max_bytes = retention.max_bytes
         self.tombstone_seconds = tombstone_seconds
         self._clock = clock
         self._lock = threading.RLock()

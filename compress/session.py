@@ -244,6 +244,7 @@ def _file_signature(path: Path) -> tuple[int, int] | None:
         return None
     return st.st_mtime_ns, st.st_size
 
+
 def prefix_hashes(raw_messages: list[Any]) -> list[str]:
     """The session's keys: the hash of each message prefix (equal hashes mean equal messages up
     to and including it)."""

@@ -32,13 +32,13 @@ def build_server(settings: Settings) -> MCPServer:
         range "120:180", "120:" or ":50". grep: optional regex; only matching lines are returned.
         With lines or grep each line is prefixed with its line number in the original."""
         from ccr.expand import expand
-        from ccr.store import CCRError, CCRStore, db_path
+        from ccr.store import CCRError, db_path
 
         directory = settings.ccr_dir
         if not db_path(directory).exists():
             raise ToolError(f'deep_expand("{key}"): no CCR store at {directory}')
         try:
-            with CCRStore(directory) as store:
+            with settings.open_ccr() as store:
                 result = expand(store, key, lines=lines, grep=grep)
         except CCRError as exc:
             raise ToolError(str(exc)) from None

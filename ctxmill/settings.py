@@ -29,6 +29,11 @@ max_lines = 400
 redact_extra = ["INTERNAL-[0-9]{6}"]   # more regexes to redact (a group named `secret`: only it)
 redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full match)
 
+[ccr]                                  # the store of cut originals (`.ctxmill/ccr/`)
+ttl_hours = 24                         # an entry lives this long after its last use (a live
+                                       # session refreshes the entries its requests still name)
+max_mb = 512                           # least recently used entries are evicted beyond this
+
 [proxy]                                # `ctxmill proxy`; its flags override these
 latency_budget_ms = 25                 # or "none": always wait for compression
 workers = 2                            # pipeline worker processes
@@ -57,6 +62,7 @@ from ctxmill import paths
 from ctxmill.errors import ConfigError
 
 if TYPE_CHECKING:
+    from ccr.store import CCRStore, Retention
     from compress.pipeline import Chain
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
@@ -99,6 +105,17 @@ class Settings:
         return paths.ccr_dir(self.home)
 
     @cached_property
+    def ccr(self) -> Retention:
+        """The `[ccr]` table: how long and how much the CCR store keeps."""
+        return _ccr_table(self.tables.get("ccr", {}), self.source)
+
+    def open_ccr(self) -> CCRStore:
+        """The project's CCR store with the configured retention (CCRError when it cannot open)."""
+        from ccr.store import CCRStore
+
+        return CCRStore(self.ccr_dir, retention=self.ccr)
+
+    @cached_property
     def tiktoken_cache(self) -> Path | None:
         """Where tiktoken keeps its vocabulary files, for compress.tokens (see `tiktoken_cache()`)."""
         return tiktoken_cache()
@@ -125,7 +142,7 @@ class Settings:
     def checkpoint(self) -> CheckpointConfig:
         from memory.checkpoint import CheckpointConfig
 
-        return CheckpointConfig(memory=self.memory, ccr_dir=self.ccr_dir)
+        return CheckpointConfig(memory=self.memory, ccr_dir=self.ccr_dir, ccr_retention=self.ccr)
 
     @cached_property
     def proxy_overrides(self) -> dict[str, Any]:
@@ -149,6 +166,8 @@ class ProxyConfig:
     None with persist=False keeps everything in memory (tests, benchmarks)."""
     persist: bool = True
     compress: CompressConfig = field(default_factory=CompressConfig)
+    ccr: Retention | None = None
+    """The CCR store's retention (None: the store's defaults)."""
     chain: Chain | None = None
     """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
     when it starts, so every stage function must be a module-level (picklable) function."""
@@ -198,6 +217,22 @@ def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
             except regex.error as exc:
                 raise ConfigError(f"{where}: security.{key}: bad regex {pattern!r}: {exc}") from None
     return lists
+
+
+def _ccr_table(section: Any, where: str) -> Retention:
+    from ccr.store import Retention
+
+    table = _table(section, f"{where}: ccr")
+    unknown = set(table) - {"ttl_hours", "max_mb"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key ccr.{sorted(unknown)[0]}")
+    values = {key: _typed(table[key], float, f"{where}: ccr.{key}") for key in table}
+    for key, value in values.items():
+        if not value > 0:
+            raise ConfigError(f"{where}: ccr.{key} must be positive, got {table[key]!r}")
+    default = Retention()
+    return Retention(ttl_seconds=values.get("ttl_hours", default.ttl_seconds / 3600) * 3600,
+                     max_bytes=int(values.get("max_mb", default.max_bytes / 2**20) * 2**20))
 
 
 def _proxy_table(section: Any, where: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import orjson
 import regex
 
 from ccr.markers import format_marker
-from ccr.store import CCRStore
+from ccr.store import CCRStore, Retention
 from ground.files import atomic_write, private_dir
 from ground.redact import redact
 from memory import api
@@ -47,6 +47,7 @@ class CheckpointConfig:
 
     memory: MemoryConfig
     ccr_dir: Path
+    ccr_retention: Retention = Retention()
     max_requests: int = 8  # user requests listed under Progress (older ones go to CCR)
     max_items: int = 20  # per section
     line_chars: int = 240  # one bullet; longer text is cut and its original stored in CCR
@@ -88,7 +89,7 @@ class _Writer:
         self.cfg, self.store, self.keys = cfg, store, []
 
     def clean(self, text: str) -> str:
-        return redact(text, self.cfg.memory.redact_patterns, self.cfg.memory.redact_allow)
+        return redact(text, self.cfg.memory.redact_extra, self.cfg.memory.redact_allow)
 
     def keep(self, text: str, hint: str) -> str:
         key = self.store.put(self.clean(text), self.clean(hint))
@@ -248,7 +249,7 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     ex = extract(request.messages)
     home = cfg.memory.project_home
     folder = home / "sessions" / session_id
-    with CCRStore(cfg.ccr_dir) as store, store.batch() as batch:
+    with CCRStore(cfg.ccr_dir, retention=cfg.ccr_retention) as store, store.batch() as batch:
         markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format)
     raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)
     private_dir(folder)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from ccr.markers import find_markers
-from ccr.store import DAY, CCRStore
+from ccr.store import DAY, CCRStore, Retention
 from compress.pipeline import run
 from compress.session import Session
 from ground.jsonbytes import dumps
@@ -94,7 +94,7 @@ def test_the_refresh_time_survives_a_reload(tmp_path):
 
 def test_a_batch_larger_than_the_cap_keeps_all_its_entries_and_evicts_older_ones_first():
     clock = FakeClock()
-    store = CCRStore.in_memory(clock=clock, max_bytes=1000)
+    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
     old = store.put("o" * 300)
     clock.advance(1)
     with store.batch():
@@ -110,7 +110,7 @@ def test_a_batch_larger_than_the_cap_keeps_all_its_entries_and_evicts_older_ones
 @given(st.lists(st.lists(st.integers(1, 700), min_size=1, max_size=6), min_size=1, max_size=8))
 def test_every_commit_keeps_what_it_wrote(batches):
     clock = FakeClock()
-    store = CCRStore.in_memory(clock=clock, max_bytes=1000)
+    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
     for n, sizes in enumerate(batches):
         clock.advance(1)
         with store.batch():

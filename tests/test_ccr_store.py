@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccr.keys import make_key
-from ccr.store import DAY, CCRError, CCRStore, db_path
+from ccr.store import DAY, CCRError, CCRStore, Retention, db_path
 
 HOUR = 3600.0
 
@@ -106,7 +106,7 @@ def test_putting_expired_text_again_revives_it(store, clock):
 
 
 def test_least_recently_used_is_evicted_at_the_size_cap(clock):
-    store = CCRStore.in_memory(clock=clock, max_bytes=1000)
+    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
     keys = []
     for i in range(3):
         keys.append(store.put(f"{i}" * 300, hint=f"re-run `gen {i}`"))
@@ -125,7 +125,7 @@ def test_least_recently_used_is_evicted_at_the_size_cap(clock):
 @given(st.lists(st.tuples(st.integers(1, 400), st.booleans()), min_size=1, max_size=30))
 def test_live_bytes_stay_under_the_cap_and_match_the_entries(operations):
     clock = FakeClock()
-    store = CCRStore.in_memory(clock=clock, max_bytes=1000)
+    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
     kept = {}
     for i, (size, read_back) in enumerate(operations):
         text = chr(0x41 + i % 26) * size + str(i)

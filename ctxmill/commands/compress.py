@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     config = settings.compress
     with contextlib.ExitStack() as stack:
         try:
-            store = stack.enter_context(CCRStore(settings.ccr_dir))
+            store = stack.enter_context(settings.open_ccr())
         except CCRError as exc:
             raise CliError(str(exc)) from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()

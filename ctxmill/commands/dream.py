@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from memory.dream import DreamRefused, dream, maybe_dream, record_run
     from memory.dream_archive import NothingToRestore, restore
 
-    cfg = memory_config()
+    cfg = Settings.load().memory
     if args.archive:
         list_archive(cfg)
         return 0

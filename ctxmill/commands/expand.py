@@ -37,18 +37,19 @@ def _write_stdout(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ccr.expand import expand
     from ccr.keys import is_valid_key
-    from ccr.store import CCRError, CCRStore, db_path, invalid_key_message
+    from ccr.store import CCRError, db_path, invalid_key_message
     from ctxmill.errors import CliError
-    from ctxmill.paths import ccr_dir
+    from ctxmill.settings import Settings
 
     if not is_valid_key(args.key):
         raise CliError(invalid_key_message(args.key).removeprefix("ctxmill: "))
-    directory = ccr_dir(args.home)
+    settings = Settings.load(Path(args.home) if args.home else None)
+    directory = settings.ccr_dir
     if not db_path(directory).exists():
         print(f'ctxmill: deep_expand("{args.key}"): no CCR store at {directory}', file=sys.stderr)
         return 1
     try:
-        with CCRStore(directory) as store:
+        with settings.open_ccr() as store:
             result = expand(store, args.key, lines=args.lines, grep=args.grep)
     except CCRError as exc:
         print(f"ctxmill: {exc}", file=sys.stderr)

@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         home=settings.home,
         max_body_bytes=int(args.max_body_mb * 2**20),
         compress=settings.compress,
+        ccr=settings.ccr,
     )
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)

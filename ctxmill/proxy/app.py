@@ -49,7 +49,7 @@ class Proxy:
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
-            sessions_root=root, ccr_root=ccr_dir(config.home) if config.persist else None,
+            sessions_root=root, ccr_root=ccr_dir(config.home) if config.persist else None, ccr_retention=config.ccr,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
             log_file=log_file()), config.workers)
         budget = config.latency_budget_ms

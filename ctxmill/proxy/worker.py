@@ -30,7 +30,7 @@ from typing import Iterator
 import orjson
 
 from ccr.keys import make_key
-from ccr.store import CCRStore
+from ccr.store import CCRStore, Retention
 from compress.config import CompressConfig
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
@@ -54,6 +54,8 @@ class WorkerSetup:
     max_sessions: int
     log_file: Path | None = None
     """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
+    ccr_retention: Retention | None = None
+    """The CCR store's TTL and size cap (None: the store's defaults)."""
 
 
 class SessionState:
@@ -121,7 +123,9 @@ class Worker:
 
     def __init__(self, setup: WorkerSetup) -> None:
         self.setup = setup
-        self.store = CCRStore(setup.ccr_root) if setup.ccr_root is not None else CCRStore.in_memory()
+        retention = setup.ccr_retention or Retention()
+        self.store = (CCRStore(setup.ccr_root, retention=retention) if setup.ccr_root is not None
+                      else CCRStore.in_memory(retention=retention))
         self.saver = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-save")
         self.states: OrderedDict[str, SessionState] = OrderedDict()
 
