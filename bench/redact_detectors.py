@@ -54,7 +54,7 @@ def combined(first: Callable[[str], str], second: Callable[[str], str]) -> Calla
 def false_positives(redactor: Callable[[str], str], texts: list[tuple[str, str]]) -> tuple[int, list[str]]:
     count, where = 0, []
     for name, text in texts:
-        n = redactor(text).count("[REDACTED:")
+        n = redactor(text).count("[REDACTED:") - text.count("[REDACTED:")
         if n:
             count += n
             where.append(f"{name} ×{n}")
@@ -89,8 +89,8 @@ def main() -> None:
         missed = [c.name for c in CANARIES if leaked(redactor(c.text))]
         fp, where = false_positives(redactor, texts)
         print(f"\n{name}: canaries caught {len(CANARIES) - len(missed)}/{len(CANARIES)}, "
-              f"false positives {fp}; ordinary text {speed(redactor, plain, args.repeat):.1f} MB/s, "
-              f"canary text {speed(redactor, secrets, args.repeat):.1f} MB/s")
+              f"false positives {fp}; ordinary text {speed(redactor, plain, args.repeat):.2f} MB/s, "
+              f"canary text {speed(redactor, secrets, args.repeat):.2f} MB/s")
         if missed:
             print("  missed: " + ", ".join(missed))
         if where:

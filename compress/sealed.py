@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from ground.jsonvalues import strings_in
-from ground.redact import redact, secret_spans
+from ground.redact import replace_spans, secret_spans
 
 SAME = ["="]
 _MISSING = object()
@@ -92,7 +92,7 @@ class _Sealer:
         spans = secret_spans(text, self.extra, self.allow)
         if not spans:
             return text
-        redacted = redact(text, self.extra, self.allow)
+        redacted = replace_spans(text, spans)
         fills, shift = [], 0
         for start, end, kind in spans:
             placeholder = len(f"[REDACTED:{kind}]")

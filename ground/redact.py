@@ -105,17 +105,31 @@ def _compiled(pattern: str) -> regex.Pattern:
     return regex.compile(pattern, regex.V0)
 
 
-_TRIGGERS = tuple(sorted({t for _, triggers, _ in _BUILTIN for t in triggers}))
+_TRIGGERS = tuple(sorted({t for _, triggers, _ in _BUILTIN for t in triggers}, key=len, reverse=True))
+_ANY_TRIGGER = regex.compile("|".join(regex.escape(t) for t in _TRIGGERS))
+_INSIDE = {t: [(u, i) for u in _TRIGGERS if u != t for i in range(len(t)) if t.startswith(u, i)] for t in _TRIGGERS}
+"""Triggers found inside a longer one ("sk-" in "sk-ant-", "key" in "--api-key"), with offsets."""
+_SHORT = 2048
+"""Below this length one regex scan for all triggers is cheaper than a `find` per trigger."""
 
 
-def _occurrences(lower: str, trigger: str) -> list[int]:
-    """Where `trigger` occurs in `lower` (str.find is a fast substring search: one pass per
-    trigger beats one regex alternation of all of them several times over)."""
-    found, at = [], lower.find(trigger)
-    while at >= 0:
-        found.append(at)
-        at = lower.find(trigger, at + 1)
-    return found
+def _trigger_hits(lower: str) -> dict[str, list[int]]:
+    """Where each trigger occurs in `lower`. Long text: `str.find` per trigger (a fast substring
+    search; one pass per trigger beats one regex alternation of all of them several times
+    over); short text: one alternation scan (a call per trigger would dominate)."""
+    hits: dict[str, list[int]] = {}
+    if len(lower) < _SHORT:
+        for m in _ANY_TRIGGER.finditer(lower, overlapped=True):
+            trigger, at = m.group(), m.start()
+            for found, offset in ((trigger, 0), *_INSIDE[trigger]):
+                hits.setdefault(found, []).append(at + offset)
+        return {t: sorted(set(p)) for t, p in hits.items()}
+    for trigger in _TRIGGERS:
+        at = lower.find(trigger)
+        while at >= 0:
+            hits.setdefault(trigger, []).append(at)
+            at = lower.find(trigger, at + 1)
+    return hits
 
 
 def _lines_around(text: str, positions: list[int]) -> list[tuple[int, int]]:
@@ -139,7 +153,7 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str,
     everywhere."""
     lower = text.lower()
     whole = [(0, len(text))]
-    hits = {t: _occurrences(lower, t) for t in _TRIGGERS}
+    hits = _trigger_hits(lower)
     found = []
     for kind, triggers, pattern in _BUILTIN:
         positions = [p for t in triggers for p in hits.get(t, ())]
@@ -184,7 +198,11 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
 def redact(text: str, redact_extra: Iterable[str | tuple[str, str]] = (), redact_allow: Iterable[str] = ()) -> str:
     """Return `text` with every recognised secret replaced by `[REDACTED:<kind>]`, except the
     values that fully match a `redact_allow` pattern."""
-    spans = secret_spans(text, redact_extra, redact_allow)
+    return replace_spans(text, secret_spans(text, redact_extra, redact_allow))
+
+
+def replace_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """`text` with each (start, end, kind) span of `secret_spans` replaced by its placeholder."""
     if not spans:
         return text
     out, at = [], 0

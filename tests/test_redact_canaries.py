@@ -84,3 +84,21 @@ def test_every_canary_is_caught_inside_json_strings(canary, depth):
     for _ in range(depth):
         text = json.dumps({"output": text})
     assert leaked(redact(text)) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["x", " ", "-", "_", "A", "\u0130", *__import__("ground.redact").redact._TRIGGERS]),
+                max_size=40))
+def test_short_texts_find_every_trigger_the_long_text_scan_finds(pieces):
+    """Short texts scan for triggers with one alternation (overlapping, nested triggers
+    included); long texts with one `find` per trigger: both must see the same places."""
+    from ground.redact import _TRIGGERS, _trigger_hits
+
+    text = "".join(pieces).lower()
+    expected: dict[str, list[int]] = {}
+    for trigger in _TRIGGERS:
+        at = text.find(trigger)
+        while at >= 0:
+            expected.setdefault(trigger, []).append(at)
+            at = text.find(trigger, at + 1)
+    assert _trigger_hits(text) == expected
