@@ -28,6 +28,7 @@ every engine can reuse it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+import re
 from functools import lru_cache
 
 import regex
@@ -53,7 +54,10 @@ def _assignment(names: str, min_len: int) -> str:
 
 
 # (kind, literal triggers (lower case), pattern), specific rules first: when matches overlap,
-# the first rule's kind names the merged placeholder. A group named `secret` is replaced alone.
+# the first rule's kind names the merged placeholder. A trigger is any literal every match
+# holds; they start with few distinct letters (p e a s g x h : k t b), which keeps the one
+# scan for all of them fast on text that holds none.
+# A group named `secret` is replaced alone.
 _BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "private_key", ("private key",),
@@ -70,20 +74,20 @@ _BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("gitlab_token", ("glpat-", "gldt-", "glrt-"), r"\bgl(?:pat|dt|rt)-[A-Za-z0-9_-]{20,}+"),
     ("anthropic_key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{20,}+"),
     ("openai_key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?+[A-Za-z0-9_-]{20,}+"),
-    ("stripe_key", ("_live_", "_test_", "whsec_"), r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+)"),
+    ("stripe_key", ("k_live_", "k_test_", "hsec_"), r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+)"),
     ("slack_token", ("xox", "xapp-"), r"\b(?:xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-[A-Za-z0-9-]{20,}+)"),
     ("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}+"),
     ("google_api_key", ("aiza",), r"\bAIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    ("google_oauth_token", ("ya29.",), r"\bya29\.[A-Za-z0-9_-]{20,}+"),
-    ("npm_token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    ("google_oauth_token", ("a29.",), r"\bya29\.[A-Za-z0-9_-]{20,}+"),
+    ("npm_token", ("pm_",), r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
     ("huggingface_token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}+"),
     ("sendgrid_key", ("sg.",), r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
     ("pypi_token", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}+"),
-    ("docker_token", ("dckr_pat_",), r"\bdckr_pat_[A-Za-z0-9_-]{20,}+"),
+    ("docker_token", ("kr_pat_",), r"\bdckr_pat_[A-Za-z0-9_-]{20,}+"),
     ("url_password", ("://",), r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s:/@]{0,256}+:(?P<secret>[^\s@/\[]{1,256}+)@"),
-    ("mysql_password", ("mysql", "mariadb"),
+    ("mysql_password", ("sql", "ariadb"),
      r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t]-p[\"']?+(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)"),
-    ("cli_password", ("--pass", "--token", "--secret", "--api-key"),
+    ("cli_password", ("pass", "token", "secret", "key"),
      r"(?i)(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
      r"(?P<secret>[^\s\"'$<{\[-][^\s\"']{2,255}+)"),
     ("basic_auth", ("basic",), r"(?i)\bauthorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
@@ -92,7 +96,7 @@ _BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("api_key", ("key", "token", "secret"),
      _assignment("(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?"
                  "(?:key|token|secret)|apikey", 6)),
-    ("token", ("token", "secret", "credential"), _assignment("token|secret|credentials?", 12)),
+    ("token", ("token", "secret", "ential"), _assignment("token|secret|credentials?", 12)),
 )
 
 
@@ -106,29 +110,25 @@ def _compiled(pattern: str) -> regex.Pattern:
 
 
 _TRIGGERS = tuple(sorted({t for _, triggers, _ in _BUILTIN for t in triggers}, key=len, reverse=True))
-_ANY_TRIGGER = regex.compile("|".join(regex.escape(t) for t in _TRIGGERS))
-_INSIDE = {t: [(u, i) for u in _TRIGGERS if u != t for i in range(len(t)) if t.startswith(u, i)] for t in _TRIGGERS}
-"""Triggers found inside a longer one ("sk-" in "sk-ant-", "key" in "--api-key"), with offsets."""
-_SHORT = 2048
-"""Below this length one regex scan for all triggers is cheaper than a `find` per trigger."""
+_ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
+"""All triggers in one scan (the stdlib engine is fastest at plain literal alternations); it
+reports one trigger per place, the longest, and resumes after it."""
+_MAY_START_INSIDE = {t: [(u, i) for i in range(len(t)) for u in _TRIGGERS
+                         if (u, i) != (t, 0) and (t[i:].startswith(u) or u.startswith(t[i:]))] for t in _TRIGGERS}
+"""For each trigger, the (trigger, offset) pairs that may start inside it ("sk-" in "sk-ant-",
+"key" in "--api-key", or one running on past its end): the places the scan skips."""
 
 
 def _trigger_hits(lower: str) -> dict[str, list[int]]:
-    """Where each trigger occurs in `lower`. Long text: `str.find` per trigger (a fast substring
-    search; one pass per trigger beats one regex alternation of all of them several times
-    over); short text: one alternation scan (a call per trigger would dominate)."""
+    """Every place each trigger occurs in `lower`: the scan's matches, and the triggers that
+    start inside a match (checked in place)."""
     hits: dict[str, list[int]] = {}
-    if len(lower) < _SHORT:
-        for m in _ANY_TRIGGER.finditer(lower, overlapped=True):
-            trigger, at = m.group(), m.start()
-            for found, offset in ((trigger, 0), *_INSIDE[trigger]):
-                hits.setdefault(found, []).append(at + offset)
-        return {t: sorted(set(p)) for t, p in hits.items()}
-    for trigger in _TRIGGERS:
-        at = lower.find(trigger)
-        while at >= 0:
-            hits.setdefault(trigger, []).append(at)
-            at = lower.find(trigger, at + 1)
+    for m in _ANY_TRIGGER.finditer(lower):
+        trigger, at = m.group(), m.start()
+        hits.setdefault(trigger, []).append(at)
+        for other, offset in _MAY_START_INSIDE[trigger]:
+            if lower.startswith(other, at + offset):
+                hits.setdefault(other, []).append(at + offset)
     return hits
 
 
@@ -156,12 +156,12 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str,
     hits = _trigger_hits(lower)
     found = []
     for kind, triggers, pattern in _BUILTIN:
-        positions = [p for t in triggers for p in hits.get(t, ())]
+        positions = sorted({p for t in triggers for p in hits.get(t, ())})
         if not positions:
             continue
         # lower() may change the length of some characters: then positions do not map back.
         one_line = kind not in MULTI_LINE and len(lower) == len(text)
-        found.append((kind, _compiled(pattern), _lines_around(text, sorted(positions)) if one_line else whole))
+        found.append((kind, _compiled(pattern), _lines_around(text, positions) if one_line else whole))
     for item in extra:
         kind, pattern = ("custom", item) if isinstance(item, str) else item
         found.append((kind, _compiled(pattern), whole))

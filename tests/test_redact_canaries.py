@@ -89,9 +89,9 @@ def test_every_canary_is_caught_inside_json_strings(canary, depth):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["x", " ", "-", "_", "A", "\u0130", *__import__("ground.redact").redact._TRIGGERS]),
                 max_size=40))
-def test_short_texts_find_every_trigger_the_long_text_scan_finds(pieces):
-    """Short texts scan for triggers with one alternation (overlapping, nested triggers
-    included); long texts with one `find` per trigger: both must see the same places."""
+def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
+    """One alternation scan reports the longest trigger per place and resumes after it; the
+    triggers starting inside a match (nested, or running on past it) must be found too."""
     from ground.redact import _TRIGGERS, _trigger_hits
 
     text = "".join(pieces).lower()

@@ -137,5 +137,6 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
     assert {"ccr.sqlite3", "state.jsonl", "checkpoint.md", "checkpoint.raw.json", "MEMORY.md",
             "index.bin"} <= names, names
     leaks = {str(p.relative_to(tmp_path)): found for p in files if (found := leaked(p.read_bytes()))}
+    print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
     assert leaks == {}
     assert planted == 5 * len(CANARIES) and len(files) >= 12

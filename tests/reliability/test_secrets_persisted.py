@@ -124,8 +124,8 @@ def cli(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_everything_under_the_home_is_private_and_secret_free(tmp_path):
     """One CLI compress with a session and one memory store: every folder ctxmill created is
-    0700, every file 0600, and no secret is readable in any of them except the session state,
-    which must replay the request byte for byte (it holds the agent's own messages, 0600)."""
+    0700, every file 0600, and no secret is readable in any of them, the session state included
+    (its renderings are sealed: see tests/reliability/test_session_at_rest.py)."""
     home = tmp_path / "proj" / ".ctxmill"
     request = tmp_path / "request.json"
     request.write_bytes(orjson.dumps(repeated_leaky_calls()))
@@ -141,10 +141,10 @@ def test_everything_under_the_home_is_private_and_secret_free(tmp_path):
     for path in [home, *home.rglob("*")]:
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), f"{path.relative_to(tmp_path)} is {mode:o}"
-        if path.is_file() and path.name != "state.jsonl":
+        if path.is_file():
             seen += 1
             assert leaks(path.read_bytes().decode("utf-8", "replace")) == [], path
-    assert seen >= 3  # ccr.sqlite3, MEMORY.md, the index
+    assert seen >= 4  # ccr.sqlite3, state.jsonl, MEMORY.md, the index
 
 
 def test_ccr_keys_that_are_paths_are_refused(tmp_path):
