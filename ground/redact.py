@@ -27,6 +27,7 @@ every engine can reuse it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 import re
 from functools import lru_cache
@@ -37,6 +38,11 @@ _NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|(?:true|false|none|null|
                 r"|required|optional|changeme|password|secret|token|xxx+|\.\.\.)(?![\w.-]))")
 """What follows `password=` and the like without being a secret: placeholders, `$VARS`,
 template fields, paths, types, booleans, the word itself, an earlier redaction."""
+
+
+_OVERLAPPING: set[str] = set()
+"""Patterns whose matches may overlap (an assignment's value can hold the next one's name,
+`credential: "SessionToken": "…"`): they are searched at every place, not after each match."""
 
 
 def _assignment(names: str, min_len: int) -> str:
@@ -50,7 +56,9 @@ def _assignment(names: str, min_len: int) -> str:
               rf"|'{_NOT_A_VALUE}(?P<secret>[^'\n]{{{min_len},512}}+)')")
     escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?P<secret>[^\"\\\n]{{{min_len},512}}+)\\{{1,7}}+\""
     bare = rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},512}}+)(?![(\[])"
-    return rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}|{assign}(?:{quoted}|{bare}))"
+    pattern = rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}|{assign}(?:{quoted}|{bare}))"
+    _OVERLAPPING.add(pattern)
+    return pattern
 
 
 # (kind, literal triggers (lower case), pattern), specific rules first: when matches overlap,
@@ -113,22 +121,35 @@ _TRIGGERS = tuple(sorted({t for _, triggers, _ in _BUILTIN for t in triggers}, k
 _ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
 """All triggers in one scan (the stdlib engine is fastest at plain literal alternations); it
 reports one trigger per place, the longest, and resumes after it."""
-_MAY_START_INSIDE = {t: [(u, i) for i in range(len(t)) for u in _TRIGGERS
-                         if (u, i) != (t, 0) and (t[i:].startswith(u) or u.startswith(t[i:]))] for t in _TRIGGERS}
-"""For each trigger, the (trigger, offset) pairs that may start inside it ("sk-" in "sk-ant-",
-"key" in "--api-key", or one running on past its end): the places the scan skips."""
+_MAY_START_INSIDE = {t: sorted({u for i in range(len(t)) for u in _TRIGGERS
+                                 if (u, i) != (t, 0) and (t[i:].startswith(u) or u.startswith(t[i:]))})
+                     for t in _TRIGGERS}
+"""For each trigger, the triggers that may start inside it ("sk-" in "sk-ant-", "key" in
+"--api-key", or one running on past its end): the scan skips those places."""
+DENSE = 64
+"""A trigger found more often than this sends its rules over the whole text: one regex scan
+is then cheaper than a window per line."""
 
 
-def _trigger_hits(lower: str) -> dict[str, list[int]]:
-    """Every place each trigger occurs in `lower`: the scan's matches, and the triggers that
-    start inside a match (checked in place)."""
-    hits: dict[str, list[int]] = {}
-    for m in _ANY_TRIGGER.finditer(lower):
-        trigger, at = m.group(), m.start()
-        hits.setdefault(trigger, []).append(at)
-        for other, offset in _MAY_START_INSIDE[trigger]:
-            if lower.startswith(other, at + offset):
-                hits.setdefault(other, []).append(at + offset)
+def _trigger_hits(lower: str) -> dict[str, list[int] | None]:
+    """For each trigger that occurs in `lower`: every place it occurs, or None when it occurs
+    more than DENSE times. One scan finds which triggers occur (and how often); `str.find`
+    gives the places of the sparse ones, those starting inside another included."""
+    counts = Counter(_ANY_TRIGGER.findall(lower))
+    for found in list(counts):
+        for other in _MAY_START_INSIDE[found]:
+            if other not in counts and other in lower:
+                counts[other] = DENSE + 1  # rare: its rules scan the whole text
+    hits: dict[str, list[int] | None] = {}
+    for trigger, n in counts.items():
+        if n > DENSE:
+            hits[trigger] = None
+            continue
+        places, at = [], lower.find(trigger)
+        while at >= 0:
+            places.append(at)
+            at = lower.find(trigger, at + 1)
+        hits[trigger] = places
     return hits
 
 
@@ -156,12 +177,15 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str,
     hits = _trigger_hits(lower)
     found = []
     for kind, triggers, pattern in _BUILTIN:
-        positions = sorted({p for t in triggers for p in hits.get(t, ())})
-        if not positions:
+        places = [hits[t] for t in triggers if t in hits]
+        if not places:
             continue
-        # lower() may change the length of some characters: then positions do not map back.
-        one_line = kind not in MULTI_LINE and len(lower) == len(text)
-        found.append((kind, _compiled(pattern), _lines_around(text, positions) if one_line else whole))
+        # lower() may change the length of some characters: then places do not map back.
+        if kind in MULTI_LINE or len(lower) != len(text) or any(p is None for p in places):
+            spans = whole
+        else:
+            spans = _lines_around(text, sorted({p for of_trigger in places for p in of_trigger}))
+        found.append((kind, _compiled(pattern), spans))
     for item in extra:
         kind, pattern = ("custom", item) if isinstance(item, str) else item
         found.append((kind, _compiled(pattern), whole))
@@ -175,8 +199,9 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
     found: list[tuple[int, int, int, str]] = []
     for rank, (kind, pattern, spans) in enumerate(_scans(text, redact_extra)):
         has_group = "secret" in pattern.groupindex
+        overlapped = pattern.pattern in _OVERLAPPING
         for lo, hi in spans:
-            for match in pattern.finditer(text, lo, hi, overlapped=True):
+            for match in pattern.finditer(text, lo, hi, overlapped=overlapped):
                 start, end = match.span("secret") if has_group and match.start("secret") >= 0 else match.span()
                 if end > start and not any(a.fullmatch(text, start, end) for a in allowed):
                     found.append((start, end, rank, kind))

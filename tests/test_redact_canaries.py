@@ -88,11 +88,12 @@ def test_every_canary_is_caught_inside_json_strings(canary, depth):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["x", " ", "-", "_", "A", "\u0130", *__import__("ground.redact").redact._TRIGGERS]),
-                max_size=40))
+                max_size=120))
 def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
     """One alternation scan reports the longest trigger per place and resumes after it; the
-    triggers starting inside a match (nested, or running on past it) must be found too."""
-    from ground.redact import _TRIGGERS, _trigger_hits
+    triggers starting inside a match (nested, or running on past it) must be found too. A
+    trigger seen more than DENSE times may come back as None (its rules scan everything)."""
+    from ground.redact import _TRIGGERS, DENSE, _trigger_hits
 
     text = "".join(pieces).lower()
     expected: dict[str, list[int]] = {}
@@ -101,4 +102,8 @@ def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
         while at >= 0:
             expected.setdefault(trigger, []).append(at)
             at = text.find(trigger, at + 1)
-    assert _trigger_hits(text) == expected
+    hits = _trigger_hits(text)
+    assert set(hits) == set(expected)
+    for trigger, places in hits.items():
+        assert places == expected[trigger] or (places is None and (len(expected[trigger]) > DENSE or any(
+            trigger in inside for inside in __import__("ground.redact").redact._MAY_START_INSIDE.values())))
