@@ -4,7 +4,7 @@ home is searched (SQLite databases with their WAL, session state, checkpoints, m
 archives, logs).
 
 Input paths: tool outputs, inputs, user and assistant text compressed by `ctxmill compress`
-with a session (CCR and state); `ctxmill memory store` (project and global); a Claude Code
+with a session (CCR and state); `ctxmill memory store` (project and global); the memory tool's `/memories` files; a Claude Code
 transcript through the PreCompact / Stop / SessionEnd hooks (checkpoint.md, its CCR entries,
 checkpoint.raw.json, notes offered to memory) and `ctxmill checkpoint`; UserPromptSubmit and
 SessionStart hooks; `ctxmill dream`; the proxy's session state and CCR.
@@ -120,6 +120,14 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
         ctxmill(project, "memory", "store", "--type", "fact", f"prod credential: {c.text}")
         ctxmill(project, "memory", "store", "--type", "note", "--global", f"shared login {c.text}")
     planted += 2 * len(CANARIES)
+    from memory.config import MemoryConfig
+    from memory.files import MemoryFiles
+
+    memory_files = MemoryFiles(MemoryConfig(project_home=home, global_home=global_home, cache_dir=global_home / "cache"))
+    with memory_files.change() as f:  # the path of Anthropic's memory tool (ctxmill.anthropic_memory)
+        for i, c in enumerate(CANARIES):
+            f.write(f"/memories/credentials-{i}.md", f"# credentials\n{c.text}\n")
+    planted += len(CANARIES)
     for name in ("UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
         out = ctxmill(project, "hook", name, stdin=event(name, transcript, project, prompt=CANARIES[3].text,
                                                         trigger="auto", reason="exit"))
@@ -139,4 +147,4 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
     leaks = {str(p.relative_to(tmp_path)): found for p in files if (found := leaked(p.read_bytes()))}
     print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
     assert leaks == {}
-    assert planted == 5 * len(CANARIES) and len(files) >= 12
+    assert planted == 6 * len(CANARIES) and len(files) >= 12
