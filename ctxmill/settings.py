@@ -47,23 +47,19 @@ from __future__ import annotations
 
 import os
 import tempfile
-import tomllib
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import regex
-
-from compress.config import CompressConfig
-from compress.tiers import TierThresholds
-from compress.vocab.tools import PROTECTED_TOOLS
 from ctxmill import paths
 from ctxmill.errors import ConfigError
 
 if TYPE_CHECKING:
     from ccr.store import CCRStore, Retention
+    from compress.config import CompressConfig
     from compress.pipeline import Chain
+    from compress.tiers import TierThresholds
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
 
@@ -165,7 +161,7 @@ class ProxyConfig:
     """ctxmill home: sessions under sessions_dir(home), originals in ccr_dir(home).
     None with persist=False keeps everything in memory (tests, benchmarks)."""
     persist: bool = True
-    compress: CompressConfig = field(default_factory=CompressConfig)
+    compress: CompressConfig = field(default_factory=lambda: _compress_config())
     ccr: Retention | None = None
     """The CCR store's retention (None: the store's defaults)."""
     chain: Chain | None = None
@@ -194,12 +190,24 @@ def tiktoken_cache() -> Path | None:
     return Path(folder) if folder else None
 
 
+def _compress_config() -> CompressConfig:
+    from compress.config import CompressConfig
+
+    return CompressConfig()
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    import tomllib  # only a project with a config file pays for the parser
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
 
@@ -211,6 +219,8 @@ def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
     lists = {}
     for key in ("redact_extra", "redact_allow"):
         lists[key] = tuple(_strings(table.get(key, []), f"{where}: security.{key}"))
+        if lists[key]:
+            import regex  # compiled only when a project lists patterns
         for pattern in lists[key]:
             try:
                 regex.compile(pattern)
@@ -269,6 +279,9 @@ def parse_budget(value: Any) -> float | None:
 
 
 def _compress_table(section: dict[str, Any], where: str) -> CompressConfig:
+    from compress.config import CompressConfig
+    from compress.vocab.tools import PROTECTED_TOOLS
+
     config = CompressConfig()
     known = {f.name for f in fields(CompressConfig)} - {"redact_extra", "redact_allow"} | {"stages"}
     changes: dict[str, Any] = {}
@@ -316,6 +329,8 @@ def _strings(value: Any, where: str) -> list[str]:
 
 
 def _thresholds(value: Any, where: str) -> TierThresholds:
+    from compress.tiers import TierThresholds
+
     table = _table(value, where)
     unknown = set(table) - {"medium", "high"}
     if unknown:
