@@ -153,8 +153,9 @@ def test_a_new_prompt_is_no_free_epoch_when_thinking_is_kept():
         run(cc21.body(before, keep_all=keep_all), session=session, store=CCRStore.in_memory(), config=config)
         canon = canonical(cc21.body(after, keep_all=keep_all))
         blocks = provider_blocks(canon, keep_all)
-        hashes = prefix_hashes(cc21.body(after, keep_all=keep_all)["messages"])
-        frozen = known_prefix(hashes, session.records)  # the moved cache breakpoint: len(before) - 1
+        messages = cc21.body(after, keep_all=keep_all)["messages"]
+        hashes = prefix_hashes(messages)
+        frozen = known_prefix(hashes, session.records, messages)  # the moved cache breakpoint: len(before) - 1
         choice = epoch_trial(canon, blocks, frozen, len(canon) - 1, session, hashes, config, thinking_kept=keep_all)
         is_free = choice is not None and choice.start == 0 and choice.read_end == 0
         assert is_free is free, (keep_all, choice)
