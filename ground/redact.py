@@ -98,8 +98,8 @@ _BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("cli_password", ("pass", "token", "secret", "key"),
      r"(?i)(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
      r"(?P<secret>[^\s\"'$<{\[-][^\s\"']{2,255}+)"),
-    ("basic_auth", ("basic",), r"(?i)\bauthorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
-    ("token", ("bearer",), r"(?i)\bbearer[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{20,512}+=*+)"),
+    ("basic_auth", ("basic",), r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
+    ("token", ("bearer",), r"(?i)bearer[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{20,512}+=*+)"),
     ("password", ("pass", "pwd"), _assignment("password|passwd|pwd|passphrase|(?<=_)pass", 4)),
     ("api_key", ("key", "token", "secret"),
      _assignment("(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?"

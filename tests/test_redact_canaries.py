@@ -107,3 +107,10 @@ def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
     for trigger, places in hits.items():
         assert places == expected[trigger] or (places is None and (len(expected[trigger]) > DENSE or any(
             trigger in inside for inside in __import__("ground.redact").redact._MAY_START_INSIDE.values())))
+
+
+@pytest.mark.parametrize("glue", ["ok", "1", "_", "=", ":"])
+def test_a_canary_glued_to_the_text_before_it_is_caught(glue):
+    """Found by the session property test: `okAuthorization: Basic …` (a line joined to the
+    one before it) once escaped the word boundary."""
+    assert [c.name for c in CANARIES if leaked(redact(glue + c.text))] == []
