@@ -69,6 +69,11 @@ _UNTELLING = regex.compile(
 """Error lines that say nothing about the error itself."""
 _FAILED_START = regex.compile(
     r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|错误|失败)")
+_FAILED_STATUS = regex.compile(r"(?m)^(?:Process exited with code|Exit code:) -?[1-9]\d*\s*$")
+"""A non-zero exit status in the header lines of a Codex result (exec_command and shell:
+`Command: …`, `Chunk ID: …`, `Wall time: …`, `Process exited with code 1`, then `Output:`;
+apply_patch: `Exit code: 1`)."""
+_HEADER_CHARS = 600
 
 
 def is_error_line(line: str) -> bool:
@@ -192,8 +197,12 @@ def telling_error_line(text: str) -> str:
 
 def is_failed_result(block: Block) -> bool:
     """A tool_result that reports a failure: flagged `is_error`, or (providers without the
-    flag) text that opens like an error report."""
-    return block.is_error or _FAILED_START.match(block.result_text[:300]) is not None
+    flag) text that opens like an error report or whose header reports a non-zero exit status."""
+    if block.is_error:
+        return True
+    head = block.result_text[:_HEADER_CHARS]
+    return (_FAILED_START.match(head[:300]) is not None
+            or ("xit" in head and _FAILED_STATUS.search(head.split("\nOutput:", 1)[0]) is not None))
 
 
 def is_error_item(item: object) -> bool:
