@@ -31,8 +31,9 @@ def block_tokens(b: Block, count: Callable[[str], int]) -> int:
         return 4 + sum(block_tokens(p, count) for p in b.parts)
     if b.kind == IMAGE:
         return IMAGE_TOKENS
-    if b.kind == REDACTED_THINKING:
-        return len(str(b.raw.get("data", ""))) // 4 if isinstance(b.raw, dict) else 0
+    if b.kind == REDACTED_THINKING:  # opaque: Anthropic's `data`, a Responses reasoning item's ciphertext
+        raw = b.raw if isinstance(b.raw, dict) else {}
+        return len(str(raw.get("data") or raw.get("encrypted_content") or "")) // 4
     return count(dumps(b.raw).decode())
 
 
@@ -74,6 +75,6 @@ class MessageTokens:
                 n += max(0, self.block(b) - 250)
         return n
 
-    def head(self, body: dict[str, Any]) -> int:
-        """Tokens of the request's system prompt and tool definitions."""
-        return sum(self.count(dumps(body[k]).decode()) for k in ("system", "tools") if k in body)
+    def head(self, body: dict[str, Any], fields: tuple[str, ...]) -> int:
+        """Tokens of the request's system prompt and tool definitions (its shape's `HEAD_FIELDS`)."""
+        return sum(self.count(dumps(body[k]).decode()) for k in fields if k in body)

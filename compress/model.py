@@ -1,12 +1,13 @@
 """The canonical model every stage sees: a request as ordered messages of typed blocks.
 
-Provider shapes (Anthropic Messages, OpenAI Chat Completions) are converted in
+Provider shapes (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses) are converted in
 `compress.formats.requests`; stages never see them. Every canonical object keeps the provider's
 original (`raw`) so its shape module can render an unchanged object back byte for byte and keep
 fields it does not understand.
 
 Block kinds: text, thinking, redacted_thinking, tool_use, tool_result, image, other.
-Roles: user, assistant, tool (OpenAI tool results), system, other (anything unreadable).
+Roles: user, assistant, tool (OpenAI tool results), system, other (anything unreadable or
+unknown, e.g. a Responses item of a type no stage needs).
 A system message may sit anywhere in the conversation: Claude Code 2.1 sends the host's and its
 hooks' context as `role: "system"` messages inside `messages`, right after the person's prompt.
 Objects are immutable; a stage that changes something builds a new object with
@@ -82,7 +83,7 @@ class Block:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message. `turn` counts assistant messages up to and including this one."""
+    """One message. `turn` counts model replies up to and including this one (`number_turns`)."""
 
     role: str
     blocks: tuple[Block, ...]
@@ -115,7 +116,7 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    provider: str  # "anthropic" | "openai"
+    provider: str  # a shape name in compress.formats.requests.SHAPES
     messages: tuple[Message, ...]
     raw: dict
 
@@ -159,12 +160,19 @@ def last_person_index(messages: Sequence[Any]) -> int:
     return max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
 
 
+def opens_turn(messages: Sequence[Message], i: int) -> bool:
+    """Message i is an assistant message that starts a model reply: the message before it is
+    not an assistant message (a run of assistant messages, e.g. the reasoning, text and call
+    items of one Responses reply, is one reply; Anthropic merges them alike)."""
+    return messages[i].role == "assistant" and (i == 0 or messages[i - 1].role != "assistant")
+
+
 def number_turns(messages: list[Message]) -> tuple[Message, ...]:
-    """Set each message's `turn`: the count of assistant messages up to and including it."""
+    """Set each message's `turn`: the count of model replies (`opens_turn`) up to and including it."""
     turn = 0
     out = []
-    for msg in messages:
-        if msg.role == "assistant":
+    for i, msg in enumerate(messages):
+        if opens_turn(messages, i):
             turn += 1
         out.append(msg if msg.turn == turn else replace(msg, turn=turn))
     return tuple(out)

@@ -1,7 +1,8 @@
 """The per-turn transform: the ordered chain of stages and the runner.
 
-`run(body, session=..., store=...)` reads an Anthropic or OpenAI request, compresses it with
-the stages active at its tier, and returns the new body and a report. It holds:
+`run(body, session=..., store=...)` reads a request in any provider shape
+(`compress.formats.requests.SHAPES`), compresses it with the stages active at its tier, and
+returns the new body and a report. It holds:
 
 - Deterministic: same body and session state -> identical output bytes.
 - Cache-stable: between epochs a message prefix the session has seen renders exactly as
@@ -12,6 +13,9 @@ the stages active at its tier, and returns the new body and a report. It holds:
   is dropped for that run and logged.
 - Lossless: originals go to CCR and are committed before the body is returned.
 - Fail open: nothing raises out of `run`; on any failure the original body comes back.
+- Blind to nothing: a body that continues a conversation the provider stores (its shape's
+  `hidden_history`) comes back unchanged and leaves the session alone; the transform never
+  decides about messages it cannot see.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import Any, Callable, Iterable
 
 from compress.config import CompressConfig
 from compress.epochs import epoch_trial, forced_reason, pays_off
-from compress.formats.requests import detect, from_provider, keeps_all_thinking, remarked_messages, unmarked_messages
+from compress.formats.requests import (SHAPES, detect, from_provider, keeps_all_thinking, remarked_messages,
+                                      unmarked_messages)
 from compress.message_tokens import MessageTokens
 from compress.plan import Plan, Planner
 from compress.protected_tail import tail_start
@@ -145,14 +150,20 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
 def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressConfig, chain: Chain,
          reported: int | None, count: Callable[[str], int], report: RunReport, window: int | None = None) -> Any:
     provider = detect(body)
+    shape = SHAPES[provider]
+    report.provider = provider
+    if hidden := shape.hidden_history(body):
+        report.passthrough_reason = hidden
+        return body
+    field = shape.MESSAGES_FIELD
     thinking_kept = keeps_all_thinking(provider, body)
-    client = body["messages"]
+    client = body[field]
     plain = unmarked_messages(provider, client)  # cache breakpoints move every request
     hashes = prefix_hashes(plain)
     session.redaction = (config.redact_extra, config.redact_allow)
     frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
     known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
-    request = from_provider(body if plain is client else {**body, "messages": plain}, provider, known)
+    request = from_provider(body if plain is client else {**body, field: plain}, provider, known)
     messages = list(request.messages)
     report.provider = provider
     report.messages = len(messages)
@@ -160,7 +171,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     tokens = MessageTokens(count)
     raw_tokens = [session.records[hashes[i]].raw_tokens if i < frozen else tokens.message(m)
                   for i, m in enumerate(messages)]
-    head = tokens.head(body)
+    head = tokens.head(body, shape.HEAD_FIELDS)
     report.tokens_before = head + sum(raw_tokens)
     thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
     tier = thresholds.tier_for(reported if reported is not None else report.tokens_before)
@@ -207,7 +218,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     rendered = remarked_messages(provider, plan.rendered, plain, client)
     if all(a is b for a, b in zip(rendered, client)):
         return body
-    return {**body, "messages": rendered}
+    return {**body, field: rendered}
 
 
 def _refresh_named(store: Any, session: Session, hashes: list[str]) -> None:

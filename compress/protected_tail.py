@@ -1,14 +1,14 @@
 """The protected tail: the newest messages, which no stage compresses.
 
-It holds at least `protect_tail_turns` assistant turns and grows until it holds
+It holds at least `protect_tail_turns` model replies (turns) and grows until it holds
 `protect_tail_tokens` tokens or `protect_tail_blocks` content blocks (0: no block limit),
-whichever comes first; it always holds the latest assistant message.
+whichever comes first; it always holds the latest model reply, from its first message.
 """
 
 from __future__ import annotations
 
 from compress.config import CompressConfig
-from compress.model import Message
+from compress.model import Message, opens_turn
 
 
 def tail_start(messages: list[Message], tokens: list[int], blocks: list[int], config: CompressConfig) -> int:
@@ -22,6 +22,6 @@ def tail_start(messages: list[Message], tokens: list[int], blocks: list[int], co
         i -= 1
         acc += tokens[i]
         nblocks += blocks[i]
-        turns += messages[i].role == "assistant"
-    last_assistant = max((j for j, m in enumerate(messages) if m.role == "assistant"), default=len(messages))
-    return min(i, last_assistant)
+        turns += opens_turn(messages, i)
+    last_reply = max((j for j in range(len(messages)) if opens_turn(messages, j)), default=len(messages))
+    return min(i, last_reply)

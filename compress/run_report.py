@@ -12,6 +12,8 @@ class RunReport:
     tier: str = ""
     mode: str = "passthrough"  # epoch | incremental | passthrough
     epoch_reason: str = ""
+    passthrough_reason: str = ""
+    """Why a readable request was sent unchanged (mode passthrough, no error)."""
     tokens_before: int = 0
     tokens_after: int = 0
     messages: int = 0
@@ -25,8 +27,8 @@ class RunReport:
     duration_ms: float = 0.0
 
     def summary_line(self) -> str:
-        if self.error:
-            return f"passed through unchanged: {self.error}"
+        if self.error or self.passthrough_reason:
+            return f"passed through unchanged: {self.error or self.passthrough_reason}"
         saved = self.tokens_before - self.tokens_after
         pct = 100.0 * saved / self.tokens_before if self.tokens_before else 0.0
         applied = ", ".join(f"{k} {-v:+,}" for k, v in self.stages_saved.items() if v) or "none"
@@ -38,7 +40,8 @@ class RunReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "provider": self.provider, "tier": self.tier, "mode": self.mode,
-            "epoch_reason": self.epoch_reason, "tokens_before": self.tokens_before,
+            "epoch_reason": self.epoch_reason, "passthrough_reason": self.passthrough_reason,
+            "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after, "messages": self.messages, "frozen": self.frozen,
             "stages_saved": self.stages_saved, "stage_ms": self.stage_ms,
             "decisions": [{"message": i, "stage": s, "decision": d} for i, s, d in self.decisions],

@@ -20,6 +20,13 @@ def compress(body: Any, config: CompressConfig = SMALL_TAIL, session: Session | 
     return run(body, session=session or Session.memory(), store=store or CCRStore.in_memory(), config=config, **kw)
 
 
+def conversation_field(body: Any) -> str:
+    """The field holding the body's conversation in its provider shape ("messages", "input")."""
+    from compress.formats.requests import SHAPES, detect
+
+    return SHAPES[detect(body)].MESSAGES_FIELD
+
+
 def as_bytes(body: Any) -> bytes:
     return dumps(body)
 

@@ -1,5 +1,5 @@
-"""Hypothesis strategies for provider requests: tool-using conversations in Anthropic and
-OpenAI shape, with paired tool calls, thinking, images, unicode and injected reminders."""
+"""Hypothesis strategies for provider requests: tool-using conversations in Anthropic, OpenAI
+Chat and OpenAI Responses shape, with paired tool calls, thinking, images, unicode and injected reminders."""
 
 from __future__ import annotations
 
@@ -124,9 +124,70 @@ def openai_requests(draw, max_turns: int = 8, texts=texts, long_texts=long_texts
     return {"model": "gpt-4o", "messages": messages, "temperature": 0}
 
 
-requests = st.one_of(anthropic_requests(), openai_requests())
+@st.composite
+def responses_requests(draw, max_turns: int = 8, texts=texts, long_texts=long_texts, wild: bool = False) -> dict:
+    """A valid OpenAI Responses body as Codex sends it: developer and user message items, then
+    replies of reasoning (encrypted), assistant text and calls (function_call with JSON
+    arguments, freeform custom_tool_call, local_shell_call), each answered by its output item.
+    `wild` adds type-less messages, images, list outputs and item types no stage reads."""
+    def user(text: str) -> dict:
+        if wild and draw(st.booleans()):
+            return {"role": "user", "content": text}
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+    items: list = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": draw(texts)}]},
+                   user(draw(texts) or "start")]
+    counter = 0
+    for _ in range(draw(st.integers(0, max_turns))):
+        if draw(st.booleans()):
+            items.append({"type": "reasoning", "id": f"rs_{counter}", "summary": [], "content": None,
+                          "encrypted_content": "gAAAAB" + "x" * draw(st.integers(0, 40))})
+        if draw(st.booleans()):
+            items.append({"type": "message", "role": "assistant", "id": f"msg_{counter}",
+                          "content": [{"type": "output_text", "text": draw(long_texts), "annotations": []}]})
+        calls = []
+        for _ in range(draw(st.integers(0, 3))):
+            counter += 1
+            call_id = f"call_{counter}"
+            kind = draw(st.sampled_from(["function", "function", "custom", "shell"]))
+            if kind == "function":
+                arguments = json.dumps(draw(tool_inputs)) if draw(st.integers(0, 9)) else "{not json"
+                item = {"type": "function_call", "name": draw(st.sampled_from(["exec_command", "shell", *TOOL_NAMES])),
+                        "arguments": arguments, "call_id": call_id}
+            elif kind == "custom":
+                item = {"type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": "apply_patch",
+                        "input": f"*** Begin Patch\n*** Add File: a.txt\n+{draw(long_texts)}\n*** End Patch\n"}
+            else:
+                item = {"type": "local_shell_call", "id": f"lsh_{counter}", "call_id": call_id, "status": "completed",
+                        "action": {"type": "exec", "command": ["bash", "-lc", draw(st.sampled_from(["cat a.txt", "ls"]))]}}
+            items.append(item)
+            calls.append((call_id, "custom_tool_call_output" if kind == "custom" else "function_call_output"))
+        if wild and draw(st.booleans()):
+            items.append(draw(st.sampled_from([
+                {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search"}},
+                {"type": "item_reference", "id": "msg_0"}])))
+        for call_id, kind in calls:
+            output = draw(long_texts)
+            if wild and draw(st.booleans()):
+                output = draw(st.lists(st.one_of(st.builds(lambda t: {"type": "input_text", "text": t}, long_texts),
+                                                 st.just({"type": "input_image", "image_url": "data:image/png;base64,iVBO"})),
+                                       max_size=3))
+            items.append({"type": kind, "call_id": call_id, "output": output})
+        if not calls or draw(st.booleans()):
+            items.append(user(draw(texts) or "go on"))
+    body = {"model": "gpt-5.5", "input": items, "tools": [], "store": False, "stream": draw(st.booleans()),
+            "include": ["reasoning.encrypted_content"]}
+    if draw(st.booleans()):
+        body["instructions"] = draw(texts)
+    if draw(st.booleans()):
+        body["prompt_cache_key"] = draw(texts)
+    return body
+
+
+requests = st.one_of(anthropic_requests(), openai_requests(), responses_requests())
 wild_requests = st.one_of(anthropic_requests(texts=wild_texts, long_texts=wild_long_texts, wild=True),
-                          openai_requests(texts=wild_texts, long_texts=wild_long_texts))
+                          openai_requests(texts=wild_texts, long_texts=wild_long_texts),
+                          responses_requests(texts=wild_texts, long_texts=wild_long_texts, wild=True))
 """Requests with any unicode (CJK, emoji, lone surrogates), controls, ANSI, marker look-alikes and
 every block type, for the properties that must hold on any input."""
 

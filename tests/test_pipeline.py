@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.formats.requests import from_provider
+from compress.formats.requests import SHAPES, from_provider
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE
 from compress.pipeline import Chain, run
 from compress.session import Session
@@ -67,11 +67,14 @@ def test_every_marker_resolves_to_its_original(body):
 
 @PROPS
 @given(requests)
-def test_latest_assistant_message_is_untouched(body):
+def test_latest_model_reply_is_untouched(body):
     result = compress(body)
-    last = max((i for i, m in enumerate(body["messages"]) if m.get("role") == "assistant"), default=None)
-    if last is not None:
-        assert result.body["messages"][last] == body["messages"][last]
+    request = from_provider(body)
+    field = SHAPES[request.provider].MESSAGES_FIELD
+    latest = request.messages[-1].turn if request.messages else 0
+    for i, msg in enumerate(request.messages):
+        if msg.role == "assistant" and msg.turn == latest:
+            assert result.body[field][i] == body[field][i]
 
 
 def _reminder_session():

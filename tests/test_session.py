@@ -11,15 +11,16 @@ from ccr.store import CCRStore
 from compress.pipeline import run
 from compress.session import STATE_FILE, Session, state_lock
 from ground.jsonbytes import dumps
-from tests.helpers import SMALL_TAIL
+from tests.helpers import SMALL_TAIL, conversation_field
 from tests.strategies import requests
 
 
 def feed(body, config, session_factory, store=None):
     """Send request k = first k messages, k = 1..n, through one session; yield (k, result)."""
     store = store or CCRStore.in_memory()
-    for k in range(1, len(body["messages"]) + 1):
-        request = {**body, "messages": copy.deepcopy(body["messages"][:k])}
+    field = conversation_field(body)
+    for k in range(1, len(body[field]) + 1):
+        request = {**body, field: copy.deepcopy(body[field][:k])}
         with session_factory() as session:
             yield k, run(request, session=session, store=store, config=config)
 
@@ -38,7 +39,7 @@ def assert_prefix_stable(results):
     previous = None
     for k, result in results:
         assert not result.report.error
-        out = [dumps(m) for m in result.body["messages"]]
+        out = [dumps(m) for m in result.body[conversation_field(result.body)]]
         if previous is not None and result.report.mode == "incremental":
             assert out[: len(previous)] == previous, f"request {k} rewrote an old message outside an epoch"
         previous = out
@@ -139,7 +140,7 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
     outputs: list[list[bytes]] = []
     window_epochs = 0
     for k, result in feed(body, config, _Memory()):
-        out = [dumps(m) for m in result.body["messages"]]
+        out = [dumps(m) for m in result.body[conversation_field(result.body)]]
         if result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves"):
             window_epochs += 1
             assert any(out[: len(p)] == p for p in outputs[1:]), "no cached request is a prefix"

@@ -13,10 +13,10 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, Sequence
 
-from compress.formats.requests import anthropic, openai_chat
+from compress.formats.requests import anthropic, openai_chat, openai_responses
 from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns
 
-SHAPES: dict[str, ModuleType] = {m.NAME: m for m in (anthropic, openai_chat)}
+SHAPES: dict[str, ModuleType] = {m.NAME: m for m in (anthropic, openai_chat, openai_responses)}
 """Provider name -> shape module, in detection order; the first is the default."""
 
 

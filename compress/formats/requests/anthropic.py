@@ -23,6 +23,7 @@ from compress.model import (
 
 NAME = "anthropic"
 MESSAGES_FIELD = "messages"
+HEAD_FIELDS = ("system", "tools")
 MARKS = Marks(body_keys=frozenset({"system", "anthropic_version"}),
               part_types=frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}))
 CLEAR_THINKING = "clear_thinking_20251015"
@@ -165,6 +166,11 @@ def keeps_all_thinking(body: dict[str, Any]) -> bool:
     edits = management.get("edits") if isinstance(management, dict) else None
     return isinstance(edits, list) and any(
         isinstance(e, dict) and e.get("type") == CLEAR_THINKING and e.get("keep") == "all" for e in edits)
+
+
+def hidden_history(body: dict) -> str:
+    """'' : the body always holds the whole conversation."""
+    return ""
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:

@@ -18,6 +18,7 @@ from compress.model import IMAGE, OTHER, TEXT, TOOL_RESULT, TOOL_USE, Block, Mes
 
 NAME = "openai"
 MESSAGES_FIELD = "messages"
+HEAD_FIELDS = ("tools",)
 MARKS = Marks(roles=frozenset({"tool", "system", "developer", "function"}), message_keys=frozenset({"tool_calls"}),
               part_types=frozenset({"image_url", "input_audio", "file", "refusal"}))
 
@@ -116,6 +117,11 @@ def render_message(msg: Message) -> Any:
         if len(rendered) != len(calls) or not all(a is b for a, b in zip(rendered, calls)):
             out = {**out, "tool_calls": rendered}
     return out
+
+
+def hidden_history(body: dict) -> str:
+    """'' : the body always holds the whole conversation."""
+    return ""
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:

@@ -3,9 +3,13 @@
 A shape module (one per provider request shape, listed in `SHAPES` of this package) has:
 - `NAME`: the provider name, as in `Request.provider`;
 - `MESSAGES_FIELD`: the body field holding the conversation;
+- `HEAD_FIELDS`: the other body fields the model reads as prompt (system prompt, tools), which
+  the pipeline and the replay count but never change;
 - `MARKS`: the `Marks` that tell its bodies from the other shapes' (see `detect`);
 - `parse_message(raw) -> Message` and `render_message(msg) -> raw`, where
   `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself;
+- `hidden_history(body) -> str`: why earlier messages of the conversation are not in the body
+  (the provider stores them), '' when they all are; such a body passes through unchanged;
 - `usage_fields(event) -> dict | None`: the `Usage` fields one response body or stream event
   reports (None: it holds no usage object);
 - optionally `unmarked(raw) -> raw` and `remarked(rendered, client_raw) -> raw`: a message
