@@ -8,6 +8,7 @@ import pytest
 
 from compress.formats.requests import from_provider
 from compress.formats.sessions import FORMATS, UnknownFormat, read_text
+from compress.formats.usage import Usage
 from compress.model import TOOL_RESULT, TOOL_USE, index_tool_calls
 
 
@@ -111,7 +112,8 @@ CODEX = jsonl(
     {"type": "response_item", "payload": {"type": "reasoning", "summary": [], "encrypted_content": "zzz"}},
     {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}},
     {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
-    {"type": "event_msg", "payload": {"type": "token_count"}},
+    {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {
+        "input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 7}}}},
     {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py"}},
     {"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch", "call_id": "c2"}},
     {"type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c2", "output": "Success"}},
@@ -119,17 +121,36 @@ CODEX = jsonl(
 )
 
 
-def test_codex_rollout_becomes_openai_chat():
+def test_codex_rollout_becomes_the_responses_body_codex_sends():
     t = read_text(CODEX)
-    assert t.format == "codex" and t.provider == "openai" and t.head["model"] == "gpt-5"
-    assert t.malformed == 1 and t.skipped["reasoning"] == 1
-    assert [m["role"] for m in t.messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
-    assert t.messages[2]["content"] == "Looking." and t.messages[2]["tool_calls"][0]["id"] == "c1"
-    assert [c.index for c in t.calls] == [2, 4]
-    request = from_provider({**t.head, "messages": t.messages})
+    assert t.format == "codex" and t.provider == "openai-responses"
+    assert t.head == {"instructions": "You are Codex.", "model": "gpt-5"}
+    assert t.malformed == 1 and not t.skipped["reasoning"]
+    items = [json.loads(line)["payload"] for line in CODEX.splitlines()[2:] if '"response_item"' in line][:-1]
+    assert t.messages == items  # every item as Codex sends it, reasoning included
+    assert [c.index for c in t.calls] == [1, 5]  # reasoning + text + call is one reply
+    assert t.calls[0].usage == Usage(input=80, cache_read=20, output=7) and t.calls[1].usage is None
+    assert t.request(1)["input"] == items[:5]
+    request = from_provider(t.whole())
     uses = [b for m in request.messages for b in m.blocks if b.kind == TOOL_USE]
     assert uses[1].input == {"input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch"}
     assert all(c.result_msg >= 0 for c in index_tool_calls(request.messages).values())
+    assert [m.turn for m in request.messages] == [0, 1, 1, 1, 1, 2, 2]
+
+
+def test_codex_rollout_drops_what_codex_keeps_to_itself_and_counts_compactions():
+    meta = {"internal_chat_message_metadata_passthrough": {"turn_id": "t"}}
+    t = read_text(jsonl(
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": "a", **meta}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "x", "arguments": "{}", "call_id": "c"}},
+        {"type": "compacted", "payload": {"message": "summary"}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c", "output": "o", **meta}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": []}},
+    ))
+    assert t.messages[0] == {"type": "message", "role": "user", "content": "a"}
+    assert "internal_chat_message_metadata_passthrough" not in t.messages[2]
+    assert t.host_compactions == 1
+    assert [(c.index, c.after_host_compaction) for c in t.calls] == [(1, False), (3, True)]
 
 
 OPENCODE = {
@@ -230,6 +251,20 @@ def test_request_body_prefixes_end_with_the_whole_body():
     assert t.request(1) == body
 
 
+def test_a_responses_body_marks_a_call_at_each_model_reply():
+    body = {"model": "gpt-5.5", "instructions": "i", "input": [
+        {"type": "message", "role": "user", "content": "a"},
+        {"type": "reasoning", "summary": [], "encrypted_content": "e"},
+        {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+        {"type": "message", "role": "user", "content": "thanks"}]}
+    t = read_text(json.dumps(body))
+    assert t.format == "request" and t.provider == "openai-responses" and t.head == {"model": "gpt-5.5", "instructions": "i"}
+    assert [c.index for c in t.calls] == [1, 4, 6]
+    assert t.request(2) == body
+
+
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_forced_format_reads_garbage_without_raising(name):
     text = '{"messages": 5, "history": 3, "info": 1}' if name in ("opencode", "swe-agent", "request") else "nope\n[1]\n"
@@ -256,6 +291,6 @@ def test_format_override_beats_detection():
 def test_results_of_every_format_are_tool_results():
     for text in (CLAUDE_CODE, FLAT, CODEX, json.dumps(OPENCODE), CRAFT, json.dumps(SWE_FC)):
         t = read_text(text)
-        request = from_provider({**t.head, "messages": t.messages}, t.provider)
+        request = from_provider(t.whole(), t.provider)
         kinds = {b.kind for m in request.messages for b in m.blocks}
         assert TOOL_USE in kinds and TOOL_RESULT in kinds, t.format

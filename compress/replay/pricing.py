@@ -61,6 +61,7 @@ class RequestAccountant:
     def __init__(self, provider: str, counter: TokenCounter, cache: dict | None = None,
                  prices: Prices = ANTHROPIC, thinking: str = "request") -> None:
         self.field = SHAPES[provider].MESSAGES_FIELD
+        self.head_fields = SHAPES[provider].HEAD_FIELDS
         self.parse = SHAPES[provider].parse_message
         self.count = counter.count
         self.prices = prices
@@ -92,7 +93,7 @@ class RequestAccountant:
         return _MessageInfo(msg.has_user_text, msg.role == "assistant", keys, tuple(counts), thinking)
 
     def _head(self, body: dict) -> tuple[int, int]:
-        data = dumps({k: body[k] for k in ("system", "tools") if k in body})
+        data = dumps({k: body[k] for k in self.head_fields if k in body})
         head = self._heads.get(data)
         if head is None:
             head = (xxhash.xxh3_64_intdigest(data), self.count(data.decode()) if len(data) > 2 else 0)

@@ -1,7 +1,7 @@
 """Builders that append recorded blocks to a `Transcript` in a provider's message shape.
 
-`AnthropicBuilder` writes Anthropic Messages, `OpenAIChatBuilder` OpenAI Chat Completions; both
-record a `ModelCall` where the agent called the model. The `*_block` helpers make Anthropic
+`AnthropicBuilder` writes Anthropic Messages, `OpenAIChatBuilder` OpenAI Chat Completions,
+`ResponsesBuilder` OpenAI Responses items; each records a `ModelCall` where the agent called the model. The `*_block` helpers make Anthropic
 content blocks; `as_text` makes a recorded tool output text.
 """
 
@@ -95,6 +95,25 @@ class OpenAIChatBuilder(Builder):
             self._new_call()
             self.t.messages.append({"role": "assistant", "content": None})
         return self.t.messages[-1]
+
+
+class ResponsesBuilder(Builder):
+    """OpenAI Responses shape: one message per item, as the client sends it. An assistant item
+    (reasoning, text, a call) after any other item starts a new model call, as one reply of the
+    model is a run of assistant items (`compress.model.opens_turn`)."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        super().__init__(transcript)
+        self._after_assistant = False
+
+    def item(self, raw: dict[str, Any]) -> None:
+        from compress.formats.requests.openai_responses import parse_message
+
+        assistant = parse_message(raw).role == "assistant"
+        if assistant and (self._open_response or not self._after_assistant):
+            self._new_call()
+        self._after_assistant = assistant
+        self.t.messages.append(raw)
 
 
 def text_block(text: str) -> dict[str, Any]:

@@ -1,83 +1,79 @@
 """OpenAI Codex CLI rollout JSONL (`~/.codex/sessions/…/rollout-*.jsonl`).
 
-`response_item` entries become an OpenAI Chat body: `message` (developer -> system-like
-developer message, user, assistant), `function_call` / `custom_tool_call` -> `tool_calls`,
-`*_output` -> `role: "tool"` messages. The session's base instructions become the first
-message. `reasoning` items are encrypted or summaries the Chat shape cannot carry: they are
-counted in `skipped`. Assistant items after a tool result or user message start a model call.
+The `response_item` entries are the items Codex sends to the Responses API, so they become an
+OpenAI Responses body (`compress.formats.requests.openai_responses`) item for item: messages,
+reasoning (encrypted, kept as it is), `function_call` / `custom_tool_call` / `local_shell_call`
+and their outputs, anything else untouched. The session's base instructions become the
+body's `instructions`, the latest `turn_context` its model. A run of assistant items after any
+other item is one model call; its usage is the `last_token_usage` of the `token_count` event
+that follows (`input_tokens` includes the cached ones). A `compacted` entry is a host
+compaction: the calls after it sent less than the replayed history.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from compress.formats.sessions.builders import OpenAIChatBuilder, as_text
+from compress.formats.requests.openai_responses import NAME as RESPONSES
+from compress.formats.sessions.builders import ResponsesBuilder
 from compress.formats.sessions.transcript import Transcript, iter_jsonl
+from compress.formats.usage import Usage
 
 NAME = "codex"
-PROVIDER = "openai"
+PROVIDER = RESPONSES
 _KINDS = ("session_meta", "response_item", "event_msg", "turn_context")  # a tuple: values may be unhashable
+_LOCAL_KEYS = ("internal_chat_message_metadata_passthrough",)
+"""Item keys Codex keeps in its rollout but does not send (absent from captured requests)."""
 
 
 def sniff(sample: list[Any]) -> bool:
     return any(isinstance(x, dict) and x.get("type") in _KINDS and isinstance(x.get("payload"), dict) for x in sample)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+def _as_sent(item: dict[str, Any]) -> dict[str, Any]:
+    if any(k in item for k in _LOCAL_KEYS):
+        return {k: v for k, v in item.items() if k not in _LOCAL_KEYS}
+    return item
 
 
-def _output(value: Any) -> str:
-    if isinstance(value, dict):
-        value = value.get("content", value.get("output", value))
-    return as_text(value)
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _item(builder: OpenAIChatBuilder, item: dict[str, Any], transcript: Transcript) -> None:
-    kind = item.get("type")
-    if kind == "message":
-        role = item.get("role")
-        if role == "assistant":
-            builder.assistant_text(_text(item.get("content")))
-        elif role in ("user", "developer", "system"):
-            builder.message(role, _text(item.get("content")))
-        else:
-            transcript.malformed += 1
-    elif kind in ("function_call", "custom_tool_call") and isinstance(item.get("call_id"), str):
-        arguments = item.get("arguments")
-        if kind == "custom_tool_call":
-            arguments = orjson.dumps({"input": as_text(item.get("input"))}).decode()
-        builder.tool_call(item["call_id"], str(item.get("name", "")), arguments if isinstance(arguments, str) else "{}")
-    elif kind in ("function_call_output", "custom_tool_call_output") and isinstance(item.get("call_id"), str):
-        builder.tool_result(item["call_id"], _output(item.get("output")))
-    else:
-        transcript.skipped[str(kind)] += 1
+def _usage(payload: dict[str, Any]) -> Usage | None:
+    """The usage of the latest model call in a `token_count` event (None: it holds none)."""
+    info = payload.get("info")
+    last = info.get("last_token_usage") if isinstance(info, dict) else None
+    if not isinstance(last, dict):
+        return None
+    prompt = _count(last.get("input_tokens"))
+    cached = min(_count(last.get("cached_input_tokens")), prompt)
+    return Usage(input=prompt - cached, cache_read=cached, output=_count(last.get("output_tokens")))
 
 
 def read(text: str) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = OpenAIChatBuilder(transcript)
+    builder = ResponsesBuilder(transcript)
     for line in iter_jsonl(text, transcript):
         payload = line.get("payload")
         if not isinstance(payload, dict):
             transcript.malformed += 1
             continue
         kind = line.get("type")
-        if kind == "session_meta" and not transcript.messages:
+        if kind == "session_meta" and "instructions" not in transcript.head:
             instructions = payload.get("base_instructions")
             text_value = instructions.get("text") if isinstance(instructions, dict) else instructions
             if isinstance(text_value, str) and text_value:
-                builder.message("system", text_value)
+                transcript.head["instructions"] = text_value
         elif kind == "turn_context" and isinstance(payload.get("model"), str):
             transcript.head["model"] = payload["model"]
         elif kind == "response_item":
-            _item(builder, payload, transcript)
+            builder.item(_as_sent(payload))
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            builder.set_usage(_usage(payload))
+        elif kind == "compacted":
+            transcript.host_compactions += 1
+            builder.start_response(after_host_compaction=True)
         else:
             transcript.skipped[f"{kind}"] += 1
     return transcript

@@ -1,7 +1,8 @@
-"""A plain provider request body (Anthropic Messages or OpenAI Chat Completions JSON).
+"""A plain provider request body (any shape in `compress.formats.requests.SHAPES`).
 
-The body is the last request; every assistant message in it marks an earlier model call, so
-the replay sends the prefixes before each assistant message and then the whole body.
+The body is the last request; every model reply in it (an assistant message after a
+non-assistant one, `compress.model.opens_turn`) marks an earlier model call, so the replay
+sends the prefixes before each reply and then the whole body.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from compress.formats.requests import SHAPES, InvalidRequest, detect
 from compress.formats.sessions.transcript import ModelCall, Transcript
+from compress.model import opens_turn
 
 NAME = "request"
 
@@ -29,11 +31,12 @@ def read_object(data: Any) -> Transcript:
     provider = _shape(data)
     if provider is None:
         return Transcript(NAME, "anthropic", malformed=1)
-    field = SHAPES[provider].MESSAGES_FIELD
-    messages = list(data[field])
-    transcript = Transcript(NAME, provider, head={k: v for k, v in data.items() if k != field}, messages=messages)
-    transcript.calls = [ModelCall(i) for i, m in enumerate(messages)
-                        if i and isinstance(m, dict) and m.get("role") == "assistant"]
+    shape = SHAPES[provider]
+    messages = list(data[shape.MESSAGES_FIELD])
+    head = {k: v for k, v in data.items() if k != shape.MESSAGES_FIELD}
+    transcript = Transcript(NAME, provider, head=head, messages=messages)
+    parsed = [shape.parse_message(m) for m in messages]
+    transcript.calls = [ModelCall(i) for i in range(1, len(parsed)) if opens_turn(parsed, i)]
     if messages:
         transcript.calls.append(ModelCall(len(messages)))
     return transcript
