@@ -13,8 +13,8 @@ returns the new body and a report. It holds:
   is dropped for that run and logged.
 - Lossless: originals go to CCR and are committed before the body is returned.
 - Fail open: nothing raises out of `run`; on any failure the original body comes back.
-- Blind to nothing: a body that continues a conversation the provider stores (its shape's
-  `hidden_history`) comes back unchanged and leaves the session alone; the transform never
+- Blind to nothing: a body that continues a conversation the provider stores
+  (`compress.formats.requests.shape.stored_history`) comes back unchanged and leaves the session alone; the transform never
   decides about messages it cannot see.
 """
 
@@ -29,6 +29,7 @@ from compress.config import CompressConfig
 from compress.epochs import epoch_trial, forced_reason, pays_off
 from compress.formats.requests import (SHAPES, detect, from_provider, keeps_all_thinking, remarked_messages,
                                       unmarked_messages)
+from compress.formats.requests.shape import stored_history
 from compress.message_tokens import MessageTokens
 from compress.plan import Plan, Planner
 from compress.protected_tail import tail_start
@@ -152,7 +153,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     provider = detect(body)
     shape = SHAPES[provider]
     report.provider = provider
-    if hidden := shape.hidden_history(body):
+    if hidden := stored_history(shape, body):
         report.passthrough_reason = hidden
         return body
     field = shape.MESSAGES_FIELD

@@ -3,7 +3,8 @@
 It records every request it receives (method, path, query, headers, body bytes) and the exact
 bytes it answered with, and replies in the providers' recorded shapes: Messages JSON and SSE
 (message_start … message_stop), Chat Completions JSON and chunked SSE (with a final usage chunk
-when `stream_options.include_usage` is set), count_tokens. Replies come from `replies`
+when `stream_options.include_usage` is set), Responses JSON and SSE (response.created …
+response.completed, usage in the last), count_tokens. Replies come from `replies`
 (a queue of assistant messages in the provider's shape) or a one-line text default.
 Per-request behaviour via headers: `x-fake-status: 429` answers that status with a provider error
 body; `x-fake-slow: N` streams N events 50 ms apart (for disconnect tests).
@@ -64,7 +65,8 @@ class FakeUpstream:
             return self._json(err, int(status))
         if request.url.path == "/v1/messages/count_tokens":
             return self._json({"input_tokens": len(body) // 4})
-        if request.url.path not in ("/v1/messages", "/v1/chat/completions"):
+        if request.method != "POST" or request.url.path not in ("/v1/messages", "/v1/chat/completions",
+                                                                   "/v1/responses"):
             return self._json({"method": request.method, "path": request.url.path, "query": request.url.query})
         try:
             req = orjson.loads(body)
@@ -83,6 +85,12 @@ class FakeUpstream:
             if req.get("stream"):
                 return self._stream(anthropic_events(message, self._counter, prompt, slow))
             return self._json(anthropic_message(message, self._counter, prompt))
+        if request.url.path == "/v1/responses":
+            items = self.replies.popleft() if self.replies else [{"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": f"reply {self._counter}", "annotations": []}]}]
+            if req.get("stream"):
+                return self._stream(responses_events(items, self._counter, prompt, slow))
+            return self._json(responses_body(items, self._counter, prompt))
         message = self.replies.popleft() if self.replies else {"role": "assistant", "content": f"reply {self._counter}"}
         usage = bool((req.get("stream_options") or {}).get("include_usage"))
         if req.get("stream"):
@@ -187,6 +195,35 @@ def openai_chunks(message: dict, n: int, prompt: int, usage: bool, slow: int = 0
     if usage:
         events.append(_sse(None, {**base, "choices": [], "usage": full["usage"]}))
     events.append(b"data: [DONE]\n\n")
+    return [(e, 0.05 if slow else 0.0) for e in events]
+
+
+def responses_body(items: list[dict], n: int, prompt: int) -> dict:
+    """A Responses API response whose output is `items` (ids added where missing)."""
+    output = [{"id": f"item_{n}_{i}", "status": "completed", **item} for i, item in enumerate(items)]
+    return {"id": f"resp_{n:06d}", "object": "response", "created_at": 1700000000, "status": "completed",
+            "model": "gpt-fake", "output": output,
+            "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": prompt // 2},
+                      "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": prompt + 40}}
+
+
+def responses_events(items: list[dict], n: int, prompt: int, slow: int = 0) -> list[tuple[bytes, float]]:
+    """The SSE stream of a Responses reply: created, in_progress, each item added/done, completed."""
+    full = responses_body(items, n, prompt)
+    start = {**full, "status": "in_progress", "output": [], "usage": None}
+    seq = iter(range(10**6))
+    events = [_sse("response.created", {"type": "response.created", "sequence_number": next(seq), "response": start}),
+              _sse("response.in_progress", {"type": "response.in_progress", "sequence_number": next(seq),
+                                            "response": start})]
+    for i, item in enumerate(full["output"]):
+        events.append(_sse("response.output_item.added", {"type": "response.output_item.added", "output_index": i,
+                                                          "sequence_number": next(seq), "item": item}))
+        events.append(_sse("response.output_item.done", {"type": "response.output_item.done", "output_index": i,
+                                                         "sequence_number": next(seq), "item": item}))
+    events += [b": keep-alive\n\n"] * slow
+    events.append(_sse("response.completed", {"type": "response.completed", "sequence_number": next(seq),
+                                              "response": full}))
     return [(e, 0.05 if slow else 0.0) for e in events]
 
 

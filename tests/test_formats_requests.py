@@ -96,4 +96,7 @@ def test_every_shape_module_provides_what_shape_py_lists(name):
     shape = SHAPES[name]
     assert shape.NAME == name
     assert isinstance(shape.MESSAGES_FIELD, str) and isinstance(shape.MARKS, Marks)
+    assert shape.ENDPOINT.startswith("/v1/") and shape.VENDOR in ("anthropic", "openai")
+    assert isinstance(shape.SYSTEM_FIELD, str) and shape.SYSTEM_FIELD in ("", *shape.HEAD_FIELDS)
+    assert all(isinstance(f, str) for f in (*shape.HEAD_FIELDS, *shape.STORED_HISTORY_FIELDS))
     assert all(callable(getattr(shape, f)) for f in ("parse_message", "render_message", "usage_fields"))

@@ -187,7 +187,7 @@ def test_a_body_continuing_a_stored_response_passes_through_and_leaves_the_sessi
     result = run(follow_up, session=session, store=CCRStore.in_memory(), config=HIGH)
     assert result.body is follow_up
     assert result.report.mode == "passthrough" and result.report.error == ""
-    assert "previous_response_id" in result.report.summary_line()
+    assert "(previous_response_id)" in result.report.summary_line()
     assert session.records == records
     assert run({**follow_up, "previous_response_id": None, "conversation": "conv_1"},
                session=Session.memory(), store=None, config=HIGH).report.passthrough_reason

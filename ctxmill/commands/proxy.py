@@ -77,11 +77,11 @@ def fetch_stats(host: str, port: int) -> dict:
 
 
 def format_stats(data: dict) -> str:
-    header = f"{'session':<14}{'provider':<11}{'requests':>9}{'before':>12}{'after':>12}{'saved':>11}" \
+    header = f"{'session':<14}{'provider':<18}{'requests':>9}{'before':>12}{'after':>12}{'saved':>11}" \
              f"{'cache read':>12}{'cache write':>12}{'failures':>9}{'deferred':>9}"
     rows = [header]
     for s in data.get("sessions", []) + [{"session": "total", "provider": "", **data.get("totals", {})}]:
-        rows.append(f"{s['session'][:12]:<14}{s.get('provider', ''):<11}{s['requests']:>9,}"
+        rows.append(f"{s['session'][:12]:<14}{s.get('provider', ''):<18}{s['requests']:>9,}"
                     f"{s['tokens_before']:>12,}{s['tokens_after']:>12,}{s['saved']:>11,}"
                     f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}"
                     f"{s.get('deferred', 0):>9,}")

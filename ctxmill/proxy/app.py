@@ -5,7 +5,8 @@ Per request on a compressing route: read the body (bounded), read its session ke
 (`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
 run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
-that is not a JSON request (invalid JSON, no `messages` list), a failed run or a dead worker
+that is not a JSON request (invalid JSON, no conversation list), one that continues a
+conversation the provider stores (`previous_response_id`), a failed run or a dead worker
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
 without the proxy.
 """
@@ -89,19 +90,19 @@ class Proxy:
             raw = await read_body(request, self.config.max_body_bytes)
         except BodyTooLarge:
             limit = self.config.max_body_bytes
-            return error_response(target.provider, 413, "request_too_large",
+            return error_response(target.vendor, 413, "request_too_large",
                                   f"ctxmill proxy: request body exceeds {limit:,} bytes (--max-body-mb)")
-        key = request_key(target.provider, raw) if target.kind else None
+        key = request_key(target.shape, raw) if target.shape else None
         if key is None:
             return await self.forward(request, target, raw, started)
         if target.kind == COUNT_TOKENS:
             outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
             return await self.forward(request, target, outcome.data or raw, started)
         async with self.pool.use(key) as entry:
-            stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.provider)
+            stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.shape)
             outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
                                           declared_context_window(request.headers.items()))
-            entry.record_request(target.provider, len(raw), outcome)
+            entry.record_request(target.shape, len(raw), outcome)
         return await self.forward(request, target, outcome.data or raw, started,
                                   on_usage=lambda usage: entry.record_usage(usage, outcome.sent_tokens),
                                   note=f"session {key[:12]} · {self.describe(outcome)}")
@@ -162,14 +163,14 @@ class Proxy:
         except httpx.HTTPError as exc:
             log.warning("%s %s → 502: upstream %s unreachable (%s)", request.method, path,
                         httpx.URL(target.upstream).host, type(exc).__name__)
-            return error_response(target.provider, 502, "api_error",
+            return error_response(target.vendor, 502, "api_error",
                                   f"ctxmill proxy: upstream unreachable ({type(exc).__name__})")
         log.info("%s %s → %d in %.1f ms%s", request.method, path, response.status_code,
                  (time.perf_counter() - started) * 1000, f" · {note}" if note else "")
         tap = None
         if on_usage is not None and response.headers.get("content-encoding", "identity") == "identity":
             event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
-            tap = UsageTap(target.provider, event_stream)
+            tap = UsageTap(target.shape, event_stream)
         out = StreamingResponse(_relay(response, tap, on_usage), status_code=response.status_code)
         out.raw_headers = downstream_headers(response.headers.raw)
         return out

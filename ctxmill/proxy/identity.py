@@ -1,17 +1,21 @@
 """Session identity: which stored session a request continues.
 
-key = xxh3_128 of (provider, client id, system prompt, first user message), where the client id
-is Anthropic `metadata.user_id` (Claude Code sends one per conversation) or OpenAI
-`prompt_cache_key` / `safety_identifier` / `user`, and "" when absent. The system prompt and first
-user message are always part of the key: side requests (title generation, sub-agents) share
-Claude Code's `user_id` but not its conversation, and a changed system prompt invalidates the
-provider's prompt cache anyway, so starting a new session then costs nothing. Cache breakpoints
+key = xxh3_128 of (provider, client id, system prompt, first user message), where the provider
+is the request shape (`compress.formats.requests.SHAPES`), the client id is Anthropic
+`metadata.user_id` (Claude Code sends one per conversation) or OpenAI `prompt_cache_key` (Codex
+sends its session id) / `safety_identifier` / `user`, and "" when absent; the system prompt is
+the shape's `SYSTEM_FIELD` and, for OpenAI shapes, the system and developer messages. The system
+prompt and first user message are always part of the key: side requests (title generation,
+sub-agents) share Claude Code's `user_id` but not its conversation, and a changed system prompt
+invalidates the provider's prompt cache anyway, so starting a new session then costs nothing. Cache breakpoints
 are not part of the key: Claude Code marks the first prompt's last block in its first request
 only (`compress.formats.requests.unmarked_messages`).
 
 `request_key(provider, raw)` reads only those fields from the raw bytes (simdjson parses lazily:
 a 0.7 MB body costs the event loop ~0.3 ms instead of ~0.6–1.8 ms for a full parse and the
-objects it builds) and gives the same key as `session_key` on the parsed body.
+objects it builds) and gives the same key as `session_key` on the parsed body. A body that
+continues a conversation the provider stores (`previous_response_id`) has no key: the proxy
+forwards it untouched, as the pipeline would pass it through.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 import simdjson
 import xxhash
 
+from compress.formats.requests import SHAPES, unmarked_messages
+from compress.formats.requests.shape import stored_history
 from ground.jsonbytes import dumps
 
 _OPENAI_ID_FIELDS = ("prompt_cache_key", "safety_identifier", "user")
@@ -38,16 +44,16 @@ def client_id(provider: str, body: dict) -> str:
 
 
 def _system_and_first_user(provider: str, body: dict) -> tuple[Any, Any]:
-    from compress.formats.requests import SHAPES, unmarked_messages
-
-    messages = body.get("messages") or []
+    shape = SHAPES[provider]
+    messages = body.get(shape.MESSAGES_FIELD) or []
     first_user = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
-    if first_user is not None and provider in SHAPES:
+    if first_user is not None:
         first_user = unmarked_messages(provider, [first_user])[0]
+    prompt = body.get(shape.SYSTEM_FIELD) if shape.SYSTEM_FIELD else None
     if provider == "anthropic":
-        return body.get("system"), first_user
+        return prompt, first_user
     system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
-    return system, first_user
+    return ([prompt, *system] if prompt is not None else system), first_user
 
 
 def session_key(provider: str, body: dict) -> str:
@@ -71,13 +77,15 @@ def _plain(value: Any) -> Any:
 
 def request_key(provider: str, raw: bytes) -> str | None:
     """`session_key` of the request in `raw`, or None when `raw` is not a JSON object with a
-    `messages` list (such a body is forwarded as it is)."""
+    conversation list, or continues a conversation the provider stores (such a body is
+    forwarded as it is)."""
+    shape = SHAPES[provider]
     try:
         doc = _PARSER.parse(raw)
     except ValueError:
         return None
-    messages = doc.get("messages") if isinstance(doc, simdjson.Object) else None
-    if not isinstance(messages, simdjson.Array):
+    messages = doc.get(shape.MESSAGES_FIELD) if isinstance(doc, simdjson.Object) else None
+    if not isinstance(messages, simdjson.Array) or stored_history(shape, doc):
         return None
     wanted = ("system", "developer") if provider != "anthropic" else ()
     kept = []
@@ -88,5 +96,6 @@ def request_key(provider: str, raw: bytes) -> str | None:
         elif role == "user":
             kept.append(message.as_dict())
             break
-    skeleton = {name: _plain(doc.get(name)) for name in ("system", "metadata", *_OPENAI_ID_FIELDS) if name in doc}
-    return session_key(provider, {**skeleton, "messages": kept})
+    fields = (shape.SYSTEM_FIELD, "metadata", *_OPENAI_ID_FIELDS)
+    skeleton = {name: _plain(doc.get(name)) for name in fields if name and name in doc}
+    return session_key(provider, {**skeleton, shape.MESSAGES_FIELD: kept})

@@ -1,7 +1,9 @@
-"""Which provider a request belongs to and whether its body goes through the transform.
+"""Which API a request belongs to and whether its body goes through the transform.
 
-Compressing routes: Anthropic `POST /v1/messages` and `POST /v1/messages/count_tokens`,
-OpenAI `POST /v1/chat/completions`. Every other request is forwarded untouched, to the
+Compressing routes: `POST` to the endpoint of each request shape in
+`compress.formats.requests.SHAPES` (Anthropic `/v1/messages`, OpenAI `/v1/chat/completions`
+and `/v1/responses`), plus Anthropic's `POST /v1/messages/count_tokens`. Every other request
+(GETs, websocket upgrades, `/v1/responses/compact`, …) is forwarded untouched, to the
 Anthropic upstream when the path is an Anthropic one (`/v1/messages…`, `/v1/complete`) or the
 request carries `anthropic-version` / `x-api-key`, else to the OpenAI upstream.
 """
@@ -11,35 +13,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+from compress.formats.requests import SHAPES
 from ctxmill.settings import ProxyConfig
 
-MESSAGES = "messages"
+COMPRESS = "compress"
 COUNT_TOKENS = "count_tokens"
-CHAT = "chat"
-
-_COMPRESSING = {
-    "/v1/messages": ("anthropic", MESSAGES),
-    "/v1/messages/count_tokens": ("anthropic", COUNT_TOKENS),
-    "/v1/chat/completions": ("openai", CHAT),
-}
+_COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+_COMPRESSING = {shape.ENDPOINT: name for name, shape in SHAPES.items()}
 
 
 @dataclass(frozen=True)
 class Route:
-    provider: str  # "anthropic" | "openai"
-    kind: str | None  # MESSAGES | COUNT_TOKENS | CHAT, None = forward untouched
+    vendor: str  # "anthropic" | "openai": whose API (the upstream, the shape of errors)
+    shape: str | None  # the request shape (a SHAPES name) on a compressing route
+    kind: str | None  # COMPRESS | COUNT_TOKENS, None = forward untouched
     upstream: str
 
 
 def route(method: str, path: str, headers: Mapping[str, str], config: ProxyConfig) -> Route:
     normalized = path.rstrip("/") or "/"
-    hit = _COMPRESSING.get(normalized) if method == "POST" else None
-    if hit:
-        provider, kind = hit
+    shape = kind = None
+    if method == "POST" and normalized in _COMPRESSING:
+        shape, kind = _COMPRESSING[normalized], COMPRESS
+    elif method == "POST" and normalized == _COUNT_TOKENS_PATH:
+        shape, kind = "anthropic", COUNT_TOKENS
+    if shape is not None:
+        vendor = SHAPES[shape].VENDOR
     else:
-        kind = None
         anthropic = (normalized.startswith(("/v1/messages", "/v1/complete"))
                      or "anthropic-version" in headers or "x-api-key" in headers)
-        provider = "anthropic" if anthropic else "openai"
-    upstream = config.upstream_anthropic if provider == "anthropic" else config.upstream_openai
-    return Route(provider, kind, upstream.rstrip("/"))
+        vendor = "anthropic" if anthropic else "openai"
+    upstream = config.upstream_anthropic if vendor == "anthropic" else config.upstream_openai
+    return Route(vendor, shape, kind, upstream.rstrip("/"))

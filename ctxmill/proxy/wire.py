@@ -80,9 +80,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def error_response(provider: str, status: int, kind: str, message: str) -> Response:
-    """A JSON error in the provider's own shape, so SDKs raise their usual exceptions."""
-    if provider == "anthropic":
+def error_response(vendor: str, status: int, kind: str, message: str) -> Response:
+    """A JSON error in the API's own shape ("anthropic" or "openai"), so SDKs raise their usual exceptions."""
+    if vendor == "anthropic":
         body = {"type": "error", "error": {"type": kind, "message": message}}
     else:
         body = {"error": {"message": message, "type": kind, "param": None, "code": None}}

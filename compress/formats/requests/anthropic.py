@@ -22,7 +22,11 @@ from compress.model import (
 )
 
 NAME = "anthropic"
+ENDPOINT = "/v1/messages"
+VENDOR = "anthropic"
 MESSAGES_FIELD = "messages"
+SYSTEM_FIELD = "system"
+STORED_HISTORY_FIELDS: tuple[str, ...] = ()
 HEAD_FIELDS = ("system", "tools")
 MARKS = Marks(body_keys=frozenset({"system", "anthropic_version"}),
               part_types=frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}))
@@ -166,11 +170,6 @@ def keeps_all_thinking(body: dict[str, Any]) -> bool:
     edits = management.get("edits") if isinstance(management, dict) else None
     return isinstance(edits, list) and any(
         isinstance(e, dict) and e.get("type") == CLEAR_THINKING and e.get("keep") == "all" for e in edits)
-
-
-def hidden_history(body: dict) -> str:
-    """'' : the body always holds the whole conversation."""
-    return ""
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:

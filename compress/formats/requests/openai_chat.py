@@ -17,7 +17,11 @@ from compress.formats.requests.shape import Marks, render_text_block, token_coun
 from compress.model import IMAGE, OTHER, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai"
+ENDPOINT = "/v1/chat/completions"
+VENDOR = "openai"
 MESSAGES_FIELD = "messages"
+SYSTEM_FIELD = ""
+STORED_HISTORY_FIELDS: tuple[str, ...] = ()
 HEAD_FIELDS = ("tools",)
 MARKS = Marks(roles=frozenset({"tool", "system", "developer", "function"}), message_keys=frozenset({"tool_calls"}),
               part_types=frozenset({"image_url", "input_audio", "file", "refusal"}))
@@ -118,10 +122,6 @@ def render_message(msg: Message) -> Any:
             out = {**out, "tool_calls": rendered}
     return out
 
-
-def hidden_history(body: dict) -> str:
-    """'' : the body always holds the whole conversation."""
-    return ""
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:

@@ -17,7 +17,7 @@ The conversation is `input`, a list of items; each item is one canonical message
 
 A run of consecutive assistant items is one model reply (`compress.model.number_turns`).
 A body with `previous_response_id` or `conversation` continues a conversation the provider
-stores: only the new items are in it (`hidden_history`).
+stores: only the new items are in it (`STORED_HISTORY_FIELDS`).
 Must hold: `render_message(parse_message(raw)) == raw`; unchanged objects render as the very
 objects they were parsed from; text parts a stage adds get the item's own part type.
 """
@@ -32,23 +32,18 @@ from compress.formats.requests.shape import Marks, token_count
 from compress.model import IMAGE, OTHER, REDACTED_THINKING, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai-responses"
+ENDPOINT = "/v1/responses"
+VENDOR = "openai"
 MESSAGES_FIELD = "input"
+SYSTEM_FIELD = "instructions"
 HEAD_FIELDS = ("instructions", "tools")
+STORED_HISTORY_FIELDS = ("previous_response_id", "conversation")
 MARKS = Marks(body_keys=frozenset({"input", "previous_response_id"}))
 
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 LOCAL_SHELL = "local_shell"
 """The tool name of a `local_shell_call` (the item names no tool)."""
-
-
-def hidden_history(body: dict) -> str:
-    """Why earlier items of the conversation are not in the body ('' when they all are)."""
-    if body.get("previous_response_id"):
-        return "continues a stored response (previous_response_id): the earlier items are not in the body"
-    if body.get("conversation"):
-        return "continues a stored conversation: the earlier items are not in the body"
-    return ""
 
 
 # -- parsing ----------------------------------------------------------------------------------

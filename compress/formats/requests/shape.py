@@ -2,14 +2,18 @@
 
 A shape module (one per provider request shape, listed in `SHAPES` of this package) has:
 - `NAME`: the provider name, as in `Request.provider`;
+- `ENDPOINT`, `VENDOR`: the API path that takes this shape and whose API it is ("anthropic",
+  "openai"; the proxy's upstream and error format);
 - `MESSAGES_FIELD`: the body field holding the conversation;
+- `SYSTEM_FIELD`: the body field holding the system prompt ('' when it is a message);
 - `HEAD_FIELDS`: the other body fields the model reads as prompt (system prompt, tools), which
   the pipeline and the replay count but never change;
+- `STORED_HISTORY_FIELDS`: body fields that, when set, continue a conversation the provider
+  stores, so earlier messages are not in the body (`stored_history`); such a body passes
+  through unchanged;
 - `MARKS`: the `Marks` that tell its bodies from the other shapes' (see `detect`);
 - `parse_message(raw) -> Message` and `render_message(msg) -> raw`, where
   `render_message(parse_message(raw)) == raw` and an unchanged message renders as `raw` itself;
-- `hidden_history(body) -> str`: why earlier messages of the conversation are not in the body
-  (the provider stores them), '' when they all are; such a body passes through unchanged;
 - `usage_fields(event) -> dict | None`: the `Usage` fields one response body or stream event
   reports (None: it holds no usage object);
 - optionally `unmarked(raw) -> raw` and `remarked(rendered, client_raw) -> raw`: a message
@@ -43,6 +47,15 @@ def render_text_block(block: Block) -> Any:
     if raw is None:
         return {"type": "text", "text": block.text}
     return raw if block.text == raw.get("text") else {**raw, "text": block.text}
+
+
+def stored_history(shape: Any, body: Any) -> str:
+    """Why earlier messages of `body`'s conversation are not in it (the provider stores them
+    and the body names them: `STORED_HISTORY_FIELDS`), '' when they all are. `body` may be any
+    mapping with `get` (the proxy passes a lazily parsed document)."""
+    named = [f for f in shape.STORED_HISTORY_FIELDS if body.get(f)]
+    return f"continues a conversation the provider stores ({named[0]}): the earlier messages are not in the body" \
+        if named else ""
 
 
 def token_count(value: Any) -> int | None:
