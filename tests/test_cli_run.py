@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import tomllib
 
 from tests.conftest import REPO
 
@@ -31,6 +33,26 @@ def test_run_starts_the_proxy_sets_base_urls_and_stops_it(tmp_path):
     assert done.returncode == 3, done.stderr  # the command's own exit code
     assert done.stdout.decode().split() == [f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/v1"]
     assert not _listening(port)  # the proxy it started is gone
+
+
+def test_run_points_codex_at_the_proxy_with_a_responses_provider(tmp_path):
+    """Codex reads no base-URL variable: it gets `-c` overrides, before its own arguments."""
+    port = _free_port()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    codex = bindir / "codex"
+    codex.write_text(f"#!{sys.executable}\nimport json, sys; print(json.dumps(sys.argv[1:]))\n")
+    codex.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill")}
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", str(port), "--home", str(tmp_path),
+                           "--", str(codex), "exec", "fix it"], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    args = json.loads(done.stdout)
+    assert args[-2:] == ["exec", "fix it"] and args[0] == "-c" and args[2] == "-c"
+    assert args[1] == 'model_provider="ctxmill"'
+    provider = tomllib.loads(args[3].replace("model_providers.ctxmill=", "provider = ", 1))["provider"]
+    assert provider == {"name": "ctxmill", "base_url": f"http://127.0.0.1:{port}/v1", "wire_api": "responses",
+                        "requires_openai_auth": True}
 
 
 def test_run_without_a_command_is_a_usage_error(tmp_path):

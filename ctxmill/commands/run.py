@@ -1,7 +1,11 @@
 """`ctxmill run [--port 8787] [--home DIR] -- COMMAND [ARGS…]`, e.g. `ctxmill run -- claude`.
 
 Runs COMMAND with ANTHROPIC_BASE_URL and OPENAI_BASE_URL pointing at the ctxmill proxy on
-127.0.0.1:PORT. If no proxy answers there, one is started first and stopped when COMMAND exits.
+127.0.0.1:PORT. Codex reads neither: `ctxmill run -- codex …` adds `-c` overrides that select a
+model provider `ctxmill` whose base_url is the proxy, speaking the Responses API over HTTP (the
+built-in provider would first try websockets the proxy does not carry) with Codex's own OpenAI
+credentials (an API key; a ChatGPT sign-in talks to chatgpt.com, not to the API the proxy
+forwards to). If no proxy answers there, one is started first and stopped when COMMAND exits.
 Exits with COMMAND's exit code.
 """
 
@@ -18,6 +22,7 @@ from ctxmill.settings import DEFAULT_PORT
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 20.0
+CODEX_PROVIDER = "ctxmill"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,6 +64,21 @@ def _start_proxy(port: int, home: Path | None) -> subprocess.Popen:
     raise CliError(f"the proxy did not answer on {HOST}:{port} within {START_TIMEOUT:.0f} s")
 
 
+def codex_overrides(url: str) -> list[str]:
+    """Codex `-c` flags that send its model requests through the proxy at `url` (`/v1` appended)."""
+    provider = (f'{{name = "ctxmill", base_url = "{url}/v1", wire_api = "responses", '
+                f'requires_openai_auth = true}}')
+    return ["-c", f'model_provider="{CODEX_PROVIDER}"', "-c", f"model_providers.{CODEX_PROVIDER}={provider}"]
+
+
+def through_proxy(command: list[str], url: str) -> list[str]:
+    """The command with the flags its client needs to use the proxy (Codex: `codex_overrides`,
+    before its subcommand, where they apply to every subcommand)."""
+    if Path(command[0]).name == "codex":
+        return [command[0], *codex_overrides(url), *command[1:]]
+    return command
+
+
 def run(args: argparse.Namespace) -> int:
     from ctxmill.errors import CliError
     from ctxmill.commands.proxy import base_url
@@ -70,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     url = base_url(HOST, args.port)
     env = {**os.environ, "ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": f"{url}/v1"}
     try:
-        return subprocess.call(command, env=env)
+        return subprocess.call(through_proxy(command, url), env=env)
     except FileNotFoundError:
         raise CliError(f"command not found: {command[0]}") from None
     finally:
