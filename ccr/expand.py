@@ -4,16 +4,19 @@
 1-based, inclusive) and/or `grep` (a regex, matched per line), it returns only those
 lines, each prefixed with its line number in the original (`cat -n` style). Every problem
 is a result with a one-line message, never an exception: the MCP tool and the CLI show it.
+`expand_first(directories, key)` asks a chain of stores (the user's, then a project's own).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
 
 import regex
 
-from ccr.store import CCRStore
+from ccr.store import CCRStore, Retention, db_path
 
 GREP_TIMEOUT_SECONDS = 1.0
 MAX_GREP_LINES = 500
@@ -112,3 +115,24 @@ def expand(
     if len(pairs) > MAX_GREP_LINES:
         shown += f"ctxmill: {len(pairs) - MAX_GREP_LINES} more matching lines not shown; narrow grep or add lines\n"
     return ExpandResult(key, "ok", shown, "")
+
+
+def expand_first(directories: Sequence[Path], key: str, lines: str | None = None, grep: str | None = None,
+                 retention: Retention = Retention()) -> ExpandResult:
+    """`expand` in the first store of `directories` that holds `key` (stores that do not exist
+    are skipped); when none does, the answer of the first existing store (it says why: never
+    stored, expired with what to re-run), or "missing" when no store exists. CCRError when a
+    store cannot be opened."""
+    first: ExpandResult | None = None
+    for directory in dict.fromkeys(directories):
+        if not db_path(directory).exists():
+            continue
+        with CCRStore(directory, retention=retention) as store:
+            result = expand(store, key, lines=lines, grep=grep)
+        if result.status not in ("missing", "expired"):
+            return result
+        first = first or result
+    if first is not None:
+        return first
+    where = ", ".join(str(d) for d in dict.fromkeys(directories))
+    return ExpandResult(key, "missing", None, f'ctxmill: deep_expand("{key}"): no CCR store at {where}')

@@ -31,15 +31,11 @@ def build_server(settings: Settings) -> MCPServer:
         key: the 32-hex-digit key inside deep_expand("…"). lines: optional 1-based inclusive
         range "120:180", "120:" or ":50". grep: optional regex; only matching lines are returned.
         With lines or grep each line is prefixed with its line number in the original."""
-        from ccr.expand import expand
-        from ccr.store import CCRError, db_path
+        from ccr.expand import expand_first
+        from ccr.store import CCRError
 
-        directory = settings.ccr_dir
-        if not db_path(directory).exists():
-            raise ToolError(f'deep_expand("{key}"): no CCR store at {directory}')
         try:
-            with settings.open_ccr() as store:
-                result = expand(store, key, lines=lines, grep=grep)
+            result = expand_first(settings.ccr_read_dirs, key, lines=lines, grep=grep, retention=settings.ccr)
         except CCRError as exc:
             raise ToolError(str(exc)) from None
         if not result.ok:

@@ -3,6 +3,9 @@
 Project home: $CTXMILL_HOME if set, else `.ctxmill/` in the nearest ancestor of the working
 directory that already has one or is a git root, else `.ctxmill/` in the working directory.
 Global home: $XDG_DATA_HOME/ctxmill (default ~/.local/share/ctxmill).
+CCR store: one per user, `<global home>/ccr`, written and read by every face (proxy, hooks, CLI,
+MCP server) from any project, so a marker expands wherever it is shown. A project's own
+`<project home>/ccr` (where faces stored originals before) is still read, after it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,13 @@ def global_home() -> Path:
     return Path(base).expanduser() / "ctxmill"
 
 
+def user_ccr_dir(global_home_dir: Path | None = None) -> Path:
+    """The CCR store every face on the machine writes to and reads first."""
+    return (global_home_dir or global_home()) / "ccr"
+
+
 def ccr_dir(home: Path | None = None) -> Path:
+    """A project's own CCR store: read after the user's store, for originals stored there before."""
     return (home or project_home()) / "ccr"
 
 

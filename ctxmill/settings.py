@@ -98,7 +98,13 @@ class Settings:
 
     @property
     def ccr_dir(self) -> Path:
-        return paths.ccr_dir(self.home)
+        """The CCR store originals are written to: the user's, shared by every face and project."""
+        return paths.user_ccr_dir(self.global_home)
+
+    @property
+    def ccr_read_dirs(self) -> tuple[Path, ...]:
+        """Where a marker's original is looked up, in order: the user's store, then the project's own."""
+        return self.ccr_dir, paths.ccr_dir(self.home)
 
     @cached_property
     def ccr(self) -> Retention:
@@ -106,7 +112,7 @@ class Settings:
         return _ccr_table(self.tables.get("ccr", {}), self.source)
 
     def open_ccr(self) -> CCRStore:
-        """The project's CCR store with the configured retention (CCRError when it cannot open)."""
+        """The CCR store originals are written to (`ccr_dir`), with the configured retention (CCRError when it cannot open)."""
         from ccr.store import CCRStore
 
         return CCRStore(self.ccr_dir, retention=self.ccr)
@@ -158,8 +164,11 @@ class ProxyConfig:
     upstream_openai: str = OPENAI_API
     """Origins (optionally with a path prefix) the request path is appended to."""
     home: Path | None = None
-    """ctxmill home: sessions under sessions_dir(home), originals in ccr_dir(home).
-    None with persist=False keeps everything in memory (tests, benchmarks)."""
+    """ctxmill home: sessions under sessions_dir(home). None with persist=False keeps everything
+    in memory (tests, benchmarks)."""
+    ccr_dir: Path | None = None
+    """Where originals are stored (None: the user's store, `paths.user_ccr_dir()`, which every face
+    reads, so the proxy's markers expand from any project)."""
     persist: bool = True
     compress: CompressConfig = field(default_factory=lambda: _compress_config())
     ccr: Retention | None = None

@@ -16,6 +16,19 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("CTXMILL_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_global_home(tmp_path_factory):
+    """The global home (the user's CCR store, global memory) of every test and every process it
+    starts is a temporary folder, never the developer's ~/.local/share/ctxmill."""
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = before
+
+
 @pytest.fixture
 def corpus() -> Path:
     if not CORPUS.is_dir():

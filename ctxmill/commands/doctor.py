@@ -30,7 +30,7 @@ def _writable(path) -> str | None:
 def checks() -> list[tuple[str, str | None]]:
     """(name, problem or None)."""
     from ctxmill import integrations
-    from ctxmill.paths import ccr_dir, global_home, project_home, project_root
+    from ctxmill.paths import global_home, project_home, project_root, user_ccr_dir
 
     found: list[tuple[str, str | None]] = []
     home, root = project_home(), project_root()
@@ -52,7 +52,7 @@ def checks() -> list[tuple[str, str | None]]:
         found.append((f"token counter in use: {kind}", None))
     except Exception as exc:  # noqa: BLE001 - report, never crash the doctor
         found.append(("token counter", f"{type(exc).__name__}: {exc}"))
-    for name, path in (("project home", home), ("CCR store", ccr_dir(home)), ("global memory", global_home())):
+    for name, path in (("project home", home), ("CCR store", user_ccr_dir()), ("global memory", global_home())):
         found.append((f"{name} writable ({path})", _writable(path)))
     try:
         import mcp  # noqa: F401

@@ -1,7 +1,9 @@
 """`ctxmill expand KEY [--lines A:B] [--grep PATTERN] [--home DIR]`: print a CCR original.
 
-Exit 0 with the text on stdout; exit 1 with one line on stderr when the key is unknown,
-expired or nothing matches; exit 2 for a malformed key, line range or pattern.
+Looks in the user's CCR store (every face writes there, from any project), then in the
+project's own (`--home`, default the project's .ctxmill). Exit 0 with the text on stdout; exit 1
+with one line on stderr when the key is unknown, expired or nothing matches; exit 2 for a
+malformed key, line range or pattern.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("key", metavar="KEY", help="the 32-hex key inside deep_expand(\"…\")")
     parser.add_argument("--lines", metavar="A:B", help='only lines A..B, 1-based inclusive ("120:180", "120:", ":50")')
     parser.add_argument("--grep", metavar="PATTERN", help="only lines matching this regex")
-    parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
+    parser.add_argument("--home", type=Path, metavar="DIR",
+                        help="ctxmill home whose own store is also searched (default: the project's .ctxmill)")
     parser.set_defaults(func=run)
 
 
@@ -35,22 +38,18 @@ def _write_stdout(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ccr.expand import expand
+    from ccr.expand import expand_first
     from ccr.keys import is_valid_key
-    from ccr.store import CCRError, db_path, invalid_key_message
+    from ccr.store import CCRError, invalid_key_message
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
 
     if not is_valid_key(args.key):
         raise CliError(invalid_key_message(args.key).removeprefix("ctxmill: "))
     settings = Settings.load(Path(args.home) if args.home else None)
-    directory = settings.ccr_dir
-    if not db_path(directory).exists():
-        print(f'ctxmill: deep_expand("{args.key}"): no CCR store at {directory}', file=sys.stderr)
-        return 1
     try:
-        with settings.open_ccr() as store:
-            result = expand(store, args.key, lines=args.lines, grep=args.grep)
+        result = expand_first(settings.ccr_read_dirs, args.key, lines=args.lines, grep=args.grep,
+                              retention=settings.ccr)
     except CCRError as exc:
         print(f"ctxmill: {exc}", file=sys.stderr)
         return 1

@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
         upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
         home=settings.home,
+        ccr_dir=settings.ccr_dir,
         max_body_bytes=int(args.max_body_mb * 2**20),
         compress=settings.compress,
         ccr=settings.ccr,

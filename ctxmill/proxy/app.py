@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route as StarletteRoute
 
 from ctxmill.logs import log_file
-from ctxmill.paths import ccr_dir, sessions_dir
+from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import worker
 from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_key
@@ -50,7 +50,8 @@ class Proxy:
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
-            sessions_root=root, ccr_root=ccr_dir(config.home) if config.persist else None, ccr_retention=config.ccr,
+            sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
+            ccr_retention=config.ccr,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
             log_file=log_file()), config.workers)
         budget = config.latency_budget_ms
