@@ -21,6 +21,7 @@ from compress.config import CompressConfig
 from compress.formats.sessions.transcript import Transcript
 from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
+from compress.model import Message
 from compress.replay.cap import DecideOnceCap
 from compress.replay.costmodel import Prices, prices_for
 from compress.replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
@@ -184,7 +185,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             report.pipeline_errors += bool(rep.error or rep.errors)
             bodies = {"raw": raw_body, "cap": cap(raw_body), "ctxmill": out_body,
                       **{name: compress_body(raw_body) for name, compress_body in peers.items()}}
-            reply = parse(history.messages[call.index]) if call.index < len(history.messages) else None
+            reply = _reply(history.messages, call.index, parse)
             raw_messages = history.messages[: call.index]
             needs = needs_of_call(raw_messages, reply, texts)
             for name, body in bodies.items():
@@ -209,6 +210,18 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
         report.retention = check_retention(raw_body, out_body, store)
     report.seconds = round(time.perf_counter() - started, 2)
     return report
+
+
+def _reply(messages: list[Any], start: int, parse: Callable[[Any], Message]) -> Message | None:
+    """The model's reply to the call that sent `messages[:start]`: its assistant messages from
+    `start` on, as one (a Responses reply is several items: reasoning, text, calls)."""
+    parts = []
+    for raw in messages[start:]:
+        msg = parse(raw)
+        if msg.role != "assistant":
+            break
+        parts.append(msg)
+    return parts[0].with_blocks([b for m in parts for b in m.blocks]) if parts else None
 
 
 def _reread(prices: Prices, priced: Priced, raw: RequestAccountant, raw_messages: list[Any]) -> Callable[[set[int]], float]:
