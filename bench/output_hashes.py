@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.config import CompressConfig  # noqa: E402
+from compress.formats.requests import SHAPES, detect  # noqa: E402
 from compress.formats.sessions import read_session, session_files  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
@@ -105,11 +106,13 @@ def main() -> int:
         for label, thresholds in TIERS.items():
             config = CompressConfig(tiers=thresholds)
             print(f"{name} {label} full {_fingerprint(body, config)}", flush=True)
-            messages = body["messages"]
-            cut = max((i for i, m in enumerate(messages[:-1]) if m.get("role") == "assistant"), default=0)
+            shape = SHAPES[detect(body)]
+            messages = body[shape.MESSAGES_FIELD]
+            cut = max((i for i, m in enumerate(messages[:-1]) if shape.parse_message(m).role == "assistant"), default=0)
             if cut:
                 session = Session.memory()
-                run({**body, "messages": messages[:cut]}, session=session, store=_RecordingStore(), config=config)
+                run({**body, shape.MESSAGES_FIELD: messages[:cut]}, session=session, store=_RecordingStore(),
+                    config=config)
                 print(f"{name} {label} incr {_fingerprint(body, config, session)}", flush=True)
     return 0
 

@@ -245,7 +245,7 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     """Write checkpoint.md, sessions/<id>/checkpoint.md and checkpoint.raw.json for a Transcript."""
     from compress.formats.requests import from_provider
 
-    request = from_provider({**transcript.head, "messages": transcript.messages})
+    request = from_provider(transcript.whole(), transcript.provider)
     ex = extract(request.messages)
     home = cfg.memory.project_home
     folder = home / "sessions" / session_id

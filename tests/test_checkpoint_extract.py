@@ -222,7 +222,7 @@ def test_claude_code_reader_follows_a_compaction_whose_logical_parent_is_missing
     path.write_bytes(b"\n".join(orjson.dumps(line) for line in lines))
     transcript = read_session(path)
     assert transcript.host_compactions == 1
-    ex = extract(from_provider({**transcript.head, "messages": transcript.messages}).messages)
+    ex = extract(from_provider(transcript.whole(), transcript.provider).messages)
     assert list(ex.files) == ["/p/early.ex", "/p/late.ex"]
     assert [s.text for s in ex.intents] == ["Work on bead spotter-dov."]
 
