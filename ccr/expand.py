@@ -120,10 +120,10 @@ def expand(
 def expand_first(directories: Sequence[Path], key: str, lines: str | None = None, grep: str | None = None,
                  retention: Retention = Retention()) -> ExpandResult:
     """`expand` in the first store of `directories` that holds `key` (stores that do not exist
-    are skipped); when none does, the answer of the first existing store (it says why: never
-    stored, expired with what to re-run), or "missing" when no store exists. CCRError when a
-    store cannot be opened."""
-    first: ExpandResult | None = None
+    are skipped); when none does, why: the first store that had it and let it expire (its message
+    says what to re-run), else the first that never had it, else "missing" when no store exists.
+    CCRError when a store cannot be opened."""
+    gone: dict[str, ExpandResult] = {}
     for directory in dict.fromkeys(directories):
         if not db_path(directory).exists():
             continue
@@ -131,8 +131,8 @@ def expand_first(directories: Sequence[Path], key: str, lines: str | None = None
             result = expand(store, key, lines=lines, grep=grep)
         if result.status not in ("missing", "expired"):
             return result
-        first = first or result
-    if first is not None:
-        return first
+        gone.setdefault(result.status, result)
+    if gone:
+        return gone.get("expired") or gone["missing"]
     where = ", ".join(str(d) for d in dict.fromkeys(directories))
     return ExpandResult(key, "missing", None, f'ctxmill: deep_expand("{key}"): no CCR store at {where}')

@@ -105,6 +105,18 @@ def test_a_key_the_cli_emitted_expands_through_mcp_in_another_project(tmp_path):
     assert ctxmill("expand", keys[0], cwd=elsewhere).stdout.decode() == texts[keys[0]]
 
 
+def test_an_expired_original_says_what_to_rerun_whichever_store_had_it(tmp_path):
+    import time
+
+    here = project(tmp_path / "q")
+    with CCRStore(user_ccr_dir()) as store:
+        store.put("something else")  # the user store exists and has never seen the key
+    with CCRStore(here / ".ctxmill" / "ccr", clock=lambda: time.time() - 2 * 86400) as store:
+        key = store.put("old output", hint="re-run the tool call `pytest -q`")
+    done = ctxmill("expand", key, cwd=here)
+    assert done.returncode == 1 and "has expired" in done.stderr.decode() and "pytest -q" in done.stderr.decode()
+
+
 @pytest.mark.parametrize("where", ["user", "project", "nowhere"])
 def test_expand_reads_the_user_store_then_the_projects_own(tmp_path, where):
     here = project(tmp_path / "p")
