@@ -13,6 +13,7 @@ from compress.formats.sessions import read_session
 from compress.pipeline import run
 from compress.session import Session
 from ground.jsonbytes import dumps
+from tests.helpers import conversation_field
 
 SESSIONS = [
     "claude-code/marot__spotter__subagent.jsonl",
@@ -36,7 +37,7 @@ def test_real_session_prefix_is_stable_between_epochs(corpus, name, config):
     for k in range(len(transcript.calls)):
         result = run(transcript.request(k), session=session, store=store, config=config)
         assert not result.report.error
-        out = [dumps(m) for m in result.body["messages"]]
+        out = [dumps(m) for m in result.body[conversation_field(result.body)]]
         if result.report.mode == "epoch":
             epochs += 1
         elif previous is not None:
