@@ -49,7 +49,7 @@ def test_expand_answers_with_the_configured_ttl(tmp_path):
     import time
 
     time.sleep(0.5)  # past the 0.36 s TTL
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "x")}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path)}  # the same user store
     done = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=60)
     assert done.returncode == 1 and "has expired" in done.stderr and "kept 0 s" in done.stderr
