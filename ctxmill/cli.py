@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "replay": "replay",
     "proxy": "proxy",
     "run": "run",
+    "engine": "engine",
 }
 
 

@@ -1,10 +1,11 @@
-"""Install ctxmill into Claude Code and OpenCode, and undo exactly that.
+"""Install ctxmill into Claude Code, and undo exactly that (OpenCode: `ctxmill.opencode_install`).
 
-Claude Code (scope project: `<root>/.claude/`, `<root>/.mcp.json`; scope user: `~/.claude/`,
-`~/.claude.json`): hooks merged into `settings.json` (one command hook per event, recognised by
-its command `… hook EVENT`), slash commands `commands/checkpoint.md` and `commands/dream.md`,
-and the MCP server `ctxmill` under `mcpServers`. OpenCode (project): the `mcp.ctxmill` entry in
-`opencode.json` and `.opencode/command/{checkpoint,dream}.md`.
+Claude Code (scope user, the default: `~/.claude/`, `~/.claude.json`; scope project:
+`<root>/.claude/`, `<root>/.mcp.json`): hooks merged into `settings.json` (one command hook per
+event, recognised by its command `… hook EVENT`), slash commands `commands/checkpoint.md` and
+`commands/dream.md`, and the MCP server `ctxmill` under `mcpServers`. Hooks, MCP server and slash
+commands all run the same command (`ctxmill.launch.resolved_command`): `ctxmill` from PATH in
+project files, so a team can check them in.
 
 What must hold: installing twice equals installing once; every JSON file is backed up
 (`<file>.ctxmill.bak`) before its first change and written atomically; uninstall removes only
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,28 +27,29 @@ from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
 MARK = "<!-- installed by ctxmill -->"
-CLAUDE_COMMANDS = {
-    "checkpoint.md": f"""---
+COMMAND_NAMES = ("checkpoint.md", "dream.md")
+
+
+def claude_commands(command: list[str]) -> dict[str, str]:
+    """The slash commands, running `command` (the one the hooks run)."""
+    cmd = shlex.join(command)
+    return {
+        "checkpoint.md": f"""---
 description: Save a ctxmill checkpoint of this session (task, decisions, files, next steps)
+allowed-tools: Bash({cmd} checkpoint:*)
 ---
 {MARK}
-Call the `checkpoint` tool of the ctxmill MCP server (or run `ctxmill checkpoint` with Bash).
+Call the `checkpoint` tool of the ctxmill MCP server (or run `{cmd} checkpoint` with Bash).
 Then tell me in two lines what the checkpoint recorded as next steps.
 """,
-    "dream.md": f"""---
+        "dream.md": f"""---
 description: Consolidate ctxmill notes and checkpoints into MEMORY.md
-allowed-tools: Bash(ctxmill dream:*)
+allowed-tools: Bash({cmd} dream:*)
 ---
 {MARK}
-Run `ctxmill dream` with Bash and report its one-line result.
+Run `{cmd} dream` with Bash and report its one-line result.
 """,
-}
-
-
-def ctxmill_command() -> list[str]:
-    """How hosts start ctxmill: the installed `ctxmill` script, else this Python with `-m ctxmill`."""
-    script = shutil.which("ctxmill")
-    return [script] if script else [sys.executable, "-m", "ctxmill"]
+    }
 
 
 @dataclass
@@ -114,10 +115,10 @@ def _without_our_hooks(settings: dict) -> dict:
     return settings
 
 
-def _with_our_hooks(settings: dict) -> dict:
+def _with_our_hooks(settings: dict, command: list[str]) -> dict:
     settings = _without_our_hooks(settings)
     hooks = settings.setdefault("hooks", {})
-    base = shlex.join(ctxmill_command())
+    base = shlex.join(command)
     for event in EVENTS:
         entry = {"type": "command", "command": f"{base} hook {event}", "timeout": HOOK_TIMEOUTS[event]}
         group = {"matcher": GUARDED_TOOLS} if event == "PreToolUse" else {}
@@ -125,20 +126,11 @@ def _with_our_hooks(settings: dict) -> dict:
     return settings
 
 
-def _mcp_entry(style: str) -> dict:
-    command = ctxmill_command()
-    if style == "opencode":
-        return {"type": "local", "command": [*command, "mcp"], "enabled": True}
-    return {"type": "stdio", "command": command[0], "args": [*command[1:], "mcp"]}
-
-
-def _set_mcp(path: Path, container: str, style: str, change: Change, created: list[str]) -> None:
+def _set_mcp(path: Path, command: list[str], change: Change, created: list[str]) -> None:
     data = _load_json(path)
     if not path.exists():
         created.append(str(path))
-        if style == "opencode":
-            data["$schema"] = "https://opencode.ai/config.json"
-    data.setdefault(container, {})["ctxmill"] = _mcp_entry(style)
+    data.setdefault("mcpServers", {})["ctxmill"] = {"type": "stdio", "command": command[0], "args": [*command[1:], "mcp"]}
     _write_json(path, data, change, created)
 
 
@@ -154,19 +146,19 @@ def _unset_mcp(path: Path, container: str, change: Change, created: set[str]) ->
 
 
 def _drop_or_write(path: Path, data: dict, change: Change, created: set[str]) -> None:
-    if str(path) in created and set(data) <= {"$schema"}:
+    if str(path) in created and not data:
         path.unlink()
         change.removed.append(path)
     else:
         _write_json(path, data, change, created)
 
 
-def _write_commands(folder: Path, change: Change, created: list[str]) -> None:
+def write_commands(folder: Path, commands: dict[str, str], change: Change, created: list[str]) -> None:
     from ground.files import atomic_write
 
     if not folder.exists():
         created.append(str(folder))
-    for name, text in CLAUDE_COMMANDS.items():
+    for name, text in commands.items():
         path = folder / name
         if path.exists() and MARK not in path.read_text("utf-8", errors="replace"):
             continue  # the user's own command of that name: leave it alone
@@ -174,8 +166,8 @@ def _write_commands(folder: Path, change: Change, created: list[str]) -> None:
         change.written.append(path)
 
 
-def _remove_commands(folder: Path, change: Change, created: set[str]) -> None:
-    for name in CLAUDE_COMMANDS:
+def remove_commands(folder: Path, change: Change, created: set[str]) -> None:
+    for name in COMMAND_NAMES:
         path = folder / name
         if path.exists() and MARK in path.read_text("utf-8", errors="replace"):
             path.unlink()
@@ -205,67 +197,44 @@ class ClaudeCodeTarget:
                    ctxmill_home / "installed-claude-code.json")
 
 
-def _manifest(path: Path) -> set[str]:
+def manifest(path: Path) -> set[str]:
     try:
         return set(json.loads(path.read_text("utf-8")).get("created", []))
     except (OSError, ValueError, AttributeError):
         return set()
 
 
-def _save_manifest(path: Path, created: set[str]) -> None:
+def save_manifest(path: Path, created: set[str]) -> None:
     from ground.files import atomic_write
 
     atomic_write(path, json.dumps({"created": sorted(created)}, indent=2).encode("utf-8"))
 
 
-def install_claude_code(target: ClaudeCodeTarget) -> Change:
+def install_claude_code(target: ClaudeCodeTarget, command: list[str]) -> Change:
     change = Change()
-    new = sorted(_manifest(target.manifest))  # files ctxmill created, this run's appended
+    new = sorted(manifest(target.manifest))  # files ctxmill created, this run's appended
     if not target.settings.parent.exists():
         new.append(str(target.settings.parent))
     if not target.settings.exists():
         new.append(str(target.settings))
-    _write_json(target.settings, _with_our_hooks(_load_json(target.settings)), change, new)
-    _write_commands(target.commands, change, new)
-    _set_mcp(target.mcp_file, "mcpServers", "claude", change, new)
-    _save_manifest(target.manifest, set(new))
+    _write_json(target.settings, _with_our_hooks(_load_json(target.settings), command), change, new)
+    write_commands(target.commands, claude_commands(command), change, new)
+    _set_mcp(target.mcp_file, command, change, new)
+    save_manifest(target.manifest, set(new))
     return change
 
 
 def uninstall_claude_code(target: ClaudeCodeTarget) -> Change:
     change = Change()
-    created = _manifest(target.manifest)
+    created = manifest(target.manifest)
     if target.settings.exists():
         _drop_or_write(target.settings, _without_our_hooks(_load_json(target.settings)), change, created)
     if str(target.settings.parent) in created and target.settings.parent.is_dir():
         created.add(str(target.commands))  # inside a folder we created
-    _remove_commands(target.commands, change, created)
+    remove_commands(target.commands, change, created)
     if target.mcp_file.exists():
         _unset_mcp(target.mcp_file, "mcpServers", change, created)
     target.manifest.unlink(missing_ok=True)
-    return change
-
-
-def install_opencode(root: Path, ctxmill_home: Path) -> Change:
-    change = Change()
-    manifest = ctxmill_home / "installed-opencode.json"
-    new = sorted(_manifest(manifest))
-    _set_mcp(root / "opencode.json", "mcp", "opencode", change, new)
-    if not (root / ".opencode").exists():
-        new.append(str(root / ".opencode"))
-    _write_commands(root / ".opencode" / "command", change, new)
-    _save_manifest(manifest, set(new))
-    return change
-
-
-def uninstall_opencode(root: Path, ctxmill_home: Path) -> Change:
-    change = Change()
-    manifest = ctxmill_home / "installed-opencode.json"
-    created = _manifest(manifest)
-    if (root / "opencode.json").exists():
-        _unset_mcp(root / "opencode.json", "mcp", change, created)
-    _remove_commands(root / ".opencode" / "command", change, created)
-    manifest.unlink(missing_ok=True)
     return change
 
 
@@ -281,7 +250,7 @@ def claude_code_status(target: ClaudeCodeTarget) -> list[str]:
             problems.append(f"hooks missing in {target.settings}: {', '.join(missing)}")
     except ValueError as exc:
         problems.append(f"{target.settings} is not valid JSON ({exc})")
-    for name in CLAUDE_COMMANDS:
+    for name in COMMAND_NAMES:
         if not (target.commands / name).exists():
             problems.append(f"slash command file missing: {target.commands / name}")
     try:
@@ -290,3 +259,24 @@ def claude_code_status(target: ClaudeCodeTarget) -> list[str]:
     except ValueError as exc:
         problems.append(f"{target.mcp_file} is not valid JSON ({exc})")
     return problems
+
+
+def installed_hooks(target: ClaudeCodeTarget) -> dict[str, str]:
+    """Event -> the command of ctxmill's hook for it, as installed ({} when none or unreadable)."""
+    try:
+        groups = _load_json(target.settings).get("hooks", {})
+    except (OSError, ValueError):
+        return {}
+    return {e: h["command"] for e in EVENTS for g in groups.get(e, []) if isinstance(g, dict)
+            for h in g.get("hooks", []) if _is_ours(h, e)}
+
+
+def installed_mcp(target: ClaudeCodeTarget) -> list[str] | None:
+    """The command line of the installed `ctxmill` MCP server (None when not registered)."""
+    try:
+        entry = _load_json(target.mcp_file).get("mcpServers", {}).get("ctxmill")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return None
+    return [entry["command"], *[a for a in entry.get("args", []) if isinstance(a, str)]]

@@ -195,9 +195,9 @@ def test_install_is_idempotent_and_uninstall_restores(tmp_path, host):
     del env["CTXMILL_HOME"]
     run = lambda *a: subprocess.run([sys.executable, "-m", "ctxmill", *a], cwd=root, env=env, capture_output=True,  # noqa: E731
                                     text=True, timeout=60)
-    assert run("install", host).returncode == 0
+    assert run("install", host, "--project").returncode == 0
     once = _tree(root)
-    assert run("install", host).returncode == 0
+    assert run("install", host, "--project").returncode == 0
     assert _tree(root) == once
     if host == "claude-code":
         hooks = json.loads((root / ".claude/settings.json").read_text())["hooks"]
@@ -206,10 +206,11 @@ def test_install_is_idempotent_and_uninstall_restores(tmp_path, host):
         assert [g.get("matcher") for g in hooks["PreToolUse"]] == ["Write|Edit|MultiEdit|NotebookEdit|Bash"]
         assert "echo mine" in json.dumps(hooks["Stop"])
         assert "ctxmill" in json.loads((root / ".mcp.json").read_text())["mcpServers"]
-        assert run("doctor").stdout.startswith("ok       Claude Code integration")
+        assert run("doctor").stdout.startswith("ok       Claude Code (project scope): files")
     else:
         assert json.loads((root / "opencode.json").read_text())["mcp"]["ctxmill"]["type"] == "local"
-    assert run("uninstall", host).returncode == 0
+        assert (root / ".opencode/plugins/ctxmill.js").exists() and (root / ".opencode/commands/dream.md").exists()
+    assert run("uninstall", host, "--project").returncode == 0
     after = {k: v for k, v in _tree(root).items() if not k.endswith(".ctxmill.bak") and not k.startswith(".ctxmill/")}
     assert {k: json.loads(v) if k.endswith(".json") else v for k, v in after.items()} == \
            {k: json.loads(v) if k.endswith(".json") else v for k, v in before.items()}

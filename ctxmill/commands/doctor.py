@@ -1,6 +1,10 @@
-"""`ctxmill doctor`: check the installation, the token counter and that the stores are writable.
+"""`ctxmill doctor`: check each client's installation for real, the token counter and the stores.
 
-Prints one line per check (ok / problem: what is wrong and how to fix it); exit 1 if any failed.
+Per client (Claude Code, OpenCode) and scope where ctxmill is installed: the files, then each
+installed hook run as the host runs it, the MCP server started and asked for its tools, and (for
+OpenCode) the engine the plugin starts (`ctxmill.doctor_checks`; a scratch home, so nothing of the
+project changes). Prints one line per check (ok / problem: what is wrong and how to fix it); exit 1
+if any failed. A client installed in neither scope is one problem line saying how to install it.
 """
 
 from __future__ import annotations
@@ -27,22 +31,67 @@ def _writable(path) -> str | None:
     return None
 
 
+def _claude_code(root, home) -> list[tuple[str, str | None]]:
+    from ctxmill import doctor_checks, integrations
+    from ctxmill.paths import global_home
+
+    found: list[tuple[str, str | None]] = []
+    targets = {"user": integrations.ClaudeCodeTarget.for_scope("user", root, global_home()),
+               "project": integrations.ClaudeCodeTarget.for_scope("project", root, home)}
+    for scope, target in targets.items():
+        hooks = integrations.installed_hooks(target)
+        if not hooks and integrations.installed_mcp(target) is None:
+            continue
+        problems = integrations.claude_code_status(target)
+        name = f"Claude Code ({scope} scope)"
+        found.append((f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
+                      + (" --project`" if scope == "project" else "`") if problems else None))
+        found += [(f"{name}: {n}", p) for n, p in doctor_checks.run_hooks(hooks, integrations.HOOK_TIMEOUTS)]
+        n, p = doctor_checks.run_mcp(integrations.installed_mcp(target))
+        found.append((f"{name}: {n}", p))
+    return found or [("Claude Code", "ctxmill is not installed - run `ctxmill install claude-code` (or --project)")]
+
+
+def _opencode(root, home) -> list[tuple[str, str | None]]:
+    import json
+
+    from ctxmill import doctor_checks, opencode_install
+    from ctxmill.paths import global_home
+
+    found: list[tuple[str, str | None]] = []
+    targets = {"user": opencode_install.OpenCodeTarget.for_scope("user", root, global_home()),
+               "project": opencode_install.OpenCodeTarget.for_scope("project", root, home)}
+    for scope, target in targets.items():
+        if not target.plugin.exists() and opencode_install.installed_mcp(target) is None:
+            continue
+        problems = opencode_install.opencode_status(target)
+        name = f"OpenCode ({scope} scope)"
+        found.append((f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install opencode"
+                      + (" --project`" if scope == "project" else "`") if problems else None))
+        n, p = doctor_checks.run_mcp(opencode_install.installed_mcp(target))
+        found.append((f"{name}: {n}", p))
+        try:
+            sidecar = target.plugin.with_name(opencode_install.COMMAND_FILE)
+            command = json.loads(sidecar.read_text())["command"] if sidecar.exists() else ["ctxmill"]
+        except (OSError, ValueError, KeyError):
+            command = ["ctxmill"]
+        n, p = doctor_checks.run_engine(command)
+        found.append((f"{name}: {n}", p))
+    return found or [("OpenCode", "ctxmill is not installed - run `ctxmill install opencode` (or --project)")]
+
+
 def checks() -> list[tuple[str, str | None]]:
     """(name, problem or None)."""
-    from ctxmill import integrations
     from ctxmill.paths import global_home, project_home, project_root, user_ccr_dir
 
     found: list[tuple[str, str | None]] = []
     home, root = project_home(), project_root()
-    project = integrations.ClaudeCodeTarget.for_scope("project", root, home)
-    user = integrations.ClaudeCodeTarget.for_scope("user", root, global_home())
-    problems = {scope: integrations.claude_code_status(t) for scope, t in (("project", project), ("user", user))}
-    installed = [scope for scope, p in problems.items() if not p]
-    if installed:
-        found.append((f"Claude Code integration ({installed[0]} scope)", None))
-    else:
-        detail = "; ".join(problems["project"])
-        found.append(("Claude Code integration", f"{detail} - run `ctxmill install claude-code` (or --user)"))
+    clients = [_claude_code(root, home), _opencode(root, home)]
+    installed = [c for c in clients if len(c) > 1 or c[0][1] is None or "not installed" not in c[0][1]]
+    for client in clients:
+        if installed and client not in installed:  # one client is enough: name the other, no problem
+            client = [(f"{client[0][0]}: not installed ({client[0][1].split(' - ')[1]})", None)]
+        found += client
     try:
         from compress.tokens import exact_counter
         from ctxmill.settings import tiktoken_cache

@@ -1,4 +1,4 @@
-"""`ctxmill uninstall claude-code [--project|--user]` / `ctxmill uninstall opencode`: undo `install`."""
+"""`ctxmill uninstall claude-code|opencode [--user|--project]`: undo `install` (same scope, default user)."""
 
 from __future__ import annotations
 

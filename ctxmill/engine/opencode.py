@@ -1,0 +1,161 @@
+"""The OpenCode side of the engine: one turn's messages in, part edits out; checkpoints at compaction.
+
+Per OpenCode session (its `sessionID`) the engine keeps a `compress.Session` in memory, its state
+under `<project home>/sessions/opencode-<id>/` (reloaded when another process changed it, saved
+after each run under the directory's file lock), the last messages it saw and the person's first
+prompt (`prompt.txt` there: OpenCode drops it from the history at compaction). Must hold:
+nothing raises out of `transform` / `compacting`: a failure gives no edits / no context, and
+the plugin sends the messages unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("ctxmill.engine")
+
+MAX_SESSIONS = 64
+PROMPT_FILE = "prompt.txt"
+
+
+def safe_id(session_id: str) -> str:
+    from memory.checkpoint import session_id_for
+
+    return session_id_for(None, session_id)
+
+
+@dataclass
+class LiveSession:
+    directory: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    state: Any = None  # compress.session.Session
+    messages: list = field(default_factory=list)
+
+    def session(self):
+        from compress.session import Session
+
+        if self.state is None or self.state.changed_on_disk():
+            self.state = Session.load(self.directory)
+        return self.state
+
+
+class OpenCodeEngine:
+    """Transforms and checkpoints for every project on the machine (the request names its folder)."""
+
+    def __init__(self) -> None:
+        self.sessions: OrderedDict[tuple[Path, str], LiveSession] = OrderedDict()
+        self.stores: dict[Path, Any] = {}
+        self._guard = threading.Lock()
+
+    def _home(self, directory: Any) -> Path:
+        from ctxmill.paths import project_home
+
+        return project_home(Path(directory) if isinstance(directory, str) and directory else None)
+
+    def _live(self, home: Path, session_id: str) -> LiveSession:
+        key = (home, safe_id(session_id))
+        with self._guard:
+            live = self.sessions.get(key)
+            if live is None:
+                live = self.sessions[key] = LiveSession(home / "sessions" / f"opencode-{key[1]}")
+                while len(self.sessions) > MAX_SESSIONS:
+                    self.sessions.popitem(last=False)
+            self.sessions.move_to_end(key)
+            return live
+
+    def _store(self, settings):
+        from ccr.store import CCRStore
+
+        with self._guard:
+            store = self.stores.get(settings.home)
+            if store is None:
+                store = self.stores[settings.home] = CCRStore(settings.ccr_dir)
+            return store
+
+    def transform(self, request: dict) -> dict:
+        """`{directory, sessionID, messages, model?, window?}` -> `{edits, summary}`."""
+        try:
+            return self._transform(request)
+        except Exception as exc:  # noqa: BLE001 - fail open: the plugin sends the messages as they are
+            log.warning("opencode transform failed, messages sent unchanged: %s: %s", type(exc).__name__, exc)
+            return {"edits": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _transform(self, request: dict) -> dict:
+        from compress.formats.opencode_live import edits, first_prompt, to_body
+        from compress.pipeline import run
+        from compress.session import state_lock
+        from ctxmill.settings import Settings
+        from ground.files import atomic_write, private_dir
+
+        messages = request.get("messages")
+        session_id = request.get("sessionID")
+        if not isinstance(messages, list) or not isinstance(session_id, str) or not session_id:
+            raise ValueError("a transform needs `sessionID` and a `messages` list")
+        settings = Settings.load(self._home(request.get("directory")))
+        live = self._live(settings.home, session_id)
+        body, origins = to_body(messages, str(request.get("model") or ""))
+        window = request.get("window")
+        with live.lock:
+            private_dir(live.directory)
+            live.messages = messages
+            prompt = first_prompt(messages)
+            prompt_path = live.directory / PROMPT_FILE
+            if prompt and not prompt_path.exists():
+                atomic_write(prompt_path, prompt.encode("utf-8"))
+            with state_lock(live.directory):
+                result = run(body, session=live.session(), store=self._store(settings), config=settings.compress,
+                             context_window=window if isinstance(window, int) and window > 0 else None)
+                live.state.save()
+        return {"edits": edits(origins, body, result.body), "summary": result.report.summary_line()}
+
+    def compacting(self, request: dict) -> dict:
+        """`{directory, sessionID}` -> `{context: [text]}`: write the checkpoint of what the session
+        holds now and give the lines OpenCode adds to its summary prompt (the person's first
+        request among them)."""
+        try:
+            return self._compacting(request)
+        except Exception as exc:  # noqa: BLE001 - fail open: compaction goes on without us
+            log.warning("opencode compacting: no checkpoint: %s: %s", type(exc).__name__, exc)
+            return {"context": [], "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+    def _compacting(self, request: dict) -> dict:
+        from compress.formats.opencode_live import as_export, first_prompt
+        from compress.formats.sessions.opencode import read_object
+        from ctxmill.settings import Settings
+        from memory.checkpoint import write_checkpoint
+        from memory.summary import latest_summary
+
+        session_id = request.get("sessionID")
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError("compacting needs `sessionID`")
+        settings = Settings.load(self._home(request.get("directory")))
+        live = self._live(settings.home, session_id)
+        with live.lock:
+            messages = list(live.messages)
+            try:
+                prompt = (live.directory / PROMPT_FILE).read_text("utf-8")
+            except OSError:
+                prompt = ""
+        if prompt and not first_prompt(messages):  # compacted before: put the first request back in front
+            messages.insert(0, {"id": "ctxmill-first-prompt", "role": "user",
+                                "parts": [{"type": "text", "text": prompt}]})
+        context = []
+        if messages:
+            write_checkpoint(settings.checkpoint, read_object(as_export(session_id, messages)), safe_id(session_id),
+                             "opencode")
+            summary = latest_summary(settings.home)
+            if summary:
+                context.append("ctxmill checkpoint of this session (full text: .ctxmill/checkpoint.md):\n" + summary)
+        if prompt:
+            context.append("The person's original request, word for word (keep it in the summary):\n" + prompt)
+        return {"context": context}
+
+    def close(self) -> None:
+        for store in self.stores.values():
+            store.close()
+        self.stores.clear()
