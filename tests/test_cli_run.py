@@ -59,3 +59,41 @@ def test_run_without_a_command_is_a_usage_error(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "ctxmill", "run"], env=env, capture_output=True, timeout=30)
     assert done.returncode == 2 and b"name the command" in done.stderr
+
+
+def test_run_starts_its_own_proxy_on_a_free_port_when_the_port_is_taken_and_never_attaches(tmp_path):
+    """Port 8787 (or --port) held by something that is not this run's proxy: `ctxmill run` starts
+    its own, with its own home, on another port; `--attach` is the explicit way to share one."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill")}
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            squatter.bind(("127.0.0.1", 8787))
+        except OSError:
+            pass  # 8787 is taken already: just as good
+        squatter.listen(1)
+        done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--home", str(tmp_path / "own"),
+                               "--", sys.executable, "-c", SHOW], env=env, capture_output=True, timeout=90)
+        assert done.returncode == 3, done.stderr
+        url = done.stdout.decode().split()[0]
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":8787")
+        taken = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", "8787", "--", "true"],
+                               env=env, capture_output=True, timeout=60)
+        assert taken.returncode == 2 and b"taken" in taken.stderr
+        attach = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--attach", "--port", "8787", "--", "true"],
+                                env=env, capture_output=True, timeout=60)
+        assert attach.returncode == 2 and b"no ctxmill proxy answers" in attach.stderr
+
+
+def test_run_sends_the_proxy_where_the_command_would_have_gone():
+    import argparse
+
+    from ctxmill.commands.run import upstreams
+
+    none = argparse.Namespace(upstream_anthropic=None, upstream_openai=None)
+    assert upstreams(none, {}) == []
+    assert upstreams(none, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "OPENAI_BASE_URL": "http://gw:8/v1"}) == [
+        "--upstream-anthropic", "http://127.0.0.1:9", "--upstream-openai", "http://gw:8"]
+    flags = argparse.Namespace(upstream_anthropic="http://a", upstream_openai="http://o")
+    assert upstreams(flags, {"ANTHROPIC_BASE_URL": "http://x"}) == ["--upstream-anthropic", "http://a",
+                                                                   "--upstream-openai", "http://o"]

@@ -1,18 +1,24 @@
-"""`ctxmill run [--port 8787] [--home DIR] -- COMMAND [ARGS…]`, e.g. `ctxmill run -- claude`.
+"""`ctxmill run [--port N] [--home DIR] [--attach] -- COMMAND [ARGS…]`, e.g. `ctxmill run -- claude`.
 
-Runs COMMAND with ANTHROPIC_BASE_URL and OPENAI_BASE_URL pointing at the ctxmill proxy on
-127.0.0.1:PORT. Codex reads neither: `ctxmill run -- codex …` adds `-c` overrides that select a
-model provider `ctxmill` whose base_url is the proxy, speaking the Responses API over HTTP (the
-built-in provider would first try websockets the proxy does not carry) with Codex's own OpenAI
-credentials (an API key; a ChatGPT sign-in talks to chatgpt.com, not to the API the proxy
-forwards to). If no proxy answers there, one is started first and stopped when COMMAND exits.
-Exits with COMMAND's exit code.
+Starts a proxy of its own for COMMAND and runs COMMAND with ANTHROPIC_BASE_URL and OPENAI_BASE_URL
+pointing at it; stops the proxy when COMMAND exits, and exits with COMMAND's exit code.
+- Home: `--home`, else the project's (`.ctxmill/` of the working directory's project).
+- Port: `--port` when given (an error if taken), else 8787, else a free one when 8787 is taken by
+  anything else: it never attaches to whatever listens (`--attach` uses the ctxmill proxy already
+  answering on `--port` instead).
+- Upstream: `--upstream-anthropic` / `--upstream-openai`, else where the command would have gone
+  without ctxmill (ANTHROPIC_BASE_URL, OPENAI_BASE_URL without its `/v1`), else the providers' APIs.
+- Codex reads neither base URL: `ctxmill run -- codex …` adds `-c` overrides that select a model
+  provider `ctxmill` whose base_url is the proxy, speaking the Responses API over HTTP (the built-in
+  provider would first try websockets the proxy does not carry) with Codex's own OpenAI credentials
+  (an API key; a ChatGPT sign-in talks to chatgpt.com, not to the API the proxy forwards to).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -21,22 +27,25 @@ from pathlib import Path
 from ctxmill.settings import DEFAULT_PORT
 
 HOST = "127.0.0.1"
-START_TIMEOUT = 20.0
+START_TIMEOUT = 30.0
 CODEX_PROVIDER = "ctxmill"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run a command (e.g. claude) through the proxy, starting it if needed",
+    p = sub.add_parser("run", help="run a command (e.g. claude) through a proxy of its own",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"proxy port (default {DEFAULT_PORT})")
-    p.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home for a proxy started here")
+    p.add_argument("--port", type=int, help=f"proxy port (default {DEFAULT_PORT}, or a free one when it is taken)")
+    p.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home of the proxy (default: the project's)")
+    p.add_argument("--attach", action="store_true", help="use the ctxmill proxy already running on --port")
+    p.add_argument("--upstream-anthropic", metavar="URL", help="Anthropic API origin (default $ANTHROPIC_BASE_URL)")
+    p.add_argument("--upstream-openai", metavar="URL", help="OpenAI API origin (default $OPENAI_BASE_URL without /v1)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
     p.set_defaults(func=run)
 
 
 def _answers(port: int) -> bool:
-    from ctxmill.errors import CliError
     from ctxmill.commands.proxy import fetch_stats
+    from ctxmill.errors import CliError
 
     try:
         fetch_stats(HOST, port)
@@ -45,12 +54,46 @@ def _answers(port: int) -> bool:
         return False
 
 
-def _start_proxy(port: int, home: Path | None) -> subprocess.Popen:
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+            return True
+        except OSError:
+            return False
+
+
+def _pick_port(wanted: int | None) -> int:
     from ctxmill.errors import CliError
 
-    args = [sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--log-level", "warning"]
-    if home:
-        args += ["--home", str(home)]
+    if wanted is not None:
+        if not _free(wanted):
+            raise CliError(f"port {wanted} is taken (use another --port, or --attach to use the proxy there)")
+        return wanted
+    if _free(DEFAULT_PORT):
+        return DEFAULT_PORT
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def upstreams(args: argparse.Namespace, environ: dict[str, str]) -> list[str]:
+    """The proxy's upstream flags: where the command would have sent its requests itself."""
+    out = []
+    anthropic = args.upstream_anthropic or environ.get("ANTHROPIC_BASE_URL")
+    if anthropic:
+        out += ["--upstream-anthropic", anthropic.rstrip("/")]
+    openai = args.upstream_openai or (environ.get("OPENAI_BASE_URL") or "").rstrip("/").removesuffix("/v1")
+    if openai:
+        out += ["--upstream-openai", openai]
+    return out
+
+
+def _start_proxy(port: int, home: Path, upstream: list[str]) -> subprocess.Popen:
+    from ctxmill.errors import CliError
+
+    args = [sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home", str(home),
+            "--log-level", "warning", *upstream]
     proxy = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -80,14 +123,22 @@ def through_proxy(command: list[str], url: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ctxmill.errors import CliError
     from ctxmill.commands.proxy import base_url
+    from ctxmill.errors import CliError
+    from ctxmill.paths import project_home
 
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not command:
         raise CliError("name the command to run, e.g. `ctxmill run -- claude`")
-    started = None if _answers(args.port) else _start_proxy(args.port, args.home)
-    url = base_url(HOST, args.port)
+    if args.attach:
+        port = args.port or DEFAULT_PORT
+        if not _answers(port):
+            raise CliError(f"no ctxmill proxy answers on {HOST}:{port} to attach to")
+        started = None
+    else:
+        port = _pick_port(args.port)
+        started = _start_proxy(port, args.home or project_home(), upstreams(args, dict(os.environ)))
+    url = base_url(HOST, port)
     env = {**os.environ, "ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": f"{url}/v1"}
     try:
         return subprocess.call(through_proxy(command, url), env=env)
