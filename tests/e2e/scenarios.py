@@ -48,12 +48,14 @@ PATCH = ("*** Begin Patch\n*** Update File: app.py\n@@\n def add(a, b):\n-    re
          "*** End Patch\n")
 
 
-def make_project(root: Path) -> Path:
-    """Write the project into `root` (a git repository with one commit) and return it."""
+def make_project(root: Path, large: bool = False) -> Path:
+    """Write the project into `root` (a git repository with one commit) and return it. `large`:
+    a ~1,600-line module and a 600-line build log, big enough for ctxmill to cut."""
     root.mkdir(parents=True, exist_ok=True)
-    helpers = "".join(f"\n\ndef helper_{i}(x):\n    return x * {i} + 1\n" for i in range(1, 66))
+    count = 400 if large else 66
+    helpers = "".join(f"\n\ndef helper_{i}(x):\n    return x * {i} + 1\n" for i in range(1, count))
     (root / "app.py").write_text(APP_HEAD + helpers)
-    (root / "build.sh").write_text(BUILD_SH)
+    (root / "build.sh").write_text(BUILD_SH.replace("120", "600") if large else BUILD_SH)
     (root / "README.md").write_text("# e2e scenario\n\nRun `sh build.sh`.\n")
     git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "-c", "init.defaultBranch=main"]
     subprocess.run([*git, "init", "-q", str(root)], check=True)

@@ -1,0 +1,77 @@
+"""OpenCode through ctxmill's plugin: installed with `ctxmill install opencode --project`, the plugin
+starts the engine, compresses later requests, the model expands a marker with the MCP tool
+`ctxmill_deep_expand` and stores a memory with `ctxmill_memory_store`, and OpenCode's compaction
+gets ctxmill's checkpoint with the person's first request."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ground.jsonc import loads
+from tests.e2e.scenarios import fixed, make_project, opencode as scenario_for, verify
+from tests.e2e.standin import tool_results
+from tests.e2e.test_e2e_opencode import opencode_env, run_opencode, write_config
+from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, record, stop_engine,
+                                      with_ctxmill)
+
+pytestmark = pytest.mark.e2e
+
+
+def test_opencode_through_the_ctxmill_plugin(opencode, home, serve, tmp_path):
+    project = make_project(tmp_path / "proj", large=True)
+    scenario = with_ctxmill(scenario_for(project), "ctxmill_deep_expand", "ctxmill_memory_store")
+    memory_turn = len(scenario.script) - 2
+    pushed = []
+
+    def input_tokens(rec):  # one overflow report on the memory turn: OpenCode compacts after it
+        if rec.turn == memory_turn and not pushed:
+            pushed.append(rec.n)
+            return 170_000
+        return None
+
+    srv = serve(scenario.script, input_tokens=input_tokens)
+    write_config(project, srv.url, provider={"anthropic": {
+        "options": {"baseURL": f"{srv.url}/v1", "apiKey": "sk-ant-e2e-standin"},
+        "models": {"claude-sonnet-4-5": {"limit": {"context": 200_000, "output": 32_000}}}}})
+    env = path_with_ctxmill(opencode_env(home, CTXMILL_ENGINE_SOCKET=str(tmp_path / "run" / "engine.sock"),
+                                         CTXMILL_PLUGIN_LOG=str(tmp_path / "plugin.log")))
+    install = subprocess.run([sys.executable, "-m", "ctxmill", "install", "opencode", "--project"], cwd=project,
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert install.returncode == 0, install.stderr
+    assert loads((project / "opencode.json").read_text())["mcp"]["ctxmill"]["command"] == ["ctxmill", "mcp"]
+    try:
+        res = run_opencode(opencode, project, env, scenario.prompt)
+    finally:
+        stop_engine(tmp_path / "run" / "engine.sock")
+    assert res.returncode == 0, res.describe()
+    assert scenario.final in res.stdout, res.describe()
+    assert fixed(project)
+    assert verify(srv.standin, scenario, "messages") == [], res.describe()
+
+    log = [json.loads(line) for line in (tmp_path / "plugin.log").read_text().splitlines()]
+    transforms = [e for e in log if e["hook"] == "transform"]
+    scripted = srv.standin.scripted_calls()
+    assert transforms and all("summary" in t for t in transforms), log  # the engine answered every turn
+    assert any(t["edits"] for t in transforms)
+    # Later requests are compressed, and the model was shown a marker it expanded with its own tool.
+    cut = [r for r in scripted if markers(r.body)]
+    assert cut, "no request carried a ctxmill marker"
+    expand_turn = memory_turn - 1
+    asked = next(r for r in scripted if r.turn == expand_turn + 1)
+    expanded = next(t for c, t in tool_results("messages", asked.body).items() if c.endswith(f"_{expand_turn:02d}_0"))
+    assert "[build] compiling" in expanded or "def helper_" in expanded, expanded[:300]
+    assert MEMORY in memory_text(project)
+    # Compaction: the hook wrote the checkpoint; the summary request carries it and the first request.
+    assert any(e["hook"] == "compacting" and e.get("context") for e in log), log
+    assert scenario.prompt in (project / ".ctxmill" / "checkpoint.md").read_text()
+    summary = [r for r in srv.standin.model_calls() if r.turn is None and "ctxmill checkpoint" in json.dumps(r.body)]
+    assert summary and scenario.prompt in json.dumps(summary[0].body)
+
+    raw = sum(int(t["summary"].split(" → ")[0].replace(",", "")) for t in transforms if "→" in t["summary"])
+    sent = sum(int(t["summary"].split(" → ")[1].split(" ")[0].replace(",", "")) for t in transforms if "→" in t["summary"])
+    record("opencode", requests=len(transforms), tokens_raw=raw, tokens_sent=sent,
+           bytes_at_upstream=sum(r.raw_size for r in scripted), seconds=round(res.seconds, 1))

@@ -1,0 +1,86 @@
+"""What the scenarios need to run through ctxmill: its command on PATH, the turns that expand a
+marker and store a memory, and the record of tokens sent raw vs through ctxmill.
+
+`with_ctxmill(scenario, expand_tool, memory_tool)` appends two turns before the final one: the
+model calls the client's own tool to expand the first ctxmill marker it was shown (computed from
+the request: no marker, no call, and the test fails on the missing result), then stores a memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from tests.e2e.scenarios import Scenario
+from tests.e2e.standin import Call, Turn
+
+MARKER = re.compile(r'deep_expand\(\\*"([0-9a-f]{32})\\*"')
+MEMORY = "Keep add() pure: the build checks that add(2, 3) == 5."
+BIN = Path(sys.executable).parent
+REPORT = Path(__file__).with_name("results.json")
+
+
+def path_with_ctxmill(env: dict[str, str]) -> dict[str, str]:
+    """`ctxmill` on PATH (this test run's installation), as a user who installed it has it."""
+    return {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
+
+
+def markers(body) -> list[str]:
+    return MARKER.findall(json.dumps(body))
+
+
+def expand_turn(tool: str, arg: str = "key"):
+    def turn(body: dict, index: int) -> Turn:
+        keys = markers(body)
+        if not keys:
+            return Turn("There is no ctxmill marker to expand.")
+        return Turn("Let me read the part ctxmill cut.", [Call(tool, {arg: keys[0]})])
+    return turn
+
+
+def with_ctxmill(scenario: Scenario, expand_tool: str, memory_tool: str, arg: str = "key") -> Scenario:
+    final = scenario.script[-1]
+    scenario.script[-1:] = [expand_turn(expand_tool, arg),
+                            Turn("Saving the decision.", [Call(memory_tool, {"type": "decision", "text": MEMORY})]),
+                            final]
+    scenario.expected[len(scenario.script) - 2] = "Keep add() pure"
+    return scenario
+
+
+def record(client: str, **numbers) -> None:
+    """Keep this run's numbers for the README (tests/e2e/results.json, not committed)."""
+    try:
+        data = json.loads(REPORT.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data[client] = numbers
+    REPORT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def stop_engine(sock: Path) -> None:
+    """Stop the engine the plugin started on `sock` (by the pid it reports, never by name)."""
+    import http.client
+    import signal
+    import socket
+
+    class Conn(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(5)
+            self.sock.connect(str(sock))
+
+    try:
+        conn = Conn("localhost", timeout=5)
+        conn.request("GET", "/health")
+        pid = json.loads(conn.getresponse().read())["pid"]
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError):
+        pass
+
+
+def memory_text(project: Path) -> str:
+    home = project / ".ctxmill"
+    return "".join(p.read_text() for p in (home / "MEMORY.md", home / "notes.md") if p.exists())
