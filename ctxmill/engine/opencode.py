@@ -69,12 +69,11 @@ class OpenCodeEngine:
             return live
 
     def _store(self, settings):
-        from ccr.store import CCRStore
-
+        """The CCR store of `settings` (the user's, shared by every face), opened once per folder."""
         with self._guard:
-            store = self.stores.get(settings.home)
+            store = self.stores.get(settings.ccr_dir)
             if store is None:
-                store = self.stores[settings.home] = CCRStore(settings.ccr_dir)
+                store = self.stores[settings.ccr_dir] = settings.open_ccr()
             return store
 
     def transform(self, request: dict) -> dict:
