@@ -44,15 +44,18 @@ def test_run_points_codex_at_the_proxy_with_a_responses_provider(tmp_path):
     codex.write_text(f"#!{sys.executable}\nimport json, sys; print(json.dumps(sys.argv[1:]))\n")
     codex.chmod(0o755)
     env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill")}
-    done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", str(port), "--home", str(tmp_path),
-                           "--", str(codex), "exec", "fix it"], env=env, capture_output=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    args = json.loads(done.stdout)
-    assert args[-2:] == ["exec", "fix it"] and args[0] == "-c" and args[2] == "-c"
-    assert args[1] == 'model_provider="ctxmill"'
-    provider = tomllib.loads(args[3].replace("model_providers.ctxmill=", "provider = ", 1))["provider"]
-    assert provider == {"name": "ctxmill", "base_url": f"http://127.0.0.1:{port}/v1", "wire_api": "responses",
-                        "requires_openai_auth": True}
+    env.pop("OPENAI_API_KEY", None)
+    for key, auth in ((None, {"requires_openai_auth": True}), ("sk-x", {"env_key": "OPENAI_API_KEY"})):
+        done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", str(port), "--home", str(tmp_path),
+                               "--", str(codex), "exec", "fix it"], capture_output=True, timeout=60,
+                              env={**env, "OPENAI_API_KEY": key} if key else env)
+        assert done.returncode == 0, done.stderr
+        args = json.loads(done.stdout)
+        assert args[-2:] == ["exec", "fix it"] and args[0] == "-c" and args[2] == "-c"
+        assert args[1] == 'model_provider="ctxmill"'
+        provider = tomllib.loads(args[3].replace("model_providers.ctxmill=", "provider = ", 1))["provider"]
+        assert provider == {"name": "ctxmill", "base_url": f"http://127.0.0.1:{port}/v1", "wire_api": "responses",
+                            **auth}
 
 
 def test_run_without_a_command_is_a_usage_error(tmp_path):

@@ -10,8 +10,9 @@ pointing at it; stops the proxy when COMMAND exits, and exits with COMMAND's exi
   without ctxmill (ANTHROPIC_BASE_URL, OPENAI_BASE_URL without its `/v1`), else the providers' APIs.
 - Codex reads neither base URL: `ctxmill run -- codex …` adds `-c` overrides that select a model
   provider `ctxmill` whose base_url is the proxy, speaking the Responses API over HTTP (the built-in
-  provider would first try websockets the proxy does not carry) with Codex's own OpenAI credentials
-  (an API key; a ChatGPT sign-in talks to chatgpt.com, not to the API the proxy forwards to).
+  provider would first try websockets the proxy does not carry), authenticated with OPENAI_API_KEY
+  when it is set, else with Codex's own login (`codex login --with-api-key` or CODEX_API_KEY; a
+  ChatGPT sign-in talks to chatgpt.com, not to the API the proxy forwards to).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Mapping
 
 from ctxmill.settings import DEFAULT_PORT
 
@@ -107,18 +109,20 @@ def _start_proxy(port: int, home: Path, upstream: list[str]) -> subprocess.Popen
     raise CliError(f"the proxy did not answer on {HOST}:{port} within {START_TIMEOUT:.0f} s")
 
 
-def codex_overrides(url: str) -> list[str]:
-    """Codex `-c` flags that send its model requests through the proxy at `url` (`/v1` appended)."""
-    provider = (f'{{name = "ctxmill", base_url = "{url}/v1", wire_api = "responses", '
-                f'requires_openai_auth = true}}')
+def codex_overrides(url: str, env: Mapping[str, str]) -> list[str]:
+    """Codex `-c` flags that send its model requests through the proxy at `url` (`/v1` appended).
+    A custom provider reads no key by itself: `env_key` names OPENAI_API_KEY when `env` has it,
+    else `requires_openai_auth` uses Codex's login (which ignores OPENAI_API_KEY)."""
+    auth = 'env_key = "OPENAI_API_KEY"' if env.get("OPENAI_API_KEY") else "requires_openai_auth = true"
+    provider = f'{{name = "ctxmill", base_url = "{url}/v1", wire_api = "responses", {auth}}}'
     return ["-c", f'model_provider="{CODEX_PROVIDER}"', "-c", f"model_providers.{CODEX_PROVIDER}={provider}"]
 
 
-def through_proxy(command: list[str], url: str) -> list[str]:
+def through_proxy(command: list[str], url: str, env: Mapping[str, str]) -> list[str]:
     """The command with the flags its client needs to use the proxy (Codex: `codex_overrides`,
     before its subcommand, where they apply to every subcommand)."""
     if Path(command[0]).name == "codex":
-        return [command[0], *codex_overrides(url), *command[1:]]
+        return [command[0], *codex_overrides(url, env), *command[1:]]
     return command
 
 
@@ -141,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     url = base_url(HOST, port)
     env = {**os.environ, "ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": f"{url}/v1"}
     try:
-        return subprocess.call(through_proxy(command, url), env=env)
+        return subprocess.call(through_proxy(command, url, env), env=env)
     except FileNotFoundError:
         raise CliError(f"command not found: {command[0]}") from None
     finally:
