@@ -72,8 +72,10 @@ def _pick_port(wanted: int | None) -> int:
         if not _free(wanted):
             raise CliError(f"port {wanted} is taken (use another --port, or --attach to use the proxy there)")
         return wanted
-    if _free(DEFAULT_PORT):
-        return DEFAULT_PORT
+    return DEFAULT_PORT if _free(DEFAULT_PORT) else _free_port()
+
+
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
@@ -141,7 +143,14 @@ def run(args: argparse.Namespace) -> int:
         started = None
     else:
         port = _pick_port(args.port)
-        started = _start_proxy(port, args.home or project_home(), upstreams(args, dict(os.environ)))
+        for attempt in range(3):
+            try:
+                started = _start_proxy(port, args.home or project_home(), upstreams(args, dict(os.environ)))
+                break
+            except CliError as exc:  # another process took the port since it was picked: take a free one
+                if args.port is not None or "address already in use" not in str(exc) or attempt == 2:
+                    raise
+                port = _free_port()
     url = base_url(HOST, port)
     env = {**os.environ, "ANTHROPIC_BASE_URL": url, "OPENAI_BASE_URL": f"{url}/v1"}
     try:
