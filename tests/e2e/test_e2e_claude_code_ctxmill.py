@@ -14,7 +14,7 @@ import pytest
 from tests.e2e import clients
 from tests.e2e.scenarios import claude_code as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import tool_results
-from tests.e2e.through_ctxmill import MEMORY, markers, memory_text, path_with_ctxmill, record, with_ctxmill
+from tests.e2e.through_ctxmill import unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record, with_ctxmill
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -66,6 +66,7 @@ def test_claude_code_through_ctxmill(claude_code, home, serve, tmp_path):
     expanded = next(t for c, t in tool_results("messages", asked.body).items() if c.endswith(f"_{expand_turn:02d}_0"))
     assert "[build] compiling" in expanded or "def helper_" in expanded, expanded[:300]
     assert MEMORY in memory_text(project)
+    assert unresolved(srv.standin.model_calls(), env, project) == []  # every marker shown expands
 
     # /compact: the PreCompact hook writes the checkpoint, whose task is the person's request.
     compact = run_through(claude_code, project, env, "-p", "/compact", "--resume", out["session_id"])

@@ -15,7 +15,7 @@ import pytest
 from tests.e2e import clients
 from tests.e2e.scenarios import codex as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import Call, Turn, tool_results
-from tests.e2e.through_ctxmill import MEMORY, markers, memory_text, path_with_ctxmill, record
+from tests.e2e.through_ctxmill import unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -57,6 +57,7 @@ def test_codex_through_ctxmill(codex, home, serve, tmp_path):
     expanded = next(t for c, t in tool_results("responses", asked.body).items() if c.endswith(f"_{expand_turn:02d}_0"))
     assert "[build] compiling" in expanded or "def helper_" in expanded, expanded[:300]
     assert MEMORY in memory_text(project)
+    assert unresolved(srv.standin.model_calls(), env, project) == []  # every marker shown expands
 
     sessions = sorted((project / ".ctxmill" / "sessions").glob("proxy-*/proxy-stats.json"))
     totals = [json.loads(p.read_text()) for p in sessions]

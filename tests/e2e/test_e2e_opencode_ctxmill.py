@@ -15,7 +15,7 @@ from ground.jsonc import loads
 from tests.e2e.scenarios import fixed, make_project, opencode as scenario_for, verify
 from tests.e2e.standin import tool_results
 from tests.e2e.test_e2e_opencode import opencode_env, run_opencode, write_config
-from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, record, stop_engine,
+from tests.e2e.through_ctxmill import (unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record, stop_engine,
                                       with_ctxmill)
 
 pytestmark = pytest.mark.e2e
@@ -65,6 +65,7 @@ def test_opencode_through_the_ctxmill_plugin(opencode, home, serve, tmp_path):
     expanded = next(t for c, t in tool_results("messages", asked.body).items() if c.endswith(f"_{expand_turn:02d}_0"))
     assert "[build] compiling" in expanded or "def helper_" in expanded, expanded[:300]
     assert MEMORY in memory_text(project)
+    assert unresolved(srv.standin.model_calls(), env, project) == []  # every marker shown expands
     # Compaction: the hook wrote the checkpoint; the summary request carries it and the first request.
     assert any(e["hook"] == "compacting" and e.get("context") for e in log), log
     assert scenario.prompt in (project / ".ctxmill" / "checkpoint.md").read_text()

@@ -84,3 +84,13 @@ def stop_engine(sock: Path) -> None:
 def memory_text(project: Path) -> str:
     home = project / ".ctxmill"
     return "".join(p.read_text() for p in (home / "MEMORY.md", home / "notes.md") if p.exists())
+
+
+def unresolved(requests, env: dict[str, str], cwd: Path) -> list[str]:
+    """The marker keys shown in `requests` that `ctxmill expand` cannot give back (empty: all do)."""
+    import subprocess
+
+    keys = sorted({k for r in requests for k in markers(r.body)})
+    assert keys, "no request carried a ctxmill marker"
+    return [k for k in keys if subprocess.run([sys.executable, "-m", "ctxmill", "expand", k], cwd=cwd, env=env,
+                                              capture_output=True, timeout=60).returncode != 0]
