@@ -183,7 +183,7 @@ export const CtxmillPlugin = async (ctx) => {
       } catch (e) {
         return log({ hook: "transform", sessionID, error: String(e) })
       }
-      log({ hook: "transform", sessionID, messages: messages.length, edits: answer.edits.length,
+      log({ hook: "transform", sessionID, window: windows[sessionID], messages: messages.length, edits: answer.edits.length,
             summary: answer.summary, ms: Date.now() - started })
     },
     "command.execute.before": async (input) => {
