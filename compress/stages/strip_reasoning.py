@@ -3,8 +3,13 @@
 Removes thinking / redacted_thinking blocks and inline `<thinking>…</thinking>` /
 `<think>…</think>` segments from assistant messages that come before the latest message a
 person wrote (a completed turn). The provider ignores old thinking blocks anyway, so nothing
-the model can see is lost and no marker is added. Never touches the current turn, and never
-leaves an assistant message with no content.
+the model can see is lost and no marker is added. A request that keeps all thinking
+(`ctx.thinking_kept`, Claude Code 2.1's `clear_thinking` edit with `keep: "all"`) does show old
+thinking to the model: removing it then saves those tokens in every later request but rewrites
+the cache after it, so it happens only where the runner re-decides messages, at an epoch that
+pays for the rewrite (thinking counts as compressible there); between epochs those messages are
+frozen. Signed thinking cannot be shortened, only dropped whole. Never touches the current turn,
+and never leaves an assistant message with no content.
 """
 
 from __future__ import annotations

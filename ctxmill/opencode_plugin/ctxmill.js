@@ -18,6 +18,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const START_MS = 20000
+const RETRY_MS = 60000
 const HERE = dirname(fileURLToPath(import.meta.url))
 
 function socketPath() {
@@ -88,9 +89,14 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 async function startEngine(sock) {
   if (await call(sock, "GET", "/health", undefined, 1000)) return true
   const [bin, ...rest] = command()
+  let failed = false
   try {
     const child = spawn(bin, [...rest, "engine", "--socket", sock], { detached: true, stdio: "ignore" })
-    child.on("error", (e) => log({ hook: "engine", error: `cannot start ${bin}: ${e.message}` }))
+    child.on("error", (e) => {
+      failed = true
+      log({ hook: "engine", error: `cannot start ${bin}: ${e.message}` })
+    })
+    child.on("exit", () => (failed = true)) // a second engine exits 0 at once: the health check decides
     child.unref()
   } catch (e) {
     log({ hook: "engine", error: `cannot start ${bin}: ${e.message}` })
@@ -98,6 +104,7 @@ async function startEngine(sock) {
   }
   const deadline = Date.now() + START_MS
   while (Date.now() < deadline) {
+    if (failed) return !!(await call(sock, "GET", "/health", undefined, 1000))
     await sleep(150)
     if (await call(sock, "GET", "/health", undefined, 1000)) return true
   }
@@ -155,9 +162,15 @@ export const CtxmillPlugin = async (ctx) => {
   const directory = ctx.directory || ctx.worktree || process.cwd()
   const windows = {}
   let ready = startEngine(sock)
+  let retryAt = 0
   const engineUp = async () => {
+    if (Date.now() < retryAt) return false // the engine could not start lately: no wait on every turn
     const up = await Promise.race([ready, sleep(budget).then(() => false)])
-    if (!up) ready = startEngine(sock) // try again next turn (it may have stopped while idle)
+    if (!up) {
+      // Start it again (it may have stopped while idle), and until then send turns as they are.
+      retryAt = Date.now() + RETRY_MS
+      ready = startEngine(sock).then((ok) => ((retryAt = ok ? 0 : retryAt), ok))
+    }
     return up
   }
   log({ hook: "init", directory, socket: sock })
@@ -177,7 +190,10 @@ export const CtxmillPlugin = async (ctx) => {
         directory, sessionID, model, window: windows[sessionID],
         messages: messages.map((m) => ({ id: m.info.id, role: m.info.role, parts: (m.parts || []).map(project) })),
       }, budget)
-      if (!answer || !Array.isArray(answer.edits)) return log({ hook: "transform", sessionID, skipped: "no answer" })
+      if (!answer || !Array.isArray(answer.edits)) {
+        if (!answer) ready = startEngine(sock) // gone (idle, killed): start it again for the next turn
+        return log({ hook: "transform", sessionID, skipped: "no answer" })
+      }
       try {
         apply(messages, answer.edits)
       } catch (e) {

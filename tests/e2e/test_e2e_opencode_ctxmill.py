@@ -76,3 +76,53 @@ def test_opencode_through_the_ctxmill_plugin(opencode, home, serve, tmp_path):
     sent = sum(int(t["summary"].split(" → ")[1].split(" ")[0].replace(",", "")) for t in transforms if "→" in t["summary"])
     record("opencode", requests=len(transforms), tokens_raw=raw, tokens_sent=sent,
            bytes_at_upstream=sum(r.raw_size for r in scripted), seconds=round(res.seconds, 1))
+
+
+def test_a_nudge_reaches_opencodes_wire_as_a_user_message(opencode, home, serve, tmp_path):
+    """At the medium tier a decision in the prompt gets a memory nudge: the plugin inserts it as a
+    user message after the prompt, and OpenCode sends it (Anthropic: joined to that user turn)."""
+    project = make_project(tmp_path / "proj")
+    (project / ".ctxmill").mkdir()
+    (project / ".ctxmill" / "config.toml").write_text("[compress.tiers]\nmedium = 1\nhigh = 100000000\n")
+    scenario = scenario_for(project)
+    scenario.prompt = "We decided to keep SQLite instead of Postgres. " + scenario.prompt
+    srv = serve(scenario.script)
+    write_config(project, srv.url)
+    env = path_with_ctxmill(opencode_env(home, CTXMILL_ENGINE_SOCKET=str(tmp_path / "run" / "engine.sock")))
+    assert subprocess.run([sys.executable, "-m", "ctxmill", "install", "opencode", "--project"], cwd=project,
+                          env=env, capture_output=True, timeout=120).returncode == 0
+    try:
+        res = run_opencode(opencode, project, env, scenario.prompt)
+    finally:
+        stop_engine(tmp_path / "run" / "engine.sock")
+    assert res.returncode == 0, res.describe()
+    assert scenario.final in res.stdout, res.describe()
+    assert srv.standin.problems() == []
+    first = srv.standin.scripted_calls()[0].body["messages"]
+    sent = json.dumps(first)
+    assert "memory_store(type=" in sent, sent[:2000]
+    assert first[0]["role"] == "user" and "memory_store(type=" in json.dumps(first[0]), first[:2]
+
+
+def test_without_ctxmill_the_plugin_passes_every_turn_unchanged(opencode, home, serve, tmp_path):
+    """Fail open: the plugin is installed but ctxmill cannot be started; OpenCode plays the
+    scenario as it would without the plugin, and does not wait the time budget on every turn."""
+    project = make_project(tmp_path / "proj")
+    scenario = scenario_for(project)
+    srv = serve(scenario.script)
+    write_config(project, srv.url)
+    env = path_with_ctxmill(opencode_env(home))
+    assert subprocess.run([sys.executable, "-m", "ctxmill", "install", "opencode", "--project"], cwd=project,
+                          env=env, capture_output=True, timeout=120).returncode == 0
+    log = tmp_path / "plugin.log"
+    broken = opencode_env(home, CTXMILL_BIN=str(tmp_path / "no-such-ctxmill"), CTXMILL_PLUGIN_LOG=str(log),
+                          CTXMILL_ENGINE_SOCKET=str(tmp_path / "run" / "engine.sock"))
+    res = run_opencode(opencode, project, broken, scenario.prompt)
+    assert res.returncode == 0, res.describe()
+    assert scenario.final in res.stdout and fixed(project), res.describe()
+    assert verify(srv.standin, scenario, "messages") == []
+    assert not any(markers(r.body) for r in srv.standin.model_calls())
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    skipped = [e for e in entries if e["hook"] == "transform"]
+    assert skipped and all(e.get("skipped") == "engine not up" for e in skipped), entries
+    assert any("cannot start" in e.get("error", "") for e in entries)
