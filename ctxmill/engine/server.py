@@ -105,6 +105,15 @@ class Idle:
         return time.monotonic() - self.last
 
 
+def _preload() -> None:
+    """Import what a transform needs before answering anything, so the first turn does not pay
+    for it (the plugin waits for the engine's health, not for its first transform)."""
+    import ccr.store  # noqa: F401
+    import compress.formats.opencode_live  # noqa: F401
+    import compress.pipeline  # noqa: F401
+    import ctxmill.settings  # noqa: F401
+
+
 def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warning") -> int:
     """Serve on `path` until idle or stopped; 0 also when another engine already serves there."""
     import fcntl
@@ -115,6 +124,7 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
     from ground.files import private_dir
 
     private_dir(path.parent)
+    _preload()
     with open(path.with_name(path.name + LOCK_SUFFIX), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if answers(path):
