@@ -109,6 +109,11 @@ def test_the_engine_keeps_each_session_and_its_first_prompt_across_compaction(tm
     project = tmp_path / "proj"
     (project / ".git").mkdir(parents=True)
     engine = OpenCodeEngine()
+    key = "sk-ant-api03-" + "x" * 90
+    secret = [prompt(f"Please fix the failing build in app.py (the key is {key})")] + [step(n) for n in range(5)]
+    engine.transform({"directory": str(project), "sessionID": "ses_secret", "messages": secret})
+    kept = (project / ".ctxmill/sessions/opencode-ses_secret/prompt.txt").read_text()
+    assert key not in kept and "[REDACTED" in kept
     messages = [prompt("Please fix the failing build in app.py")] + [step(n) for n in range(5)]
     first = engine.transform({"directory": str(project), "sessionID": "ses_1", "messages": messages})
     assert first["edits"] and "epoch" in first["summary"]

@@ -3,7 +3,7 @@
 Per OpenCode session (its `sessionID`) the engine keeps a `compress.Session` in memory, its state
 under `<project home>/sessions/opencode-<id>/` (reloaded when another process changed it, saved
 after each run under the directory's file lock), the last messages it saw and the person's first
-prompt (`prompt.txt` there: OpenCode drops it from the history at compaction). Must hold:
+prompt (`prompt.txt` there, secrets redacted: OpenCode drops it from the history at compaction). Must hold:
 nothing raises out of `transform` / `compacting`: a failure gives no edits / no context, and
 the plugin sends the messages unchanged.
 """
@@ -90,6 +90,7 @@ class OpenCodeEngine:
         from compress.session import state_lock
         from ctxmill.settings import Settings
         from ground.files import atomic_write, private_dir
+        from ground.redact import redact
 
         messages = request.get("messages")
         session_id = request.get("sessionID")
@@ -104,8 +105,8 @@ class OpenCodeEngine:
             live.messages = messages
             prompt = first_prompt(messages)
             prompt_path = live.directory / PROMPT_FILE
-            if prompt and not prompt_path.exists():
-                atomic_write(prompt_path, prompt.encode("utf-8"))
+            if prompt and not prompt_path.exists():  # redacted: nothing secret is kept at rest
+                atomic_write(prompt_path, redact(prompt, **settings.redaction).encode("utf-8"))
             with state_lock(live.directory):
                 result = run(body, session=live.session(), store=self._store(settings), config=settings.compress,
                              context_window=window if isinstance(window, int) and window > 0 else None)
