@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
@@ -40,6 +40,7 @@ def once(body: dict, config: CompressConfig, store: CCRStore | None = None):
 @pytest.mark.parametrize("tier", sorted(CONFIGS))
 @PROPERTY_SETTINGS
 @given(body=wild_requests)
+@example(body={"model": "gpt-4o", "messages": [{"role": "system", "content": ""}, {"role": "user", "content": "FIXES"}]})
 def test_any_request_keeps_every_invariant(tier, body):
     config = CONFIGS[tier]
     before = dumps(body)
@@ -51,7 +52,8 @@ def test_any_request_keeps_every_invariant(tier, body):
     out = dumps(result.body)
     assert json.loads(out) == json.loads(before) if result.body is body else json.loads(out)  # valid JSON
     assert calls(result.body) == calls(body)  # every tool call still paired with its result, same ids
-    assert report.tokens_after <= report.tokens_before
+    # Shrinks, but for the one reminder line nudges may append to the newest user message.
+    assert report.tokens_after <= report.tokens_before - min(0, report.stages_saved.get("nudges", 0))
     assert dumps(once(body, config).body) == out  # deterministic
     given_keys = {m.key for s in strings(body) for m in find_markers(s)}  # look-alikes in the input
     for marker in (m for s in strings(result.body) for m in find_markers(s) if m.key not in given_keys):
