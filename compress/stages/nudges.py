@@ -57,6 +57,9 @@ CHECKPOINT_NUDGE = format_inline("the context is large — save the task state b
                                  "ctxmill checkpoint tool (or run /checkpoint)")
 
 
+REMINDER_PREFIXES = (format_inline("recent turns hold ")[:-1], CHECKPOINT_NUDGE)
+
+
 @dataclass(frozen=True, slots=True)
 class Options:
     window_turns: int = WINDOW_TURNS
@@ -118,7 +121,7 @@ def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = 
         thinking = not thinking_kept and (msg.has_thinking or (thinking and not msg.has_user_text))
         saved = False
         for b in msg.blocks:
-            if b.kind == TEXT:
+            if b.kind == TEXT and not is_reminder(b.text):
                 for kind in _text_cues(b.text):
                     stated[kind] = msg.turn
             elif b.kind == TOOL_USE and is_memory_tool(b.tool_name):
@@ -145,10 +148,16 @@ def _thinking_turn_open(messages: list[Message]) -> bool:
     return False
 
 
+def is_reminder(text: str) -> bool:
+    """A text block this stage appended (its own reminders are no cues, and a message that
+    already holds one gets no second: running the output through again changes nothing)."""
+    return text.startswith(REMINDER_PREFIXES)
+
+
 def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept: bool = False) -> str:
     """The reminder lines for the newest user message ('' for none)."""
     target = newest_user_index(messages)
-    if target < 0:
+    if target < 0 or any(b.kind == TEXT and is_reminder(b.text) for b in messages[target].blocks):
         return ""
     lines = []
     kinds = memory_nudges(messages, opts, thinking_kept).get(target)
