@@ -37,6 +37,9 @@ max_mb = 512                           # least recently used entries are evicted
 [proxy]                                # `ctxmill proxy`; its flags override these
 latency_budget_ms = 25                 # or "none": always wait for compression
 workers = 2                            # pipeline worker processes
+max_inflight_mb = 256                  # request bodies held at once, in total
+max_connections = 256                  # client connections open at once
+client_timeout = 20                    # seconds a client may stall while sending its request
 ```
 A missing file means defaults; an unknown key or a wrong type is a `ConfigError` naming the key.
 Each table is checked when first used, so a command fails only on the tables it reads (a bad
@@ -69,6 +72,8 @@ OPENAI_API = "https://api.openai.com"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY = 64 * 2**20
 DEFAULT_LATENCY_BUDGET_MS = 25.0
+DEFAULT_MAX_INFLIGHT = 256 * 2**20
+DEFAULT_MAX_CONNECTIONS = 256
 
 _SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect_tail_turns": int,
             "protect_tail_blocks": int, "min_saving_fraction": float, "min_saving_chars": int}
@@ -188,6 +193,20 @@ class ProxyConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
     """Longest silence from the upstream while a response streams (LLM turns can be slow)."""
+    client_timeout: float = 20.0
+    """Longest a client may stall while sending its request: its headers must be complete this
+    long after it connected (or after its previous response), its body may pause this long
+    between chunks, and a body waits this long for room among the in-flight bytes."""
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Client connections open at once; beyond it the one waiting longest without a request is
+    closed (see ctxmill.proxy.connections)."""
+    max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT
+    """Request bodies held at once, in total (see ctxmill.proxy.inflight); at least max_body_bytes."""
+
+    def __post_init__(self) -> None:
+        if self.max_inflight_bytes < self.max_body_bytes:
+            raise ValueError(f"the in-flight limit ({self.max_inflight_bytes:,} bytes) must be at least the largest "
+                             f"body accepted ({self.max_body_bytes:,} bytes)")
 
 
 def tiktoken_cache() -> Path | None:
@@ -257,7 +276,7 @@ def _ccr_table(section: Any, where: str) -> Retention:
 def _proxy_table(section: Any, where: str) -> dict[str, Any]:
     """latency_budget_ms "none" becomes None (always wait)."""
     table = _table(section, f"{where}: proxy")
-    unknown = set(table) - {"latency_budget_ms", "workers"}
+    unknown = set(table) - {"latency_budget_ms", "workers", "max_inflight_mb", "max_connections", "client_timeout"}
     if unknown:
         raise ConfigError(f"{where}: unknown key proxy.{sorted(unknown)[0]}")
     out: dict[str, Any] = {}
@@ -270,7 +289,21 @@ def _proxy_table(section: Any, where: str) -> dict[str, Any]:
         out["workers"] = _typed(table["workers"], int, f"{where}: proxy.workers")
         if out["workers"] < 1:
             raise ConfigError(f"{where}: proxy.workers must be at least 1")
+    if "max_inflight_mb" in table:
+        out["max_inflight_bytes"] = int(_positive(table["max_inflight_mb"], f"{where}: proxy.max_inflight_mb") * 2**20)
+    if "max_connections" in table:
+        out["max_connections"] = _typed(table["max_connections"], int, f"{where}: proxy.max_connections")
+        if out["max_connections"] < 1:
+            raise ConfigError(f"{where}: proxy.max_connections must be at least 1")
+    if "client_timeout" in table:
+        out["client_timeout"] = float(_positive(table["client_timeout"], f"{where}: proxy.client_timeout"))
     return out
+
+
+def _positive(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{where} must be a positive number, got {value!r}")
+    return value
 
 
 def parse_budget(value: Any) -> float | None:

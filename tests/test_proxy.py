@@ -4,68 +4,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 import time
+from dataclasses import replace
 
 import httpx
 import orjson
 import pytest
 
-from compress.config import CompressConfig
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
 from ctxmill.settings import ProxyConfig
 from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, SLOW_CHAIN, SLOW_SECONDS
 from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,
                                  tool_ids)
-
-# Small tail, tiers and epoch threshold so every stage runs on the small example conversation.
-SMALL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, epoch_savings_threshold=300,
-                       tiers=TierThresholds(medium=1000, high=2000))
-# No epochs after a session's first run: later runs render only their new messages.
-NO_EPOCHS = replace(SMALL, epoch_savings_threshold=10**9, window_epoch_savings=10**9, tiers=TierThresholds())
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    fake = FakeUpstream()
-    with ServerThread(fake.app()) as server:
-        fake.url = server.url
-        yield fake
-
-
-@pytest.fixture
-def fake(upstream):
-    upstream.received.clear()
-    upstream.sent.clear()
-    upstream.replies.clear()
-    return upstream
-
-
-@pytest.fixture
-def start_proxy(upstream, tmp_path):
-    """Start a proxy (in memory unless `home` is given) in front of the fake upstream."""
-    running: list[ServerThread] = []
-
-    def start(**options) -> ServerThread:
-        options.setdefault("persist", "home" in options)
-        options.setdefault("latency_budget_ms", None)  # compression always awaited: no timing in asserts
-        config = ProxyConfig(upstream_anthropic=upstream.url, upstream_openai=upstream.url,
-                             compress=options.pop("compress", SMALL), chain=options.pop("chain", CHAIN),
-                             **options)
-        server = ServerThread(create_app(config)).__enter__()
-        running.append(server)
-        return server
-
-    yield start
-    for server in running:
-        server.__exit__(None, None, None)
-
-
-@pytest.fixture
-def proxy(start_proxy):
-    return start_proxy()
 
 
 def stats(proxy: ServerThread) -> dict:

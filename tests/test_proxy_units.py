@@ -137,6 +137,24 @@ def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
     assert r.returncode == 2 and "--latency-budget-ms" in r.stderr
 
 
+def test_client_limits_from_the_config_file_and_flags(tmp_path):
+    from ctxmill.errors import ConfigError
+    from ctxmill.settings import Settings
+
+    (tmp_path / "config.toml").write_text("[proxy]\nmax_inflight_mb = 100\nmax_connections = 50\nclient_timeout = 7\n")
+    assert Settings.load(tmp_path).proxy_overrides == {"max_inflight_bytes": 100 * 2**20, "max_connections": 50,
+                                                       "client_timeout": 7.0}
+    for bad in ("max_inflight_mb = 0", "max_connections = 0", "client_timeout = -1", 'client_timeout = "1"'):
+        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"proxy\."):
+            Settings.load(tmp_path).proxy_overrides
+    r = _cli("proxy", "--max-inflight-mb", "10", "--max-body-mb", "20")
+    assert r.returncode == 2 and "raise --max-inflight-mb" in r.stderr and len(r.stderr.splitlines()) == 1
+    for flag in ("--max-inflight-mb", "--max-connections"):
+        r = _cli("proxy", flag, "0")
+        assert r.returncode == 2 and flag in r.stderr
+
+
 def test_a_new_session_is_calibrated_like_the_last_calibrated_session_of_its_provider():
     from ctxmill.proxy.sessions import SessionPool
 

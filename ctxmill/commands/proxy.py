@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_PORT, OPENAI_API,
-                              ProxyConfig, Settings, parse_budget)
+from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
+                              DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, OPENAI_API, ProxyConfig, Settings, parse_budget)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ctxmill home for sessions and CCR (default: the project's .ctxmill)")
     p.add_argument("--max-body-mb", type=float, default=DEFAULT_MAX_BODY / 2**20, metavar="MB",
                    help="largest request body accepted (default %(default)g MB)")
+    p.add_argument("--max-inflight-mb", type=float, metavar="MB",
+                   help="request bodies held at once, in total; a body that does not fit waits for room, then gets 503 "
+                        f"(default {DEFAULT_MAX_INFLIGHT // 2**20}, or [proxy] max_inflight_mb in config.toml)")
+    p.add_argument("--max-connections", type=int, metavar="N",
+                   help="client connections open at once; beyond it the longest idle one is closed "
+                        f"(default {DEFAULT_MAX_CONNECTIONS}, or [proxy] max_connections in config.toml)")
     p.add_argument("--latency-budget-ms", metavar="MS",
                    help="longest wait for a request's compression before the original is sent and the run "
                         f"finishes in the background; \"none\": always wait (default {DEFAULT_LATENCY_BUDGET_MS:g},"
@@ -89,7 +95,8 @@ def format_stats(data: dict) -> str:
 
 
 def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
-    """latency_budget_ms and workers: the flags, else the config file's [proxy] table."""
+    """latency_budget_ms, workers, max_inflight_bytes and max_connections: the flags, else the
+    config file's [proxy] table."""
     from ctxmill.errors import CliError
 
     overrides = dict(settings.proxy_overrides)
@@ -102,6 +109,14 @@ def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
         if args.workers < 1:
             raise CliError("--workers must be at least 1")
         overrides["workers"] = args.workers
+    if args.max_inflight_mb is not None:
+        if args.max_inflight_mb <= 0:
+            raise CliError("--max-inflight-mb must be positive")
+        overrides["max_inflight_bytes"] = int(args.max_inflight_mb * 2**20)
+    if args.max_connections is not None:
+        if args.max_connections < 1:
+            raise CliError("--max-connections must be at least 1")
+        overrides["max_connections"] = args.max_connections
     return overrides
 
 
@@ -128,16 +143,19 @@ def run(args: argparse.Namespace) -> int:
     from ctxmill.proxy.server import serve
 
     settings = Settings.load(args.home)
-    config = ProxyConfig(
-        **_proxy_settings(args, settings),
-        upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
-        upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
-        home=settings.home,
-        ccr_dir=settings.ccr_dir,
-        max_body_bytes=int(args.max_body_mb * 2**20),
-        compress=settings.compress,
-        ccr=settings.ccr,
-    )
+    try:
+        config = ProxyConfig(
+            **_proxy_settings(args, settings),
+            upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
+            upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
+            home=settings.home,
+            ccr_dir=settings.ccr_dir,
+            max_body_bytes=int(args.max_body_mb * 2**20),
+            compress=settings.compress,
+            ccr=settings.ccr,
+        )
+    except ValueError as exc:  # the in-flight limit below --max-body-mb
+        raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)
     serve(config, args.host, args.port, args.log_level)

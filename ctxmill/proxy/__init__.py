@@ -2,7 +2,9 @@
 
 `create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.settings`) is a Starlette ASGI app;
 `serve(config, host, port)` runs it under uvicorn. Modules: `routing` (which upstream, which
-route compresses), `wire` (headers, bodies, provider-shaped errors), `identity` (session keys),
+route compresses), `wire` (headers, bodies, provider-shaped errors), `connections` (how long and
+how many client connections may wait for their request), `inflight` (the request bytes held at
+once, and memory given back), `identity` (session keys),
 `usage_tap` (provider-reported token usage, read from JSON and SSE without buffering), `sessions`
 (per-session stats, turn-taking and calibration on the event loop), `stats` (the run summary and
 the stats file both sides share), `worker` (what runs in a worker process: the pipeline and the

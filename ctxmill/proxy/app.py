@@ -30,12 +30,13 @@ from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import worker
 from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_key
+from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.workerpool import WorkerPool
-from ctxmill.proxy.wire import (BodyTooLarge, declared_context_window, downstream_headers, error_response, read_body,
-                                upstream_headers)
+from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declared_context_window, downstream_headers,
+                                error_response, read_body, upstream_failure, upstream_headers)
 
 log = logging.getLogger("ctxmill.proxy")
 
@@ -48,12 +49,13 @@ class Proxy:
         root = sessions_dir(config.home) if config.persist else None
         self.sessions_root = root
         self.pool = SessionPool(root, config.max_sessions, config.max_stats)
+        self.inflight = InflightBytes(config.max_inflight_bytes, config.client_timeout)
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
             sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
             ccr_retention=config.ccr,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
-            log_file=log_file()), config.workers)
+            max_kept_bytes=config.max_inflight_bytes, log_file=log_file()), config.workers)
         budget = config.latency_budget_ms
         self.budget = None if budget is None else budget / 1000
 
@@ -82,31 +84,58 @@ class Proxy:
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
                 "cache_read_tokens", "cache_write_tokens", "output_tokens")
         totals = {k: sum(s[k] for s in sessions) for k in keys}
-        return JSONResponse({"sessions": sessions, "totals": totals})
+        return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot()})
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
         target = route(request.method, request.url.path, request.headers, self.config)
+        held = self.inflight.hold()
+        pending: asyncio.Future | None = None
         try:
-            raw = await read_body(request, self.config.max_body_bytes)
+            raw = await self.read(request, target, held)
+            if isinstance(raw, Response):
+                return raw
+            key = request_key(target.shape, raw) if target.shape else None
+            if key is None:
+                return await self.forward(request, target, raw, started)
+            if target.kind == COUNT_TOKENS:
+                outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
+                pending = outcome.pending
+                return await self.forward(request, target, outcome.data or raw, started)
+            async with self.pool.use(key) as entry:
+                stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.shape)
+                outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
+                                              declared_context_window(request.headers.items()))
+                entry.record_request(target.shape, len(raw), outcome)
+            pending, sent_tokens = outcome.pending, outcome.sent_tokens
+            return await self.forward(request, target, outcome.data or raw, started,
+                                      on_usage=lambda usage: entry.record_usage(usage, sent_tokens),
+                                      note=f"session {key[:12]} · {self.describe(outcome)}")
+        finally:
+            held.release_after(pending)  # the body's bytes count until no run still needs them
+
+    async def read(self, request: Request, target: Route, held: Held) -> bytes | Response:
+        """The request body, or the error response when it cannot be read whole."""
+        c = self.config
+        try:
+            return await read_body(request, c.max_body_bytes, held, c.client_timeout)
         except BodyTooLarge:
-            limit = self.config.max_body_bytes
             return error_response(target.vendor, 413, "request_too_large",
-                                  f"ctxmill proxy: request body exceeds {limit:,} bytes (--max-body-mb)")
-        key = request_key(target.shape, raw) if target.shape else None
-        if key is None:
-            return await self.forward(request, target, raw, started)
-        if target.kind == COUNT_TOKENS:
-            outcome = await self.within_budget(key, worker.count_request, raw, needed=False)
-            return await self.forward(request, target, outcome.data or raw, started)
-        async with self.pool.use(key) as entry:
-            stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.shape)
-            outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
-                                          declared_context_window(request.headers.items()))
-            entry.record_request(target.shape, len(raw), outcome)
-        return await self.forward(request, target, outcome.data or raw, started,
-                                  on_usage=lambda usage: entry.record_usage(usage, outcome.sent_tokens),
-                                  note=f"session {key[:12]} · {self.describe(outcome)}")
+                                  f"ctxmill proxy: request body exceeds {c.max_body_bytes:,} bytes (--max-body-mb)",
+                                  close=True)
+        except NoRoom as exc:
+            log.warning("%s %s → 503: %s", request.method, request.url.path, exc)
+            return error_response(target.vendor, 503, "overloaded_error",
+                                  f"ctxmill proxy: {exc} (--max-inflight-mb); retry shortly", close=True)
+        except ClientTooSlow as exc:
+            log.info("%s %s → 408: no body bytes for %g s after %d bytes", request.method, request.url.path,
+                     c.client_timeout, exc.args[0])
+            return error_response(target.vendor, 408, "request_timeout",
+                                  f"ctxmill proxy: no request body bytes for {c.client_timeout:g} s", close=True)
+        except ClientGone as exc:
+            log.info("%s %s: client disconnected after %d bytes of its request body", request.method,
+                     request.url.path, exc.args[0])
+            return Response(status_code=400)  # nobody is left to read it
 
     # -- compression ------------------------------------------------------------------
 
@@ -122,9 +151,11 @@ class Proxy:
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
+            size = len(raw)
+
             def finished(_: asyncio.Future) -> None:
                 entry.pending = None
-                entry.record_run(len(raw), outcome)
+                entry.record_run(size, outcome)
 
             entry.pending.add_done_callback(finished)
         return outcome
@@ -158,14 +189,16 @@ class Proxy:
         path = request.url.path
         url = target.upstream + path + (f"?{request.url.query}" if request.url.query else "")
         headers = upstream_headers(request.headers.items(), identity_encoding=on_usage is not None)
-        upstream = self.client.build_request(request.method, url, headers=headers, content=content)
+        if content:  # sent as it came: with its length, not chunked
+            headers.append(("content-length", str(len(content))))
+        upstream = self.client.build_request(request.method, url, headers=headers,
+                                             content=_SentOnce(content) if content else b"")
         try:
             response = await self.client.send(upstream, stream=True)
         except httpx.HTTPError as exc:
-            log.warning("%s %s → 502: upstream %s unreachable (%s)", request.method, path,
-                        httpx.URL(target.upstream).host, type(exc).__name__)
-            return error_response(target.vendor, 502, "api_error",
-                                  f"ctxmill proxy: upstream unreachable ({type(exc).__name__})")
+            status, message = upstream_failure(exc, httpx.URL(target.upstream).host, self.config.read_timeout)
+            log.warning("%s %s → %d: %s", request.method, path, status, message)
+            return error_response(target.vendor, status, "api_error", f"ctxmill proxy: {message}")
         log.info("%s %s → %d in %.1f ms%s", request.method, path, response.status_code,
                  (time.perf_counter() - started) * 1000, f" · {note}" if note else "")
         tap = None
@@ -177,13 +210,44 @@ class Proxy:
         return out
 
 
+class _SentOnce(httpx.AsyncByteStream):
+    """A request body that is forgotten once sent: the answer may stream for minutes, and the
+    body's memory must not stay with it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        data, self.data = self.data, b""
+        yield data
+
+
+class UpstreamBroke(Exception):
+    """The upstream's answer broke off mid-body. Raised from the relay, it ends the client's
+    response the same way (uvicorn closes the connection without finishing the body), so the
+    client sees a broken answer, never a complete-looking short one."""
+
+
+class _QuietBreaks(logging.Filter):
+    """Drops uvicorn's traceback for an UpstreamBroke: the relay logged it in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
+
+
 async def _relay(response: httpx.Response, tap: UsageTap | None, on_usage) -> AsyncIterator[bytes]:
     """The upstream bytes as they arrive; usage is recorded when the stream ends or breaks."""
+    relayed = 0
     try:
         async for chunk in response.aiter_raw():
             if tap is not None:
                 tap.feed(chunk)
+            relayed += len(chunk)
             yield chunk
+    except httpx.HTTPError as exc:
+        log.warning("upstream %s answer broke off after %d bytes (%s); the client's answer is cut off too",
+                    response.url.host, relayed, type(exc).__name__)
+        raise UpstreamBroke() from None
     finally:
         await response.aclose()
         usage = tap.finish() if tap is not None else None
@@ -203,6 +267,9 @@ def _settle(outcome: Outcome, future: asyncio.Future) -> None:
 
 
 def create_app(config: ProxyConfig) -> Starlette:
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(_QuietBreaks())
     proxy = Proxy(config)
     app = Starlette(routes=[
         StarletteRoute("/ctxmill/stats", proxy.stats, methods=["GET"]),

@@ -63,8 +63,11 @@ def session_key(provider: str, body: dict) -> str:
 
 
 _PARSER = simdjson.Parser()
-"""Reused: one document at a time, read completely before the next parse (the event loop
-calls `request_key` synchronously)."""
+"""Reused for bodies up to REUSE_LIMIT: one document at a time, read completely before the next
+parse (the event loop calls `request_key` synchronously)."""
+REUSE_LIMIT = 8 * 2**20
+"""A parser keeps buffers as large as the largest document it parsed (about 15 times its size
+in address space); a larger body gets a parser of its own, freed with it."""
 
 
 def _plain(value: Any) -> Any:
@@ -77,13 +80,17 @@ def _plain(value: Any) -> Any:
 
 def request_key(provider: str, raw: bytes) -> str | None:
     """`session_key` of the request in `raw`, or None when `raw` is not a JSON object with a
-    conversation list, or continues a conversation the provider stores (such a body is
-    forwarded as it is)."""
-    shape = SHAPES[provider]
+    conversation list, continues a conversation the provider stores, or holds what the parser
+    cannot represent (nesting past its depth limit, integers past 64 bits, invalid UTF-8): such
+    a body is forwarded as it is."""
     try:
-        doc = _PARSER.parse(raw)
-    except ValueError:
+        return _request_key(SHAPES[provider], provider, raw)
+    except (ValueError, RuntimeError, TypeError):  # simdjson raises RuntimeError for DEPTH_ERROR, BIGINT_ERROR
         return None
+
+
+def _request_key(shape, provider: str, raw: bytes) -> str | None:
+    doc = (_PARSER if len(raw) <= REUSE_LIMIT else simdjson.Parser()).parse(raw)
     messages = doc.get(shape.MESSAGES_FIELD) if isinstance(doc, simdjson.Object) else None
     if not isinstance(messages, simdjson.Array) or stored_history(shape, doc):
         return None

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import socket
+from typing import Any
 
 from ctxmill.settings import ProxyConfig
+
+log = logging.getLogger("ctxmill.proxy")
+
+SPARE_DESCRIPTORS = 64
+"""File descriptors kept for everything but connections: workers, logs, stores, the listener."""
 
 
 def is_loopback(host: str) -> bool:
@@ -24,15 +31,43 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
+def uvicorn_options(config: ProxyConfig) -> dict[str, Any]:
+    """How uvicorn serves the proxy: its HTTP protocol bound by the client limits
+    (ctxmill.proxy.connections); access logging off (the proxy logs one line per request, no
+    query, no headers)."""
+    from ctxmill.proxy.connections import ClientLimits, guarded_protocol
+
+    return {"http": guarded_protocol(ClientLimits(config.client_timeout, config.max_connections)),
+            "access_log": False, "server_header": False, "date_header": False, "timeout_graceful_shutdown": 5}
+
+
+def fit_descriptors(config: ProxyConfig) -> ProxyConfig:
+    """`config` with max_connections the process's file descriptors can hold: each client
+    connection may need one to the upstream too. Raises the soft limit toward the hard one first."""
+    import resource
+
+    needed = 2 * config.max_connections + SPARE_DESCRIPTORS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return config
+    fitting = max(1, (soft - SPARE_DESCRIPTORS) // 2)
+    log.warning("max_connections lowered from %d to %d: the open-file limit is %d", config.max_connections, fitting, soft)
+    return dataclasses.replace(config, max_connections=fitting)
+
+
 def uvicorn_config(config: ProxyConfig, host: str, port: int, log_level: str = "info"):
-    """Access logging is off: the proxy logs its own one line per request (no query, no headers)."""
     import uvicorn
 
     from ctxmill.proxy.app import create_app
 
-    return uvicorn.Config(create_app(config), host=host, port=port, access_log=False,
-                          log_level=log_level, server_header=False, date_header=False,
-                          timeout_graceful_shutdown=5)
+    return uvicorn.Config(create_app(config), host=host, port=port, log_level=log_level, **uvicorn_options(config))
 
 
 def serve(config: ProxyConfig, host: str, port: int, log_level: str = "info") -> None:
@@ -41,4 +76,4 @@ def serve(config: ProxyConfig, host: str, port: int, log_level: str = "info") ->
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs full upstream URLs, queries included
-    uvicorn.Server(uvicorn_config(config, host, port, log_level)).run()
+    uvicorn.Server(uvicorn_config(fit_descriptors(config), host, port, log_level)).run()

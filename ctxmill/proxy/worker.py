@@ -35,6 +35,7 @@ from compress.config import CompressConfig
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
 from compress.session import Session, state_lock
+from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
 from ctxmill.proxy.stats import RunSummary, session_directory, write_stats
 from ground.jsonbytes import dumps
 
@@ -52,6 +53,9 @@ class WorkerSetup:
     compress: CompressConfig
     chain: Chain | None
     max_sessions: int
+    max_kept_bytes: int = 256 * 2**20
+    """Request bytes the sessions kept in memory may add up to (each counts its last request);
+    beyond it the least recently used are dropped from memory (their state stays on disk)."""
     log_file: Path | None = None
     """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
     ccr_retention: Retention | None = None
@@ -66,6 +70,8 @@ class SessionState:
         self.key = key
         self.directory = directory
         self.saving: Future | None = None
+        self.size = 0
+        """The byte size of the session's last request (what its state keeps in memory, roughly)."""
         self._session: Session | None = None
 
     def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker",
@@ -119,7 +125,8 @@ class SessionState:
 
 
 class Worker:
-    """The sessions this worker owns (LRU, at most `max_sessions`), its CCR store and saver."""
+    """The sessions this worker owns (LRU, at most `max_sessions` and `max_kept_bytes`), its CCR
+    store and saver."""
 
     def __init__(self, setup: WorkerSetup) -> None:
         self.setup = setup
@@ -133,8 +140,6 @@ class Worker:
         state = self.states.get(key)
         if state is None:
             state = self.states[key] = SessionState(key, session_directory(self.setup.sessions_root, key))
-            while len(self.states) > self.setup.max_sessions:
-                self.states.popitem(last=False)[1].wait_saved()
         self.states.move_to_end(key)
         return state
 
@@ -143,8 +148,23 @@ class Worker:
         state = self.state(key)
         state.wait_saved()
         summary = state.compress(raw, calibrated_tokens, self, context_window)
+        state.size = len(raw)
         state.saving = self.saver.submit(state.persist, stats)
+        if state.size >= TRIM_AFTER_BYTES:  # a large body's parse leaves freed heap pages behind
+            state.saving.add_done_callback(lambda _: give_back_memory())
+        self._shed()
         return summary
+
+    def _shed(self) -> None:
+        """Drop the least recently used sessions beyond the limits (the latest always stays)."""
+        shed = 0
+        while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
+                                        or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
+            state = self.states.popitem(last=False)[1]
+            state.wait_saved()
+            shed += state.size
+        if shed >= TRIM_AFTER_BYTES:
+            give_back_memory()
 
     def flush(self) -> None:
         for state in self.states.values():
@@ -192,15 +212,26 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
     start(setup)
     with sock:
-        while (job := _receive(sock)) is not None:
-            fn, args = pickle.loads(job)
-            try:
-                answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
-                answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-            sock.sendall(len(answer).to_bytes(8, "big"))
-            sock.sendall(answer)
+        while _answer(sock):
+            pass
     flush()
+
+
+def _answer(sock: socket.socket) -> bool:
+    """Run the next job from `sock` and send its answer; False when the proxy hung up. The job's
+    bytes die with this call: a worker waiting for its next job holds none of the last one."""
+    job = _receive(sock)
+    if job is None:
+        return False
+    fn, args = pickle.loads(job)
+    del job
+    try:
+        answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
+        answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    sock.sendall(len(answer).to_bytes(8, "big"))
+    sock.sendall(answer)
+    return True
 
 
 def _receive(sock: socket.socket) -> bytearray | None:
