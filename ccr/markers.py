@@ -2,9 +2,14 @@
 
     [ctxmill: {summary} · deep_expand("{key}")]     replaces cut content (format_marker)
     <<ctxmill: {summary} · deep_expand("{key}")>>   one-line note for a superseded tool input
-    [ctxmill: {text}]                               names no key: a later cut of the same
-                                                    original, a cut line or blob, a reminder
-                                                    (format_inline)
+    [ctxmill: {text}]                               names no key (format_inline): a later cut
+                                                    of the same original (lines_omitted), a cut
+                                                    line (chars_cut) or blob (blob_cut), the rest
+                                                    of a folder's entries (entries_omitted), a
+                                                    reminder (nudges)
+
+`find_placeholders` finds every marker, note and cut notice in a text, keyed or not: text that
+stands for content ctxmill cut, so copied into a file or a command it would replace real content.
 
 A marker may also sit inside a JSON string (crush_json puts one where array items were cut, so
 the output stays valid JSON); serialized there its quotes read `deep_expand(\\"{key}\\")`, and
@@ -16,7 +21,9 @@ What must hold:
   find_markers(format_marker(s, k)) gives back exactly (s, k) for every str s, including
   lone surrogates, and the marker text is always valid UTF-8.
 - Inline text is written as given (a directory name may hold `]`): it carries no key and is
-  never parsed back.
+  never parsed back into a key; `find_placeholders` recognises the cut notices by their fixed
+  wording, in linear time (an `entries_omitted` folder name of at most 4,096 characters; one
+  holding "/ (" is recognised up to there).
 - Parsing is linear in the text: a marker body never contains `[` or `]` (a note body never
   `<` or `>`), not even escaped, so a scan from one candidate start stops before the next
   candidate start and no character is scanned twice for the same kind (possessive
@@ -25,6 +32,7 @@ What must hold:
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterator
@@ -97,6 +105,64 @@ def format_note(summary: str, key: str) -> str:
 def format_inline(text: str) -> str:
     """`[ctxmill: {text}]`, a notice that names no key."""
     return f"{_MARKER_OPEN}{text}]"
+
+
+def lines_omitted(count: int) -> str:
+    """`[ctxmill: N lines omitted]`: a later cut of an original whose marker came earlier."""
+    return format_inline(f"{count:,} line{'s' if count != 1 else ''} omitted")
+
+
+def chars_cut(count: int) -> str:
+    """`[ctxmill: N chars cut]` in the middle of a long kept line."""
+    return format_inline(f"{count:,} chars cut")
+
+
+def blob_cut(kind: str, size: str) -> str:
+    """`[ctxmill: image/png base64 blob, 103 KB cut]` in place of a base64 run."""
+    return format_inline(f"{kind} base64 blob, {size} cut")
+
+
+def entries_omitted(count: int, folder: str, total: int) -> str:
+    """`[ctxmill: 55 more in src/pkg/ (60 entries)]` after the entries of a folder that were kept."""
+    return format_inline(f"{count:,} more in {folder}/ ({total:,} entries)")
+
+
+_CUT_NOTICE = re.compile(r"\[ctxmill: (?:[\d,]++ lines? omitted|[\d,]++ chars cut|[\w.+-]{1,60}(?:/[\w.+-]{1,60})?+ "
+                         r"base64 blob, [\d.,]++ (?:KB|chars) cut)\]")
+_ENTRIES_START = re.compile(r"\[ctxmill: [\d,]++ more in ")
+_ENTRIES_END = re.compile(r"/ \([\d,]++ entries\)\]")
+_MAX_FOLDER = 4096
+
+
+def _entries_notices(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each `entries_omitted` notice: a start and the nearest end after it on
+    the same line, with at most _MAX_FOLDER characters between (the folder name, which may hold
+    anything but a line break). Starts and ends are each found once: linear in the text."""
+    if " entries)]" not in text:
+        return
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    ends = iter(_ENTRIES_END.finditer(text))
+    end = next(ends, None)
+    for start in _ENTRIES_START.finditer(text):
+        while end is not None and end.start() < start.end():
+            end = next(ends, None)
+        if end is None:
+            return
+        gap = end.start() - start.end()
+        same_line = bisect.bisect_left(breaks, start.end()) == bisect.bisect_left(breaks, end.start())
+        if gap <= _MAX_FOLDER and same_line:
+            yield start.start(), end.end()
+
+
+def find_placeholders(text: str) -> list[Marker]:
+    """Every marker and note (keyed) and every cut notice (key "") in `text`, by position."""
+    if "ctxmill: " not in text:
+        return []
+    found = {m.start: m for m in _iter_markers(text)}
+    notices = [(m.start(), m.end()) for m in _CUT_NOTICE.finditer(text)] + list(_entries_notices(text))
+    for start, end in notices:
+        found.setdefault(start, Marker("marker", text[start + len(_MARKER_OPEN):end - 1], "", start, end))
+    return [found[start] for start in sorted(found)]
 
 
 def _split_body(body: str) -> tuple[str, str] | None:

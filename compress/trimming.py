@@ -16,7 +16,7 @@ from typing import Iterator
 
 import re
 
-from ccr.markers import format_inline, format_marker
+from ccr.markers import chars_cut, entries_omitted, format_marker, lines_omitted
 from compress.vocab.signals.errors import error_line_numbers
 
 
@@ -195,7 +195,7 @@ def group_file_list(lines: list[str], budget: Budget) -> tuple[list[str], str] |
         members = dirs[d]
         out.extend(lines[i] for i in members[:budget.list_names])
         if len(members) > budget.list_names:
-            out.append(format_inline(f"{len(members) - budget.list_names:,} more in {d or '.'}/ ({len(members):,} entries)"))
+            out.append(entries_omitted(len(members) - budget.list_names, d or ".", len(members)))
     rest = list(dirs)[budget.list_dirs:]
     summary = f"{entries:,} paths in {len(dirs):,} directories, grouped by directory with counts"
     if rest:
@@ -208,7 +208,7 @@ def cut_long_line(line: str, limit: int) -> str:
         return line
     head = limit * 2 // 3
     tail = limit - head
-    return f"{line[:head]} {format_inline(f'{len(line) - limit:,} chars cut')} {line[-tail:]}"
+    return f"{line[:head]} {chars_cut(len(line) - limit)} {line[-tail:]}"
 
 
 def render(lines: list[str], sel: Selection, key: str, max_line_chars: int) -> str:
@@ -232,5 +232,6 @@ def render(lines: list[str], sel: Selection, key: str, max_line_chars: int) -> s
 
 
 def _gap(count: int, summary: str, key: str, short: bool) -> str:
-    omitted = f"{count:,} line{'s' if count != 1 else ''} omitted"
-    return format_inline(omitted) if short else format_marker(f"{omitted} here; {summary}", key)
+    if short:
+        return lines_omitted(count)
+    return format_marker(f"{count:,} line{'s' if count != 1 else ''} omitted here; {summary}", key)

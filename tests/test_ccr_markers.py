@@ -3,7 +3,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ccr.keys import make_key
-from ccr.markers import find_markers, format_inline, format_marker, format_note, has_marker
+from ccr.markers import (blob_cut, chars_cut, entries_omitted, find_markers, find_placeholders, format_inline,
+                         format_marker, format_note, has_marker, lines_omitted)
 
 # Any str, with lone surrogates and the characters the writer must escape drawn often.
 ANY_TEXT = st.text(
@@ -88,3 +89,29 @@ def test_writer_rejects_invalid_keys():
             format_marker("s", bad)
         with pytest.raises(ValueError):
             format_note("s", bad)
+
+
+FOLDERS = st.text(st.characters(exclude_characters="\n("), max_size=300)  # "/ (" would end the notice early
+NOTICES = st.one_of(
+    st.integers(0, 10**9).map(lines_omitted),
+    st.integers(0, 10**9).map(chars_cut),
+    st.tuples(st.sampled_from(["image/png", "binary", "application/vnd.x+json"]),
+              st.sampled_from(["103 KB", "1,024 KB", "900 chars"])).map(lambda a: blob_cut(*a)),
+    st.tuples(st.integers(1, 10**6), FOLDERS, st.integers(1, 10**6)).map(lambda a: entries_omitted(*a)),
+    st.tuples(ANY_TEXT, KEYS).map(lambda a: format_marker(*a)),
+    st.tuples(ANY_TEXT, KEYS).map(lambda a: format_note(*a)),
+)
+
+
+@given(notice=NOTICES, before=ANY_TEXT, after=ANY_TEXT)
+def test_find_placeholders_finds_every_form_the_writers_write(notice, before, after):
+    assume("ctxmill" not in before + after)
+    found = find_placeholders(before + notice + after)
+    assert [(m.start, m.end) for m in found] == [(len(before), len(before) + len(notice))]
+    assert bool(found[0].key) == (" · deep_expand(" in notice)
+
+
+def test_find_placeholders_leaves_prose_about_markers_alone():
+    for prose in ("Markers look like [ctxmill: …].", '[ctxmill: … · deep_expand("KEY")]', "[ctxmill: 45 lines]",
+                  "[ctxmill: some words]", "45 lines omitted", "[ctxmill: 3 more in src/]"):
+        assert find_placeholders(prose) == []

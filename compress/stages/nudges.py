@@ -34,6 +34,7 @@ What must hold:
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import xxhash
@@ -65,6 +66,12 @@ class Options:
     window_turns: int = WINDOW_TURNS
     cooldown_turns: int = COOLDOWN_TURNS
     checkpoint_every: int = CHECKPOINT_EVERY
+
+
+def reminders() -> tuple[str, ...]:
+    """Every reminder this stage can write (the hooks refuse them in a file or a command)."""
+    subsets = (c for n in range(1, len(DECISION_KINDS) + 1) for c in itertools.combinations(DECISION_KINDS, n))
+    return (CHECKPOINT_NUDGE, *(memory_nudge(kinds) for kinds in subsets))
 
 
 def memory_nudge(kinds: tuple[str, ...]) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import re
 
-from ccr.markers import format_inline, format_marker
+from ccr.markers import blob_cut, format_marker
 from compress.config import options_as
 from compress.lossy import accept
 from compress.memo import TextMemo
@@ -159,7 +159,7 @@ def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
         if run.isdigit() or run.islower() or run.isupper() or not any(c.isdigit() for c in run[:4096]):
             return m.group()
         count += 1
-        return format_inline(f"{media_type(run, m.group('mt') or '')} base64 blob, {_kb(len(run))} cut")
+        return blob_cut(media_type(run, m.group("mt") or ""), _kb(len(run)))
 
     out = pattern.sub(note, text)
     return out, count
