@@ -7,7 +7,8 @@ Output, for exit code 0, is JSON on stdout; SessionStart and UserPromptSubmit in
 `{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext": TEXT}}`; PreToolUse (only
 for the tools in `GUARDED_TOOLS`) denies a call whose input holds a ctxmill marker or note with
 `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-"permissionDecisionReason": WHY}}`: a model that copied a placeholder would write it into a file.
+"permissionDecisionReason": WHY}}`: a model that copied a placeholder (a keyed marker or note,
+a keyless cut notice, a reminder) would write it into a file.
 The other events print nothing (a Stop hook that printed `decision: block` would keep the agent
 running).
 
@@ -189,20 +190,39 @@ def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -
 
 
 def pre_tool_use(event: dict) -> dict | None:
-    """Deny a call whose input carries a ctxmill placeholder: it stands for stored text, and
-    written to a file or run as a command it would replace real content."""
-    from ccr.markers import find_markers
+    """Deny a call whose input carries a ctxmill placeholder: a marker or note (keyed), a cut
+    notice such as `[ctxmill: 45 lines omitted]` (`ccr.markers.find_placeholders`) or a
+    reminder (`compress.stages.nudges.reminders`). Each stands for text ctxmill cut, or speaks
+    to the model; written to a file or run as a command it would replace real content."""
     from ground.jsonvalues import strings_in
 
+    tool = event.get("tool_name") if isinstance(event.get("tool_name"), str) else "tool"
     for text in strings_in(event.get("tool_input")):
-        markers = find_markers(text) if "ctxmill:" in text else []
-        if markers:
-            key = markers[0].key
-            reason = (f"ctxmill: this {event.get('tool_name') or 'tool'} input contains a ctxmill placeholder "
-                      f"(deep_expand(\"{key}\")). It stands for text ctxmill stored, not for content: call "
-                      f"deep_expand(\"{key}\") or read the file to get the real text, then retry with it.")
+        if "ctxmill: " in text and (reason := _placeholder_reason(text, tool)):
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                            "permissionDecisionReason": reason}}
+    return None
+
+
+def _placeholder_reason(text: str, tool: str) -> str | None:
+    from ccr.markers import find_placeholders
+
+    found = find_placeholders(text)
+    keyed = next((m for m in found if m.key), None)
+    if keyed is not None:
+        return (f"ctxmill: this {tool} input contains a ctxmill placeholder (deep_expand(\"{keyed.key}\")). It stands "
+                f"for text ctxmill stored, not for content: call deep_expand(\"{keyed.key}\") or read the file to "
+                "get the real text, then retry with it.")
+    if found:
+        shown = text[found[0].start:found[0].end][:200]
+        return (f"ctxmill: this {tool} input contains a ctxmill cut notice ({shown}). It stands for text ctxmill "
+                "cut from what you read, not for content: read the file again (or call deep_expand on the "
+                "marker that came with the cut) and retry with the real text.")
+    from compress.stages.nudges import reminders
+
+    if any(reminder in text for reminder in reminders()):
+        return (f"ctxmill: this {tool} input contains a ctxmill reminder ([ctxmill: …]), which is addressed to you, "
+                "not content: leave it out and retry.")
     return None
 
 

@@ -8,13 +8,21 @@ from pathlib import Path
 
 
 class _LazyFileHandler(logging.FileHandler):
-    """Appends to the log file (0600 in a 0700 folder), created only when something is logged."""
+    """Appends to the log file (0600 in a 0700 folder), created only when something is logged.
+    A log file that cannot be created or written (the home is a file, a read-only disk) drops
+    the record: logging never fails the command that logs."""
 
     def _open(self):  # noqa: ANN202 - logging's signature
         from ground.files import private_dir, private_file
 
         private_file(private_dir(Path(self.baseFilename).parent) / Path(self.baseFilename).name)
         return super()._open()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            super().emit(record)
+        except OSError:
+            self.close()  # opened again for the next record
 
 
 class RedactingFilter(logging.Filter):
@@ -56,8 +64,12 @@ def configure_logging(log_file: Path | None = None) -> None:
     logger = logging.getLogger("ctxmill")
     if logger.handlers:
         return
+    try:
+        log_file = log_file or project_home() / "ctxmill.log"
+    except OSError:  # the working directory is gone: no project home, no log
+        return
     logger.propagate = False
-    handler = _LazyFileHandler(log_file or project_home() / "ctxmill.log", delay=True, encoding="utf-8")
+    handler = _LazyFileHandler(log_file, delay=True, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     redact_every_record()
     logger.addHandler(handler)

@@ -1,16 +1,22 @@
-"""Private files, lock files and atomic writes for everything persisted under `.ctxmill/`.
+"""Private files, lock files and atomic writes for everything persisted under `.ctxmill/`, and
+bounded reads of files someone else names.
 
 What must hold: folders the project creates are 0700 (every missing component, not only the
 leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
-content, never a partial write. Folders that already exist keep their mode.
+content, never a partial write. Folders that already exist keep their mode. `read_regular`
+never blocks on a pipe and never reads more than it was allowed (a device like /dev/zero is
+endless).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -63,3 +69,25 @@ def atomic_write(path: Path, data: bytes, fsync: bool = True) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def read_regular(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path`. OSError (its `filename` set, its `strerror` one
+    line) when `path` is not a regular file (a pipe, a device, a folder: opened without blocking
+    and never read) or holds more than `max_bytes`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a pipe, socket or device"
+        raise OSError(errno.EINVAL, f"not a regular file ({kind})", str(path))
+    with os.fdopen(fd, "rb") as source:
+        return read_at_most(source, max_bytes, str(path))
+
+
+def read_at_most(source: BinaryIO, max_bytes: int, name: str) -> bytes:
+    """All of `source`, or OSError (EFBIG) as soon as it holds more than `max_bytes`."""
+    data = source.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", name)
+    return data

@@ -3,7 +3,8 @@
 `FORMATS` holds one reader module per recording format; each has `NAME`, `sniff(sample)` (the
 first parsed lines, or the whole JSON object) and either `read(text)` (JSONL) or
 `read_object(data)` (one JSON object). `read_session(path, fmt=None)` reads one file in any of
-them, recognised from its content unless `fmt` names one. Readers never raise on bad content:
+them, recognised from its content unless `fmt` names one; it reads only a regular file of at
+most `max_bytes` (a named pipe or a device is refused unread). Readers never raise on bad content:
 unreadable lines or items are counted in `Transcript.malformed`. A file that is neither JSON nor
 JSONL of a known format raises `UnknownFormat` with a one-line reason.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ground.files import read_regular
 from compress.formats.sessions import claude_code, claude_flat, codex, craft, opencode, request_body, swe_agent
 from compress.formats.sessions.transcript import Transcript
 
@@ -24,6 +26,8 @@ FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
 """Format name -> reader module, in detection order (first whose `sniff` accepts wins)."""
 
 SESSION_SUFFIXES = (".jsonl", ".json", ".traj")
+MAX_SESSION_BYTES = 512 * 2**20
+"""The largest session file `read_session` reads by default."""
 _SAMPLE_LINES = 40
 
 
@@ -76,9 +80,10 @@ def read_text(text: str, fmt: str | None = None) -> Transcript:
     return module.read(text)
 
 
-def read_session(path: str | Path, fmt: str | None = None) -> Transcript:
-    """Read one session file (OSError when unreadable, UnknownFormat when not a session)."""
-    return read_text(Path(path).read_text("utf-8", errors="replace"), fmt)
+def read_session(path: str | Path, fmt: str | None = None, max_bytes: int = MAX_SESSION_BYTES) -> Transcript:
+    """Read one session file (OSError when unreadable, not a regular file or larger than
+    `max_bytes`; UnknownFormat when not a session)."""
+    return read_text(read_regular(path, max_bytes).decode("utf-8", errors="replace"), fmt)
 
 
 def session_files(folder: str | Path) -> list[Path]:
