@@ -26,14 +26,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+MAX_REQUEST_BYTES = 2**30
+"""The largest request body read (a regular file or stdin)."""
+
+
 def read_request(source: str) -> object:
-    """The parsed body, or CliError with a one-line reason."""
+    """The parsed body, or CliError with a one-line reason (a pipe, a device or a folder is
+    refused unread, stdin is read up to MAX_REQUEST_BYTES)."""
     import orjson
 
     from ctxmill.errors import CliError
+    from ground.files import read_at_most, read_regular
+    from ground.jsonbytes import InexactNumber, loads
 
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        if source == "-":
+            data = read_at_most(sys.stdin.buffer, MAX_REQUEST_BYTES, "stdin")
+        else:
+            data = read_regular(source, MAX_REQUEST_BYTES)
     except OSError as exc:
         raise CliError(f"cannot read {source}: {exc.strerror or exc}") from None
     try:
@@ -41,7 +51,9 @@ def read_request(source: str) -> object:
     except UnicodeDecodeError as exc:
         raise CliError(f"{source} is not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start})") from None
     try:
-        return orjson.loads(data)
+        return loads(data)
+    except InexactNumber as exc:
+        raise CliError(f"{source} holds {exc}; ctxmill leaves such a request alone") from None
     except orjson.JSONDecodeError as exc:
         if "depth" in str(exc):
             raise CliError(f"{source}: JSON nested too deeply to process") from None
