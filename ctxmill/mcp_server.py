@@ -1,15 +1,22 @@
 """The ctxmill MCP server (stdio, official `mcp` SDK): CCR expansion, project memory, checkpoints.
 
 Every tool raises ToolError with a one-line message on bad input or a failed operation; the SDK
-returns it as a tool error (`isError: true`) and the server keeps running.
+returns it as a tool error (`isError: true`) and the server keeps running. Every request gets an
+answer: one the SDK cannot read (arguments nested deeper than its validator goes, a malformed
+envelope) would be dropped silently, leaving the client waiting, so it reaches the SDK as a call
+of a method that does not exist, named for the reason (`answerable`), and is answered with an error.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, AsyncIterable, AsyncIterator
 
+import orjson
+from mcp import types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
 
 if TYPE_CHECKING:
     from ctxmill.settings import Settings
@@ -20,8 +27,52 @@ INSTRUCTIONS = (
 )
 
 
+class _Server(MCPServer):
+    async def run_stdio_async(self) -> None:
+        """MCPServer's stdio loop, reading stdin through `answerable`."""
+        import sys
+
+        import anyio
+
+        lines = anyio.wrap_file(open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False))
+        async with stdio_server(stdin=_Answerable(lines)) as (read, write):  # type: ignore[arg-type]
+            await self._lowlevel_server.run(read, write, self._lowlevel_server.create_initialization_options())
+
+
+class _Answerable:
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self.lines = lines
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self.lines:
+            yield answerable(line)
+
+
+_LEADING_ID = re.compile(r'^\s*\{\s*(?:"jsonrpc"\s*:\s*"[^"]*"\s*,\s*)?"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})')
+
+
+def answerable(line: str) -> str:
+    """`line`, or, when the SDK cannot read it but it carries a request id, a request for the
+    method "ctxmill/unreadable-request: WHY" under that id (the SDK answers "method not found")."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line
+    except ValueError as exc:  # pydantic's ValidationError names the first problem in errors()
+        problems = exc.errors() if hasattr(exc, "errors") else []
+        why = (problems[0]["msg"] if problems else str(exc).splitlines()[0])[:200]
+    try:
+        message = orjson.loads(line)
+        request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+    except orjson.JSONDecodeError:  # nested deeper than orjson reads: the id as clients write it, first
+        found = _LEADING_ID.match(line)
+        request_id = orjson.loads(found.group(1)) if found else None
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        return line  # a notification or no message at all: nothing to answer
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": f"ctxmill/unreadable-request: {why}"}).decode()
+
+
 def build_server(settings: Settings) -> MCPServer:
-    server = MCPServer("ctxmill", instructions=INSTRUCTIONS)
+    server = _Server("ctxmill", instructions=INSTRUCTIONS)
     memory_cfg = settings.memory
 
     @server.tool()
