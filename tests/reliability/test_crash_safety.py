@@ -20,6 +20,7 @@ from compress.session import STATE_FILE, VERSION, Session
 from memory import api
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.reliability.crashkit import kill_loop, memory_config, run_concurrently, session_body
+from tests.reliability.tally import record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,12 +28,15 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(("kind", "iterations"), [("memory", 100), ("ccr", 60), ("session", 100)])
 def test_sigkill_at_random_points_loses_nothing_committed(tmp_path, kind, iterations):
     outcome = kill_loop(kind, tmp_path, iterations, max_delay=0.05, seed=7)
+    record("kills", f"SIGKILL of a {kind} writer at a random point", iterations, lost=len(outcome.failures))
     assert outcome.failures == []
     assert outcome.committed >= iterations  # every kill came after a commit, while the writer worked
 
 
 def test_eight_processes_at_once_lose_and_duplicate_nothing(tmp_path):
     outcome = run_concurrently(tmp_path, workers=8, rounds=15)
+    record("concurrent writers", "8 processes storing memory and CCR batches", outcome.committed,
+           lost=len(outcome.failures))
     assert outcome.failures == []
     assert outcome.committed == 8 * 15 * 2  # each round commits one memory change and one CCR batch
 

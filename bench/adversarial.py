@@ -1,0 +1,44 @@
+"""The adversarial suite's counts, for RELIABILITY.md: `python bench/adversarial.py [pytest args]`.
+
+Runs tests/reliability/ (kills, concurrent writers, hostile input to the CLI, the proxy, the
+hooks and the MCP server, slow clients) with CTXMILL_TALLY set, so each adversarial test records
+what it tried, lost and leaked (tests/reliability/tally.py), and prints one table row per test
+and a total per face. The tests assert lost == leaked == 0 themselves; this only counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        tally = Path(tmp) / "tally.jsonl"
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/reliability",
+                               *sys.argv[1:]], cwd=ROOT, env={**os.environ, "CTXMILL_TALLY": str(tally)})
+        rows = [json.loads(line) for line in tally.read_text().splitlines()] if tally.exists() else []
+    merged: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        counts = merged[row["face"], row["what"]]
+        for i, name in enumerate(("tried", "lost", "leaked")):
+            counts[i] += row[name]
+    print("\n| face | what | tried | lost | leaked |\n|---|---|---:|---:|---:|")
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (face, what), (tried, lost, leaked) in sorted(merged.items()):
+        print(f"| {face} | {what} | {tried:,} | {lost:,} | {leaked:,} |")
+        totals[face] = [a + b for a, b in zip(totals[face], (tried, lost, leaked))]
+    for face, (tried, lost, leaked) in sorted(totals.items()):
+        print(f"| **{face}** | **all** | **{tried:,}** | **{lost:,}** | **{leaked:,}** |")
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
