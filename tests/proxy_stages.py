@@ -4,7 +4,9 @@ light module (a worker imports it to unpickle the chain) as module-level functio
 from __future__ import annotations
 
 import os
+import re
 import time
+from pathlib import Path
 
 from ccr.markers import format_marker
 from compress.model import Message
@@ -12,8 +14,9 @@ from compress.pipeline import Chain
 from compress.stage import Stage, StageContext, each_mutable
 from compress.tiers import Tier
 
-SLOW_SECONDS = 1.5
 CRASH = "ctxmill-test: kill the worker"
+WAIT_FOR = "ctxmill-test: wait for "
+"""A user message saying WAIT_FOR + a path holds a new session's first run until that file exists."""
 
 
 def head_of_results(messages: list[Message], ctx: StageContext) -> list[Message]:
@@ -28,11 +31,16 @@ def head_of_results(messages: list[Message], ctx: StageContext) -> list[Message]
     return each_mutable(messages, ctx, shorten)
 
 
-def slow_when_many_mutable(messages: list[Message], ctx: StageContext) -> list[Message]:
-    """Sleeps SLOW_SECONDS when a run may change several messages (a new session's first run),
-    not on the incremental runs after it."""
+def held_until_released(messages: list[Message], ctx: StageContext) -> list[Message]:
+    """When a run may change several messages (a new session's first run, not the incremental
+    runs after it), waits until the file a user message names after WAIT_FOR exists (at most
+    120 s): the test decides when the run ends, no clock does."""
     if sum(ctx.mutable) >= 3:
-        time.sleep(SLOW_SECONDS)
+        named = [m.group(1) for msg in messages if msg.role == "user" and isinstance(msg.raw, dict)
+                 for m in [re.search(re.escape(WAIT_FOR) + r"(\S+)", str(msg.raw.get("content")))] if m]
+        deadline = time.monotonic() + 120
+        while named and not Path(named[0]).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     return messages
 
 
@@ -45,7 +53,7 @@ def crash_on_request(messages: list[Message], ctx: StageContext) -> list[Message
 
 
 CHAIN = Chain().push(Stage("head_of_results", head_of_results, Tier.ALWAYS))
-SLOW_CHAIN = Chain().push(Stage("slow", slow_when_many_mutable, Tier.ALWAYS)).push(
+HELD_CHAIN = Chain().push(Stage("held", held_until_released, Tier.ALWAYS)).push(
     Stage("head_of_results", head_of_results, Tier.ALWAYS))
 CRASH_CHAIN = Chain().push(Stage("crash", crash_on_request, Tier.ALWAYS)).push(
     Stage("head_of_results", head_of_results, Tier.ALWAYS))

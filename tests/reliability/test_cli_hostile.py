@@ -51,7 +51,8 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         "nested 100,000 deep": write("deep.json", b'{"messages":[' + b"[" * 100_000 + b"]" * 100_000 + b"]}"),
         "an integer beyond 64 bits": write("bigint.json", b'{"model":"m","n":123456789012345678901234567890,'
                                                           b'"messages":[' + user + b"]}"),
-        "a negative integer beyond 64 bits": write("negint.json", b'{"messages":[' + user + b'],"n":-9223372036854775809}'),
+        "a negative integer beyond 64 bits": write("negint.json",
+                                                   b'{"messages":[' + user + b'],"n":-9223372036854775809}'),
         "messages not a list": write("obj.json", b'{"messages": {"a": 1}}'),
         "top-level array": write("arr.json", b"[1,2,3]"),
         "NaN": write("nan.json", b'{"messages": [' + user + b'], "t": NaN}'),
@@ -82,7 +83,8 @@ def test_big_integers_are_refused_not_rounded(tmp_path):
     path.write_bytes(b'{"model":"m","id":18446744073709551616,"messages":[{"role":"user","content":"hi"}]}')
     done = cli(tmp_path, "compress", str(path))
     assert one_clear_line(done) and b"beyond 64 bits" in done.stderr and done.stdout == b""
-    path.write_bytes(b'{"model":"m","id":18446744073709551615,"messages":[{"role":"user","content":"12345678901234567890123"}]}')
+    path.write_bytes(b'{"model":"m","id":18446744073709551615,'
+                     b'"messages":[{"role":"user","content":"12345678901234567890123"}]}')
     done = cli(tmp_path, "compress", str(path))
     assert done.returncode == 0 and orjson.loads(done.stdout) == orjson.loads(path.read_bytes())  # exact at the edge
 

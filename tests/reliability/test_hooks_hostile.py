@@ -150,11 +150,12 @@ def test_an_unusable_home_fails_open(tmp_path, request, ro):
 def _in_deleted_cwd(name: str, stdin: str, home: Path, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """The hook started in `cwd`, which is removed before the hook runs (a shell in a deleted folder)."""
     script = ("import os, shutil, subprocess, sys; os.chdir(sys.argv[1]); shutil.rmtree(sys.argv[1]); "
-              "done = subprocess.run([sys.executable, '-m', 'ctxmill', 'hook', sys.argv[2]], input=sys.stdin.buffer.read(),"
-              " capture_output=True); sys.stdout.buffer.write(done.stdout); sys.stderr.buffer.write(done.stderr); "
+              "done = subprocess.run([sys.executable, '-m', 'ctxmill', 'hook', sys.argv[2]], "
+              "input=sys.stdin.buffer.read(), capture_output=True); "
+              "sys.stdout.buffer.write(done.stdout); sys.stderr.buffer.write(done.stderr); "
               "sys.exit(done.returncode)")
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXMILL_HOME": str(home), "XDG_DATA_HOME": str(home.parent / "x"),
-                **env}
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXMILL_HOME": str(home),
+                "XDG_DATA_HOME": str(home.parent / "x"), **env}
     return subprocess.run([sys.executable, "-c", script, str(cwd), name], input=stdin.encode(), capture_output=True,
                           env=full_env, timeout=TIMEOUT)
 

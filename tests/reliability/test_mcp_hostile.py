@@ -73,7 +73,8 @@ def test_bad_tool_calls_get_answers_and_the_server_keeps_serving(tmp_path):
     answers: list[str] = []
 
     async def talk() -> None:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp"], env=env, cwd=str(tmp_path))
+        params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp"], env=env,
+                                       cwd=str(tmp_path))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await asyncio.wait_for(session.initialize(), CALL_TIMEOUT)
             stored = await session.call_tool("memory_store", {"type": "fact", "text": leaky_text(1)})
