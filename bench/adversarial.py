@@ -1,9 +1,11 @@
 """The adversarial suite's counts, for RELIABILITY.md: `python bench/adversarial.py [pytest args]`.
 
-Runs tests/reliability/ (kills, concurrent writers, hostile input to the CLI, the proxy, the
-hooks and the MCP server, slow clients) with CTXMILL_TALLY set, so each adversarial test records
-what it tried, lost and leaked (tests/reliability/tally.py), and prints one table row per test
-and a total per face. The tests assert lost == leaked == 0 themselves; this only counts.
+Runs tests/reliability/ (kills, concurrent writers, full disks, hostile input to the CLI, the
+proxy, the hooks and the MCP server, slow clients, secret canaries at rest) and the canary
+detection test with CTXMILL_TALLY set, so each adversarial test records what it tried, lost and
+leaked (tests/reliability/tally.py), and prints one table row per kind of attempt, a total per
+face, the commit, the date and the run's wall time. The tests assert lost == leaked == 0
+themselves; this only counts.
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SUITE = ["tests/reliability", "tests/test_redact_canaries.py"]
 
 
 def main() -> int:
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         tally = Path(tmp) / "tally.jsonl"
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/reliability",
-                               *sys.argv[1:]], cwd=ROOT, env={**os.environ, "CTXMILL_TALLY": str(tally)})
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *SUITE, *sys.argv[1:]],
+                              cwd=ROOT, env={**os.environ, "CTXMILL_TALLY": str(tally)})
         rows = [json.loads(line) for line in tally.read_text().splitlines()] if tally.exists() else []
     merged: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     for row in rows:
@@ -37,6 +43,9 @@ def main() -> int:
         totals[face] = [a + b for a, b in zip(totals[face], (tried, lost, leaked))]
     for face, (tried, lost, leaked) in sorted(totals.items()):
         print(f"| **{face}** | **all** | **{tried:,}** | **{lost:,}** | **{leaked:,}** |")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    print(f"\ncommit {commit.stdout.strip() or '?'}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+          f"{time.monotonic() - started:.0f} s, pytest exit {done.returncode}")
     return done.returncode
 
 

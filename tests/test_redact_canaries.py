@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from ground.redact import redact, secret_spans
 from tests.reliability.canaries import CANARIES, canary_text, leaked
 from tests.reliability.ordinary import generated_near_misses, ordinary_texts
+from tests.reliability.tally import record
 
 AWS_DOCUMENTED_EXAMPLE = "AKIAIOSFODNN7EXAMPLE"
 """AWS's own example access key, quoted in ctxmill's docs: the right shape, so it is redacted."""
@@ -22,6 +23,8 @@ def test_every_canary_is_caught_in_context(canary):
 def test_all_canaries_together_leave_nothing_and_keep_the_ordinary_lines():
     text = canary_text()
     out = redact(text)
+    record("secrets", "canaries in context in one tool output, through ground.redact", len(CANARIES),
+           leaked=len(leaked(out)))
     assert leaked(out) == []
     assert out.count("[REDACTED:") >= len(CANARIES)
     assert "step 4: compiled module_4.py in 0.4s" in out

@@ -16,6 +16,6 @@ def record(face: str, what: str, tried: int, lost: int = 0, leaked: int = 0) -> 
     arrive whole, or a face that stopped serving; `leaked`: secrets found where they must not be."""
     path = os.environ.get("CTXMILL_TALLY")
     if path:
-        line = json.dumps({"face": face, "what": what, "tried": tried, "lost": lost, "leaked": leaked})
+        line = json.dumps({"face": face, "what": what, "tried": int(tried), "lost": int(lost), "leaked": int(leaked)})
         with open(path, "a", encoding="utf-8") as out:
             out.write(line + "\n")

@@ -24,6 +24,7 @@ import orjson
 
 from tests.chain_checks import anthropic_body
 from tests.reliability.canaries import CANARIES, leaked
+from tests.reliability.tally import record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -146,5 +147,7 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
             "index.bin"} <= names, names
     leaks = {str(p.relative_to(tmp_path)): found for p in files if (found := leaked(p.read_bytes()))}
     print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
+    record("secrets", f"canaries planted in every input path, then {len(files)} files at rest searched", planted,
+           leaked=sum(len(found) for found in leaks.values()))
     assert leaks == {}
     assert planted == 6 * len(CANARIES) and len(files) >= 12
