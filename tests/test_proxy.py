@@ -201,7 +201,7 @@ def test_upstream_down_gives_502_in_provider_shape(start_proxy):
     with proxy:
         r = httpx.post(proxy.url + "/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "x"}]},
                        timeout=TIMEOUT)
-        assert r.status_code == 502
+        assert r.status_code == 502 and "unreachable" in r.json()["error"]["message"]  # it was: no connection
         assert r.json()["type"] == "error" and r.json()["error"]["type"] == "api_error"
         r = httpx.post(proxy.url + "/v1/chat/completions",
                        json={"model": "m", "messages": [{"role": "user", "content": "x"}]}, timeout=TIMEOUT)
