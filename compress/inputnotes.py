@@ -57,11 +57,19 @@ def field_name(path: KeyPath) -> str:
     return next((str(k) for k in reversed(path) if isinstance(k, str)), "input")
 
 
+SHORT_PATH_CHARS = 80
+"""The longest path a note names: a note must stay shorter than the text it replaces, and a
+single path component can be any length (a 420-character CJK file name made a note larger in
+bytes than the 145-line body it stood for)."""
+
+
 def short_path(path: str, keep: int = 3) -> str:
-    """The last `keep` components of a path (`…/services/app/render.ex`) for a note's summary;
-    the full path stays visible in the input beside it."""
+    """The last `keep` components of a path (`…/services/app/render.ex`), at most the last
+    SHORT_PATH_CHARS characters of them, for a note's summary; the full path stays visible in
+    the input beside it."""
     parts = path.split("/")
-    return path if len(parts) <= keep + 1 else "…/" + "/".join(parts[-keep:])
+    short = path if len(parts) <= keep + 1 else "…/" + "/".join(parts[-keep:])
+    return short if len(short) <= SHORT_PATH_CHARS else "…" + short[-(SHORT_PATH_CHARS - 1):]
 
 
 def line_count(text: str) -> int:

@@ -4,7 +4,7 @@ successful change of every file keeps its input until it has settled."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compress.formats.requests import from_provider
@@ -49,8 +49,24 @@ def test_agent_sessions_keep_every_invariant(calls, shape):
     assert run_stages(out, *STAGES, config=MEDIUM_CONFIG, store=store)[0] == out  # idempotent
 
 
+def _call(n: int, name: str, tool_input: dict) -> list[dict]:
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": name,
+                                               "input": tool_input}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": ""}]}]
+
+
+# Found by hypothesis: a note naming a 420-character CJK file name was larger in bytes than the
+# 145-line body it replaced (notes now name at most inputnotes.SHORT_PATH_CHARS of a path).
+LONG_NAME = {"model": "m", "max_tokens": 1024, "messages": [
+    {"role": "user", "content": ""},
+    *_call(1, "Write", {"file_path": "数据库连接失败，请检查配置。" * 30, "pattern": "\n".join(f"{i}: " for i in range(145))}),
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "", "signature": "sig"}]},
+    {"role": "user", "content": "next"}, *_call(2, "Read", {})]}
+
+
 @settings(max_examples=120, deadline=None)
 @given(requests)
+@example(body=LONG_NAME)
 def test_generic_requests_keep_every_invariant(body):
     out, _, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
     check_run(body, out, store)
