@@ -58,6 +58,17 @@ def leaky_request() -> dict:
     return body
 
 
+def _entries(canaries: list, limit: int = 1500) -> list[list]:
+    """`canaries` in order, packed into groups whose texts fit one memory entry (the limit is
+    2,000 characters)."""
+    groups: list[list] = [[]]
+    for c in canaries:
+        if groups[-1] and sum(len(x.text) + 20 for x in groups[-1]) + len(c.text) > limit:
+            groups.append([])
+        groups[-1].append(c)
+    return groups
+
+
 def claude_transcript(path: Path) -> None:
     lines, parent = [], None
     for i, c in enumerate(CANARIES):
@@ -117,9 +128,9 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
     ctxmill(project, "compress", str(request), "-o", str(tmp_path / "out.json"), "--session", str(home / "sessions" / "cli"))
     assert leaked((tmp_path / "out.json").read_bytes())  # sent on as the client sent it; not at rest
     planted += len(CANARIES)
-    for c in CANARIES:
-        ctxmill(project, "memory", "store", "--type", "fact", f"prod credential: {c.text}")
-        ctxmill(project, "memory", "store", "--type", "note", "--global", f"shared login {c.text}")
+    for group in _entries(CANARIES):  # a few canaries per entry: 6 processes instead of 80
+        ctxmill(project, "memory", "store", "--type", "fact", "\n".join(f"prod credential: {c.text}" for c in group))
+        ctxmill(project, "memory", "store", "--type", "note", "--global", "\n".join(f"shared login {c.text}" for c in group))
     planted += 2 * len(CANARIES)
     from memory.config import MemoryConfig
     from memory.files import MemoryFiles
