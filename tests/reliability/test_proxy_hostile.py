@@ -141,10 +141,13 @@ json_values = st.recursive(
 def test_any_json_or_bytes_is_delivered(fake, proxy, messages, noise):
     """Generated messages lists (anything JSON can hold, integers past 64 bits included) and
     random bytes: never a 5xx of the proxy's own, always exactly one request upstream."""
+    lost = 0
     for body in (json.dumps({"model": "m", "messages": messages}).encode(), noise):
         before = len(fake.received)
         r = _post(proxy.url, "/v1/messages", body)
-        assert r.status_code < 500 and len(fake.received) == before + 1
+        lost += r.status_code >= 500 or len(fake.received) != before + 1
+    record("proxy", "generated JSON and random bytes (hypothesis)", 2, lost=lost)
+    assert lost == 0
 
 
 @pytest.fixture
@@ -209,8 +212,9 @@ def test_an_upstream_that_took_the_request_is_not_called_unreachable(start_proxy
         proxy = start_proxy(upstream_anthropic=up.url, upstream_openai=up.url)
         r = _post(proxy.url, "/v1/messages", _body())
         assert len(up.received) >= 1  # it did get the request
-    assert r.status_code == status and says in r.json()["error"]["message"]
-    assert "unreachable" not in r.json()["error"]["message"]
+    told = r.status_code == status and says in r.json()["error"]["message"]
+    record("proxy", "an upstream that misbehaves (hangs up, stalls, cuts its answer off)", 1, lost=not told)
+    assert told and "unreachable" not in r.json()["error"]["message"]
 
 
 def test_an_upstream_that_answers_nothing_in_time_gets_504(start_proxy):
@@ -224,7 +228,9 @@ def test_an_upstream_that_answers_nothing_in_time_gets_504(start_proxy):
     with rawnet.RawUpstream(stall) as up:
         proxy = start_proxy(upstream_anthropic=up.url, upstream_openai=up.url, read_timeout=0.5)
         r = _post(proxy.url, "/v1/chat/completions", _body())
-    assert r.status_code == 504 and "sent no answer within 0.5 s" in r.json()["error"]["message"]
+    told = r.status_code == 504 and "sent no answer within 0.5 s" in r.json()["error"]["message"]
+    record("proxy", "an upstream that misbehaves (hangs up, stalls, cuts its answer off)", 1, lost=not told)
+    assert told
 
 
 @pytest.mark.parametrize("behaviour", [rawnet.cut_length_body, rawnet.cut_event_stream])
@@ -237,5 +243,6 @@ def test_a_truncated_upstream_answer_reaches_the_client_truncated(start_proxy, s
             with pytest.raises(httpx.RemoteProtocolError):
                 _post(proxy.url, "/v1/messages", _body())
         assert len(up.received) == 3
+    record("proxy", "an upstream that misbehaves (hangs up, stalls, cuts its answer off)", 3)
     assert sum("broke off" in r.getMessage() for r in server_log.records) == 3
     assert tracebacks(server_log) == []
