@@ -4,8 +4,8 @@ Runs tests/reliability/ (kills, concurrent writers, full disks, hostile input to
 proxy, the hooks and the MCP server, slow clients, secret canaries at rest) and the canary
 detection test with CTXMILL_TALLY set, so each adversarial test records what it tried, lost and
 leaked (tests/reliability/tally.py), and prints one table row per kind of attempt, a total per
-face, the commit, the date and the run's wall time. The tests assert lost == leaked == 0
-themselves; this only counts.
+face (– where no test of the row measures that count), the commit, the date and the run's wall
+time. The tests assert lost == leaked == 0 themselves; this only counts.
 """
 
 from __future__ import annotations
@@ -24,6 +24,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ["tests/reliability", "tests/test_redact_canaries.py"]
 
 
+def _add(a: int | None, b: int | None) -> int | None:
+    """Sum of counts, None (not measured) only when neither was measured."""
+    return a if b is None else b if a is None else a + b
+
+
+def _shown(n: int | None) -> str:
+    return "–" if n is None else f"{n:,}"
+
+
 def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -31,18 +40,18 @@ def main() -> int:
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *SUITE, *sys.argv[1:]],
                               cwd=ROOT, env={**os.environ, "CTXMILL_TALLY": str(tally)})
         rows = [json.loads(line) for line in tally.read_text().splitlines()] if tally.exists() else []
-    merged: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    merged: dict[tuple[str, str], list] = defaultdict(lambda: [0, None, None])
     for row in rows:
         counts = merged[row["face"], row["what"]]
         for i, name in enumerate(("tried", "lost", "leaked")):
-            counts[i] += row[name]
+            counts[i] = _add(counts[i], row[name])
     print("\n| face | what | tried | lost | leaked |\n|---|---|---:|---:|---:|")
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for (face, what), (tried, lost, leaked) in sorted(merged.items()):
-        print(f"| {face} | {what} | {tried:,} | {lost:,} | {leaked:,} |")
-        totals[face] = [a + b for a, b in zip(totals[face], (tried, lost, leaked))]
-    for face, (tried, lost, leaked) in sorted(totals.items()):
-        print(f"| **{face}** | **all** | **{tried:,}** | **{lost:,}** | **{leaked:,}** |")
+    totals: dict[str, list] = defaultdict(lambda: [0, None, None])
+    for (face, what), counts in sorted(merged.items()):
+        print(f"| {face} | {what} | " + " | ".join(map(_shown, counts)) + " |")
+        totals[face] = [_add(a, b) for a, b in zip(totals[face], counts)]
+    for face, counts in sorted(totals.items()):
+        print(f"| **{face}** | **all** | " + " | ".join(f"**{_shown(n)}**" for n in counts) + " |")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     print(f"\ncommit {commit.stdout.strip() or '?'}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
           f"{time.monotonic() - started:.0f} s, pytest exit {done.returncode}")

@@ -11,11 +11,13 @@ import json
 import os
 
 
-def record(face: str, what: str, tried: int, lost: int = 0, leaked: int = 0) -> None:
+def record(face: str, what: str, tried: int, lost: int | None = None, leaked: int | None = None) -> None:
     """`tried` inputs or operations against `face`; `lost`: requests or writes that did not
-    arrive whole, or a face that stopped serving; `leaked`: secrets found where they must not be."""
+    arrive whole, or a face that stopped serving; `leaked`: secrets found where they must not be.
+    None (the default): the test does not measure that one (the table shows "–")."""
     path = os.environ.get("CTXMILL_TALLY")
     if path:
-        line = json.dumps({"face": face, "what": what, "tried": int(tried), "lost": int(lost), "leaked": int(leaked)})
+        counts = {"tried": int(tried), "lost": None if lost is None else int(lost),
+                  "leaked": None if leaked is None else int(leaked)}
         with open(path, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
+            out.write(json.dumps({"face": face, "what": what, **counts}) + "\n")
