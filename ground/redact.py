@@ -72,6 +72,11 @@ _BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
         r"-----BEGIN (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:[^-]++|-(?!----END))*+"
         r"(?:-----END (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----)?+",
     ),
+    (  # the rest of a key block whose head was cut away (a trimmed output keeps only its tail)
+        "private_key", ("private key",),
+        r"(?m)(?:^(?:[ \t]{0,12}+\d{1,9}+(?:\t|→|:[ \t]))?+[A-Za-z0-9+/=]{4,}+[ \t]*+\n)++"
+        r"(?:[ \t]{0,12}+\d{1,9}+(?:\t|→|:[ \t]))?+-----END (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----",
+    ),
     ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
     ("aws_access_key", ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa"),
      r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),

@@ -55,6 +55,7 @@ def test_pem_private_key_block_is_removed_whole():
         "Use memory_store to save a decision; tokens are counted with o200k.",
     ],
 )
+
 def test_code_and_prose_are_left_alone(code):
     assert redact(code) == code
 
@@ -71,3 +72,11 @@ def test_redaction_is_idempotent_and_removes_secret(prefix, secret):
     once = redact(text)
     assert redact(once) == once
     assert secret not in once
+
+
+def test_the_tail_of_a_key_block_whose_head_was_cut_is_removed_too():
+    """A trimmed output may keep only the end of a key block (its BEGIN line cut away)."""
+    tail = "step 299 ok\nEqV8ib8HDy88YtDtXbiufMdI8X2Y\nk+Heas8VOcI+z0my==\n=pLIi\n-----END PGP PRIVATE KEY BLOCK-----\nnext"
+    assert redact(tail) == "step 299 ok\n[REDACTED:private_key]\nnext"
+    numbered = "  12→QUJDRA==\n  13→-----END RSA PRIVATE KEY-----"
+    assert "QUJD" not in redact(numbered)
