@@ -17,6 +17,7 @@ from typing import Iterator
 import re
 
 from ccr.markers import chars_cut, entries_omitted, format_marker, lines_omitted
+from compress.vocab.files import is_prose
 from compress.vocab.signals.errors import error_line_numbers
 
 
@@ -60,7 +61,6 @@ _HEADING = re.compile("^" + _HEADING_SOURCE, re.VERBOSE)
 # pattern crosses a newline, so a match is exactly a per-line match of the line it starts.
 _DEFINITION_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_DEFINITION}", re.MULTILINE | re.VERBOSE)
 _HEADING_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_HEADING_SOURCE}", re.MULTILINE | re.VERBOSE)
-_PROSE_EXTENSIONS = (".md", ".mdx", ".markdown", ".rst", ".txt")
 
 
 def _spread(indexes: list[int], limit: int) -> list[int]:
@@ -96,7 +96,7 @@ def select_file_read(lines: list[str], budget: Budget, path: str = "") -> Select
     """Head, tail, and key lines (definitions, imports, headings of prose files, errors)."""
     n = len(lines)
     base = _head_tail(n, budget.head, budget.tail)
-    prose = path.lower().endswith(_PROSE_EXTENSIONS)
+    prose = is_prose(path)
     middle = "\n".join(lines[budget.head:n - budget.tail])
     key = [budget.head + i for i in _line_numbers((_HEADING_LINE if prose else _DEFINITION_LINE).finditer(middle), middle)]
     wanted = set(_spread(key, budget.key))

@@ -43,3 +43,14 @@ def dumps(obj: Any) -> bytes:
         return orjson.dumps(obj)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), default=str).encode()
+
+
+def parse_document(text: str) -> Any:
+    """The JSON value if `text` is entirely one JSON object or array, else None."""
+    stripped = text.strip()
+    if not stripped or stripped[0] + stripped[-1] not in ("{}", "[]"):
+        return None
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from compress import trimming
 from compress.memo import ENTRY_CHARS, TextMemo
 from compress.stages import trim_outputs
-from compress.stages.trim_outputs import _base64_pattern, has_base64_run
+from compress import output_trim
+from compress.output_trim import base64_pattern, has_base64_run
 from compress.vocab.signals import errors as error_signals
 from compress.vocab.signals.errors import error_line_indexes, error_line_numbers
 from tests.stagekit import anthropic, config, result_texts, run_stage
@@ -66,7 +67,7 @@ def test_key_lines_found_in_one_pass_are_the_per_line_matches(text, prose):
 @given(st.lists(st.sampled_from(["QUJD", "ZGVm", "+/", "==", "x", " ", "é", "\n", "9"]), max_size=60).map("".join),
        st.integers(1, 40))
 def test_base64_prefilter_never_hides_a_match(text, min_chars):
-    if _base64_pattern(min_chars).search(text):
+    if base64_pattern(min_chars).search(text):
         assert has_base64_run(text, min_chars)
 
 
@@ -96,8 +97,8 @@ def test_memo_keeps_recent_values_within_its_size():
 def test_trim_gives_the_same_output_with_a_cold_or_warm_memo():
     log = "\n".join(f"step {i} ok" if i % 97 else f"step {i} ERROR: disk full" for i in range(3000))
     body = anthropic([("Bash", {"command": "make"}, log)], turns_after=8)
-    trim_outputs.TRIMMED.clear()
+    output_trim.TRIMMED.clear()
     cold = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
     warm = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
     assert cold == warm and len(cold[0]) < len(log)
-    assert len(trim_outputs.TRIMMED) >= 1
+    assert len(output_trim.TRIMMED) >= 1

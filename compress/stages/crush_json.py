@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 import orjson
 
+from ground.jsonbytes import parse_document
+
 from ccr.markers import format_marker
 from compress.config import options_as
 from compress.lossy import accept
@@ -48,17 +50,6 @@ class CrushOptions:
     head_fraction: float = 0.30
     tail_fraction: float = 0.15
     table_min_rows: int = 5
-
-
-def parse_document(text: str) -> Any:
-    """The JSON value if `text` is entirely one JSON object or array, else None."""
-    stripped = text.strip()
-    if not stripped or stripped[0] + stripped[-1] not in ("{}", "[]"):
-        return None
-    try:
-        return orjson.loads(stripped)
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _dumps(value: Any) -> str | None:

@@ -1,0 +1,174 @@
+"""How a long tool output is cut, shared by the stages that cut outputs (trim_outputs when an
+output has left the protected tail, decide_on_arrival when it arrives).
+
+`TrimOptions` holds the line budgets per tool kind; `trimmed(...)` cuts base64 runs and keeps the
+lines `compress.trimming` selects for the kind, memoized (it is pure). The same arguments give
+the same bytes on every run, which is what lets an arrival decision be re-made at an epoch
+without changing the request.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import re
+
+from ccr.markers import blob_cut, format_marker
+from compress.memo import TextMemo
+from compress.tiers import Tier
+from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
+                               select_file_read, select_prose, select_search)
+from compress.vocab.tools import ToolKind
+
+
+@dataclass(frozen=True)
+class TrimOptions:
+    min_chars: int = 3_000
+    head_lines: int = 40
+    key_lines: int = 30
+    tail_lines: int = 20
+    command_head_lines: int = 15
+    command_tail_lines: int = 40
+    context_lines: int = 2
+    max_line_chars: int = 400
+    search_files: int = 20
+    search_matches: int = 5
+    list_dirs: int = 30
+    list_names: int = 5
+    base64_min_chars: int = 1_000
+    old_after_turns: int = 0
+    tier_scale: Mapping[str, float] = None  # type: ignore[assignment]
+    stale_scale: float = 0.4
+    non_source_scale: float = 0.33
+    """On top of the tier's scale for reads of files that are not source code
+    (`compress.vocab.files.is_source`): docs, data and logs are rarely copied into edits."""
+
+    def __post_init__(self) -> None:
+        if self.tier_scale is None:
+            object.__setattr__(self, "tier_scale", {"always": 3.0, "medium": 2.4, "high": 2.0})
+
+    def scale(self, tier: Tier, age: int, stale: bool, source: bool = True) -> float:
+        scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0
+        return scale * (self.stale_scale if stale else 1.0) * (1.0 if source else self.non_source_scale)
+
+    def budget(self, scale: float, kind: ToolKind) -> Budget:
+        def lines(n: int, floor: int = 3) -> int:
+            return max(floor, math.ceil(n * scale))
+
+        command = kind is ToolKind.COMMAND
+        return Budget(
+            head=lines(self.command_head_lines if command else self.head_lines),
+            key=lines(self.key_lines, 0),
+            tail=lines(self.command_tail_lines if command else self.tail_lines),
+            context=self.context_lines,
+            max_line_chars=max(200, math.ceil(self.max_line_chars * min(1.0, scale * 2))),
+            search_files=lines(self.search_files, 5),
+            search_matches=lines(self.search_matches, 2),
+            list_dirs=lines(self.list_dirs, 5),
+            list_names=lines(self.list_names, 2),
+        )
+
+
+# -- images and base64 ----------------------------------------------------------------
+
+_MAGIC = (("iVBORw0KGgo", "image/png"), ("/9j/", "image/jpeg"), ("R0lGOD", "image/gif"),
+          ("UklGR", "image/webp"), ("JVBERi", "application/pdf"), ("UEsDB", "application/zip"))
+
+
+def kb(chars: int) -> str:
+    return f"{chars / 1024:,.0f} KB" if chars >= 1024 else f"{chars:,} chars"
+
+
+def media_type(data: str, declared: str = "") -> str:
+    if declared:
+        return declared
+    for prefix, kind in _MAGIC:
+        if data.startswith(prefix):
+            return kind
+    return "binary"
+
+
+@functools.lru_cache(maxsize=8)
+def base64_pattern(min_chars: int) -> re.Pattern:
+    # starts only where a run starts (lookbehind), possessive: each character is scanned once
+    return re.compile(r"(?:data:(?P<mt>[\w.+-]{1,60}/[\w.+-]{1,60});base64,)?(?<![A-Za-z0-9+/])"
+                         r"(?P<run>[A-Za-z0-9+/]{%d,}+={0,2})" % min_chars)
+
+
+_BASE64_CLASSES = bytes(ord("b") if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/") else ord(" ")
+                        for c in range(256))
+
+
+def has_base64_run(text: str, min_chars: int) -> bool:
+    """Whether `text` holds `min_chars` base64 characters in a row: the precondition of any
+    `base64_pattern` match, checked by C-level byte scans (UTF-8 bytes of non-ASCII characters
+    are never base64 characters, so byte runs are character runs)."""
+    if len(text) < min_chars:
+        return False
+    return b"b" * min_chars in text.encode("utf-8", "surrogatepass").translate(_BASE64_CLASSES)
+
+
+def cut_base64(text: str, min_chars: int) -> tuple[str, int]:
+    """Text with long base64 runs (mixed case and digits) replaced by inline notes."""
+    if not has_base64_run(text, min_chars):
+        return text, 0
+    pattern = base64_pattern(min_chars)
+    count = 0
+
+    def note(m: re.Match) -> str:
+        nonlocal count
+        run = m.group("run")
+        if run.isdigit() or run.islower() or run.isupper() or not any(c.isdigit() for c in run[:4096]):
+            return m.group()
+        count += 1
+        return blob_cut(media_type(run, m.group("mt") or ""), kb(len(run)))
+
+    out = pattern.sub(note, text)
+    return out, count
+
+
+# -- cutting by kind ---------------------------------------------------------------------
+
+def trim_text(text: str, kind: ToolKind, budget: Budget, key: str, path: str, base64_min: int,
+              cut_lines: bool = True) -> str | None:
+    """The trimmed text (markers carry `key`), or None when there is nothing to cut. With
+    `cut_lines` off only base64 runs are cut."""
+    text, blobs = cut_base64(text, base64_min)
+    lines = text.split("\n")
+    if not cut_lines:
+        return f"{text}\n{format_marker(f'{blobs} base64 blob(s) cut', key)}" if blobs else None
+    grouped = group_file_list(lines, budget) if kind is ToolKind.FILE_LIST else None
+    if grouped is not None:
+        body, summary = grouped
+        return format_marker(summary, key) + "\n" + "\n".join(cut_long_line(x, budget.max_line_chars) for x in body)
+    sel = _select(lines, kind, budget, text, path)
+    if blobs:
+        sel.summary += f"; {blobs} base64 blob{'s' if blobs > 1 else ''} cut"
+    if len(sel.keep) == len(lines) and not blobs and all(len(x) <= budget.max_line_chars for x in lines):
+        return None
+    return render(lines, sel, key, budget.max_line_chars)
+
+
+def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: str) -> Selection:
+    if kind is ToolKind.FILE_READ:
+        return select_file_read(lines, budget, path)
+    if kind is ToolKind.SEARCH:
+        grouped = select_search(lines, budget)
+        if grouped is not None:
+            return grouped
+    if kind in (ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST):
+        return select_command(lines, budget, text)
+    return select_prose(lines, budget, text)
+
+
+TRIMMED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+"""`trim_text` results (it is pure), by all its arguments but the text, whose CCR key is one of them."""
+
+
+def trimmed(text: str, kind: ToolKind, budget: Budget, key: str, *rest: Any) -> str | None:
+    """`trim_text(text, kind, budget, key, *rest)` where `key` is the CCR key of `text`, remembered."""
+    args = (kind, budget, key, *rest)
+    return TRIMMED.get_or_compute(args, lambda: trim_text(text, *args))
