@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from compress.replay.headroom_peer import Headroom  # noqa: E402
@@ -115,7 +116,7 @@ def main() -> int:
             transcript = read_session(path)
         except UnknownFormat:
             continue
-        worker = Headroom(args.headroom) if peer else None
+        worker = Headroom(args.headroom, SHAPES[transcript.provider].MESSAGES_FIELD) if peer else None
         try:
             report = replay(transcript, source=str(path), peers={peer: worker} if worker else None)
         finally:

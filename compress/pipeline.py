@@ -40,6 +40,7 @@ from compress.stage import Stage
 from compress.stages import (
     compress_prose,
     crush_json,
+    decide_on_arrival,
     dedup_tool_calls,
     nudges,
     purge_errors,
@@ -54,6 +55,7 @@ from compress.tokens import estimate_tokens
 log = logging.getLogger("ctxmill.compress")
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
+    decide_on_arrival.STAGE,
     strip_reasoning.STAGE,
     strip_injections.STAGE,
     dedup_tool_calls.STAGE,

@@ -78,7 +78,8 @@ class Planner:
 
     def plan(self, start: int, anchor: int) -> Plan:
         mutable = tuple(start <= i < self.tail for i in range(len(self.messages)))
-        plan = self._apply_stages(mutable, anchor)
+        arriving = tuple(start <= i for i in range(len(self.messages)))
+        plan = self._apply_stages(mutable, arriving, anchor)
         plan.anchor_turn = anchor
         plan.first_new = start
         for i, msg in enumerate(plan.messages):
@@ -94,9 +95,10 @@ class Planner:
         plan.compressible = [0 if i < start else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
         return plan
 
-    def _apply_stages(self, mutable: tuple[bool, ...], anchor: int) -> Plan:
+    def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:
         """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the
-        originals it buffered."""
+        originals it buffered. A stage that `decides_on_arrival` may change every message from
+        the start on (`arriving`), the others only the `mutable` ones."""
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
@@ -104,16 +106,16 @@ class Planner:
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}
-        any_mutable = any(mutable)
         for stage in self.stages:
-            if not (any_mutable or stage.appends_to_newest):
+            ctx.mutable = arriving if stage.decides_on_arrival else mutable
+            if not (any(ctx.mutable) or stage.appends_to_newest):
                 continue
             t0 = time.perf_counter()
             ctx.stage = stage.name
             before_writes = dict(originals.entries)
             try:
                 result = stage.run(current, ctx)
-                broken = violation(current, result, mutable, stage)
+                broken = violation(current, result, ctx.mutable, stage)
             except Exception as exc:  # noqa: BLE001 - skip a failing stage
                 broken = f"raised {type(exc).__name__}: {exc}"
             if broken:

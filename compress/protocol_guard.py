@@ -5,7 +5,7 @@ session, not in the protected tail), and in them never a tool id or name, user-w
 a system message (host instructions and hook output: Claude Code 2.1 sends them inside
 `messages`), or (unless `may_edit_inputs`) a tool input. A stage that `appends_to_newest` may
 also append exactly one text block to the newest user message (`newest_user_index`: system
-messages may follow it).
+messages may follow it). A stage that `decides_on_arrival` may change only tool results.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stag
             return f"changed tool ids or names in message {i}"
         if a.role == "user" and not _same_objects(_authored(a), _authored(b)):
             return f"changed user text in message {i}"
+        if stage.decides_on_arrival and not _same_objects(_authored(a), _authored(b)):
+            return f"changed more than tool results in message {i}"
         if not stage.may_edit_inputs and not _same_objects(_inputs(a), _inputs(b)):
             return f"changed tool inputs in message {i}"
     return ""

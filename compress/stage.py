@@ -49,6 +49,11 @@ class Stage:
     """The one exception to the protected tail: the stage may append exactly one text block to
     the newest message when that is a user message (existing blocks unchanged). The runner runs
     such a stage even when no message is mutable, and checks the append."""
+    decides_on_arrival: bool = False
+    """The other exception: the stage may change the tool results of every message the run
+    decides, protected tail included, because what it makes of a result is a pure function of
+    the result and its call (the same bytes at every later epoch). The runner gives it
+    `ctx.mutable` true from the run's first decided message on."""
 
 
 @dataclass(slots=True)

@@ -74,7 +74,8 @@ def test_old_outputs_are_cut_old_reasoning_dropped_and_a_nudge_becomes_a_note():
     out = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=config).body
     ops = edits(origins, body, out)
     kinds = {(o["op"], o["m"]) for o in ops}
-    assert kinds == {("output", 1), ("drop", 1), ("note", 3)}  # step 2 is the protected tail
+    # step 2 is in the protected tail: only decide_on_arrival cuts its output
+    assert kinds == {("output", 1), ("output", 2), ("drop", 1), ("note", 3)}
     new = apply(messages, ops)
     assert "deep_expand(" in new[1]["parts"][-2]["output"] and len(new[1]["parts"][-2]["output"]) < len(BIG) / 3
     assert all(p["type"] != "reasoning" for p in new[1]["parts"])

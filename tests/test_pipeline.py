@@ -115,11 +115,11 @@ def test_the_protected_tail_stops_growing_at_protect_tail_blocks():
     from compress.config import CompressConfig
 
     def turn(i: int, output: str) -> list[dict]:
-        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                                   "input": {"command": f"step {i}"}}]},
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                   "input": {"file_path": f"/src/step{i}.txt"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
 
-    log = "\n".join(f"line {j} of the build log" for j in range(2_000))
+    log = "\n".join(f"line {j} of the file" for j in range(2_000))
     messages = [{"role": "user", "content": "build it"}, *turn(0, log)]
     for i in range(1, 7):  # six small turns: 12 blocks, far fewer than 4,000 tokens
         messages += turn(i, "ok")
@@ -128,7 +128,7 @@ def test_the_protected_tail_stops_growing_at_protect_tail_blocks():
     assert markers_in(by_blocks.body["messages"][2]["content"][0]["content"])
     by_tokens = run(body, session=Session.memory(), store=CCRStore.in_memory(),
                     config=CompressConfig(protect_tail_blocks=0))
-    assert by_tokens.body["messages"][2] == body["messages"][2]  # the log is within the last 4,000 tokens
+    assert by_tokens.body["messages"][2] == body["messages"][2]  # the read is within the last 4,000 tokens
 
 
 def test_unusable_input_passes_through_unchanged():
@@ -185,13 +185,13 @@ def test_a_misbehaving_stage_is_dropped_and_the_rest_runs(fn, reason):
 
 def test_chain_can_be_edited_by_name():
     chain = Chain()
-    assert chain.names()[:2] == ["strip_reasoning", "strip_injections"]
+    assert chain.names()[:3] == ["decide_on_arrival", "strip_reasoning", "strip_injections"]
     chain.disable("strip_injections")
     assert "strip_injections" not in [s.name for s in chain.active(Tier.HIGH, SMALL_TAIL)]
     chain.enable("strip_injections")
     extra = Stage("extra", lambda m, c: m, Tier.HIGH)
     chain.after("strip_reasoning", extra)
-    assert chain.names()[1] == "extra"
+    assert chain.names()[2] == "extra"
     assert extra not in chain.active(Tier.MEDIUM, SMALL_TAIL)
     with pytest.raises(KeyError):
         chain.disable("nonexistent")
@@ -224,7 +224,7 @@ def test_an_expired_original_says_which_call_to_rerun():
 def test_a_result_with_an_injected_reminder_is_still_trimmed():
     """Removing host boilerplate is not compression: trim_outputs still cuts the rest."""
     reminder = "<system-reminder>" + "Consider whether the file is malicious. " * 10 + "</system-reminder>"
-    read = "\n".join(f"{i:>6}\tvalue_{i} = compute({i})" for i in range(1, 400)) + "\n\n" + reminder
+    read = "\n".join(f"{i:>6}\tvalue_{i} = compute({i})" for i in range(1, 2_000)) + "\n\n" + reminder
     body = {"messages": [
         {"role": "user", "content": "read it"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "r1", "name": "Read",
@@ -237,5 +237,5 @@ def test_a_result_with_an_injected_reminder_is_still_trimmed():
     text = result.body["messages"][2]["content"][0]["content"]
     summaries = [m.summary for m in markers_in(result.body)]
     assert any(s.startswith("removed injected system-reminder") for s in summaries)
-    assert any("kept" in s and "of 399 lines" in s or "lines omitted" in s for s in summaries), summaries
+    assert any("kept" in s and "of 1,999 lines" in s or "lines omitted" in s for s in summaries), summaries
     assert len(text) < len(read) / 3

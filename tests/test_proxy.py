@@ -227,10 +227,11 @@ def test_client_disconnect_mid_stream_closes_upstream_and_keeps_serving(fake, pr
 
 
 def test_30mb_body_passes_and_too_large_gets_413(fake, start_proxy):
-    big = "line of build output that repeats\n" * (30 * 2**20 // 34)
+    """A 30 MB file read in the protected tail reaches the upstream whole; over the limit: 413."""
+    big = "line of a large data file that repeats\n" * (30 * 2**20 // 39)
     body = {"model": "m", "max_tokens": 10, "messages": [
-        {"role": "user", "content": "build it"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}]},
+        {"role": "user", "content": "read it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/data/big.txt"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": big}]}]}
     data = orjson.dumps(body)
     assert len(data) > 30 * 10**6

@@ -131,8 +131,8 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
     messages = [{"role": "user", "content": "start"}]
     for i in range(8):
         output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == 2 else 3))
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                                        "input": {"command": f"step {i}"}}]},
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                        "input": {"file_path": f"/src/step{i}.py"}}]},
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
     body = {"system": "s", "messages": messages}
     config = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
@@ -146,15 +146,15 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
             assert any(out[: len(p)] == p for p in outputs[1:]), "no cached request is a prefix"
         outputs.append(out)
     assert window_epochs == 1
-    assert "kept 9 of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 output is trimmed
+    assert " of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 read is trimmed
 
 
 def _big_output_turns(n: int, big: int) -> dict:
     messages = [{"role": "user", "content": "start"}]
     for i in range(n):
         output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == big else 3))
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
-                                                        "input": {"command": f"step {i}"}}]},
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                        "input": {"file_path": f"/src/step{i}.py"}}]},
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
     return {"system": "s", "messages": messages}
 
@@ -170,7 +170,7 @@ def test_an_epoch_from_the_start_when_the_provider_writes_the_whole_request_anyw
     assert len(body["messages"]) - 5 > config.cache_window_blocks
     result = run(body, session=session, store=store, config=config)
     assert result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves")
-    assert "kept 9 of 2,000 lines" in dumps(result.body["messages"][4]).decode()
+    assert " of 2,000 lines" in dumps(result.body["messages"][4]).decode()
     again = run(body, session=Session.memory(), store=store, config=replace(config, window_epoch_savings=10**9))
     assert again.body == result.body  # the same decisions as a fresh session's
 

@@ -41,7 +41,8 @@ def test_real_session_saves_and_every_marker_resolves(session_body, tier):
                  chain=Chain([crush_json.STAGE, trim_outputs.STAGE]))
     report = result.report
     assert not report.error and not report.errors
-    assert report.tokens_after < 0.8 * report.tokens_before
+    # source reads keep 3x (always) / 2x (high) the nominal budgets: agents copy edits out of them
+    assert report.tokens_after < {"always": 0.9, "high": 0.8}[tier] * report.tokens_before
     after = result_texts(result.body)
     assert len(after) == len(before)
     changed = 0

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from compress.stages import trim_outputs
-from compress.stages.trim_outputs import TrimOptions, stale_reads
+from compress.output_trim import TrimOptions
+from compress.stages.trim_outputs import stale_reads
 from compress.config import options_as
 from compress.formats.requests import from_provider
 from compress.vocab.signals.errors import is_error_line
@@ -87,15 +88,16 @@ def test_file_list_grouped_by_directory_with_counts():
     assert_markers_resolve(after, text, store)
 
 
-def test_outputs_outside_the_tail_are_cut_to_the_tier_scale():
-    """By default every output outside the protected tail gets the tier's scale, even at the
-    always tier: it is decided once and then read from the cache for the rest of the session."""
-    text = numbered(python_file())
+def test_old_source_reads_keep_more_than_the_nominal_budgets():
+    """A source-file read is the agent's working material: outside the protected tail it keeps
+    `tier_scale` times the configured budgets (3 at the always tier), less as pressure grows."""
+    text = numbered(python_file(200))
     body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
-    scaled = result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+    always = result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
     nominal = result_texts(run_stage(body, trim_outputs.STAGE, NOMINAL)[0].body)[0]
-    assert len(scaled) < 0.6 * len(nominal)
-    assert find_markers(scaled) and scaled.split("\n")[0] == text.split("\n")[0]
+    high = result_texts(run_stage(body, trim_outputs.STAGE, config("high"))[0].body)[0]
+    assert len(nominal) < len(high) < len(always) < len(text)
+    assert find_markers(always) and high.split("\n")[0] == text.split("\n")[0]
 
 
 def test_image_parts_and_base64_runs_become_markers():
@@ -115,14 +117,22 @@ def test_image_parts_and_base64_runs_become_markers():
 
 
 def test_stale_reads_are_cut_harder():
+    """A read is stale when the file is read again or written whole later; an edit alone
+    leaves it as it is (the agent copies the lines it replaces out of it)."""
     text = numbered(python_file(40))
     fresh = anthropic([("Read", {"file_path": "/a.py"}, text)])
-    stale = anthropic([("Read", {"file_path": "/a.py"}, text), ("Edit", {"file_path": "/a.py"}, "ok")])
-    assert stale_reads(list(from_provider(stale).messages)) == {"toolu_000"}
+    reread = anthropic([("Read", {"file_path": "/a.py"}, text), ("Read", {"file_path": "/a.py"}, "same")])
+    rewritten = anthropic([("Read", {"file_path": "/a.py"}, text), ("Write", {"file_path": "/a.py", "content": "x"}, "ok")])
+    edited = anthropic([("Read", {"file_path": "/a.py"}, text),
+                        ("Edit", {"file_path": "/a.py", "old_string": "a", "new_string": "b"}, "ok")])
+    assert stale_reads(list(from_provider(reread).messages)) == {"toolu_000"}
+    assert stale_reads(list(from_provider(rewritten).messages)) == {"toolu_000"}
+    assert stale_reads(list(from_provider(edited).messages)) == set()
     assert stale_reads(list(from_provider(fresh).messages)) == set()
     fresh_after = result_texts(run_stage(fresh, trim_outputs.STAGE)[0].body)[0]
-    stale_after = result_texts(run_stage(stale, trim_outputs.STAGE)[0].body)[0]
-    assert len(stale_after) < len(fresh_after)
+    stale_after = result_texts(run_stage(reread, trim_outputs.STAGE)[0].body)[0]
+    edited_after = result_texts(run_stage(edited, trim_outputs.STAGE)[0].body)[0]
+    assert len(stale_after) < len(fresh_after) == len(edited_after)
 
 
 def test_older_outputs_get_less_at_higher_tiers():
@@ -187,3 +197,16 @@ def test_property_errors_visible_never_larger_markers_resolve(lines, tool, tier)
         if tool == "Bash":
             visible = after.split("\n")
             assert all(line in visible for line in lines if is_error_line(line))
+
+
+def test_reads_of_files_that_are_not_source_code_get_less():
+    """Docs, data and logs are rarely copied into edits: their reads get `non_source_scale`."""
+    text = numbered(python_file(80))
+    source = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
+    log = anthropic([("Read", {"file_path": "/tmp/app.log"}, text)])
+    kept_source = result_texts(run_stage(source, trim_outputs.STAGE)[0].body)[0]
+    kept_log = result_texts(run_stage(log, trim_outputs.STAGE)[0].body)[0]
+    same = result_texts(run_stage(log, trim_outputs.STAGE, config(
+        stage_options={"trim_outputs": {"non_source_scale": 1.0}}))[0].body)[0]
+    assert len(kept_log) < len(kept_source)
+    assert same.replace("/tmp/app.log", "") == kept_source.replace("/src/app.py", "")

@@ -28,7 +28,7 @@ from tests.reliability.leaky import SECRETS, leaks, leaky_text
 REPO = Path(__file__).resolve().parents[2]
 
 
-ONLY_DEDUP = frozenset({"trim_outputs", "crush_json"})
+ONLY_DEDUP = frozenset({"decide_on_arrival", "trim_outputs", "crush_json"})
 """These tests are about what dedup_tool_calls writes to CCR; trimming would add markers of its own."""
 
 

@@ -1,0 +1,97 @@
+"""decide_on_arrival: long command / search / listing output is cut in the request that first
+carries it, protected tail included, and renders the same bytes in every later request."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccr.markers import find_markers
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.pipeline import run
+from compress.session import Session
+from compress.stages import decide_on_arrival
+from compress.tiers import TierThresholds
+from tests.stagekit import anthropic, assert_markers_resolve, result_texts, run_stage
+
+DEFAULT = CompressConfig()
+"""The default protected tail: the newest turns are in it."""
+
+
+def build_log(lines: int, error_at: int | None = None) -> str:
+    out = [f"[{i:04d}] compiling module_{i} ... ok" for i in range(lines)]
+    if error_at is not None:
+        out[error_at] = f"error: undefined symbol frobnicate in module_{error_at}"
+    return "\n".join(out)
+
+
+def test_a_long_command_output_is_cut_when_it_arrives_inside_the_protected_tail():
+    log = build_log(400, error_at=200)
+    body = anthropic([("Bash", {"command": "make"}, log)], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    after = result_texts(result.body)[0]
+    assert len(after) < len(log) / 3
+    assert "error: undefined symbol frobnicate in module_200" in after
+    assert after.startswith("[0000]") and after.rstrip().endswith("[0399] compiling module_399 ... ok")
+    assert "kept" in find_markers(after)[0].summary
+    assert_markers_resolve(after, log, store)
+
+
+def test_reads_json_short_and_protected_outputs_are_left_for_later():
+    lines = "\n".join(f"{i}\tline {i} of the source" for i in range(400))
+    json_rows = "[" + ",".join(f'{{"id": {i}, "name": "row {i}"}}' for i in range(300)) + "]"
+    body = anthropic([("Read", {"file_path": "/src/a.py"}, lines), ("Bash", {"command": "gh api x"}, json_rows),
+                      ("Bash", {"command": "ls"}, build_log(10)), ("Task", {"prompt": "go"}, build_log(400))],
+                     turns_after=0)
+    result, _ = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    assert result.body == body
+
+
+def _session_bodies(outputs: list[str]) -> list[dict]:
+    """Request k of a session whose k-th turn ran a command with outputs[k]."""
+    calls = [("Bash", {"command": f"step {k}"}, text) for k, text in enumerate(outputs)]
+    return [anthropic(calls[:k + 1], turns_after=0) for k in range(len(calls))]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sizes=st.lists(st.integers(0, 300), min_size=2, max_size=6),
+       tier_change_at=st.integers(0, 6))
+def test_an_arrival_decision_renders_the_same_bytes_in_every_later_request(sizes, tier_change_at):
+    """Incremental runs and epochs (a tier change forces one) re-make the decision with the same
+    bytes, so the provider's cached prefix holding it stays valid."""
+    outputs = [build_log(n, error_at=n // 2 if n > 10 else None) for n in sizes]
+    session, store = Session.memory(), CCRStore.in_memory()
+    low = CompressConfig()
+    high = CompressConfig(tiers=TierThresholds(1, 1))
+    first_seen: dict[int, dict] = {}
+    for k, body in enumerate(_session_bodies(outputs)):
+        config = high if k >= tier_change_at else low
+        out = run(body, session=session, store=store, config=config).body["messages"]
+        for j in range(2, len(out), 2):  # the tool_result messages
+            first_seen.setdefault(j, out[j])
+            assert out[j] == first_seen[j]
+    for j, message in first_seen.items():
+        text = result_texts({"messages": [message]})[0]
+        assert_markers_resolve(text, outputs[j // 2 - 1], store)
+
+
+def test_the_guard_lets_an_arrival_stage_change_tool_results_only():
+    """A stage that decides on arrival may reach into the protected tail, but the guard drops
+    it when it touches anything but a tool result (here: the newest assistant text)."""
+    from compress.model import TEXT
+    from compress.pipeline import Chain
+    from compress.stage import Stage
+
+    def rewrite_assistant_text(messages, ctx):
+        return [m.with_blocks([b.with_text("rewritten") if b.kind == TEXT else b for b in m.blocks])
+                if m.role == "assistant" else m for m in messages]
+
+    body = anthropic([("Bash", {"command": "make"}, build_log(400))], turns_after=1)
+    result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=DEFAULT,
+                 chain=Chain(()).push(Stage("rewriter", rewrite_assistant_text, decides_on_arrival=True)))
+    assert result.body is body
+    assert "changed more than tool results" in result.report.errors[0]
+    cut = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=DEFAULT,
+              chain=Chain(()).push(decide_on_arrival.STAGE))
+    assert cut.body != body and not cut.report.errors
