@@ -29,6 +29,9 @@ max_lines = 400
 redact_extra = ["INTERNAL-[0-9]{6}"]   # more regexes to redact (a group named `secret`: only it)
 redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full match)
 
+[memory]
+recency = 0.2                          # how much an entry's age may lower its search score (0..1)
+
 [ccr]                                  # the store of cut originals (`.ctxmill/ccr/`)
 ttl_hours = 24                         # an entry lives this long after its last use (a live
                                        # session refreshes the entries its requests still name)
@@ -139,11 +142,11 @@ class Settings:
 
     @cached_property
     def memory(self) -> MemoryConfig:
-        """The project's and the global memory, and the `[security]` table."""
+        """The project's and the global memory, the `[memory]` and `[security]` tables."""
         from memory.config import MemoryConfig
 
-        return MemoryConfig(project_home=self.home, global_home=self.global_home,
-                            cache_dir=self.global_home / "cache", **self.redaction)
+        return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
+                            **_memory_table(self.tables.get("memory", {}), self.source), **self.redaction)
 
     @property
     def checkpoint(self) -> CheckpointConfig:
@@ -255,6 +258,18 @@ def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
             except regex.error as exc:
                 raise ConfigError(f"{where}: security.{key}: bad regex {pattern!r}: {exc}") from None
     return lists
+
+
+def _memory_table(section: Any, where: str) -> dict[str, float]:
+    """The `[memory]` table as MemoryConfig field overrides (only the keys it sets)."""
+    table = _table(section, f"{where}: memory")
+    unknown = set(table) - {"recency"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key memory.{sorted(unknown)[0]}")
+    out = {key: _typed(value, float, f"{where}: memory.{key}") for key, value in table.items()}
+    if not 0.0 <= out.get("recency", 0.0) <= 1.0:
+        raise ConfigError(f"{where}: memory.recency must be between 0 and 1, got {table['recency']!r}")
+    return out
 
 
 def _ccr_table(section: Any, where: str) -> Retention:

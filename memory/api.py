@@ -240,14 +240,14 @@ def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool
 
 
 def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | None:
-    """doc -> score multiplier: 0 outside `scope`, else 1 - recency * (1 - the entry's decay),
-    recency from the BM25 parameters (a tie-breaker: see memory.bm25.Bm25Params). One table per
-    day, scope and decay settings, kept with the index, so each entry's weight is computed once
-    and the index caches its impact lists with the weights multiplied in."""
+    """doc -> score multiplier: 0 outside `scope`, else 1 - cfg.recency * (1 - the entry's decay)
+    (a tie-breaker: see memory.config.MemoryConfig). One table per day, scope and decay
+    settings, kept with the index, so each entry's weight is computed once and the index caches
+    its impact lists with the weights multiplied in."""
     if not cfg.decay and scope == "all":
         return None
     today = date.today()
-    strength = index.params.recency
+    strength = cfg.recency
     key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else (), strength)
     table = index.weight_tables.get(key)
     if table is not None:

@@ -37,9 +37,8 @@ class Bm25Params:
       more query word counts for more than repeating one already matched (in the text or as a
       tag), and long entries are not pushed below short ones that match less;
     - `fragment_weight`: in a query, the parts and pairs of a compound weigh this much against
-      the compound as written (see `memory.tokenize.Tokenizer.query_terms`);
-    - `recency`: how much of an entry's configured recency decay d (in [decay_floor, 1]) the
-      ranking applies: the score is multiplied by 1 - recency * (1 - d).
+      the compound as written (see `memory.tokenize.Tokenizer.query_terms`).
+    Recency is not a BM25 parameter: see `memory.config.MemoryConfig.recency`.
     """
 
     k1: float = 1.2
@@ -47,7 +46,6 @@ class Bm25Params:
     heading_weight: float = 2.0
     delta: float = 0.5
     fragment_weight: float = 1.0
-    recency: float = 0.2
 
 
 def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -> dict[str, float]:

@@ -28,8 +28,10 @@ class MemoryConfig:
     (e.g. ~/.local/share/ctxmill). Both hold MEMORY.md, notes.md and the `.index/` folder
     (the index lives in the project home and covers both). cache_dir holds the jieba
     dictionary cache (default: global_home/cache).
-    decay: scores of old entries shrink by half_lives[type], never below decay_floor of their
-    value; pinned entries and types with half-life None never decay.
+    decay: an entry's decay d shrinks by half_lives[type], never below decay_floor; pinned
+    entries and types with half-life None never decay (d = 1).
+    recency: how much of d a search applies: a score is multiplied by 1 - recency * (1 - d), so
+    with the defaults age takes at most 10% off (a tie-breaker; 1 would halve old entries' scores).
     """
 
     project_home: Path
@@ -39,6 +41,7 @@ class MemoryConfig:
     decay: bool = True
     half_lives: dict[str, float | None] = field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     decay_floor: float = 0.5
+    recency: float = 0.2
     redact_extra: tuple[str | tuple[str, str], ...] = ()
     redact_allow: tuple[str, ...] = ()
     max_entry_chars: int = 2000

@@ -49,3 +49,22 @@ def test_bad_config_is_one_clear_error(tmp_path, text, message):
     (tmp_path / "config.toml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         Settings.load(tmp_path).compress
+
+
+def test_memory_table_sets_the_recency_of_the_memory_config(tmp_path):
+    from memory.config import MemoryConfig
+
+    assert Settings.load(tmp_path).memory.recency == MemoryConfig(tmp_path, tmp_path).recency == 0.2
+    (tmp_path / "config.toml").write_text("[memory]\nrecency = 0\n")
+    assert Settings.load(tmp_path).memory.recency == 0.0
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[memory]\nrecency = 1.5", "memory.recency must be between 0 and 1"),
+    ("[memory]\nrecency = 'old'", "memory.recency must be a number"),
+    ("[memory]\nhalf_life = 3", "unknown key memory.half_life"),
+])
+def test_bad_memory_table_is_one_clear_error(tmp_path, text, message):
+    (tmp_path / "config.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        Settings.load(tmp_path).memory
