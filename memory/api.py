@@ -89,11 +89,12 @@ def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None)
     return parse(data.decode("utf-8"), scope, str(path), default_type)
 
 
-def _written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> None:
-    """Keep the index in step with a write made under the file's lock: the index this process has
-    open, else the one on disk, takes the one-entry change and is saved, so no later search
-    re-reads and re-indexes the whole file. Skipped when the index was not in step with `before`
-    (the next search re-reads the file)."""
+def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added=(), removed=()) -> None:
+    """Keep the index in step with a write made under the file's lock (`store`, `forget`, the
+    memory tool's files): the index this process has open, else the one on disk, takes the change
+    and is saved, so no later search re-reads and re-indexes the whole file. `removed` are the
+    entries `before` had and `after` has not, `added` the other way round. Skipped when the index
+    was not in step with `before` (the next search re-reads the file)."""
     index_path = _index_path(cfg)
     key = (index_path, cfg.bm25, cfg.jieba_cache)
     index = _indexes.get(key)
@@ -166,7 +167,7 @@ def store(
         stored = doc.add(entry)
         after = doc.text().encode("utf-8")
         atomic_write(path, after)
-        _written(cfg, path, before, after, added=stored)
+        index_written(cfg, path, before, after, added=[stored])
     return stored
 
 
@@ -184,7 +185,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
             if removed is not None:
                 after = doc.text().encode("utf-8")
                 atomic_write(source.path, after)
-                _written(cfg, source.path, before, after, removed=removed)
+                index_written(cfg, source.path, before, after, removed=[removed])
                 return removed
     raise NotFound(f"no memory entry with id {id!r}")
 

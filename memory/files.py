@@ -117,6 +117,7 @@ class Files:
     def __init__(self, doc: MemoryDocument, owner: MemoryFiles, editable: bool):
         self.doc, self._owner, self._editable = doc, owner, editable
         self.changed = False
+        self.touched: set[str] = set()  # ids of the entries a change added, replaced or removed
         self.entries: dict[str, Entry] = {}  # path -> entry, file order
         for entry in doc.entries():
             path = file_path(entry)
@@ -165,6 +166,7 @@ class Files:
         else:
             entry = self.doc.add(Entry(self._new_id(text), self._owner.entry_type, text, today))
         self.entries[path] = entry
+        self.touched.add(entry.id)
         self.changed = True
         return Stored(stored, redacted != content)
 
@@ -175,6 +177,7 @@ class Files:
         for entry in doomed:
             self.doc.remove(entry.id)
             self.entries.pop(file_path(entry), None)
+            self.touched.add(entry.id)
         self.changed |= bool(doomed)
         return len(doomed)
 
@@ -192,6 +195,7 @@ class Files:
             entry = self.entries.pop(path)
             moved = replace(entry, text=target + entry.text[len(path):])
             self.entries[target] = self.doc.replace_entry(entry.id, moved)
+            self.touched.add(entry.id)
         self.changed |= bool(moving)
 
     def _check_editable(self) -> None:
@@ -237,20 +241,26 @@ class MemoryFiles:
     def read(self) -> Files:
         """The files as they are now (no file lock: MEMORY.md is only ever replaced whole)."""
         with self._guard:
-            return Files(self._document()[1], self, editable=False)
+            return Files(self._document()[2], self, editable=False)
 
     @contextmanager
     def change(self) -> Iterator[Files]:
-        """Files to change; written back when the block ends without an exception, under the lock."""
+        """Files to change; written back when the block ends without an exception, under the lock,
+        and the search index takes the change (memory.api.index_written) as it does a `store`."""
         with self._guard, api.lock(self.path):
-            digest, doc = self._document()
+            before, digest, doc = self._document()
             self._parsed = None  # edited from here on; cached again once it matches the file
             files = Files(doc, self, editable=True)
+            earlier = doc.entries()
             yield files
             if files.changed:
                 data = doc.text().encode("utf-8")
                 atomic_write(self.path, data)
                 digest = xxhash.xxh3_64_intdigest(data)
+                old = [e for e in earlier if e.id in files.touched]
+                new = [e for e in doc.entries() if e.id in files.touched]
+                api.index_written(self.cfg, self.path, before, data, added=[e for e in new if e not in old],
+                                  removed=list(dict.fromkeys(e for e in old if e not in new)))
             self._parsed = (digest, doc)
 
     def redact(self, text: str) -> str:
@@ -262,11 +272,11 @@ class MemoryFiles:
         if self.redact(path) != path:
             raise FileError(f"Path {path} looks like it contains a secret; choose another name")
 
-    def _document(self) -> tuple[int, MemoryDocument]:
-        """The parsed MEMORY.md and the hash of its bytes; parsed again only when the bytes changed
-        (a 10,000-entry file takes about half a second to parse)."""
+    def _document(self) -> tuple[bytes, int, MemoryDocument]:
+        """MEMORY.md's bytes, their hash and the parsed document; parsed again only when the bytes
+        changed (a 10,000-entry file takes about half a second to parse)."""
         data = self.path.read_bytes() if self.path.exists() else b""
         digest = xxhash.xxh3_64_intdigest(data)
         if self._parsed is None or self._parsed[0] != digest:
             self._parsed = (digest, parse(data.decode("utf-8"), self.scope, str(self.path)))
-        return self._parsed
+        return data, *self._parsed

@@ -18,6 +18,7 @@ from __future__ import annotations
 import marshal
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -264,21 +265,23 @@ class SearchIndex:
             self.signatures[key] = signature
             self.changed = True
 
-    def written(self, path: Path, before: bytes, after: bytes, added: Entry | None = None, removed: Entry | None = None) -> bool:
-        """A writer that holds the file's lock replaced `before` with `after` by adding or removing
-        one entry: if the index was in step with `before`, apply the change here instead of
-        re-reading the file at the next sync. False when the index must re-read the file."""
+    def written(self, path: Path, before: bytes, after: bytes, added: Iterable[Entry] = (), removed: Iterable[Entry] = ()) -> bool:
+        """A writer that holds the file's lock replaced `before` with `after`, which lost the
+        entries `removed` and gained `added`: if the index was in step with `before`, apply the
+        change here instead of re-reading the file at the next sync. False when the index must
+        re-read the file (then nothing changed here)."""
         key = str(path)
         old = self.signatures.get(key)
         if old is None or old[2] != xxhash.xxh64_hexdigest(before):
             return False
-        if removed is not None:
-            doc = self.keys.get(_entry_key(removed))
-            if doc is None:
-                return False
+        gone = [self.keys.get(_entry_key(entry)) for entry in removed]
+        if None in gone:
+            return False
+        for doc in dict.fromkeys(gone):
             self._remove(doc)
-        if added is not None:
-            self.add(added)
+        for entry in added:
+            if _entry_key(entry) not in self.keys:
+                self.add(entry)
         stat = path.stat()
         self.signatures[key] = (stat.st_size, stat.st_mtime_ns, xxhash.xxh64_hexdigest(after))
         self.changed = True

@@ -184,3 +184,53 @@ def test_concurrent_edits_lose_nothing(cfg):
 def test_reading_files_cannot_change_them(cfg):
     with pytest.raises(RuntimeError):
         MemoryFiles(cfg).read().write("/memories/a.md", "x")
+
+
+def _indexed(cfg) -> set:
+    index = api.open_index(cfg)
+    return {index.entry(doc) for doc, _ in index.rows.items()}
+
+
+def test_memory_tool_writes_keep_the_index_in_step_without_re_reading_the_file(cfg, monkeypatch):
+    """Like `store`: a search right after a create, edit, move or delete finds the change from the
+    index the write updated (in this process and on disk), without parsing MEMORY.md again."""
+    import memory.markdown
+
+    api._indexes.clear()
+    for i in range(5):
+        api.store(cfg, "fact", f"filler fact number {i}")
+    api.search(cfg, "filler")  # the index is open in this process
+    files = MemoryFiles(cfg)
+    steps = [
+        (lambda f: f.write("/memories/db.md", "The staging database is read-only."), "staging database", "/memories/db.md"),
+        (lambda f: f.write("/memories/db.md", "The staging database takes writes on Sundays."), "sundays", "/memories/db.md"),
+        (lambda f: f.move("/memories/db.md", "/memories/infra/db.md"), "staging sundays", "/memories/infra/db.md"),
+        (lambda f: f.delete("/memories/infra"), "staging", None),
+    ]
+    for change, query, expected in steps:
+        with files.change() as f:
+            change(f)
+        with monkeypatch.context() as patched:
+            patched.setattr(memory.markdown, "parse", lambda *a, **k: pytest.fail("MEMORY.md was parsed again"))
+            hits = api.search(cfg, query, limit=1)
+            found = [hit.entry.text.partition("\n")[0] for hit in hits if hit.entry.text.startswith(ROOT)]
+            assert found == ([expected] if expected else [])
+        assert _indexed(cfg) == set(api.list_entries(cfg))  # the same entries a rebuild indexes
+        api._indexes.clear()  # a new process: the saved index is in step too
+        assert _indexed(cfg) == set(api.list_entries(cfg))
+
+
+def test_a_memory_tool_write_beside_a_hand_copied_twin_keeps_the_twin_searchable(cfg):
+    """A person copied an entry (same id, same text): rewriting the file replaces the first copy;
+    the index still has the copy that stayed."""
+    path = cfg.project_home / api.MEMORY_FILE
+    path.parent.mkdir(parents=True)
+    twin = "- /memories/plan.md\n  migrate the billing tables <!-- m-0000beef 2025-01-01 -->\n"
+    path.write_text("# Memory\n\n## Notes\n\n" + twin + twin, "utf-8")
+    api._indexes.clear()
+    assert api.search(cfg, "billing")
+    with MemoryFiles(cfg).change() as f:
+        f.write("/memories/plan.md", "rename the invoice columns")
+    assert _indexed(cfg) == set(api.list_entries(cfg))
+    assert [h.entry.text for h in api.search(cfg, "billing")] == ["/memories/plan.md\nmigrate the billing tables"]
+    assert api.search(cfg, "invoice")[0].entry.text == "/memories/plan.md\nrename the invoice columns"
