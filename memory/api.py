@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import math
+import warnings
 from datetime import date
 from pathlib import Path
-
-import regex
 
 from memory.bm25 import Weights
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
-from memory.index_file import SearchIndex, Source
+from memory.index_file import CorruptIndexWarning, SearchIndex, Source
+from memory.pieces import CorruptPiece
 from memory.tokenize import Tokenizer
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_FILE = "notes.md"
 INDEX_FILE = Path(".index") / "index.bin"
-_TAG = regex.compile(r"[\w.-]+")
 
 
 class BadInput(ValueError):
@@ -103,8 +102,17 @@ def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, ad
         if index is None:
             return
         _indexes[key] = index
-    if index.written(path, before, after, added, removed):
-        index.save(index_path)
+    try:
+        if index.written(path, before, after, added, removed):
+            index.save(index_path)
+    except CorruptPiece as exc:  # the next search rebuilds the index
+        _indexes.pop(key, None)
+        index_path.unlink(missing_ok=True)
+        _warn_corrupt(index_path, exc)
+
+
+def _warn_corrupt(index_path: Path, exc: Exception) -> None:
+    warnings.warn(CorruptIndexWarning(f"memory index {index_path} was corrupt ({exc}); rebuilt it"), stacklevel=3)
 
 
 def _changed_on_disk(index: SearchIndex, path: Path) -> bool:
@@ -135,6 +143,8 @@ def store(
     if type not in TYPES:
         raise BadInput(f"unknown type {type!r} (use one of: {', '.join(TYPES)})")
     _check_scope(scope, SCOPES)
+    import regex  # tags are words in any script; a search needs no `regex`
+
     from ground.files import atomic_write
     from ground.redact import redact  # only writers pay for compiling the secret patterns
     from memory.markdown import normalize_text
@@ -146,7 +156,7 @@ def store(
         raise BadInput(f"entry is {len(text):,} characters; the limit is {cfg.max_entry_chars:,} "
                        "(store the gist, keep long detail in a file and name it)")
     clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t.strip()))
-    bad = [t for t in clean_tags if not _TAG.fullmatch(t)]
+    bad = [t for t in clean_tags if not regex.fullmatch(r"[\w.-]+", t)]
     if bad:
         raise BadInput(f"bad tag {bad[0]!r} (letters, digits, '_', '.', '-' only)")
     home = _home(cfg, scope)
@@ -292,9 +302,15 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
     _check_scope(scope, ("all", *SCOPES))
     if limit < 1:
         raise BadInput("limit must be at least 1")
-    index = open_index(cfg)
-    params = index.params
-    terms = index.tokenizer.query_terms(query, params.fragment_weight)
+    try:
+        return _search(cfg, open_index(cfg), query, limit, scope)
+    except CorruptPiece as exc:  # a piece of the index file read only now did not check out
+        _warn_corrupt(_index_path(cfg), exc)
+        return _search(cfg, open_index(cfg, rebuild=True), query, limit, scope)
+
+
+def _search(cfg: MemoryConfig, index: SearchIndex, query: str, limit: int, scope: str) -> list[Hit]:
+    terms = index.tokenizer.query_terms(query, index.params.fragment_weight)
     found = index.index.search(terms, limit, _weights(cfg, index, scope))
     words = list(dict.fromkeys([w.lower() for w in query.split()] + list(terms)))
     hits = []

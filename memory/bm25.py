@@ -8,10 +8,12 @@ weight in [0, 1] (recency, scope).
 
 A saved index is split into 256 buckets of posting lists by a hash of the term; `load` keeps
 them serialized and a bucket is decoded the first time one of its terms is needed, so a cold
-process answering one query decodes a few buckets, not the whole index.
+process answering one query decodes a few buckets, not the whole index. Document lengths are
+one array indexed by document number, so loading them is a copy of bytes.
 
 Per-term impact lists are computed lazily and cached until the next add/remove, so an update
-costs only its own terms; with document weights, per weight table, the weights multiplied in.
+costs only its own terms, and a cold query only the documents its terms occur in; with
+document weights, per weight table, the weights multiplied in.
 `search` skips the posting lists of frequent terms once they can no longer lift a new document
 into the top k (MaxScore), which keeps results exact.
 """
@@ -22,6 +24,7 @@ import heapq
 import marshal
 import math
 import zlib
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -57,6 +60,7 @@ def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -
 
 
 BUCKETS = 256
+NO_DOC = -1.0  # the length recorded for a document number no document has
 
 
 def _bucket(term: str) -> int:
@@ -64,11 +68,14 @@ def _bucket(term: str) -> int:
 
 
 class Index:
-    """Documents are ints chosen by the caller; `terms` maps term -> (weighted) frequency.
+    """Documents are ints >= 0 chosen by the caller (best dense: lengths are an array indexed by
+    them); `terms` maps term -> (weighted) frequency.
 
     Posting lists live in BUCKETS dicts by a hash of the term. A bucket loaded from disk stays
     serialized until one of its terms is needed, and keeps its serialized form until it changes,
-    so `dump` after a small update re-encodes only the buckets that update touched.
+    so `dump` after a small update re-encodes only the buckets that update touched. A serialized
+    bucket is anything `bytes()` turns into marshal bytes (the index file hands in pieces it
+    reads only then).
     """
 
     def __init__(self, params: Bm25Params = Bm25Params()):
@@ -76,34 +83,41 @@ class Index:
         self._buckets: list[dict[str, dict[int, float]] | None] = [{} for _ in range(BUCKETS)]  # None: not decoded
         self._blobs: dict[int, bytes] = {}  # bucket -> its serialized form, while it is unchanged
         self._doc_terms: dict[int, list[str]] | None = {}  # rebuilt from postings when needed
-        self.lengths: dict[int, float] = {}
+        self.lengths = array("d")  # doc -> its length (weighted term count), NO_DOC where there is none
+        self.count = 0
         self.total_length = 0.0
         self._impacts: dict[str, tuple[dict[int, float], float]] = {}
         self._weighted: dict[object, dict[str, tuple[dict[int, float], float]]] = {}
-        self._norms: dict[int, float] | None = None
 
     def __len__(self) -> int:
-        return len(self.lengths)
+        return self.count
 
     def __contains__(self, doc: int) -> bool:
-        return doc in self.lengths
+        return 0 <= doc < len(self.lengths) and self.lengths[doc] != NO_DOC
 
-    def dump(self) -> tuple[list[bytes], dict[int, float]]:
+    def docs(self) -> list[int]:
+        return [doc for doc, length in enumerate(self.lengths) if length != NO_DOC]
+
+    def dump(self) -> tuple[list[bytes], bytes]:
         """(posting buckets, document lengths) for `load`."""
         blobs = self._blobs
         for i, bucket in enumerate(self._buckets):
             if i not in blobs:
                 blobs[i] = marshal.dumps(bucket)
-        return [blobs[i] for i in range(BUCKETS)], dict(self.lengths)
+        return [blobs[i] for i in range(BUCKETS)], self.lengths.tobytes()
 
-    def load(self, buckets: list[bytes], lengths: dict[int, float]) -> None:
-        """Adopt what `dump` returned; buckets are decoded when first needed."""
+    def load(self, buckets: list, lengths) -> None:
+        """Adopt what `dump` returned (`lengths`: any buffer of those bytes); buckets are decoded
+        when first needed."""
         if len(buckets) != BUCKETS:
             raise ValueError("wrong number of posting buckets")
         self._buckets = [None] * BUCKETS
         self._blobs = dict(enumerate(buckets))
-        self.lengths = lengths
-        self.total_length = sum(lengths.values())
+        self.lengths = array("d")
+        self.lengths.frombytes(lengths)
+        holes = self.lengths.count(NO_DOC)
+        self.count = len(self.lengths) - holes
+        self.total_length = sum(self.lengths) - NO_DOC * holes
         self._doc_terms = None
         self._invalidate()
 
@@ -121,12 +135,12 @@ class Index:
     def _bucket_of_index(self, i: int) -> dict[str, dict[int, float]]:
         bucket = self._buckets[i]
         if bucket is None:
-            bucket = self._buckets[i] = marshal.loads(self._blobs[i])
+            bucket = self._buckets[i] = marshal.loads(bytes(self._blobs[i]))
         return bucket
 
     def _terms_by_doc(self) -> dict[int, list[str]]:
         if self._doc_terms is None:
-            by_doc: dict[int, list[str]] = {doc: [] for doc in self.lengths}
+            by_doc: dict[int, list[str]] = {doc: [] for doc in self.docs()}
             for i in range(BUCKETS):
                 for term, posting in self._bucket_of_index(i).items():
                     for doc in posting:
@@ -135,19 +149,20 @@ class Index:
         return self._doc_terms
 
     def add(self, doc: int, terms: dict[str, float]) -> None:
-        if doc in self.lengths:
+        if doc in self:
             self.remove(doc)
         if self._doc_terms is not None:
             self._doc_terms[doc] = list(terms)
         length = sum(terms.values())
+        if doc >= len(self.lengths):
+            self.lengths.extend([NO_DOC] * (doc + 1 - len(self.lengths)))
         self.lengths[doc] = length
+        self.count += 1
         self.total_length += length
         blobs = self._blobs
         for term, tf in terms.items():
             i = _bucket(term)
-            bucket = self._buckets[i]
-            if bucket is None:
-                bucket = self._buckets[i] = marshal.loads(blobs[i])
+            bucket = self._bucket_of_index(i)
             blobs.pop(i, None)
             posting = bucket.get(term)
             if posting is None:
@@ -159,11 +174,15 @@ class Index:
     def remove(self, doc: int, terms: Iterable[str] | None = None) -> None:
         """Drop `doc`. `terms`: its terms if the caller knows them (else every bucket is decoded
         once to find them)."""
+        if doc not in self:
+            raise KeyError(doc)
         if terms is None:
             terms = self._terms_by_doc().pop(doc)
         elif self._doc_terms is not None:
             self._doc_terms.pop(doc, None)
-        self.total_length -= self.lengths.pop(doc)
+        self.total_length -= self.lengths[doc]
+        self.lengths[doc] = NO_DOC
+        self.count -= 1
         for term in dict.fromkeys(terms):
             i = _bucket(term)
             bucket = self._bucket_of_index(i)
@@ -177,7 +196,6 @@ class Index:
     def _invalidate(self) -> None:
         self._impacts.clear()
         self._weighted.clear()
-        self._norms = None
 
     def _impact(self, term: str) -> tuple[dict[int, float], float]:
         """(doc -> impact, the largest impact) of a term in the index."""
@@ -185,15 +203,13 @@ class Index:
         if cached is not None:
             return cached
         k1, b = self.params.k1, self.params.b
-        if self._norms is None:
-            avg = self.total_length / len(self.lengths) if self.lengths else 1.0
-            self._norms = {d: k1 * (1.0 - b + b * length / avg) for d, length in self.lengths.items()}
-        norms = self._norms
+        avg = self.total_length / self.count if self.count else 1.0
+        lengths = self.lengths
         posting = self._bucket_of(term)[term]
-        n, df = len(self.lengths), len(posting)
+        n, df = self.count, len(posting)
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         weight, floor = idf * (k1 + 1.0), idf * self.params.delta
-        impacts = {d: floor + weight * tf / (tf + norms[d]) for d, tf in posting.items()}
+        impacts = {d: floor + weight * tf / (tf + k1 * (1.0 - b + b * lengths[d] / avg)) for d, tf in posting.items()}
         cached = (impacts, max(impacts.values()))
         self._impacts[term] = cached
         return cached

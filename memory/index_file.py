@@ -6,11 +6,13 @@ format version, payload hash, BM25 parameters, Python marshal version), otherwis
 source file; a file whose size or mtime changed is re-read, and if its hash changed only the
 entries that are new or changed are tokenized. The index is saved atomically when it changed.
 
-The file is one marshal payload whose big parts stay serialized until needed: posting lists in
-256 buckets by term (see memory.bm25), entry rows in chunks of 512 documents, the entry keys;
-each keeps its serialized form until it changes, so a save after a one-entry change re-encodes
-a few small pieces. What every search needs is small: document lengths and, per document, a
-code into a table of (type, created, pinned, scope) for the recency weights.
+The file (memory.pieces) is a checked header and pieces read only when needed: posting lists
+in 256 buckets by term (see memory.bm25), entry rows in chunks of 64 documents, the entry keys,
+and two arrays indexed by document: lengths and a code into the header's table of (type,
+created, pinned, scope) for the recency weights. Opening it reads the header and the two arrays;
+a search then reads the buckets of its terms and the rows of its hits. Each piece keeps its
+serialized form until it changes, so a save after a one-entry change re-encodes a few small
+pieces. A piece found corrupt only when read raises `memory.pieces.CorruptPiece`.
 """
 
 from __future__ import annotations
@@ -18,22 +20,25 @@ from __future__ import annotations
 import marshal
 import time
 import warnings
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
 
-from memory.bm25 import Bm25Params, Index, weighted_terms
+from memory import pieces
+from memory.bm25 import BUCKETS, Bm25Params, Index, weighted_terms
 from memory.entry import Entry
 from memory.tokenize import Tokenizer
 
-MAGIC = b"CTXMIDX2"
-_OLD_MAGICS = (b"CTXMIDX1",)  # written by older versions: rebuilt without a warning
-FORMAT_VERSION = 2  # bump when the tokenizer or payload layout changes
+MAGIC = b"CTXMIDX3"
+_OLD_MAGICS = (b"CTXMIDX1", b"CTXMIDX2")  # written by older versions: rebuilt without a warning
+FORMAT_VERSION = 3  # bump when the tokenizer or payload layout changes
 # A file modified this recently may change again within the same mtime tick: hash it anyway.
 _MTIME_SLACK_NS = 2_000_000_000
-_ROW_CHUNK = 512
+_ROW_CHUNK = 64
+_NO_META = -1  # the meta code of a document number no entry has
 
 _FIELDS = list(Entry.__dataclass_fields__)
 _FILE = _FIELDS.index("file")
@@ -73,7 +78,7 @@ class Rows:
         chunk = self._chunks.get(c)
         if chunk is None:
             blob = self._blobs.get(c)
-            chunk = self._chunks[c] = marshal.loads(blob) if blob is not None else {}
+            chunk = self._chunks[c] = marshal.loads(bytes(blob)) if blob is not None else {}
         return chunk
 
     def __getitem__(self, doc: int) -> tuple:
@@ -115,7 +120,7 @@ class SearchIndex:
         self._keys: dict[str, int] | None = {}  # entry key -> doc (see keys)
         self._keys_blob: bytes | None = None  # keys while not decoded
         self._doc_keys: dict[int, str] | None = {}  # doc -> entry key (keys inverted, when needed)
-        self.meta: dict[int, int] = {}  # doc -> code of (type, created, pinned, scope) in meta_table
+        self.meta = array("i")  # doc -> code of (type, created, pinned, scope) in meta_table, or _NO_META
         self.meta_table: list[tuple] = []
         self._meta_codes: dict[tuple, int] | None = {}
         self.weight_tables: dict = {}  # memory.api's per-day recency weights, kept with the index
@@ -127,36 +132,22 @@ class SearchIndex:
     @property
     def keys(self) -> dict[str, int]:
         if self._keys is None:
-            self._keys = marshal.loads(self._keys_blob)  # the blob stays valid until keys change
+            self._keys = marshal.loads(bytes(self._keys_blob))  # the blob stays valid until keys change
         return self._keys
 
     # --- persistence ---------------------------------------------------------------------
 
-    def _payload(self) -> bytes:
+    def save(self, path: Path) -> None:
         p = self.params
         buckets, lengths = self.index.dump()
         if self._keys_blob is None:
             self._keys_blob = marshal.dumps(self._keys)
-        return marshal.dumps(
-            {
-                "version": FORMAT_VERSION,
-                "params": (p.k1, p.b, p.heading_weight),
-                "signatures": self.signatures,
-                "next_doc": self.next_doc,
-                "rows": self.rows.dump(),
-                "count": len(self.rows),
-                "keys": self._keys_blob,
-                "meta": (self.meta, self.meta_table),
-                "postings": buckets,
-                "lengths": lengths,
-            }
-        )
-
-    def save(self, path: Path) -> None:
-        from ground.files import atomic_write
-
-        payload = self._payload()
-        atomic_write(path, MAGIC + xxhash.xxh3_64_digest(payload) + payload, fsync=False)  # rebuildable
+        header = {"version": FORMAT_VERSION, "params": (p.k1, p.b, p.heading_weight), "signatures": self.signatures,
+                  "next_doc": self.next_doc, "meta_table": self.meta_table}
+        parts = {"lengths": lengths, "meta": self.meta.tobytes(), "keys": self._keys_blob}
+        parts.update({("postings", i): blob for i, blob in enumerate(buckets)})
+        parts.update({("rows", c): blob for c, blob in self.rows.dump().items()})
+        pieces.write(path, MAGIC, header, parts)  # not fsync'd: rebuildable
         self.changed = False
         self._stamp(path)
 
@@ -167,46 +158,43 @@ class SearchIndex:
         except OSError:
             self.stamp = None
 
-    def _restore(self, blob: bytes) -> None:
-        """Fill self from a saved blob; raises ValueError on anything that does not check out."""
-        if blob[: len(MAGIC)] != MAGIC:
-            if blob[: len(MAGIC)] in _OLD_MAGICS:
-                raise _Stale()
-            raise ValueError("not a ctxmill memory index")
-        digest, payload = blob[len(MAGIC) : len(MAGIC) + 8], blob[len(MAGIC) + 8 :]
-        if xxhash.xxh3_64_digest(payload) != digest:
-            raise ValueError("checksum mismatch")
+    def _restore(self, path: Path) -> None:
+        """Fill self from the file at `path`; raises ValueError on anything that does not check
+        out, _Stale for a file of another version or other parameters."""
         try:
-            data = marshal.loads(payload)
-            if data["version"] != FORMAT_VERSION:
+            header, parts, stat = pieces.read(path, MAGIC)
+        except pieces.WrongMagic as exc:
+            if exc.found in _OLD_MAGICS:
+                raise _Stale() from None
+            raise
+        try:
+            if header["version"] != FORMAT_VERSION:
                 raise _Stale()  # written by another version of ctxmill: rebuild without a warning
-            params = tuple(data["params"])
-            rows, count, keys = data["rows"], data["count"], data["keys"]
-            meta, meta_table = data["meta"]
-            postings, lengths = data["postings"], data["lengths"]
-            signatures, next_doc = data["signatures"], data["next_doc"]
-        except (EOFError, TypeError, KeyError, ValueError) as exc:
-            if isinstance(exc, _Stale):
-                raise
-            raise ValueError(f"unreadable payload ({exc.__class__.__name__})") from exc
-        if not (count == len(lengths) == len(meta)) or not isinstance(keys, bytes):
-            raise ValueError("inconsistent documents")
+            params, signatures, next_doc = tuple(header["params"]), header["signatures"], header["next_doc"]
+            meta_table = header["meta_table"]
+            buckets = [parts[("postings", i)] for i in range(BUCKETS)]
+            rows = {key[1]: part for key, part in parts.items() if key[0] == "rows"}
+            lengths, meta, keys = bytes(parts["lengths"]), array("i", bytes(parts["meta"])), parts["keys"]
+        except (TypeError, KeyError, IndexError) as exc:
+            raise ValueError(f"unreadable header ({exc.__class__.__name__})") from exc
         if params != (self.params.k1, self.params.b, self.params.heading_weight):
             raise _Stale()
-        self.rows, self.signatures, self.next_doc = Rows(rows, count), signatures, next_doc
+        self.index.load(buckets, lengths)
+        if len(meta) != len(self.index.lengths) or len(meta) > next_doc:
+            raise ValueError("inconsistent documents")
+        self.rows, self.signatures, self.next_doc = Rows(rows, len(self.index)), signatures, next_doc
         self._keys, self._keys_blob, self._doc_keys = None, keys, None
         self.meta, self.meta_table, self._meta_codes = meta, meta_table, None
-        self.index.load(postings, lengths)
+        self.stamp = (stat.st_size, stat.st_mtime_ns)  # of the file read, even if replaced since
 
     @classmethod
     def load(cls, path: Path, params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex | None:
         """The saved index as it is (not synced with the files); None if missing or unusable."""
         index = cls(params, tokenizer)
         try:
-            index._restore(path.read_bytes())
+            index._restore(path)
         except (ValueError, OSError, _Stale):
             return None
-        index._stamp(path)
         return index
 
     @classmethod
@@ -215,8 +203,7 @@ class SearchIndex:
         index = cls(params, tokenizer)
         if path is not None and path.exists():
             try:
-                index._restore(path.read_bytes())
-                index._stamp(path)
+                index._restore(path)
             except _Stale:
                 index = cls(params, tokenizer)
             except (ValueError, OSError) as exc:
@@ -312,7 +299,7 @@ class SearchIndex:
         # The entry's terms again (the tokenizer is deterministic), so no bucket is decoded to find them.
         self.index.remove(doc, self._terms(self.entry(doc)))
         del self.rows[doc]
-        del self.meta[doc]
+        self.meta[doc] = _NO_META
         key = self._keys_by_doc().pop(doc)
         self.keys.pop(key, None)
         self._keys_blob = None
@@ -336,6 +323,8 @@ class SearchIndex:
         self.index.add(doc, self._terms(entry))
         row = tuple(entry.to_dict().values())
         self.rows[doc] = row
+        if doc >= len(self.meta):
+            self.meta.extend([_NO_META] * (doc + 1 - len(self.meta)))
         self.meta[doc] = self._meta_code(tuple(row[i] for i in _META))
         key = key or _entry_key(entry)
         self.keys[key] = doc

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from memory import api
-from memory.index_file import CorruptIndexWarning
+from memory.index_file import MAGIC, CorruptIndexWarning
 
 
 @pytest.fixture(autouse=True)
@@ -206,9 +206,9 @@ def test_an_index_written_by_an_older_version_is_rebuilt_without_a_warning(cfg):
     api.store(cfg, "fact", "survives an upgrade")
     api.search(cfg, "upgrade")
     index_file = cfg.project_home / ".index" / "index.bin"
-    index_file.write_bytes(b"CTXMIDX1" + index_file.read_bytes()[8:])
+    index_file.write_bytes(b"CTXMIDX2" + index_file.read_bytes()[8:])
     api._indexes.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert api.search(cfg, "upgrade")[0].entry.text == "survives an upgrade"
-    assert index_file.read_bytes().startswith(b"CTXMIDX2")
+    assert index_file.read_bytes().startswith(MAGIC)

@@ -1,0 +1,115 @@
+"""A file of one header and named byte pieces, each read and checked only when first needed.
+
+Layout: magic (8 bytes) | header size (4 bytes, little-endian) | xxh3-64 of the header (8) |
+header (marshal) | the pieces, one after the other. The header the writer gets back on `read`
+carries "pieces": key -> (start, end, xxh3-64) within the piece region.
+
+What must hold:
+- `read` checks the magic and the header's hash, and that every piece lies inside the file; it
+  reads nothing else, so opening a large file costs its header.
+- `bytes(piece)` reads the piece (`os.pread` on a descriptor held open: a file that another
+  process replaces meanwhile, as `ground.files.atomic_write` does, is still the file that was
+  opened) and checks its hash; a piece that is short or does not match raises `CorruptPiece`.
+- `write` replaces the file atomically; pieces may be bytes or pieces of an earlier file.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import weakref
+from pathlib import Path
+
+import xxhash
+
+_SIZE = 4
+
+
+class CorruptPiece(ValueError):
+    """A piece read later did not check out (the file was cut or changed in place)."""
+
+
+class WrongMagic(ValueError):
+    """The file does not start with the magic asked for; `found` is what it starts with."""
+
+    def __init__(self, found: bytes):
+        super().__init__(f"not this kind of file (starts with {found!r})")
+        self.found = found
+
+
+class _Reader:
+    """Reads spans of one opened file: `os.pread` where there is one, else the bytes read at once
+    (a descriptor held open would keep other processes from replacing the file there)."""
+
+    def __init__(self, path: Path):
+        if hasattr(os, "pread"):
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            weakref.finalize(self, os.close, self._fd)
+            self._data, self._stat = None, os.fstat(self._fd)
+        else:  # pragma: no cover - Windows
+            self._data, self._stat = path.read_bytes(), path.stat()
+
+    def read(self, start: int, size: int) -> bytes:
+        if self._data is not None:  # pragma: no cover - Windows
+            return self._data[start : start + size]
+        return os.pread(self._fd, size, start)
+
+    def stat(self) -> os.stat_result:
+        return self._stat
+
+
+class Piece:
+    """One piece of a file opened by `read`; `bytes(piece)` reads and checks it."""
+
+    __slots__ = ("_reader", "_start", "_size", "_digest")
+
+    def __init__(self, reader: _Reader, start: int, size: int, digest: int):
+        self._reader, self._start, self._size, self._digest = reader, start, size, digest
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bytes__(self) -> bytes:
+        data = self._reader.read(self._start, self._size)
+        if len(data) != self._size or xxhash.xxh3_64_intdigest(data) != self._digest:
+            raise CorruptPiece(f"checksum mismatch in the piece at byte {self._start}")
+        return data
+
+
+def write(path: Path, magic: bytes, header: dict, pieces: dict) -> None:
+    """Write `header` and `pieces` (key -> bytes or Piece) to `path`, atomically, not fsync'd."""
+    from ground.files import atomic_write
+
+    spans, blobs, at = {}, [], 0
+    for key, piece in pieces.items():
+        blob = bytes(piece)
+        spans[key] = (at, at + len(blob), xxhash.xxh3_64_intdigest(blob))
+        blobs.append(blob)
+        at += len(blob)
+    head = marshal.dumps({**header, "pieces": spans})
+    atomic_write(path, b"".join([magic, len(head).to_bytes(_SIZE, "little"), xxhash.xxh3_64_digest(head), head, *blobs]),
+                 fsync=False)
+
+
+def read(path: Path, magic: bytes) -> tuple[dict, dict[object, Piece], os.stat_result]:
+    """(header, key -> Piece, the stat of the file opened) of the file at `path`. WrongMagic when
+    it is not this kind of file, ValueError when its header does not check out, OSError when it
+    cannot be read."""
+    reader = _Reader(path)
+    start = reader.read(0, len(magic) + _SIZE + 8)
+    if start[: len(magic)] != magic:
+        raise WrongMagic(start[: len(magic)])
+    size = int.from_bytes(start[len(magic) : len(magic) + _SIZE], "little")
+    head = reader.read(len(start), size)
+    if len(head) != size or xxhash.xxh3_64_digest(head) != start[len(magic) + _SIZE :]:
+        raise ValueError("header checksum mismatch")
+    try:
+        header = marshal.loads(head)
+        spans = header.pop("pieces")
+        base, end = len(start) + size, reader.stat().st_size
+        pieces = {key: Piece(reader, base + first, last - first, digest) for key, (first, last, digest) in spans.items()}
+    except (EOFError, TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise ValueError(f"unreadable header ({exc.__class__.__name__})") from exc
+    if any(first < 0 or last < first or base + last > end for first, last, _ in spans.values()):
+        raise ValueError("a piece lies outside the file")
+    return header, pieces, reader.stat()
