@@ -26,33 +26,104 @@ only when a Han character is seen (see `memory.cjk`).
 
 Text is tokenized chunk by chunk between spaces, so the terms of a query word are the terms
 that word gets inside any document (tests/memory/test_tokenize.py checks this property).
+
+Two sets of patterns give these terms: Unicode ones (the `regex` module: letter, number and
+script classes) for any text, and stdlib `re` ones for text made of ASCII, the common CJK
+letters (`PLAIN_CJK`) and characters that separate words (punctuation, symbols, spaces): most
+English and Chinese text, and the queries people type in either. Both give such text the same
+terms (tests/memory/test_tokenize.py checks every code point and generated text), so `regex`
+is imported only when other text is seen: a search for an English or Chinese query does not
+pay for it.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections import namedtuple
+from functools import cache
 from pathlib import Path
-
-import regex
 
 from memory.stem import stem
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc\u3005"
-_ALNUM = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK}]]"
-_TOKEN = regex.compile(
-    rf"(?P<cjk>[{_CJK}]+)"
-    # a compound: pieces joined by connectors; `++` or `#` may end it (kept for `C++`, `C#`: see tokens)
-    rf"|(?P<word>{_ALNUM}+(?:[-_.:/@'\u2019]{_ALNUM}+)*)(?P<suffix>\+\+(?![\p{{L}}+])|#(?![\p{{L}}\p{{N}}#]))?",
-    regex.V1,
+_CONNECTORS = "-_.:/@'\u2019"
+_CONNECTOR = re.compile(f"[{_CONNECTORS}]")
+
+# Letters of _CJK: Hangul Jamo, Hiragana, Katakana, Hangul, CJK Unified Ideographs (and A, B), as
+# inclusive ranges, the block of most Chinese text first. PLAIN_HAN: the Han letters among them.
+PLAIN_CJK = (("\u4e00", "\u9fff"), ("\u1100", "\u11ff"), ("\u3005", "\u3005"), ("\u3041", "\u3096"), ("\u309d", "\u309f"),
+             ("\u30a1", "\u30fa"), ("\u30fc", "\u30ff"), ("\u3131", "\u318e"), ("\u31f0", "\u31ff"), ("\u3400", "\u4dbf"),
+             ("\ua960", "\ua97c"), ("\uac00", "\ud7a3"), ("\ud7b0", "\ud7c6"), ("\ud7cb", "\ud7fb"),
+             ("\U00020000", "\U0002a6df"))
+PLAIN_HAN = (("\u4e00", "\u9fff"), ("\u3005", "\u3005"), ("\u3400", "\u4dbf"), ("\U00020000", "\U0002a6df"))
+# Blocks of CJK symbols (radicals, enclosed and square forms) that _CJK counts as CJK.
+_CJK_SYMBOLS = (("\u2e80", "\u2fdf"), ("\u3200", "\u33ff"), ("\U00016fe0", "\U00016fff"), ("\U0001f200", "\U0001f2ff"))
+
+
+def _within(ranges: tuple[tuple[str, str], ...], ch: str) -> bool:
+    return any(low <= ch <= high for low, high in ranges)
+
+
+def separates_words(ch: str) -> bool:
+    """A character outside ASCII and PLAIN_CJK that both paths treat as a space: punctuation, a
+    symbol, a space, a control or format character, but no CJK symbol and not the connector `’`."""
+    category = unicodedata.category(ch)
+    return (category[0] in "PSZ" or category in ("Cc", "Cf")) and ch != "\u2019" and not _within(_CJK_SYMBOLS, ch)
+
+
+def plain_form(text: str) -> str | None:
+    """`text` (NFKC-normalized) for the stdlib patterns, its characters that separate words
+    replaced by spaces, so that what is left outside ASCII is PLAIN_CJK letters and `’`; None
+    when `text` has a character only the Unicode patterns read."""
+    if text.isascii():
+        return text
+    spaces = {}
+    for ch in set(text):
+        if ch <= "\x7f" or ch == "\u2019" or _within(PLAIN_CJK, ch):
+            continue
+        if not separates_words(ch):
+            return None
+        spaces[ord(ch)] = " "
+    return text.translate(spaces) if spaces else text
+
+
+# The compiled patterns of one path: token, the parts of a piece, one simple part, and
+# has_han(CJK run) (truthy when the run has a Han character).
+_Patterns = namedtuple("_Patterns", "token part simple has_han")
+_PLAIN = _Patterns(
+    re.compile(  # on plain_form(text): every character outside ASCII but `’` is a CJK letter
+        f"(?P<cjk>[^\\x00-\\x7f\u2019]+)|(?P<word>[A-Za-z0-9]+(?:[{_CONNECTORS}][A-Za-z0-9]+)*)"
+        f"(?P<suffix>\\+\\+(?![A-Za-z+]|[^\\x00-\\x7f\u2019])|#(?![A-Za-z0-9#]|[^\\x00-\\x7f\u2019]))?"
+    ),
+    re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+"),
+    re.compile(r"[A-Z]?[a-z]*"),
+    lambda run: any(_within(PLAIN_HAN, ch) for ch in run),
 )
-# Parts of a piece: acronym before a capitalised word, (capitalised) lowercase run, acronym, digits.
-_PART = regex.compile(
-    r"\p{Lu}[\p{Lu}\p{M}]*(?=\p{Lu}[\p{Ll}\p{M}])|[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]+|[\p{Lu}\p{Lt}][\p{Lu}\p{Lt}\p{M}]*|\p{N}+",
-    regex.V1,
-)
-_CONNECTOR = regex.compile(r"[-_.:/@'\u2019]")
-_HAN = regex.compile(r"\p{Han}")
-_SIMPLE = regex.compile(r"[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]*", regex.V1)  # one part: lower, Capitalised
+
+
+@cache
+def unicode_patterns() -> _Patterns:
+    """The patterns for any text (imports `regex`, about 10 ms)."""
+    import regex
+
+    alnum = rf"[[\p{{L}}\p{{N}}\p{{M}}]--[{_CJK}]]"
+    return _Patterns(
+        regex.compile(
+            rf"(?P<cjk>[{_CJK}]+)"
+            # a compound: pieces joined by connectors; `++` or `#` may end it (kept for `C++`, `C#`: see tokens)
+            rf"|(?P<word>{alnum}+(?:[{_CONNECTORS}]{alnum}+)*)(?P<suffix>\+\+(?![\p{{L}}+])|#(?![\p{{L}}\p{{N}}#]))?",
+            regex.V1,
+        ),
+        # Parts of a piece: acronym before a capitalised word, (capitalised) lowercase run, acronym, digits.
+        regex.compile(
+            r"\p{Lu}[\p{Lu}\p{M}]*(?=\p{Lu}[\p{Ll}\p{M}])|[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]+|[\p{Lu}\p{Lt}][\p{Lu}\p{Lt}\p{M}]*|\p{N}+",
+            regex.V1,
+        ),
+        regex.compile(r"[\p{Lu}\p{Lt}]?[\p{Ll}\p{Lo}\p{Lm}\p{M}]*", regex.V1),  # one part: lower, Capitalised
+        regex.compile(r"\p{Han}").search,
+    )
+
 
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -76,10 +147,11 @@ def _joinable(part: str) -> bool:
 def compound_terms(word: str) -> tuple[list[str], bool]:
     """The terms of one compound (see the module docstring) and whether the first of them is
     the whole compound as written (a plain word is its own whole); `word` has no spaces."""
-    if _SIMPLE.fullmatch(word):
+    patterns = _PLAIN if word.isascii() else unicode_patterns()
+    if patterns.simple.fullmatch(word):
         lower = word.lower()
         return ([stem(lower)], True) if _keep(lower) else ([], False)
-    parts = [p.lower() for piece in _CONNECTOR.split(word) for p in _PART.findall(piece)]
+    parts = [p.lower() for piece in _CONNECTOR.split(word) for p in patterns.part.findall(piece)]
     if len(parts) == 1:
         return ([stem(parts[0])], True) if _keep(parts[0]) else ([], False)
     whole = not all(p.isdigit() for p in parts)
@@ -107,12 +179,12 @@ class Tokenizer:
             self._segmenter = Segmenter(self._cache_dir)
         return self._segmenter.cut(run)
 
-    def _cjk_tokens(self, run: str, out: list[str]) -> None:
+    def _cjk_tokens(self, run: str, out: list[str], has_han) -> None:
         if self._chars or len(run) == 1:
             out.extend(run)
         if self._bigrams:
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        if self._words and _HAN.search(run):
+        if self._words and has_han(run):
             minimum = 3 if self._bigrams else 2 if self._chars else 1
             out.extend(w for w in self._cut(run) if len(w) >= minimum)
 
@@ -120,12 +192,14 @@ class Tokenizer:
         """(terms, whole) per compound or CJK run; CJK terms and `C++` / `C#` count as whole."""
         if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
+        plain = plain_form(text)
+        patterns = _PLAIN if plain is not None else unicode_patterns()
         cache = self._compounds
-        for match in _TOKEN.finditer(text):
+        for match in patterns.token.finditer(text if plain is None else plain):
             word = match.group("word")
             if word is None:
                 out: list[str] = []
-                self._cjk_tokens(match.group("cjk"), out)
+                self._cjk_tokens(match.group("cjk"), out, patterns.has_han)
                 yield out, False
                 continue
             suffix = match.group("suffix")

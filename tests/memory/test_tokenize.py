@@ -134,3 +134,70 @@ def test_jieba_dictionary_cache_is_written_and_reused(tmp_path):
     first = Tokenizer(tmp_path).tokens("我们在北京大学学习")
     assert list(tmp_path.glob("jieba-dict-*.bin"))
     assert Tokenizer(tmp_path).tokens("我们在北京大学学习") == first
+
+
+# --- the stdlib patterns (ASCII, PLAIN_CJK, characters of no word) against the Unicode ones ---
+
+def _every_character() -> str:
+    return "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+
+
+def test_every_plain_character_is_what_the_unicode_patterns_take_it_for():
+    """Each code point the stdlib patterns read: a PLAIN_CJK letter is a CJK letter for `regex`
+    (Han exactly when PLAIN_HAN has it); a character that separates words is no letter, number,
+    mark, CJK character or connector."""
+    import regex
+
+    from memory.tokenize import _CJK, PLAIN_CJK, PLAIN_HAN, separates_words
+
+    def chars(ranges) -> str:
+        return "".join(chr(c) for low, high in ranges for c in range(ord(low), ord(high) + 1))
+
+    plain_cjk = chars(PLAIN_CJK)
+    assert set(plain_cjk) == set(regex.findall(rf"[[{_CJK}]&&\p{{L}}]", plain_cjk, flags=regex.V1))
+    assert set(chars(PLAIN_HAN)) == set(regex.findall(r"\p{Han}", plain_cjk))
+    letters = set(plain_cjk)
+    separators = "".join(ch for ch in _every_character() if ch not in letters and separates_words(ch))
+    assert len(separators) > 5000
+    assert regex.findall(rf"[\p{{L}}\p{{N}}\p{{M}}{_CJK}\u2019]", separators, flags=regex.V1) == []
+
+
+# Text a person writes in English or Chinese, and characters only the Unicode patterns read.
+_PLAIN_PIECES = ["api", "Http", "OAuth2", "v2", "C++", "C#", "utf-8", "x", "E0382", "node:18", "don’t", " ", "\n",
+                 "北京", "大学", "中文", "数据库", "的", "テスト", "한국어", "々", "，", "。", "、", "「", "」", "！", "？",
+                 "—", "…", "“", "”", "·", "€", "→", "\u3000", "\u200b", "Ａ", "１", "#", "+", "-", "_", ".", "/"]
+_OTHER_PIECES = ["é", "ß", "Ω", "café", "α", "\u0301", "١", "〇", "⺀", "㈀", "ｶ", "\U0002ebf0", "\ue000", "\u0378"]
+plain_text = st.lists(st.sampled_from(_PLAIN_PIECES), max_size=14).map("".join)
+mixed_text = st.lists(st.sampled_from(_PLAIN_PIECES + _OTHER_PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(plain_text | mixed_text)
+def test_the_stdlib_patterns_give_the_terms_the_unicode_patterns_give(text):
+    from unittest import mock
+
+    from memory import tokenize
+
+    fast = Tokenizer(JIEBA_CACHE)
+    with mock.patch.object(tokenize, "_PLAIN", tokenize.unicode_patterns()):  # every text through `regex`
+        reference = Tokenizer(JIEBA_CACHE)
+        expected, expected_weights = reference.tokens(text), reference.query_terms(text, 0.5)
+    assert fast.tokens(text) == expected and fast.query_terms(text, 0.5) == expected_weights
+
+
+def test_english_and_chinese_text_is_plain_and_other_scripts_are_not():
+    from memory.tokenize import plain_form
+
+    assert plain_form("Pin node:18-alpine; don’t retry — E0382 “borrow”…") == "Pin node:18-alpine; don’t retry   E0382  borrow  "
+    assert plain_form("战国无双的游戏角色，数据库连接池。テスト 한국어") == "战国无双的游戏角色 数据库连接池 テスト 한국어"
+    assert plain_form("café") is plain_form("〇") is plain_form("⺀ radical") is None
+
+
+def test_regex_is_imported_only_for_text_beyond_english_and_chinese():
+    code = (
+        "import sys; from memory.tokenize import Tokenizer; t = Tokenizer(None); "
+        "t.tokens('Pin node:18-alpine; 北京大学，テスト'); print('regex' in sys.modules); "
+        "t.tokens('café'); print('regex' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.split() == ["False", "True"]
