@@ -12,7 +12,6 @@ import importlib
 import sys
 
 from ctxmill.errors import CliError
-from ctxmill.logs import configure_logging
 
 # command name -> module under ctxmill.commands
 COMMANDS: dict[str, str] = {
@@ -46,13 +45,16 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    configure_logging()
     first = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if getattr(args, "logs", True):  # a command whose code never logs sets logs=False: no `logging` import
+        from ctxmill.logs import configure_logging
+
+        configure_logging()
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

@@ -52,16 +52,17 @@ Each table is checked when first used, so a command fails only on the tables it 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ctxmill import paths
 from ctxmill.errors import ConfigError
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads settings)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ccr.store import CCRStore, Retention
     from compress.config import CompressConfig
     from compress.pipeline import Chain
@@ -217,6 +218,8 @@ def tiktoken_cache() -> Path | None:
     (None: an empty TIKTOKEN_CACHE_DIR, which tells tiktoken never to cache)."""
     folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
     if folder is None:
+        import tempfile
+
         folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
     return Path(folder) if folder else None
 

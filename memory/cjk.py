@@ -1,10 +1,12 @@
 """Chinese word segmentation with jieba, loaded only when Chinese text is seen, started fast.
 
 jieba's own start-up unmarshals a 500,000-entry prefix dictionary (about 0.7 s). `Segmenter`
-instead keeps that dictionary in a compact cache file under `cache_dir` (sorted UTF-8 words,
-offsets, frequencies) and answers jieba's look-ups by binary search until enough look-ups were
-made to make a real dict worth building. Segmentation output is exactly jieba's: the same
-words, frequencies and total are used. jieba's log chatter on stderr is silenced.
+instead keeps that dictionary in a cache file under `cache_dir` (memory.pieces: the words
+sorted, in blocks of 256 with their frequencies, the first word of each block in the header)
+and answers jieba's look-ups from the block a word would be in, read when first needed: a cold
+process cutting a query reads a few dozen small blocks. Segmentation output is exactly jieba's:
+the same words, frequencies and total are used. A block that turns out corrupt when read makes
+the cache be built again. jieba's log chatter on stderr is silenced.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import logging
 import marshal
 import sys
-from array import array
-from bisect import bisect_left
+from bisect import bisect_right
 from pathlib import Path
 
-_CACHE_VERSION = 1
-# After this many look-ups a dict is cheaper than binary search.
-_DICT_AFTER_LOOKUPS = 40_000
+from memory import pieces
+
+_CACHE_VERSION = 2
+_MAGIC = b"CTXMJBA2"
+_BLOCK = 256  # words per block of the cache file
 
 
 def _import_jieba():
@@ -35,41 +38,21 @@ def _import_jieba():
     return jieba
 
 
-class _Words:
-    """Sequence view of the sorted UTF-8 words, for bisect."""
-
-    def __init__(self, blob: bytes, offsets: array):
-        self.blob, self.offsets = blob, offsets
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> bytes:
-        return self.blob[self.offsets[i] : self.offsets[i + 1] - 1]
-
-
 class FrequencyTable:
-    """jieba's FREQ mapping (word or word prefix -> frequency) over the compact cache."""
+    """jieba's FREQ mapping (word or word prefix -> frequency) over the cache file's blocks."""
 
-    def __init__(self, blob: bytes, offsets: array, freqs: array):
-        self._words = _Words(blob, offsets)
-        self._freqs = freqs
-        self._dict: dict[str, int] | None = None
-        self._lookups = 0
+    def __init__(self, firsts: list[str], blocks: dict[int, pieces.Piece]):
+        self._firsts, self._pieces = firsts, blocks
+        self._blocks: dict[int, dict[str, int]] = {}
 
     def _find(self, word: str) -> int | None:
-        if self._dict is not None:
-            return self._dict.get(word)
-        self._lookups += 1
-        if self._lookups > _DICT_AFTER_LOOKUPS:
-            words = self._words.blob.decode("utf-8").split("\n")[:-1]
-            self._dict = dict(zip(words, self._freqs))
-            return self._dict.get(word)
-        key = word.encode("utf-8")
-        i = bisect_left(self._words, key)
-        if i < len(self._words) and self._words[i] == key:
-            return self._freqs[i]
-        return None
+        i = bisect_right(self._firsts, word) - 1
+        if i < 0:
+            return None
+        block = self._blocks.get(i)
+        if block is None:
+            block = self._blocks[i] = marshal.loads(bytes(self._pieces[i]))
+        return block.get(word)
 
     def __contains__(self, word: str) -> bool:
         return self._find(word) is not None
@@ -85,34 +68,31 @@ class FrequencyTable:
         return default if found is None else found
 
 
-def _build_cache(jieba, path: Path | None) -> tuple[bytes, array, array, int]:
+def _build_cache(jieba, path: Path | None) -> tuple[dict[str, int], int]:
+    """jieba's dictionary (word -> frequency, total), written to `path` as the cache."""
     tokenizer = jieba.Tokenizer()
     freq, total = tokenizer.gen_pfdict(tokenizer.get_dict_file())
-    items = sorted((word.encode("utf-8"), count) for word, count in freq.items())
-    blob = b"".join(word + b"\n" for word, _ in items)
-    offsets = array("I", [0])
-    for word, _ in items:
-        offsets.append(offsets[-1] + len(word) + 1)
-    freqs = array("I", (count for _, count in items))
     if path is not None:
-        from ground.files import atomic_write
+        words = sorted(freq)
+        blocks = [words[i : i + _BLOCK] for i in range(0, len(words), _BLOCK)]
+        header = {"version": _CACHE_VERSION, "jieba": jieba.__version__, "total": total, "firsts": [b[0] for b in blocks]}
+        pieces.write(path, _MAGIC, header, {i: marshal.dumps({w: freq[w] for w in b}) for i, b in enumerate(blocks)})
+        for stale in path.parent.glob("jieba-dict-v*.bin"):  # caches of other versions
+            if stale != path:
+                stale.unlink(missing_ok=True)
+    return freq, total
 
-        atomic_write(path, marshal.dumps((_CACHE_VERSION, jieba.__version__, total, blob, offsets.tobytes(), freqs.tobytes())), fsync=False)
-    return blob, offsets, freqs, total
 
-
-def _load_cache(jieba, path: Path) -> tuple[bytes, array, array, int] | None:
+def _load_cache(jieba, path: Path) -> tuple[FrequencyTable, int] | None:
     try:
-        version, jieba_version, total, blob, raw_offsets, raw_freqs = marshal.loads(path.read_bytes())
-        if version != _CACHE_VERSION or jieba_version != jieba.__version__:
+        header, blocks, _ = pieces.read(path, _MAGIC)
+        if header["version"] != _CACHE_VERSION or header["jieba"] != jieba.__version__:
             return None
-        offsets, freqs = array("I"), array("I")
-        offsets.frombytes(raw_offsets)
-        freqs.frombytes(raw_freqs)
-        if len(offsets) != len(freqs) + 1 or offsets[-1] != len(blob):
+        firsts = header["firsts"]
+        if len(blocks) != len(firsts) or not all(i in blocks for i in range(len(firsts))):
             return None
-        return blob, offsets, freqs, total
-    except (OSError, ValueError, EOFError, TypeError):
+        return FrequencyTable(firsts, blocks), header["total"]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -123,18 +103,21 @@ class Segmenter:
         self._cache_dir = cache_dir
         self._tokenizer = None
 
-    def _load(self):
+    def _load(self, rebuild: bool = False):
         jieba = _import_jieba()
         path = self._cache_dir / f"jieba-dict-v{_CACHE_VERSION}.bin" if self._cache_dir else None
-        loaded = _load_cache(jieba, path) if path and path.exists() else None
-        blob, offsets, freqs, total = loaded or _build_cache(jieba, path)
+        loaded = _load_cache(jieba, path) if path and path.exists() and not rebuild else None
+        freq, total = loaded or _build_cache(jieba, path)
         tokenizer = jieba.Tokenizer()
-        tokenizer.FREQ = FrequencyTable(blob, offsets, freqs)
-        tokenizer.total = total
+        tokenizer.FREQ, tokenizer.total = freq, total
         tokenizer.initialized = True
         return tokenizer
 
     def cut(self, text: str) -> list[str]:
         if self._tokenizer is None:
             self._tokenizer = self._load()
-        return list(self._tokenizer.cut(text, HMM=True))
+        try:
+            return list(self._tokenizer.cut(text, HMM=True))
+        except pieces.CorruptPiece:
+            self._tokenizer = self._load(rebuild=True)
+            return list(self._tokenizer.cut(text, HMM=True))

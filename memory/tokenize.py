@@ -184,8 +184,8 @@ class Tokenizer:
             out.extend(run)
         if self._bigrams:
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
-        if self._words and has_han(run):
-            minimum = 3 if self._bigrams else 2 if self._chars else 1
+        minimum = 3 if self._bigrams else 2 if self._chars else 1
+        if self._words and len(run) >= minimum and has_han(run):  # a shorter run has no such word
             out.extend(w for w in self._cut(run) if len(w) >= minimum)
 
     def _terms(self, text: str):

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     listing.add_argument("--json", action="store_true")
 
     sub.add_parser("reindex", help="rebuild the search index from the memory files")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, logs=False)  # memory/ logs nothing: no log file to set up
 
 
 def _line(entry) -> str:

@@ -69,3 +69,19 @@ def test_corrupt_index_reports_once_then_is_rebuilt(run):
     second = run("search", "corruption")
     assert second.returncode == 0 and second.stderr == ""
     assert run("reindex").stdout.strip() == "indexed 1 entries"
+
+
+def test_a_search_imports_neither_regex_nor_logging(run, tmp_path):
+    """What keeps a cold `ctxmill memory search` fast (bench/memory_speed.py measures it): English
+    and Chinese queries use the stdlib tokenizer patterns, the command sets up no log file, and a
+    Chinese word of two characters needs no jieba (its words of 3+ characters are the index's)."""
+    run("store", "--type", "fact", "The staging database is read-only; 数据库连接池的大小是20")
+    run("search", "staging")  # builds the index
+    code = ("import sys; from ctxmill.cli import main; main(['memory', 'search', sys.argv[1]]); "
+            "print('imported:', *[m for m in ('regex', 'logging', 'typing') if m in sys.modules])")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    env.pop("CTXMILL_HOME", None)
+    for query in ("staging database", "连接"):
+        out = subprocess.run([sys.executable, "-c", code, query], cwd=run.project, env=env, capture_output=True, text=True)
+        assert out.returncode == 0 and "staging" in out.stdout, out.stderr
+        assert out.stdout.splitlines()[-1] == "imported:"

@@ -123,10 +123,11 @@ def test_ablations_bigrams_only_and_jieba_only():
 def test_jieba_is_imported_only_for_chinese_text():
     code = (
         "import sys; from memory.tokenize import Tokenizer; t = Tokenizer(None); "
-        "t.tokens('plain english テスト'); print('jieba' in sys.modules); t.tokens('中文'); print('jieba' in sys.modules)"
+        "t.tokens('plain english テスト'); print('jieba' in sys.modules); t.tokens('中文'); print('jieba' in sys.modules); "
+        "t.tokens('中文分词'); print('jieba' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "False", "True"]  # two characters have no word of three
     assert out.stderr == ""  # jieba's "Building prefix dict" chatter is silenced
 
 
@@ -134,6 +135,25 @@ def test_jieba_dictionary_cache_is_written_and_reused(tmp_path):
     first = Tokenizer(tmp_path).tokens("我们在北京大学学习")
     assert list(tmp_path.glob("jieba-dict-*.bin"))
     assert Tokenizer(tmp_path).tokens("我们在北京大学学习") == first
+
+
+def test_the_cached_dictionary_cuts_as_jieba_does_and_a_corrupt_block_is_rebuilt(tmp_path):
+    from memory import pieces
+    from memory.cjk import Segmenter, _import_jieba
+
+    jieba = _import_jieba()
+    sentences = ["我们在北京大学学习", "战国无双的游戏角色", "数据库连接池的大小是二十", "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"]
+    expected = [list(jieba.cut(s, HMM=True)) for s in sentences]
+    Segmenter(tmp_path).cut("写缓存")
+    [cache] = tmp_path.glob("jieba-dict-*.bin")
+    assert [Segmenter(tmp_path).cut(s) for s in sentences] == expected  # each from a cold cache
+    _, blocks, _ = pieces.read(cache, b"CTXMJBA2")
+    data = bytearray(cache.read_bytes())
+    for block in blocks.values():  # every block corrupt
+        data[block._start] ^= 0xFF
+    cache.write_bytes(bytes(data))
+    assert [Segmenter(tmp_path).cut(s) for s in sentences] == expected
+    assert Segmenter(tmp_path).cut(sentences[0]) == expected[0]  # from the cache built again
 
 
 # --- the stdlib patterns (ASCII, PLAIN_CJK, characters of no word) against the Unicode ones ---
