@@ -1,3 +1,3 @@
-from ctxmill.cli import main
+from ctxmill.cli import console
 
-raise SystemExit(main())
+console()

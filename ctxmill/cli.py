@@ -8,6 +8,7 @@ on the command line, so hooks and short commands start fast.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 
@@ -66,3 +67,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def console() -> None:
+    """The `ctxmill` command (and `python -m ctxmill`): `main`, then exit. The process ends right
+    after, so its objects are frozen out of the interpreter's last garbage collections (20-30 ms
+    of CPU after a Chinese memory search); reference counting still closes and flushes files."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)

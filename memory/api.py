@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from datetime import date
 from pathlib import Path
@@ -239,49 +238,38 @@ def reindex(cfg: MemoryConfig) -> int:
     return len(open_index(cfg, rebuild=True).rows)
 
 
-def _decay(cfg: MemoryConfig, entry_type: str, created: str | None, pinned: bool, today: date) -> float:
-    half_life = cfg.half_lives.get(entry_type)
-    if pinned or half_life is None or not created:
-        return 1.0
-    try:
-        age = (today - date.fromisoformat(created)).days
-    except ValueError:
-        return 1.0
-    return cfg.decay_floor + (1.0 - cfg.decay_floor) * math.pow(0.5, max(age, 0) / half_life)
-
-
 def _weights(cfg: MemoryConfig, index: SearchIndex, scope: str) -> Weights | None:
-    """doc -> score multiplier: 0 outside `scope`, else 1 - cfg.recency * (1 - the entry's decay)
-    (a tie-breaker: see memory.config.MemoryConfig). One table per day, scope and decay
-    settings, kept with the index, so each entry's weight is computed once and the index caches
-    its impact lists with the weights multiplied in."""
+    """doc -> score multiplier: 0 outside `scope`, else 1 - cfg.recency * (1 - d), d the entry's
+    decay: floor + (1 - floor) * 0.5 ** (age / half-life of its type), 1 when pinned, undated or
+    of a type that never decays (a tie-breaker: see memory.config.MemoryConfig). One table per
+    day, scope and decay settings, kept with the index, so each (type, date, pin, scope) code's
+    weight is computed once and the index caches its impact lists with the weights multiplied in."""
     if not cfg.decay and scope == "all":
         return None
     today = date.today()
-    strength = cfg.recency
-    key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else (), strength)
+    key = (scope, today, cfg.decay, cfg.decay_floor, tuple(sorted(cfg.half_lives.items())) if cfg.decay else (), cfg.recency)
     table = index.weight_tables.get(key)
     if table is not None:
         return table
-    meta, meta_table, by_code = index.meta, index.meta_table, {}
+    meta_table, half_lives, floor, strength = index.meta_table, cfg.half_lives, cfg.decay_floor, cfg.recency
+    today_number = today.toordinal()
 
-    def weight(doc: int) -> float:
-        code = meta[doc]
-        value = by_code.get(code)
-        if value is None:
-            entry_type, created, pinned, entry_scope = meta_table[code]
-            if scope not in ("all", entry_scope):
-                value = 0.0
-            elif cfg.decay:
-                value = 1.0 - strength * (1.0 - _decay(cfg, entry_type, created, pinned, today))
-            else:
-                value = 1.0
-            by_code[code] = value
-        return value
+    def weight(code: int) -> float:
+        entry_type, created, pinned, entry_scope = meta_table[code]
+        if scope not in ("all", entry_scope):
+            return 0.0
+        half_life = half_lives.get(entry_type) if cfg.decay and not pinned and created else None
+        if half_life is None:
+            return 1.0
+        try:
+            age = max(today_number - date.fromisoformat(created).toordinal(), 0)
+        except ValueError:
+            return 1.0
+        return 1.0 - strength * (1.0 - (floor + (1.0 - floor) * 0.5 ** (age / half_life)))
 
     if len(index.weight_tables) >= 8:
         index.weight_tables.clear()
-    table = index.weight_tables[key] = Weights(key, weight)
+    table = index.weight_tables[key] = Weights(key, weight, codes=index.meta)
     return table
 
 
@@ -310,7 +298,7 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
 
 
 def _search(cfg: MemoryConfig, index: SearchIndex, query: str, limit: int, scope: str) -> list[Hit]:
-    terms = index.tokenizer.query_terms(query, index.params.fragment_weight)
+    terms = index.tokenizer.query_terms(query, index.params.fragment_weight, index.has_long_word)
     found = index.index.search(terms, limit, _weights(cfg, index, scope))
     words = list(dict.fromkeys([w.lower() for w in query.split()] + list(terms)))
     hits = []

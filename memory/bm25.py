@@ -274,15 +274,24 @@ class Index:
 
 
 class Weights(dict):
-    """doc -> weight in [0, 1], filled in on first use by `weight(doc)`. Documents with the same
-    `key` must get the same weights: the index caches impact lists per key."""
+    """doc -> weight in [0, 1], filled in on first use by `weight(doc)`; with `codes` (doc ->
+    code, documents of one code weigh the same) by `weight(code)`, once per code. Documents with
+    the same `key` must get the same weights: the index caches impact lists per key."""
 
-    def __init__(self, key, weight: Callable[[int], float]):
+    def __init__(self, key, weight: Callable[[int], float], codes=None):
         super().__init__()
-        self.key, self.weight = key, weight
+        self.key, self.weight, self.codes = key, weight, codes
+        self._by_code: dict[int, float] = {}
 
     def __missing__(self, doc: int) -> float:
-        value = self[doc] = self.weight(doc)
+        if self.codes is None:
+            value = self[doc] = self.weight(doc)
+            return value
+        code = self.codes[doc]
+        value = self._by_code.get(code)
+        if value is None:
+            value = self._by_code[code] = self.weight(code)
+        self[doc] = value
         return value
 
 

@@ -112,13 +112,40 @@ class Rows:
         return {c: blob for c, blob in self._blobs.items() if c not in self._chunks or self._chunks[c]}
 
 
+class _Packed:
+    """A value marshal can write, decoded when first used; its serialized form is kept until
+    `changed()` says the value was changed in place."""
+
+    def __init__(self, value=None, blob=None):
+        self._value, self._blob = value, blob
+
+    @property
+    def value(self):
+        if self._value is None:
+            self._value = marshal.loads(bytes(self._blob))
+        return self._value
+
+    def changed(self) -> None:
+        self._blob = None
+
+    def blob(self):
+        if self._blob is None:
+            self._blob = marshal.dumps(self._value)
+        return self._blob
+
+
+def _long_words(terms) -> list[str]:
+    """The terms of 3+ characters outside ASCII: among them every jieba word a text gave."""
+    return [t for t in terms if len(t) >= 3 and not t.isascii()]
+
+
 class SearchIndex:
     def __init__(self, params: Bm25Params, tokenizer: Tokenizer):
         self.params, self.tokenizer = params, tokenizer
         self.index = Index(params)
         self.rows = Rows()  # doc -> Entry fields in order (see entry())
-        self._keys: dict[str, int] | None = {}  # entry key -> doc (see keys)
-        self._keys_blob: bytes | None = None  # keys while not decoded
+        self._keys = _Packed({})  # entry key -> doc (see keys)
+        self._words = _Packed(set())  # the index's _long_words (see has_long_word)
         self._doc_keys: dict[int, str] | None = {}  # doc -> entry key (keys inverted, when needed)
         self.meta = array("i")  # doc -> code of (type, created, pinned, scope) in meta_table, or _NO_META
         self.meta_table: list[tuple] = []
@@ -131,20 +158,21 @@ class SearchIndex:
 
     @property
     def keys(self) -> dict[str, int]:
-        if self._keys is None:
-            self._keys = marshal.loads(bytes(self._keys_blob))  # the blob stays valid until keys change
-        return self._keys
+        return self._keys.value
+
+    def has_long_word(self, text: str) -> bool:
+        """Whether `text` is a term of 3+ characters outside ASCII of some entry: a query's CJK
+        run none of whose substrings is one needs no jieba words (memory.tokenize)."""
+        return text in self._words.value
 
     # --- persistence ---------------------------------------------------------------------
 
     def save(self, path: Path) -> None:
         p = self.params
         buckets, lengths = self.index.dump()
-        if self._keys_blob is None:
-            self._keys_blob = marshal.dumps(self._keys)
         header = {"version": FORMAT_VERSION, "params": (p.k1, p.b, p.heading_weight), "signatures": self.signatures,
                   "next_doc": self.next_doc, "meta_table": self.meta_table}
-        parts = {"lengths": lengths, "meta": self.meta.tobytes(), "keys": self._keys_blob}
+        parts = {"lengths": lengths, "meta": self.meta.tobytes(), "keys": self._keys.blob(), "words": self._words.blob()}
         parts.update({("postings", i): blob for i, blob in enumerate(buckets)})
         parts.update({("rows", c): blob for c, blob in self.rows.dump().items()})
         pieces.write(path, MAGIC, header, parts)  # not fsync'd: rebuildable
@@ -174,7 +202,8 @@ class SearchIndex:
             meta_table = header["meta_table"]
             buckets = [parts[("postings", i)] for i in range(BUCKETS)]
             rows = {key[1]: part for key, part in parts.items() if key[0] == "rows"}
-            lengths, meta, keys = bytes(parts["lengths"]), array("i", bytes(parts["meta"])), parts["keys"]
+            lengths, meta = bytes(parts["lengths"]), array("i", bytes(parts["meta"]))
+            keys, words = _Packed(blob=parts["keys"]), _Packed(blob=parts["words"])
         except (TypeError, KeyError, IndexError) as exc:
             raise ValueError(f"unreadable header ({exc.__class__.__name__})") from exc
         if params != (self.params.k1, self.params.b, self.params.heading_weight):
@@ -183,7 +212,7 @@ class SearchIndex:
         if len(meta) != len(self.index.lengths) or len(meta) > next_doc:
             raise ValueError("inconsistent documents")
         self.rows, self.signatures, self.next_doc = Rows(rows, len(self.index)), signatures, next_doc
-        self._keys, self._keys_blob, self._doc_keys = None, keys, None
+        self._keys, self._words, self._doc_keys = keys, words, None
         self.meta, self.meta_table, self._meta_codes = meta, meta_table, None
         self.stamp = (stat.st_size, stat.st_mtime_ns)  # of the file read, even if replaced since
 
@@ -297,12 +326,17 @@ class SearchIndex:
 
     def _remove(self, doc: int) -> None:
         # The entry's terms again (the tokenizer is deterministic), so no bucket is decoded to find them.
-        self.index.remove(doc, self._terms(self.entry(doc)))
+        terms = self._terms(self.entry(doc))
+        self.index.remove(doc, terms)
+        gone = [t for t in _long_words(terms) if self.index.posting(t) is None]
+        if gone:
+            self._words.value.difference_update(gone)
+            self._words.changed()
         del self.rows[doc]
         self.meta[doc] = _NO_META
         key = self._keys_by_doc().pop(doc)
         self.keys.pop(key, None)
-        self._keys_blob = None
+        self._keys.changed()
         self.changed = True
 
     def _replace_file(self, file: str, entries: list[Entry]) -> None:
@@ -320,7 +354,12 @@ class SearchIndex:
         """Index one entry (the incremental update); returns its document number."""
         doc = self.next_doc
         self.next_doc += 1
-        self.index.add(doc, self._terms(entry))
+        terms = self._terms(entry)
+        self.index.add(doc, terms)
+        long = _long_words(terms)
+        if long:
+            self._words.value.update(long)
+            self._words.changed()
         row = tuple(entry.to_dict().values())
         self.rows[doc] = row
         if doc >= len(self.meta):
@@ -328,7 +367,7 @@ class SearchIndex:
         self.meta[doc] = self._meta_code(tuple(row[i] for i in _META))
         key = key or _entry_key(entry)
         self.keys[key] = doc
-        self._keys_blob = None
+        self._keys.changed()
         self._keys_by_doc()[doc] = key
         self.changed = True
         return doc

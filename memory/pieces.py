@@ -5,8 +5,8 @@ header (marshal) | the pieces, one after the other. The header the writer gets b
 carries "pieces": key -> (start, end, xxh3-64) within the piece region.
 
 What must hold:
-- `read` checks the magic and the header's hash, and that every piece lies inside the file; it
-  reads nothing else, so opening a large file costs its header.
+- `read` checks the magic and the header's hash and reads nothing else, so opening a large file
+  costs its header; a piece is made when first asked for.
 - `bytes(piece)` reads the piece (`os.pread` on a descriptor held open: a file that another
   process replaces meanwhile, as `ground.files.atomic_write` does, is still the file that was
   opened) and checks its hash; a piece that is short or does not match raises `CorruptPiece`.
@@ -18,6 +18,7 @@ from __future__ import annotations
 import marshal
 import os
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 
 import xxhash
@@ -76,6 +77,25 @@ class Piece:
         return data
 
 
+class Pieces(Mapping):
+    """key -> Piece of one file opened by `read`."""
+
+    def __init__(self, reader: _Reader, base: int, spans: dict):
+        self._reader, self._base, self._spans = reader, base, spans
+
+    def __getitem__(self, key) -> Piece:
+        first, last, digest = self._spans[key]
+        if not 0 <= first <= last:
+            raise CorruptPiece(f"the piece {key!r} has no place in the file")
+        return Piece(self._reader, self._base + first, last - first, digest)
+
+    def __iter__(self):
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+
 def write(path: Path, magic: bytes, header: dict, pieces: dict) -> None:
     """Write `header` and `pieces` (key -> bytes or Piece) to `path`, atomically, not fsync'd."""
     from ground.files import atomic_write
@@ -91,7 +111,7 @@ def write(path: Path, magic: bytes, header: dict, pieces: dict) -> None:
                  fsync=False)
 
 
-def read(path: Path, magic: bytes) -> tuple[dict, dict[object, Piece], os.stat_result]:
+def read(path: Path, magic: bytes) -> tuple[dict, Pieces, os.stat_result]:
     """(header, key -> Piece, the stat of the file opened) of the file at `path`. WrongMagic when
     it is not this kind of file, ValueError when its header does not check out, OSError when it
     cannot be read."""
@@ -106,10 +126,8 @@ def read(path: Path, magic: bytes) -> tuple[dict, dict[object, Piece], os.stat_r
     try:
         header = marshal.loads(head)
         spans = header.pop("pieces")
-        base, end = len(start) + size, reader.stat().st_size
-        pieces = {key: Piece(reader, base + first, last - first, digest) for key, (first, last, digest) in spans.items()}
     except (EOFError, TypeError, KeyError, ValueError, AttributeError) as exc:
         raise ValueError(f"unreadable header ({exc.__class__.__name__})") from exc
-    if any(first < 0 or last < first or base + last > end for first, last, _ in spans.values()):
-        raise ValueError("a piece lies outside the file")
-    return header, pieces, reader.stat()
+    if not isinstance(spans, dict):
+        raise ValueError("unreadable header (pieces)")
+    return header, Pieces(reader, len(start) + size, spans), reader.stat()

@@ -163,6 +163,10 @@ def compound_terms(word: str) -> tuple[list[str], bool]:
     return list(terms), whole
 
 
+def _has_known(run: str, minimum: int, known) -> bool:
+    return any(known(run[i:j]) for i in range(len(run)) for j in range(i + minimum, len(run) + 1))
+
+
 class Tokenizer:
     """Turns text into index terms. `words=False` / `bigrams=False` give the CJK ablations."""
 
@@ -179,16 +183,17 @@ class Tokenizer:
             self._segmenter = Segmenter(self._cache_dir)
         return self._segmenter.cut(run)
 
-    def _cjk_tokens(self, run: str, out: list[str], has_han) -> None:
+    def _cjk_tokens(self, run: str, out: list[str], has_han, known) -> None:
         if self._chars or len(run) == 1:
             out.extend(run)
         if self._bigrams:
             out.extend(run[i : i + 2] for i in range(len(run) - 1))
         minimum = 3 if self._bigrams else 2 if self._chars else 1
         if self._words and len(run) >= minimum and has_han(run):  # a shorter run has no such word
-            out.extend(w for w in self._cut(run) if len(w) >= minimum)
+            if known is None or minimum < 3 or _has_known(run, minimum, known):
+                out.extend(w for w in self._cut(run) if len(w) >= minimum)
 
-    def _terms(self, text: str):
+    def _terms(self, text: str, known=None):
         """(terms, whole) per compound or CJK run; CJK terms and `C++` / `C#` count as whole."""
         if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
             text = unicodedata.normalize("NFKC", text)
@@ -199,7 +204,7 @@ class Tokenizer:
             word = match.group("word")
             if word is None:
                 out: list[str] = []
-                self._cjk_tokens(match.group("cjk"), out, patterns.has_han)
+                self._cjk_tokens(match.group("cjk"), out, patterns.has_han, known)
                 yield out, False
                 continue
             suffix = match.group("suffix")
@@ -220,13 +225,16 @@ class Tokenizer:
             out.extend(terms)
         return out
 
-    def query_terms(self, text: str, fragment_weight: float = 1.0) -> dict[str, float]:
+    def query_terms(self, text: str, fragment_weight: float = 1.0, known=None) -> dict[str, float]:
         """term -> query weight: the same terms as `tokens(text)`, each counted as often, but the
         parts and joined pairs of a compound weigh `fragment_weight` (its whole weighs 1), so
-        an entry holding the word as written ranks above one sharing only a fragment of it."""
+        an entry holding the word as written ranks above one sharing only a fragment of it.
+        `known(s)`, when given, is true for every term of 3+ characters outside ASCII that the
+        searched entries have: a CJK run none of whose substrings is known is not cut with
+        jieba (its words of 3+ characters match no entry), and those words are left out."""
         weights: dict[str, float] = {}
         get = weights.get
-        for terms, whole in self._terms(text):
+        for terms, whole in self._terms(text, known):
             if not whole or len(terms) == 1:
                 for term in terms:
                     weights[term] = get(term, 0.0) + 1.0

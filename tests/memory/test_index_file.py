@@ -94,3 +94,40 @@ def test_an_index_file_cut_short_under_an_open_index_is_rebuilt(filled):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # in place: the same file, shorter
     with pytest.warns(CorruptIndexWarning):
         assert api.search(filled, "w250", limit=1)[0].entry.id == "m-000000fa"
+
+
+CHINESE = ["北京大学的学生在图书馆学习", "数据库连接池的大小是二十", "战国无双是光荣开发的游戏", "我们在北京大学学习机器学习",
+           "图书馆的开放时间是早上八点", "游戏角色的设计由美术团队负责"]
+QUERIES = ["北京大学", "北京的大学", "连接池大小", "图书馆", "战国无双的游戏角色", "机器学习是什么", "大学学生", "光荣的游戏",
+           "美术团队负责设计", "早上八点开放"]
+
+
+def test_the_long_words_of_the_index_follow_its_entries(cfg):
+    stored = [api.store(cfg, "fact", text) for text in CHINESE]
+    index = api.open_index(cfg)
+    assert index.has_long_word("北京大学") and index.has_long_word("图书馆") and not index.has_long_word("北京")
+    for entry in stored:
+        if "北京大学" in entry.text:
+            api.forget(cfg, entry.id)
+    assert not api.open_index(cfg).has_long_word("北京大学") and api.open_index(cfg).has_long_word("图书馆")
+    api._indexes.clear()  # as saved
+    assert not api.open_index(cfg).has_long_word("北京大学") and api.open_index(cfg).has_long_word("图书馆")
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_a_query_skips_jieba_only_where_its_words_could_match_nothing(cfg, monkeypatch, query):
+    """Hits, scores and snippets are those of a search that cuts every CJK run with jieba."""
+    from memory.cjk import Segmenter
+    from memory.index_file import SearchIndex
+
+    for text in CHINESE:
+        api.store(cfg, "fact", text)
+    index = api.open_index(cfg)  # built (its entries cut) before the query
+    cuts = []
+    original = Segmenter.cut
+    monkeypatch.setattr(Segmenter, "cut", lambda self, text: cuts.append(text) or original(self, text))
+    hits = [(h.entry.id, h.score, h.snippet) for h in api.search(cfg, query)]
+    known = [query[i:j] for i in range(len(query)) for j in range(i + 3, len(query) + 1) if index.has_long_word(query[i:j])]
+    assert cuts == ([query] if known else [])
+    monkeypatch.setattr(SearchIndex, "has_long_word", lambda self, text: True)  # every run cut
+    assert [(h.entry.id, h.score, h.snippet) for h in api.search(cfg, query)] == hits and hits
