@@ -6,7 +6,7 @@ where a document's tf and length count heading terms `heading_weight` times, qw(
 weight of the term (its count, or a weight the caller gives) and w(d) an optional document
 weight in [0, 1] (recency, scope).
 
-A saved index is split into 256 buckets of posting lists by a hash of the term; `load` keeps
+A saved index is split into 512 buckets of posting lists by a hash of the term; `load` keeps
 them serialized and a bucket is decoded the first time one of its terms is needed, so a cold
 process answering one query decodes a few buckets, not the whole index. Document lengths are
 one array indexed by document number, so loading them is a copy of bytes.
@@ -59,7 +59,7 @@ def weighted_terms(body: list[str], heading: list[str], heading_weight: float) -
     return terms
 
 
-BUCKETS = 256
+BUCKETS = 512
 NO_DOC = -1.0  # the length recorded for a document number no document has
 
 

@@ -7,7 +7,7 @@ source file; a file whose size or mtime changed is re-read, and if its hash chan
 entries that are new or changed are tokenized. The index is saved atomically when it changed.
 
 The file (memory.pieces) is a checked header and pieces read only when needed: posting lists
-in 256 buckets by term (see memory.bm25), entry rows in chunks of 64 documents, the entry keys,
+in 512 buckets by term (see memory.bm25), entry rows in chunks of 64 documents, the entry keys,
 and two arrays indexed by document: lengths and a code into the header's table of (type,
 created, pinned, scope) for the recency weights. Opening it reads the header and the two arrays;
 a search then reads the buckets of its terms and the rows of its hits. Each piece keeps its
