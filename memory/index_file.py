@@ -1,7 +1,7 @@
 """The persisted search index over the memory files, kept in step with them incrementally.
 
 `SearchIndex.open(path, sources, params, tokenizer)` loads `path` if it is valid (magic,
-format version, payload hash, BM25 parameters, Python marshal version), otherwise rebuilds it
+format version, header hash, BM25 parameters, Python marshal version), otherwise rebuilds it
 (a corrupt file raises `CorruptIndexWarning` as a warning, never an error). `sync()` stats each
 source file; a file whose size or mtime changed is re-read, and if its hash changed only the
 entries that are new or changed are tokenized. The index is saved atomically when it changed.
@@ -12,7 +12,9 @@ and two arrays indexed by document: lengths and a code into the header's table o
 created, pinned, scope) for the recency weights. Opening it reads the header and the two arrays;
 a search then reads the buckets of its terms and the rows of its hits. Each piece keeps its
 serialized form until it changes, so a save after a one-entry change re-encodes a few small
-pieces. A piece found corrupt only when read raises `memory.pieces.CorruptPiece`.
+pieces. A piece found corrupt only when read raises `memory.pieces.CorruptPiece`. The index also
+keeps its terms of 3+ characters outside ASCII (`has_long_word`), so a Chinese query whose runs
+hold none of them is not cut with jieba (memory.tokenize.Tokenizer.query_terms).
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ class SearchIndex:
             params, signatures, next_doc = tuple(header["params"]), header["signatures"], header["next_doc"]
             meta_table = header["meta_table"]
             buckets = [parts[("postings", i)] for i in range(BUCKETS)]
-            rows = {key[1]: part for key, part in parts.items() if key[0] == "rows"}
+            rows = {key[1]: part for key, part in parts.items() if isinstance(key, tuple) and key[0] == "rows"}
             lengths, meta = bytes(parts["lengths"]), array("i", bytes(parts["meta"]))
             keys, words = _Packed(blob=parts["keys"]), _Packed(blob=parts["words"])
         except (TypeError, KeyError, IndexError) as exc:

@@ -1,8 +1,9 @@
 """A file of one header and named byte pieces, each read and checked only when first needed.
 
 Layout: magic (8 bytes) | header size (4 bytes, little-endian) | xxh3-64 of the header (8) |
-header (marshal) | the pieces, one after the other. The header the writer gets back on `read`
-carries "pieces": key -> (start, end, xxh3-64) within the piece region.
+header (marshal) | the pieces, one after the other. The header is the writer's plus "pieces":
+key -> (start, end, xxh3-64) within the piece region; `read` gives back the writer's header and
+the pieces by key.
 
 What must hold:
 - `read` checks the magic and the header's hash and reads nothing else, so opening a large file
