@@ -4,8 +4,9 @@
 
 Each command runs through `CtxmillMemoryTool.call` (the call the SDK's runner makes) on a MEMORY.md
 holding `--files` memory files of about 1 KB and `--others` ordinary entries (every command reads
-and parses the whole file; a change also writes it back, atomically and with fsync). Medians and
-p90 over `--runs` calls, in milliseconds. Needs the `anthropic` extra.
+and parses the whole file; a change also writes it back, atomically and with fsync, and updates
+the search index, which a search made before the calls opened). Medians and p90 over `--runs`
+calls, in milliseconds. Needs the `anthropic` extra.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def seeded_tool(root: Path, others: int, files: int) -> CtxmillMemoryTool:
     for n in range(files):
         tool.call({"command": "create", "path": f"/memories/topic{n}/notes.md",
                    "file_text": "\n".join(f"- finding {i} about topic {n}" for i in range(40))})
+    api.search(cfg, "finding about topic")  # the index exists and is open, as after any search
     return tool
 
 
