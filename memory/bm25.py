@@ -102,17 +102,17 @@ class Index:
         """(posting buckets, document lengths) for `load`."""
         blobs = self._blobs
         for i, bucket in enumerate(self._buckets):
-            if i not in blobs:
+            if bucket is not None and i not in blobs:  # a bucket never decoded is as loaded
                 blobs[i] = marshal.dumps(bucket)
         return [blobs[i] for i in range(BUCKETS)], self.lengths.tobytes()
 
-    def load(self, buckets: list, lengths) -> None:
-        """Adopt what `dump` returned (`lengths`: any buffer of those bytes); buckets are decoded
-        when first needed."""
+    def load(self, buckets, lengths) -> None:
+        """Adopt what `dump` returned (`buckets`: any sequence of them, each taken when its bucket
+        is first needed; `lengths`: any buffer of those bytes)."""
         if len(buckets) != BUCKETS:
             raise ValueError("wrong number of posting buckets")
         self._buckets = [None] * BUCKETS
-        self._blobs = dict(enumerate(buckets))
+        self._blobs = _Stored(buckets)
         self.lengths = array("d")
         self.lengths.frombytes(lengths)
         holes = self.lengths.count(NO_DOC)
@@ -271,6 +271,18 @@ class Index:
                 for doc, impact in impacts.items():
                     scores[doc] = get(doc, 0.0) + qw * impact
         return heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+
+
+class _Stored(dict):
+    """bucket -> its serialized form; a bucket not asked for yet takes it from `source`."""
+
+    def __init__(self, source):
+        super().__init__()
+        self._source = source
+
+    def __missing__(self, i: int):
+        blob = self[i] = self._source[i]
+        return blob
 
 
 class Weights(dict):

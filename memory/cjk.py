@@ -89,7 +89,7 @@ def _load_cache(jieba, path: Path) -> tuple[FrequencyTable, int] | None:
         if header["version"] != _CACHE_VERSION or header["jieba"] != jieba.__version__:
             return None
         firsts = header["firsts"]
-        if len(blocks) != len(firsts) or not all(i in blocks for i in range(len(firsts))):
+        if sorted(blocks) != list(range(len(firsts))):
             return None
         return FrequencyTable(firsts, blocks), header["total"]
     except (OSError, ValueError, KeyError, TypeError):

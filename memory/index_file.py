@@ -114,6 +114,21 @@ class Rows:
         return {c: blob for c, blob in self._blobs.items() if c not in self._chunks or self._chunks[c]}
 
 
+class _Group:
+    """The pieces (name, 0) .. (name, size - 1) of a file as a sequence, each made when asked for."""
+
+    def __init__(self, parts: pieces.Pieces, name: str, size: int):
+        if any((name, i) not in parts for i in range(size)):
+            raise ValueError(f"missing {name} pieces")
+        self._parts, self._name, self._size = parts, name, size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, i: int) -> pieces.Piece:
+        return self._parts[(self._name, i)]
+
+
 class _Packed:
     """A value marshal can write, decoded when first used; its serialized form is kept until
     `changed()` says the value was changed in place."""
@@ -202,8 +217,8 @@ class SearchIndex:
                 raise _Stale()  # written by another version of ctxmill: rebuild without a warning
             params, signatures, next_doc = tuple(header["params"]), header["signatures"], header["next_doc"]
             meta_table = header["meta_table"]
-            buckets = [parts[("postings", i)] for i in range(BUCKETS)]
-            rows = {key[1]: part for key, part in parts.items() if isinstance(key, tuple) and key[0] == "rows"}
+            buckets = _Group(parts, "postings", BUCKETS)
+            rows = {key[1]: parts[key] for key in parts if isinstance(key, tuple) and key[0] == "rows"}
             lengths, meta = bytes(parts["lengths"]), array("i", bytes(parts["meta"]))
             keys, words = _Packed(blob=parts["keys"]), _Packed(blob=parts["words"])
         except (TypeError, KeyError, IndexError) as exc:

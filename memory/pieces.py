@@ -90,6 +90,9 @@ class Pieces(Mapping):
             raise CorruptPiece(f"the piece {key!r} has no place in the file")
         return Piece(self._reader, self._base + first, last - first, digest)
 
+    def __contains__(self, key) -> bool:
+        return key in self._spans
+
     def __iter__(self):
         return iter(self._spans)
 
