@@ -264,11 +264,10 @@ def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
 
 
 def _memory_table(section: Any, where: str) -> dict[str, float]:
-    """The `[memory]` table as MemoryConfig field overrides (only the keys it sets)."""
+    """The `[memory]` table as MemoryConfig field overrides: `recency`, a number in [0, 1]."""
     table = _table(section, f"{where}: memory")
-    unknown = set(table) - {"recency"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key memory.{sorted(unknown)[0]}")
+    if set(table) - {"recency"}:
+        raise ConfigError(f"{where}: unknown key memory.{sorted(set(table) - {'recency'})[0]}")
     out = {key: _typed(value, float, f"{where}: memory.{key}") for key, value in table.items()}
     if not 0.0 <= out.get("recency", 0.0) <= 1.0:
         raise ConfigError(f"{where}: memory.recency must be between 0 and 1, got {table['recency']!r}")
