@@ -18,8 +18,8 @@ see memory.markdown), <home>/notes.md (bullets are notes), <project home>/.index
 
 Modules: `api` (the functions above), `config` (`MemoryConfig`, built by the faces), `entry`,
 `markdown` (MEMORY.md, parsed losslessly), `files` (the provider memory tool's files as entries),
-`index_file`, `bm25`, `tokenize`, `stem`, `cjk` (search), `similar` (near-duplicates),
-`checkpoint` (checkpoint.md), `extract` (what a checkpoint records) and `fixes` (which call fixed
+`index_file` (over `pieces`: a file read piece by piece), `bm25`, `tokenize`, `stem`, `cjk`
+(search), `similar` (near-duplicates), `checkpoint` (checkpoint.md), `extract` (what a checkpoint records) and `fixes` (which call fixed
 an error), `summary` (the last checkpoint for session start), `dream` (consolidation).
 Of the project it imports `ground/`, `ccr/` and compress's `model`, `formats` and `vocab`; never a
 stage or `ctxmill/` (tests/test_layering.py).
