@@ -40,18 +40,31 @@ class _Unsealable(Exception):
     """A secret of the rendering is not in the raw message."""
 
 
+MIN_FRAGMENT = 4
+"""A piece of a raw secret this long or longer that a cut left in a rendering is kept at rest
+only as a place in the raw message."""
+
+
 class _Raw:
-    """The raw message's strings, listed once per seal or unseal."""
+    """The raw message's strings (and the secrets in them), listed once per seal or unseal."""
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self._strings: list[str] | None = None
+        self._secrets: list[str] | None = None
 
     @property
     def strings(self) -> list[str]:
         if self._strings is None:
             self._strings = list(strings_in(self.raw))
         return self._strings
+
+    def secrets(self, extra: tuple, allow: tuple) -> list[str]:
+        """The distinct secrets the raw message holds, as `ground.redact` finds them."""
+        if self._secrets is None:
+            found = (s[a:b] for s in self.strings for a, b, _ in secret_spans(s, extra, allow))
+            self._secrets = sorted({x for x in found if len(x) >= MIN_FRAGMENT}, key=len, reverse=True)
+        return self._secrets
 
     def locate(self, secret: str) -> tuple[int, int]:
         for i, s in enumerate(self.strings):
@@ -89,7 +102,7 @@ class _Sealer:
         return ["v", value]
 
     def string(self, text: str) -> Any:
-        spans = secret_spans(text, self.extra, self.allow)
+        spans = _merged(secret_spans(text, self.extra, self.allow) + self.pieces_of_raw_secrets(text))
         if not spans:
             return text
         redacted = replace_spans(text, spans)
@@ -99,6 +112,26 @@ class _Sealer:
             fills.append([start + shift, placeholder, self.parts(text[start:end])])
             shift += placeholder - (end - start)
         return ["s", redacted, fills]
+
+    def pieces_of_raw_secrets(self, text: str) -> list[tuple[int, int, str]]:
+        """Where `text` holds a secret of the raw message, or the longest head or tail of one
+        (at least `MIN_FRAGMENT` characters) that a cut left behind: a key or password cut short
+        is no longer recognisable by its pattern."""
+        spans = []
+        for secret in self.raw.secrets(self.extra, self.allow):
+            if secret in text:
+                pieces = [secret]
+            else:
+                heads = (secret[:n] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
+                tails = (secret[-n:] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
+                pieces = [p for p in (next((h for h in heads if h in text), None),
+                                      next((t for t in tails if t in text), None)) if p]
+            for piece in pieces:
+                at = text.find(piece)
+                while at >= 0:
+                    spans.append((at, at + len(piece), "secret"))
+                    at = text.find(piece, at + 1)
+        return spans
 
     def parts(self, secret: str) -> list:
         try:
@@ -127,6 +160,17 @@ class _Sealer:
             if k == key:
                 return ["k", i]
         raise _Unsealable
+
+
+def _merged(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """`spans` sorted, overlapping ones joined (the first one's kind names the join)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(spans):
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(end, out[-1][1]), out[-1][2])
+        else:
+            out.append((start, end, kind))
+    return out
 
 
 @lru_cache(maxsize=4096)

@@ -167,3 +167,17 @@ def test_session_start_prunes_old_session_state(tmp_path):
                           capture_output=True, env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert not old.exists() and fresh.exists()
+
+
+def test_a_secret_cut_short_is_kept_only_as_a_place_in_the_raw_message():
+    """Cut before its `@`, a URL password no longer matches its pattern; cut in the middle, a
+    token is no token: what is left of a raw secret is still sealed as a place, not as text."""
+    secret = "S3cretPassw0rdQ"
+    raw = {"role": "user", "content": [{"type": "text", "text": f"DATABASE_URL=postgres://admin:{secret}@db:5432/app"}]}
+    marker = "\n[ctxmill: cut · deep_expand(\"0123456789abcdef0123456789abcdef\")]"
+    for cut in (len("DATABASE_URL=postgres://admin:") + len(secret), len("DATABASE_URL=postgres://admin:") + 9):
+        text = raw["content"][0]["text"][:cut] + marker
+        rendered = {"role": "user", "content": [{"type": "text", "text": text}]}
+        sealed = seal(rendered, raw)
+        assert sealed is not None and secret[:9] not in dumps(sealed).decode()
+        assert dumps(unseal(orjson.loads(dumps(sealed)), raw)) == dumps(rendered)
