@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
@@ -49,3 +50,16 @@ def strings(obj: Any) -> list[str]:
 def markers_in(body: Any) -> list:
     """Every ctxmill marker in the strings of a request body."""
     return [m for s in strings(body) for m in find_markers(s)]
+
+
+LIVENESS_SECONDS = 120
+"""How long a test waits for something that must happen: a liveness bound on a busy machine,
+never a speed claim (speed is measured in bench/)."""
+
+
+def eventually(predicate: Callable[[], bool], seconds: float = LIVENESS_SECONDS) -> None:
+    """Wait until `predicate()` holds; fail only when it still does not after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

@@ -14,6 +14,7 @@ import pytest
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
 from ctxmill.settings import ProxyConfig
+from tests.helpers import eventually
 from tests.fake_upstream import FakeUpstream, ServerThread
 from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
@@ -293,13 +294,6 @@ def test_sessions_run_in_parallel_and_each_is_serialised(fake, proxy):
     assert len(sessions) == 4 and all(s["requests"] == 4 and s["failures"] == 0 for s in sessions)
 
 
-def _wait_for(predicate, seconds: float = 120.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fake, start_proxy, tmp_path):
     """The first run is held until the test releases it: that request and one arriving while the
     run still goes are sent as they are (so neither waited for it); once it finished, the
@@ -322,7 +316,7 @@ def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fa
     [session] = stats(proxy)["sessions"]
     assert session["deferred"] == 2 and session["tokens_before"] == 0  # the run has not finished
     release.touch()
-    _wait_for(lambda: stats(proxy)["sessions"][0]["tokens_before"] > 0)  # the run finished in the background
+    eventually(lambda: stats(proxy)["sessions"][0]["tokens_before"] > 0)  # the run finished in the background
     third, fourth = orjson.loads(send(9)), orjson.loads(send(11))
     assert b"deep_expand(" in orjson.dumps(third) and len(orjson.dumps(third)) < len(orjson.dumps(body["messages"][:9]))
     assert fourth["messages"][:9] == third["messages"]

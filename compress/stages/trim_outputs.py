@@ -103,8 +103,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
                 tool_input: Any, stale: bool) -> Block:
     kind = tool_kind(block.tool_name, tool_input)
-    path = next((t.path for t in touched_files(block.tool_name, tool_input)), "")
-    scale = opts.scale(ctx.tier, ctx.age(msg), stale, kind is not ToolKind.FILE_READ or is_source(path))
+    reading = kind is ToolKind.FILE_READ
+    path = next((t.path for t in touched_files(block.tool_name, tool_input)), "") if reading else ""
+    scale = opts.scale(ctx.tier, ctx.age(msg), stale, not reading or is_source(path))
     text = block.result_text
     over = len(text) > opts.min_chars * scale
     if over or (has_base64_run(text, opts.base64_min_chars) and base64_pattern(opts.base64_min_chars).search(text)):

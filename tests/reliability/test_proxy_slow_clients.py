@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.helpers import eventually
 from tests.proxy_fixtures import fake, server_log, start_proxy, tracebacks, upstream  # noqa: F401 - fixtures
 from tests.proxy_helpers import example
 from tests.reliability import rawnet
@@ -111,7 +111,7 @@ def test_a_stalled_body_gets_408_and_a_vanished_client_one_log_line(fake, start_
     for _ in range(20):  # vanish halfway through the body
         with rawnet.connect(proxy.port) as sock:
             sock.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"mess")
-    _eventually(lambda: sum("client disconnected" in r.getMessage() for r in server_log.records) == 20)
+    eventually(lambda: sum("client disconnected" in r.getMessage() for r in server_log.records) == 20)
     served = _real_request(proxy.url)
     record("slow clients", "stalled or abandoned request bodies, then a request", 21, lost=served != 200)
     assert served == 200
@@ -141,7 +141,7 @@ def test_when_every_connection_is_busy_a_new_one_gets_503(fake, start_proxy):
         threads = [threading.Thread(target=lambda: results.append(_real_request(proxy.url))) for _ in range(3)]
         for t in threads:
             t.start()
-        _eventually(lambda: len(fake.received) == 3)  # three requests in progress
+        eventually(lambda: len(fake.received) == 3)  # three requests in progress
         with rawnet.connect(proxy.port) as sock:
             sock.settimeout(TIMEOUT)
             answer = sock.recv(65536)
@@ -206,13 +206,6 @@ def _concurrently(url: str, bodies: list[bytes], text: bool = False) -> list:
     return results
 
 
-def _eventually(predicate, seconds: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -226,4 +219,4 @@ def _wait_until_serving(url: str) -> None:
         except httpx.HTTPError:
             return False
 
-    _eventually(up)
+    eventually(up)
