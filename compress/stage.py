@@ -27,13 +27,16 @@ log = logging.getLogger("ctxmill.compress")
 _PLACEHOLDER_KEY = "0" * 32
 
 INJECTION_SUMMARY_PREFIX = "removed injected "
-"""Summary prefix of strip_injections' markers: removing host boilerplate does not count as
-compressing the content, so later stages may still shorten such a block."""
+NUMBERS_THINNED = "line numbers shown on"
+NOT_A_CUT = (INJECTION_SUMMARY_PREFIX, NUMBERS_THINNED)
+"""Summary prefixes of markers that do not count as compressing the content (strip_injections
+removing host boilerplate, decide_on_arrival thinning line numbers): later stages may still
+shorten such a block."""
 
 
 def is_compressed(text: str) -> bool:
     """Whether `text` carries a marker of a stage that cut its content."""
-    return has_marker(text) and any(not m.summary.startswith(INJECTION_SUMMARY_PREFIX) for m in find_markers(text))
+    return has_marker(text) and any(not m.summary.startswith(NOT_A_CUT) for m in find_markers(text))
 
 StageFn = Callable[[list[Message], "StageContext"], list[Message]]
 

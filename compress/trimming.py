@@ -17,6 +17,7 @@ from typing import Iterator
 import re
 
 from ccr.markers import chars_cut, entries_omitted, format_marker, lines_omitted
+from compress.line_numbers import NUMBER_PREFIX
 from compress.vocab.files import is_prose
 from compress.vocab.signals.errors import error_line_numbers
 
@@ -42,8 +43,6 @@ class Selection:
     summary: str
 
 
-_NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
-"""A line-number prefix of numbered file reads (`  12→`, `12:\t`); key lines are matched after it."""
 _DEFINITION = r"""[ \t]{0,8}(?:
         (?:export[ \t]+)?(?:default[ \t]+)?(?:async[ \t]+)?
           (?:def|class|function|interface|enum|struct|trait|impl|type|module|namespace|fn|func
@@ -59,8 +58,8 @@ _HEADING = re.compile("^" + _HEADING_SOURCE, re.VERBOSE)
 # Key lines of a file read, found in one pass over the text: each line start, its number prefix
 # if any (possessive: once present it is never re-read as content), then the key pattern. No
 # pattern crosses a newline, so a match is exactly a per-line match of the line it starts.
-_DEFINITION_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_DEFINITION}", re.MULTILINE | re.VERBOSE)
-_HEADING_LINE = re.compile(f"^(?:{_NUMBER_PREFIX})?+{_HEADING_SOURCE}", re.MULTILINE | re.VERBOSE)
+_DEFINITION_LINE = re.compile(f"^(?:{NUMBER_PREFIX})?+{_DEFINITION}", re.MULTILINE | re.VERBOSE)
+_HEADING_LINE = re.compile(f"^(?:{NUMBER_PREFIX})?+{_HEADING_SOURCE}", re.MULTILINE | re.VERBOSE)
 
 
 def _spread(indexes: list[int], limit: int) -> list[int]:

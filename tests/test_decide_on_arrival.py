@@ -11,6 +11,7 @@ from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import run
 from compress.session import Session
+from compress.stage import is_compressed
 from compress.stages import decide_on_arrival
 from compress.tiers import TierThresholds
 from tests.stagekit import anthropic, assert_markers_resolve, result_texts, run_stage
@@ -38,14 +39,35 @@ def test_a_long_command_output_is_cut_when_it_arrives_inside_the_protected_tail(
     assert_markers_resolve(after, log, store)
 
 
-def test_reads_json_short_and_protected_outputs_are_left_for_later():
-    lines = "\n".join(f"{i}\tline {i} of the source" for i in range(400))
+def test_unnumbered_reads_json_short_and_protected_outputs_are_left_for_later():
+    lines = "\n".join(f"line {i} of the source" for i in range(400))
     json_rows = "[" + ",".join(f'{{"id": {i}, "name": "row {i}"}}' for i in range(300)) + "]"
     body = anthropic([("Read", {"file_path": "/src/a.py"}, lines), ("Bash", {"command": "gh api x"}, json_rows),
                       ("Bash", {"command": "ls"}, build_log(10)), ("Task", {"prompt": "go"}, build_log(400))],
                      turns_after=0)
     result, _ = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
     assert result.body == body
+
+
+def numbered(lines: list[str], start: int = 1) -> str:
+    """A file read as Claude Code numbers it."""
+    return "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, start))
+
+
+def test_a_numbered_read_keeps_every_line_and_every_tenth_number_when_it_arrives():
+    source = [f"    value_{i} = compute(value_{i - 1}, {i})" for i in range(1, 301)]
+    text = numbered(source, start=41)
+    body = anthropic([("Read", {"file_path": "/src/a.py", "offset": 41}, text)], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    after = result_texts(result.body)[0]
+    marker, *lines = after.split("\n")
+    assert find_markers(marker)[0].summary == (
+        "line numbers shown on line 41 and every 10th line up to 340; line text unchanged")
+    assert len(lines) == len(source)
+    for n, (line, content) in enumerate(zip(lines, source), 41):
+        assert line == (f"{n:>6}→{content}" if n == 41 or n % 10 == 0 else content)
+    assert_markers_resolve(after, text, store)
+    assert not is_compressed(after), "trim_outputs may still cut a thinned read"
 
 
 def _session_bodies(outputs: list[str]) -> list[dict]:

@@ -8,6 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compress.line_numbers import NUMBER_PREFIX
 from compress import trimming
 from compress.memo import ENTRY_CHARS, TextMemo
 from compress.stages import trim_outputs
@@ -41,7 +42,7 @@ def test_error_scan_on_long_lines_checks_only_around_triggers(monkeypatch):
 
 def _key_lines_reference(text: str, prose: bool) -> list[int]:
     """Key lines as the selector defines them: per line, after an optional number prefix."""
-    prefix = re.compile("^" + trimming._NUMBER_PREFIX)
+    prefix = re.compile("^" + NUMBER_PREFIX)
     key = trimming._HEADING if prose else re.compile("^" + trimming._DEFINITION, re.VERBOSE)
     out = []
     for i, line in enumerate(text.split("\n")):

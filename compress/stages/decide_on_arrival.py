@@ -6,9 +6,13 @@ dumps) is decided in the request that first carries it, protected tail included,
 budgets of `compress.output_trim.TrimOptions` at `scale` (option, default 0.25): command output
 keeps its head, tail and every error line with context, search hits their first files and lines
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
-2,000, the decide-once cap's limit) is cut; JSON is left whole for crush_json, file reads for trim_outputs, and the results
-of protected tools are never cut. Every cut stores the original in CCR first and says what was
-kept.
+2,000, the decide-once cap's limit) is cut; JSON is left whole for crush_json, and the results
+of protected tools are never touched. A numbered file read keeps every line whole but only the
+first and every `number_every`-th (option, default 10) of its line numbers
+(`compress.line_numbers`; 1 keeps them all, for tools that edit by line number): the numbers
+cost about three tokens a line, the lines an agent copies into edits stay verbatim, and
+trim_outputs still decides how much of the read to keep later.
+Every change stores the original in CCR first and says what was kept.
 
 What must hold: the decision is a pure function of the result and its call (no tier, age or
 neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
@@ -20,11 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ccr.markers import format_marker
 from compress.config import options_as
+from compress.line_numbers import thin_line_numbers
 from compress.lossy import accept
 from compress.model import Block, Message
 from compress.output_trim import TrimOptions, trimmed
-from compress.stage import Stage, StageContext, each_block
+from compress.stage import NUMBERS_THINNED, Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.tools import ToolKind, tool_kind
 from ground.jsonbytes import parse_document
@@ -38,6 +44,7 @@ material and are decided later (trim_outputs)."""
 class ArrivalOptions:
     min_chars: int = 2_000
     scale: float = 0.25
+    number_every: int = 10
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
@@ -45,9 +52,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     budgets = options_as(TrimOptions, ctx.config.options("trim_outputs"))
 
     def decide(msg: Message, block: Block) -> Block:
-        if not ctx.may_compress_result(block) or len(block.result_text) <= opts.min_chars:
-            return block
-        return _decide(block, ctx, opts, budgets)
+        return _decide(block, ctx, opts, budgets) if ctx.may_compress_result(block) else block
 
     return each_block(messages, ctx, decide, "decided a tool output on arrival")
 
@@ -55,12 +60,28 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions) -> Block:
     kind = tool_kind(block.tool_name, block.call_input)
     text = block.result_text
-    if kind not in ARRIVING_KINDS or parse_document(text) is not None:
+    if kind is ToolKind.FILE_READ:
+        return _thin(block, ctx, opts)
+    if len(text) <= opts.min_chars or kind not in ARRIVING_KINDS or parse_document(text) is not None:
         return block
     budget = budgets.budget(opts.scale, kind)
     short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, "", budgets.base64_min_chars, True),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
+
+
+def _thin(block: Block, ctx: StageContext, opts: ArrivalOptions) -> Block:
+    text = block.result_text
+    thinned = thin_line_numbers(text, opts.number_every)
+    if thinned is None:
+        return block
+
+    def build(key: str) -> str:
+        summary = (f"{NUMBERS_THINNED} line {thinned.first} and every {thinned.every}th line up to "
+                   f"{thinned.last}; line text unchanged")
+        return format_marker(summary, key) + "\n" + thinned.text
+
+    return block.with_result_text(ctx.lossy(text, build, ctx.rerun_hint(block), relative=False))
 
 
 STAGE = Stage("decide_on_arrival", run, Tier.ALWAYS, decides_on_arrival=True)
