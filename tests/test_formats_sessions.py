@@ -105,6 +105,24 @@ def test_claude_flat_groups_blocks_into_messages():
     assert [c.index for c in t.calls] == [1, 3]
 
 
+def test_claude_flat_starts_a_new_history_at_a_compaction_summary():
+    summary = "This session is being continued from a previous conversation that ran out of context. Summary: ..."
+    t = read_text(jsonl(
+        {"role": "user", "content": {"type": "text", "text": "build it"}},
+        {"role": "assistant", "content": {"type": "text", "text": "built"}},
+        {"role": "user", "content": {"type": "text", "text": summary}},
+        {"role": "assistant", "content": {"type": "text", "text": "continuing"}},
+        {"role": "user", "content": {"type": "text", "text": "next"}},
+        {"role": "assistant", "content": {"type": "text", "text": "done"}},
+    ))
+    assert t.host_compactions == 1
+    assert [m["content"][0]["text"] for m in t.messages] == ["build it", "built", "continuing", "next", "done"]
+    first, second = t.segments()
+    assert [m["content"][0]["text"] for m in first.messages] == ["build it", "built"]
+    assert [m["content"][0]["text"] for m in second.messages] == [summary, "continuing", "next", "done"]
+    assert [c.index for c in second.calls] == [1, 3], "the first call after it sends the summary alone"
+
+
 CODEX = jsonl(
     {"type": "session_meta", "payload": {"base_instructions": {"text": "You are Codex."}}},
     {"type": "turn_context", "payload": {"model": "gpt-5"}},
@@ -206,6 +224,20 @@ def test_craft_orders_items_and_batches_parallel_calls():
     assert [b["type"] for b in t.messages[1]["content"]] == ["text", "tool_use", "tool_use"]
     assert t.messages[2]["content"][1]["is_error"] is True
     assert [c.index for c in t.calls] == [1, 3]
+
+
+def test_craft_starts_a_new_history_where_the_host_reports_a_compaction():
+    t = read_text(jsonl(
+        {"sdkSessionId": "s", "model": "kimi"},
+        {"id": "u1", "type": "user", "content": "plan it", "order": 1},
+        {"id": "a1", "type": "assistant", "content": "planned", "order": 2},
+        {"id": "c", "type": "info", "content": "Compacted Conversation", "statusType": "compaction_complete", "order": 3},
+        {"id": "u2", "type": "user", "content": "go on", "order": 4},
+        {"id": "a2", "type": "assistant", "content": "going", "order": 5},
+    ))
+    assert t.host_compactions == 1 and not t.skipped["info"]
+    assert [[m["content"][0]["text"] for m in seg.messages] for seg in t.segments()] == [
+        ["plan it", "planned"], ["go on", "going"]]
 
 
 SWE_FC = {"history": [

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import regex
 
+COMPACTION_SUMMARY_OPENING = "This session is being continued from a previous conversation"
+"""How Claude Code's summary of a compacted conversation opens: the first message of the history
+the host sends after compacting (readers without a recorded boundary find compactions by it)."""
 REMINDER_TAGS = ("system-reminder",)
 SLASH_COMMAND_TAGS = ("local-command-stdout", "local-command-stderr", "command-message")
 INJECTED_TAGS = REMINDER_TAGS + SLASH_COMMAND_TAGS
 """Every tag whose segments in a user message the person did not write."""
 _HOST_NOTICE = regex.compile(
     r"""^\s*(?:Caveat:\ The\ messages\ below|\[Request\ interrupted|<command-name>|<local-command|<task-notification>
-    |<system-reminder>|<user-prompt-submit-hook>|This\ session\ is\ being\ continued\ from\ a\ previous\ conversation
+    |<system-reminder>|<user-prompt-submit-hook>|""" + regex.escape(COMPACTION_SUMMARY_OPENING) + r"""
     |\[Image[:\ \#\]]|<turn_aborted>)""", regex.VERBOSE)
 _NOTICE_TAGS = INJECTED_TAGS + ("task-notification", "user-prompt-submit-hook", "environment_context", "user_instructions",
                                 "INSTRUCTIONS")

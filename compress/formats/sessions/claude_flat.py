@@ -3,6 +3,9 @@
 `{"timestamp", "role": "user|assistant|tool", "content": {"type": "text|thinking|tool_use|
 tool_result", "text", "tool_id", "tool_name", "input", "output", "is_error"}}`. Consecutive
 assistant lines are one model response; tool lines become tool_result blocks of a user message.
+The format records no compaction boundary: a user text that opens like Claude Code's summary of a
+compacted conversation (`compress.vocab.injections.COMPACTION_SUMMARY_OPENING`) is one, and the
+history the host sent afterwards starts with it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from compress.formats.sessions.builders import (
     tool_result_block,
     tool_use_block,
 )
-from compress.formats.sessions.transcript import Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
+from compress.vocab.injections import COMPACTION_SUMMARY_OPENING
 
 NAME = "claude-flat"
 PROVIDER = "anthropic"
@@ -51,6 +55,12 @@ def read(text: str) -> Transcript:
         block = _block(content) if isinstance(content, dict) else None
         if role not in ("user", "assistant", "tool") or block is None:
             transcript.malformed += 1
+            continue
+        if role == "user" and block["type"] == "text" and block["text"].lstrip().startswith(COMPACTION_SUMMARY_OPENING):
+            builder.split()
+            transcript.host_compactions += 1
+            summary = {"role": "user", "content": [block]}
+            transcript.compactions.append(Compaction(len(transcript.messages), len(transcript.calls), summary))
             continue
         builder.add("assistant" if role == "assistant" else "user", block)
     return transcript

@@ -5,7 +5,9 @@ Items (`type`: user, assistant, tool, info, plan) are put in conversation order 
 holds both the call (`toolName`, `toolUseId`, `toolInput`) and its result (`toolResult` or
 `content`, `isError`). Assistant text opens a model call; tool calls whose ids share a stem
 (`call_x_1`, `call_x_2`) are one parallel batch of the same call. `info` and `plan` items are
-host UI, not context.
+host UI, not context, except the `info` that reports a finished compaction (`statusType`
+`compaction_complete`): the history the host sent afterwards starts there (the recording keeps
+no summary).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder, as_text, text_block, tool_result_block, tool_use_block
-from compress.formats.sessions.transcript import Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
 
 NAME = "craft"
 PROVIDER = "anthropic"
@@ -71,7 +73,11 @@ def read(text: str) -> Transcript:
             builder.add("user", block)
         results.clear()
         batch = None
-        if kind in ("user", "assistant") and isinstance(item.get("content"), str):
+        if kind == "info" and item.get("statusType") == "compaction_complete":
+            builder.split()
+            transcript.host_compactions += 1
+            transcript.compactions.append(Compaction(len(transcript.messages), len(transcript.calls)))
+        elif kind in ("user", "assistant") and isinstance(item.get("content"), str):
             if kind == "assistant":
                 builder.start_response()
             builder.add(kind, text_block(item["content"]))
