@@ -2,8 +2,11 @@
 
 Between epochs a known prefix renders as before and only new messages are processed. An
 epoch re-decides messages, and it is priced the way the provider caches
-(`compress.provider_cache`). It must start on a new session, a changed provider, tier or
-history (`forced_reason`). Otherwise it is tried when messages that left the protected tail
+(`compress.provider_cache`). It must start on a new session, a changed provider or history,
+or a move into the tier that forces one (`FORCING_TIER`, high: the host compacts soon after;
+`forced_reason`). A move into a lower tier waits for the next epoch, which re-decides the old
+messages at that tier's budgets: re-deciding all of them at once saves little (their budgets
+shrink by a fifth) and makes the provider write the whole request again. Otherwise it is tried when messages that left the protected tail
 since they were decided ("unsettled") could pay for it (`epoch_trial`), and taken when the
 trial saves enough tokens and pays back the cache writes it causes (`pays_off`).
 """
@@ -41,13 +44,17 @@ class EpochChoice:
         return self.potential + self.needed // 2 if self.read_end and not self.cached_end else 0
 
 
+FORCING_TIER = Tier.HIGH
+"""A move into this tier (or above) starts an epoch at once; a move into a lower one does not."""
+
+
 def forced_reason(session: Session, provider: str, tier: Tier, frozen: int) -> str:
     """Why this run must start an epoch whatever it saves ('' if it need not); `frozen`: the
     messages the session already knows."""
     header = session.header
     if not session.records or header.provider != provider:
         return "new session"
-    if header.tier != int(tier):
+    if header.tier != int(tier) and tier >= FORCING_TIER:
         return f"tier {Tier(header.tier).label if header.tier >= 0 else '?'} → {tier.label}"
     if frozen == 0:
         return "history changed"

@@ -42,13 +42,13 @@ class TrimOptions:
     old_after_turns: int = 0
     tier_scale: Mapping[str, float] = None  # type: ignore[assignment]
     stale_scale: float = 0.4
-    non_source_scale: float = 0.33
+    non_source_scale: float = 0.2
     """On top of the tier's scale for reads of files that are not source code
     (`compress.vocab.files.is_source`): docs, data and logs are rarely copied into edits."""
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:
-            object.__setattr__(self, "tier_scale", {"always": 3.0, "medium": 2.4, "high": 2.0})
+            object.__setattr__(self, "tier_scale", {"always": 3.0, "medium": 2.0, "high": 1.6})
 
     def scale(self, tier: Tier, age: int, stale: bool, source: bool = True) -> float:
         scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0

@@ -80,15 +80,19 @@ def test_incremental_runs_leave_old_messages_until_an_epoch_pays():
     assert len(epochs) < len(modes) // 2  # most turns are incremental
 
 
-def test_tier_change_starts_an_epoch():
+def test_a_move_into_the_high_tier_starts_an_epoch_and_one_into_medium_waits():
+    """Re-deciding every old message at the medium budgets saves little and makes the provider
+    write the whole request again; the high tier is close to the host's own compaction."""
     body = _reminder_turns(3)
     session = Session.memory()
     store = CCRStore.in_memory()
     first = run(body, session=session, store=store, config=SMALL_TAIL)
     same = run(body, session=session, store=store, config=SMALL_TAIL)
-    higher = run(body, session=session, store=store, config=SMALL_TAIL, reported_input_tokens=60_000)
+    medium = run(body, session=session, store=store, config=SMALL_TAIL, reported_input_tokens=60_000)
+    high = run(body, session=session, store=store, config=SMALL_TAIL, reported_input_tokens=160_000)
     assert (first.report.mode, same.report.mode) == ("epoch", "incremental")
-    assert higher.report.mode == "epoch" and higher.report.epoch_reason == "tier always → medium"
+    assert (medium.report.mode, medium.report.tier, medium.body) == ("incremental", "medium", same.body)
+    assert high.report.mode == "epoch" and high.report.epoch_reason == "tier always → high"
 
 
 def test_state_persists_across_processes(tmp_path):
