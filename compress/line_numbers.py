@@ -13,9 +13,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ccr.markers import find_markers
+
 NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
 """A line-number prefix of a numbered file read (`  12→`, `12\t`, `12: `)."""
-_THINNABLE = re.compile(r"[ \t]{0,12}(\d{1,9})(?:\t|→)")
+_THINNABLE = re.compile(r"^[ \t]{0,12}(\d{1,9})(?:\t|→)", re.MULTILINE)
+
+NUMBERS_THINNED = "line numbers shown on"
+"""How the summary of a thinned read's marker opens (`[ctxmill: line numbers shown on line 1 and
+every 10th line up to 775; line text unchanged · deep_expand("…")]`)."""
 
 MIN_NUMBERED_SHARE = 0.9
 """A text is a numbered read when at least this share of its lines carry consecutive numbers."""
@@ -32,25 +38,26 @@ class Thinned:
 def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinned | None:
     """`text` with the number prefix of every numbered line removed except the first's and those
     whose number is a multiple of `every`; None unless `text` is a numbered read: at least
-    `min_lines` lines, of which `MIN_NUMBERED_SHARE` carry numbers counting up by one. Lines
-    without a number (a host's notes around the file) are kept as they are."""
-    lines = text.split("\n")
-    if len(lines) < min_lines:
+    `min_lines` lines, `MIN_NUMBERED_SHARE` of them numbered, the numbers counting up by one.
+    Lines without a number (a host's notes around the file) are kept as they are."""
+    lines = text.count("\n") + 1
+    if lines < min_lines:
         return None
-    out: list[str] = []
-    first = expected = -1
-    numbered = 0
-    for line in lines:
-        match = _THINNABLE.match(line)
-        number = int(match.group(1)) if match else -1
-        if match is None or (expected >= 0 and number != expected):
-            out.append(line)
-            continue
-        numbered += 1
-        if first < 0:
-            first = number
-        expected = number + 1
-        out.append(line if number == first or number % every == 0 else line[match.end():])
-    if numbered < MIN_NUMBERED_SHARE * len(lines):
+    numbers = [int(n) for n in _THINNABLE.findall(text)]
+    if len(numbers) < MIN_NUMBERED_SHARE * lines or numbers[-1] - numbers[0] != len(numbers) - 1 or any(
+            b != a + 1 for a, b in zip(numbers, numbers[1:])):
         return None
-    return Thinned("\n".join(out), first, expected - 1, every)
+    first = numbers[0]
+
+    def thin(match: re.Match) -> str:
+        number = int(match.group(1))
+        return match.group(0) if number == first or number % every == 0 else ""
+
+    return Thinned(_THINNABLE.sub(thin, text), first, numbers[-1], every)
+
+
+def thinning_key(text: str) -> str | None:
+    """The CCR key of the whole read behind a thinned read's marker, if `text` is one."""
+    if NUMBERS_THINNED not in text:
+        return None
+    return next((m.key for m in find_markers(text) if m.summary.startswith(NUMBERS_THINNED)), None)

@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from compress.config import CompressConfig
+from compress.line_numbers import NUMBERS_THINNED
 from compress.model import TOOL_RESULT, Block, Message
 from compress.tiers import Tier
 from compress.vocab.tools import is_protected_tool
@@ -27,7 +28,6 @@ log = logging.getLogger("ctxmill.compress")
 _PLACEHOLDER_KEY = "0" * 32
 
 INJECTION_SUMMARY_PREFIX = "removed injected "
-NUMBERS_THINNED = "line numbers shown on"
 NOT_A_CUT = (INJECTION_SUMMARY_PREFIX, NUMBERS_THINNED)
 """Summary prefixes of markers that do not count as compressing the content (strip_injections
 removing host boilerplate, decide_on_arrival thinning line numbers): later stages may still
@@ -35,7 +35,12 @@ shorten such a block."""
 
 
 def is_compressed(text: str) -> bool:
-    """Whether `text` carries a marker of a stage that cut its content."""
+    """Whether `text` carries a marker of a stage that cut its content. Every marker holds
+    "ctxmill: " before its summary, so when each of those starts a `NOT_A_CUT` summary (a thinned
+    read) the answer needs no parse."""
+    mentions = text.count("ctxmill: ")
+    if not mentions or mentions == sum(text.count(f"ctxmill: {prefix}") for prefix in NOT_A_CUT):
+        return False
     return has_marker(text) and any(not m.summary.startswith(NOT_A_CUT) for m in find_markers(text))
 
 StageFn = Callable[[list[Message], "StageContext"], list[Message]]

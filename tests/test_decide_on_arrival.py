@@ -3,10 +3,12 @@ carries it, protected tail included, and renders the same bytes in every later r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ccr.markers import find_markers
+from ccr.markers import find_markers, format_marker
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.pipeline import run
@@ -117,3 +119,29 @@ def test_the_guard_lets_an_arrival_stage_change_tool_results_only():
     cut = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=DEFAULT,
               chain=Chain(()).push(decide_on_arrival.STAGE))
     assert cut.body != body and not cut.report.errors
+
+
+def test_a_thinned_read_cut_later_names_the_whole_read_and_is_stored_once():
+    """trim_outputs cutting a thinned read points at the read the thinning stored (numbers and
+    all) instead of storing the thinned text again."""
+    text = numbered([f"    step_{i}(state, {i})" for i in range(1, 801)])
+    call = [("Read", {"file_path": "/src/a.py"}, text)]
+    session, store = Session.memory(), CCRStore.in_memory()
+    config = replace(DEFAULT, epoch_savings_threshold=1_000)
+    first = run(anthropic(call, turns_after=0), session=session, store=store, config=config)
+    thinned = result_texts(first.body)[0]
+    (whole,) = find_markers(thinned)
+    later = run(anthropic(call, turns_after=6), session=session, store=store, config=config)
+    after = result_texts(later.body)[0]
+    assert later.report.mode == "epoch" and len(after) < len(thinned) / 3
+    assert "kept" in find_markers(after)[-1].summary
+    assert {m.key for m in find_markers(after)} == {whole.key}
+    assert store.stats().entries == 1, "the thinned text is not stored beside the whole read"
+    assert_markers_resolve(after, text, store)
+
+
+def test_only_a_cutting_marker_makes_a_result_compressed():
+    thin = format_marker("line numbers shown on line 1 and every 10th line up to 300; line text unchanged", "a" * 32)
+    cut = format_marker("kept 80 of 300 lines (head 40, tail 40)", "b" * 32)
+    assert not is_compressed(f"{thin}\nbody") and not is_compressed("see ctxmill: docs")
+    assert is_compressed(f"{thin}\nbody\n{cut}") and is_compressed(f"{cut}\nctxmill: mentioned")

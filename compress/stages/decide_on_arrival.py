@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.line_numbers import thin_line_numbers
+from compress.line_numbers import NUMBERS_THINNED, thin_line_numbers
 from compress.lossy import accept
 from compress.model import Block, Message
 from compress.output_trim import TrimOptions, trimmed
-from compress.stage import NUMBERS_THINNED, Stage, StageContext, each_block
+from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.tools import ToolKind, tool_kind
 from ground.jsonbytes import parse_document

@@ -27,6 +27,7 @@ from typing import Any
 
 from ccr.markers import format_marker
 from compress.config import options_as
+from compress.line_numbers import thinning_key
 from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
@@ -112,7 +113,7 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
         budget = opts.budget(scale, kind)
         hint = ctx.rerun_hint(block)
         short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, opts.base64_min_chars, over),
-                       hint)
+                       hint, stored=thinning_key(text) if reading else None)
         block = block.with_result_text(short)
     if any(p.kind == IMAGE for p in block.parts):
         block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
