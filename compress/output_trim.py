@@ -45,13 +45,19 @@ class TrimOptions:
     non_source_scale: float = 0.2
     """On top of the tier's scale for reads of files that are not source code
     (`compress.vocab.files.is_source`): docs, data and logs are rarely copied into edits."""
+    cold_after_turns: int = 12
+    cold_scale: float = 0.2
+    """On top, for a cold read: at least `cold_after_turns` assistant turns old, and no call
+    changed its file within that many turns after it (`trim_outputs.cold_reads`; 0 turns: off).
+    A file the agent does not change soon after reading it is seldom changed later."""
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:
             object.__setattr__(self, "tier_scale", {"always": 3.0, "medium": 2.0, "high": 1.6})
 
-    def scale(self, tier: Tier, age: int, stale: bool, source: bool = True) -> float:
+    def scale(self, tier: Tier, age: int, stale: bool, source: bool = True, cold: bool = False) -> float:
         scale = self.tier_scale.get(tier.label, 1.0) if age >= self.old_after_turns else 1.0
+        scale *= self.cold_scale if cold else 1.0
         return scale * (self.stale_scale if stale else 1.0) * (1.0 if source else self.non_source_scale)
 
     def budget(self, scale: float, kind: ToolKind) -> Budget:

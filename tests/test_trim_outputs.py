@@ -210,3 +210,22 @@ def test_reads_of_files_that_are_not_source_code_get_less():
         stage_options={"trim_outputs": {"non_source_scale": 1.0}}))[0].body)[0]
     assert len(kept_log) < len(kept_source)
     assert same.replace("/tmp/app.log", "") == kept_source.replace("/src/app.py", "")
+
+
+def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
+    """Cold: at least `cold_after_turns` turns old and no change to its file within that many
+    turns after the read. A later edit (soon enough) keeps a read warm."""
+    text = numbered(python_file(80))
+    read = ("Read", {"file_path": "/src/app.py"}, text)
+    edit = ("Edit", {"file_path": "/src/app.py", "old_string": "a", "new_string": "b"}, "ok")
+    other = ("Edit", {"file_path": "/src/other.py", "old_string": "a", "new_string": "b"}, "ok")
+    cold = anthropic([read, other], turns_after=12)
+    warm = anthropic([read, edit], turns_after=12)
+    young = anthropic([read, other], turns_after=4)
+    assert trim_outputs.cold_reads(list(from_provider(cold).messages), 12, 14) == {"toolu_000"}
+    assert trim_outputs.cold_reads(list(from_provider(warm).messages), 12, 14) == set()
+    assert trim_outputs.cold_reads(list(from_provider(young).messages), 12, 6) == set()
+    assert trim_outputs.cold_reads(list(from_provider(cold).messages), 0, 14) == set()
+    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+            for name, body in (("cold", cold), ("warm", warm), ("young", young))}
+    assert len(kept["cold"]) < len(kept["warm"]) == len(kept["young"]) == len(text)

@@ -22,6 +22,7 @@ whole original in CCR first; a cut that saves less than the common rule keeps th
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
@@ -36,7 +37,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.files import is_source
 from compress.vocab.tools import ToolKind, tool_kind
-from compress.vocab.touches import EDIT, READ
+from compress.vocab.touches import CHANGES, EDIT, READ
 from ground.jsonbytes import dumps
 
 
@@ -59,6 +60,30 @@ def stale_reads(messages: list[Message]) -> set[str]:
                 stale.add(block.tool_id)
             later.update(t.path for t in touches if t.action != EDIT)
     return stale
+
+
+def cold_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str]:
+    """Tool ids of file reads at least `turns` assistant turns older than `anchor_turn` whose
+    file no call changed (wrote, edited, moved, deleted) within `turns` turns after the read.
+    Of the corpus's reads over 3,000 characters, those whose file is never changed supply 1% of
+    the lines later copied into edits; 93% come from reads whose file changes within 30 messages.
+    `turns` 0: none."""
+    if turns <= 0:
+        return set()
+    changed: dict[str, list[int]] = defaultdict(list)
+    reads: list[tuple[str, list[str], int]] = []
+    for msg in messages:
+        for block in msg.blocks:
+            if block.kind != TOOL_USE:
+                continue
+            touches = touched_files(block.tool_name, block.input)
+            for touch in touches:
+                if touch.action in CHANGES:
+                    changed[touch.path].append(msg.turn)
+            if anchor_turn - msg.turn >= turns and tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
+                reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
+    return {tool_id for tool_id, paths, turn in reads
+            if not any(turn <= at <= turn + turns for path in paths for at in changed[path])}
 
 
 # -- images and base64 -----------------------------------------------------------------
@@ -92,21 +117,23 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
+    cold = cold_reads(messages, opts.cold_after_turns, ctx.anchor_turn)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):
             return block
-        return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale)
+        return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale,
+                           block.tool_id in cold)
 
     return each_block(messages, ctx, trim_block, "trimmed tool output")
 
 
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
-                tool_input: Any, stale: bool) -> Block:
+                tool_input: Any, stale: bool, cold: bool) -> Block:
     kind = tool_kind(block.tool_name, tool_input)
     reading = kind is ToolKind.FILE_READ
     path = next((t.path for t in touched_files(block.tool_name, tool_input)), "") if reading else ""
-    scale = opts.scale(ctx.tier, ctx.age(msg), stale, not reading or is_source(path))
+    scale = opts.scale(ctx.tier, ctx.age(msg), stale, not reading or is_source(path), cold)
     text = block.result_text
     over = len(text) > opts.min_chars * scale
     if over or (has_base64_run(text, opts.base64_min_chars) and base64_pattern(opts.base64_min_chars).search(text)):
