@@ -6,9 +6,10 @@ epoch re-decides messages, and it is priced the way the provider caches
 or a move into the tier that forces one (`FORCING_TIER`, high: the host compacts soon after;
 `forced_reason`). A move into a lower tier waits for the next epoch, which re-decides the old
 messages at that tier's budgets: re-deciding all of them at once saves little (their budgets
-shrink by a fifth) and makes the provider write the whole request again. Otherwise it is tried when messages that left the protected tail
-since they were decided ("unsettled") could pay for it (`epoch_trial`), and taken when the
-trial saves enough tokens and pays back the cache writes it causes (`pays_off`).
+shrink by a third) and makes the provider write the whole request again. Otherwise an epoch is
+tried when messages that left the protected tail since they were decided ("unsettled") could
+pay for it (`epoch_trial`), and taken when the trial saves enough tokens and pays back the
+cache writes it causes (`pays_off`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """trim_outputs: cut long tool outputs down to what a model needs, per tool kind.
 
-For each compressible tool_result (not a protected tool's, no marker yet):
+For each compressible tool_result (not a protected tool's, no cutting marker yet; a read whose
+line numbers decide_on_arrival thinned is still one):
 
 - Image parts and base64 runs of at least `base64_min_chars` in the text are replaced by a
   marker with media type and size (`[ctxmill: image/png image, 103 KB base64 · deep_expand(…)]`).
@@ -12,12 +13,14 @@ For each compressible tool_result (not a protected tool's, no marker yet):
 
 Budgets (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
-budget (and of `min_chars`); a file read that is read again, edited or written later ("stale")
-gets `stale_scale` on top. An output is decided once, when it has left the protected tail and
-an epoch re-decides it, and is then read from the provider's cache for the rest of the session,
-so the scales are small. All knobs are stage
-options (`config.options("trim_outputs")`, names as in `TrimOptions`). Every cut stores the
-whole original in CCR first; a cut that saves less than the common rule keeps the original.
+budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
+later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
+code `non_source_scale`, and a read whose file was not changed soon after it ("cold",
+`cold_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
+epoch re-decides it, and is then read from the provider's cache until a later epoch reaches it
+again. All knobs are stage options (`config.options("trim_outputs")`, names as in
+`TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
+the thinning stored); a cut that saves less than the common rule keeps the original.
 """
 
 from __future__ import annotations
