@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.sessions.transcript import ModelCall, Transcript
+from compress.formats.sessions.transcript import Compaction, ModelCall, Transcript
 from compress.formats.usage import Usage
 
 
@@ -27,6 +27,13 @@ class Builder:
     def split(self) -> None:
         """The next block starts a new message (a host compaction lies between them)."""
         self._split = True
+
+    def compacted(self, summary: Any = None) -> None:
+        """The host compacted here: the history it sent next starts with `summary` (a message
+        in the transcript's shape; None when the recording lacks it), then what follows."""
+        self.split()
+        self.t.host_compactions += 1
+        self.t.compactions.append(Compaction(len(self.t.messages), len(self.t.calls), summary))
 
     def start_response(self, usage: Usage | None = None, after_host_compaction: bool = False) -> None:
         self._open_response = True

@@ -20,7 +20,7 @@ from compress.formats.sessions.builders import (
     tool_result_block,
     tool_use_block,
 )
-from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
 from compress.vocab.injections import COMPACTION_SUMMARY_OPENING
 
 NAME = "claude-flat"
@@ -57,10 +57,7 @@ def read(text: str) -> Transcript:
             transcript.malformed += 1
             continue
         if role == "user" and block["type"] == "text" and block["text"].lstrip().startswith(COMPACTION_SUMMARY_OPENING):
-            builder.split()
-            transcript.host_compactions += 1
-            summary = {"role": "user", "content": [block]}
-            transcript.compactions.append(Compaction(len(transcript.messages), len(transcript.calls), summary))
+            builder.compacted({"role": "user", "content": [block]})
             continue
         builder.add("assistant" if role == "assistant" else "user", block)
     return transcript

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder, as_text, text_block, tool_result_block, tool_use_block
-from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Transcript, iter_jsonl
 
 NAME = "craft"
 PROVIDER = "anthropic"
@@ -74,9 +74,7 @@ def read(text: str) -> Transcript:
         results.clear()
         batch = None
         if kind == "info" and item.get("statusType") == "compaction_complete":
-            builder.split()
-            transcript.host_compactions += 1
-            transcript.compactions.append(Compaction(len(transcript.messages), len(transcript.calls)))
+            builder.compacted()
         elif kind in ("user", "assistant") and isinstance(item.get("content"), str):
             if kind == "assistant":
                 builder.start_response()
