@@ -70,11 +70,12 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
     request anyway (a person wrote, so it dropped the last turn's thinking; never when the
     request keeps all thinking): a re-run from the start costs nothing extra and must only save
-    `window_epoch_savings`. Otherwise, when unsettled messages lie after a cached request within
-    the window, they are re-decided from there (only the blocks after it are written again;
-    `window_epoch_savings`); else a re-run from the start makes the provider write everything
-    and must save `epoch_savings_threshold`. `blocks`: each message's blocks as the provider
-    counts them.
+    `window_epoch_savings`. Otherwise, when unsettled messages worth re-deciding
+    (`window_start_min_tokens`) lie after a cached request within the window, they are
+    re-decided from the first of them (only the blocks after the last cached request before it
+    are written again; `window_epoch_savings`); else a re-run from the start makes the provider
+    write everything and must save `epoch_savings_threshold`. `blocks`: each message's blocks
+    as the provider counts them.
     """
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
     changed = min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
@@ -86,7 +87,8 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     unsettled = [i for i in range(min(frozen, tail)) if not records[hashes[i]].settled]
     if not unsettled:
         return None
-    window = [i for i in unsettled if i >= min(in_window)]
+    window = [i for i in unsettled
+              if i >= min(in_window) and records[hashes[i]].compressible >= config.window_start_min_tokens]
     at_stake = sum(records[hashes[i]].compressible for i in window)
     if window and at_stake >= config.window_epoch_savings:
         cached_end = max(e for e in in_window if e <= window[0])

@@ -3,47 +3,8 @@
 (`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the proxy its `ProxyConfig`; engines
 never read files or the environment.
 
-```toml
-[compress]
-epoch_savings_threshold = 20000
-protect_tail_tokens = 4000
-protect_tail_turns = 2
-protect_tail_blocks = 10
-min_saving_fraction = 0.15
-min_saving_chars = 200
-disabled_stages = ["compress_prose"]
-protected_tools = ["my_tool"]          # added to the built-in protected tools
-
-[compress.tiers]                       # absolute token thresholds
-medium = 50000
-high = 150000
-
-[compress.model_tiers."gpt-4o-mini"]   # per-model overrides, longest prefix wins
-medium = 30000
-high = 90000
-
-[compress.stages.trim_outputs]         # per-stage knobs, documented in each stage
-max_lines = 400
-
-[security]                             # secrets are redacted before CCR or memory stores text
-redact_extra = ["INTERNAL-[0-9]{6}"]   # more regexes to redact (a group named `secret`: only it)
-redact_allow = ["AKIAIOSFODNN7EXAMPLE"]  # regexes for values to keep (full match)
-
-[memory]
-recency = 0.2                          # how much an entry's age may lower its search score (0..1)
-
-[ccr]                                  # the store of cut originals (`.ctxmill/ccr/`)
-ttl_hours = 24                         # an entry lives this long after its last use (a live
-                                       # session refreshes the entries its requests still name)
-max_mb = 512                           # least recently used entries are evicted beyond this
-
-[proxy]                                # `ctxmill proxy`; its flags override these
-latency_budget_ms = 25                 # or "none": always wait for compression
-workers = 2                            # pipeline worker processes
-max_inflight_mb = 256                  # request bodies held at once, in total
-max_connections = 256                  # client connections open at once
-client_timeout = 20                    # seconds a client may stall while sending its request
-```
+README.md's Configuration section shows every table and key (`tests/test_settings.py` loads its
+main example).
 A missing file means defaults; an unknown key or a wrong type is a `ConfigError` naming the key.
 Each table is checked when first used, so a command fails only on the tables it reads (a bad
 `[proxy]` table must not silence the hooks).
@@ -79,8 +40,10 @@ DEFAULT_LATENCY_BUDGET_MS = 25.0
 DEFAULT_MAX_INFLIGHT = 256 * 2**20
 DEFAULT_MAX_CONNECTIONS = 256
 
-_SCALARS = {"epoch_savings_threshold": int, "protect_tail_tokens": int, "protect_tail_turns": int,
-            "protect_tail_blocks": int, "min_saving_fraction": float, "min_saving_chars": int}
+_SCALARS = {"epoch_savings_threshold": int, "window_epoch_savings": int, "window_start_min_tokens": int,
+            "epoch_horizon": float, "cache_window_blocks": int, "protect_tail_tokens": int,
+            "protect_tail_turns": int, "protect_tail_blocks": int, "min_saving_fraction": float,
+            "min_saving_chars": int}
 
 
 @dataclass(frozen=True)

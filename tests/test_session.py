@@ -153,6 +153,26 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
     assert " of 2,000 lines" in outputs[-1][6].decode()  # the big step-2 read is trimmed
 
 
+def test_window_epoch_starts_at_the_first_message_worth_re_deciding():
+    """Small outputs that left the protected tail before the big one do not start the epoch:
+    it re-decides from the big output on, so the provider still reads the cached request that
+    ends just before it. With no minimum it starts at the first small one."""
+    body = _big_output_turns(6, big=2)
+    big = 6  # messages: start, then (tool_use, tool_result) per step
+    config = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
+                     window_epoch_savings=500)
+
+    def epoch_start(config):
+        sessions = _Memory()
+        for k, result in feed(body, config, sessions):
+            if result.report.epoch_reason.startswith("saves"):
+                return max(e for e in sessions.session.request_ends if e < k)
+        raise AssertionError("no savings epoch")
+
+    assert epoch_start(config) == big
+    assert epoch_start(replace(config, window_start_min_tokens=0)) < big
+
+
 def _big_output_turns(n: int, big: int) -> dict:
     messages = [{"role": "user", "content": "start"}]
     for i in range(n):

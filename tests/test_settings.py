@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from compress.config import CompressConfig
@@ -37,6 +39,18 @@ tags = ["system-reminder", "env"]
     assert config.tiers == TierThresholds(10_000, 20_000)
     assert config.model_tiers["gpt-4o-mini"] == TierThresholds(1_000, 2_000)
     assert config.options("strip_injections")["tags"] == ["system-reminder", "env"]
+
+
+def test_the_readme_config_example_loads(tmp_path):
+    """README's `.ctxmill/config.toml` example ([compress], [memory], [ccr]) is a valid config file."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    example = readme.split("```toml\n[compress]\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "config.toml").write_text("[compress]\n" + example)
+    settings = Settings.load(tmp_path)
+    config = settings.compress
+    assert config.window_epoch_savings == 1000 and config.window_start_min_tokens == 200
+    assert config.options("trim_outputs")["cold_scale"] == 0.2
+    assert settings.memory.recency == 0.2 and settings.ccr.max_bytes == 512 * 2**20
 
 
 @pytest.mark.parametrize("text, message", [
