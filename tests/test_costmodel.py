@@ -18,7 +18,7 @@ def test_growing_request_reads_its_predecessor_and_writes_the_rest():
     cache = PromptCache()
     assert cache.add([1, 2], [10, 20]) == CacheCost(read=0, write=30)
     second = cache.add([1, 2, 3], [10, 20, 30])
-    assert second == CacheCost(read=30, write=30)
+    assert second == CacheCost(read=30, write=30, read_blocks=2)
     assert second.cost() == 0.1 * 30 + 1.25 * 30
 
 
@@ -26,7 +26,7 @@ def test_longest_prefix_wins():
     cache = PromptCache()
     cache.add([1], [5])
     cache.add([1, 2], [5, 7])
-    assert cache.add([1, 2, 3], [5, 7, 9]) == CacheCost(read=12, write=9)
+    assert cache.add([1, 2, 3], [5, 7, 9]) == CacheCost(read=12, write=9, read_blocks=2)
 
 
 def test_changed_early_block_breaks_the_prefix():
@@ -49,8 +49,8 @@ def test_lookback_is_twenty_blocks():
 def test_head_is_written_once_then_read():
     cache = PromptCache()
     assert cache.add([1], [10], head_key="sys", head_tokens=50) == CacheCost(read=0, write=60)
-    assert cache.add([1, 2], [10, 5], head_key="sys", head_tokens=50) == CacheCost(read=60, write=5)
-    assert cache.add([1, 2], [10, 5], head_key="other", head_tokens=7) == CacheCost(read=15, write=7)
+    assert cache.add([1, 2], [10, 5], head_key="sys", head_tokens=50) == CacheCost(read=60, write=5, read_blocks=1)
+    assert cache.add([1, 2], [10, 5], head_key="other", head_tokens=7) == CacheCost(read=15, write=7, read_blocks=2)
 
 
 @settings(max_examples=100, deadline=None)

@@ -120,6 +120,29 @@ def test_thinking_counts_in_every_turn_when_the_request_keeps_it():
     assert RequestAccountant("anthropic", counter, thinking="latest").add(keep_all).tokens == latest
 
 
+def test_sent_blocks_split_a_requests_price_between_cache_reads_and_writes():
+    """The blocks `sent_blocks` names, priced at the read price up to `read_blocks` and at the
+    write price after, plus the head, make up the request's cost; thinking the provider drops
+    is not among them."""
+    counter = get_counter()
+    first = {"system": "you are terse", "messages": [{"role": "user", "content": "first"},
+                                                     {"role": "assistant", "content": "ok"}]}
+    second = {**first, "messages": first["messages"] + [
+        {"role": "user", "content": "second"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm " * 50, "signature": "s"},
+                                          {"type": "text", "text": "done"}]},
+        {"role": "user", "content": "third"}]}
+    accountant = RequestAccountant("anthropic", counter)
+    head = counter.count('{"system":"you are terse"}')
+    for body, read_blocks, head_price in ((first, 0, ANTHROPIC.write), (second, 2, ANTHROPIC.read)):
+        priced = accountant.add(body)
+        assert priced.cache.read_blocks == read_blocks
+        spent = sum((ANTHROPIC.read if k < read_blocks else ANTHROPIC.write) * n
+                    for k, (_, _, n) in enumerate(accountant.sent_blocks(body)))
+        assert abs(priced.cost - spent - head_price * head) < 1e-6
+    assert [(i, j) for i, j, _ in accountant.sent_blocks(second)] == [(0, 0), (1, 0), (2, 0), (3, 1), (4, 0)]
+
+
 def _claude_line(uuid, parent, kind, content, **extra):
     line = {"uuid": uuid, "parentUuid": parent, "sessionId": "s", "type": kind,
             "message": {"role": kind, "content": content}, **extra}
@@ -167,3 +190,13 @@ def test_effective_cost_adds_rereads_only_for_lost_needed_lines():
     assert raw.needed.fraction() == 1.0 and raw.effective_cost == raw.cost
     assert cap.needed.fraction() == 0.0 and cap.needed.calls_with_loss == 1  # line 100 was in the cut middle
     assert cap.effective_cost > cap.cost
+
+
+def test_replay_shows_every_sides_priced_request_to_an_observer():
+    session = [{"role": "user", "content": "edit the handler"}, *_read_turn(1, SOURCE),
+               _edit_reply("def handler_number_100(self, value):")]
+    seen: list[tuple[str, float]] = []
+    report = replay(read_text(json.dumps({"messages": session}), "request"),
+                    observe=lambda side, body, priced, accountant: seen.append((side, priced.cost)))
+    assert [side for side, _ in seen] == ["raw", "cap", "ctxmill"] * report.requests
+    assert abs(sum(cost for side, cost in seen if side == "cap") - report.cap.cost) < 0.1  # stats round

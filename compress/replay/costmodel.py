@@ -55,6 +55,8 @@ class CacheCost:
 
     read: int
     write: int
+    read_blocks: int = 0
+    """How many of the request's content blocks, from the first, were read from the cache."""
 
     def cost(self, prices: Prices = ANTHROPIC) -> float:
         return prices.read * self.read + prices.write * self.write
@@ -100,7 +102,7 @@ class PromptCache:
             self._heads.add(head_key)
         if n:
             self._entries.add(chain[n])
-        return CacheCost(read, write)
+        return CacheCost(read, write, hit)
 
 
 def compaction_events(sizes: Iterable[int], at: int = COMPACT_AT, to: int = COMPACT_TO) -> int:

@@ -107,20 +107,36 @@ class RequestAccountant:
         """Tokens of one provider-shaped message, thinking included."""
         return sum(self._info(message).tokens)
 
-    def add(self, body: dict) -> Priced:
+    def sent_blocks(self, body: dict) -> list[tuple[int, int, int]]:
+        """(message index, block index, tokens) of each content block the provider is sent, in
+        the order `add` prices them: the first `Priced.cache.read_blocks` are read from cache.
+        A message without blocks counts as one (block index 0)."""
+        where: list[tuple[int, int]] = []
+        _, tokens = self._sent(body, where)
+        return [(i, j, n) for (i, j), n in zip(where, tokens)]
+
+    def _sent(self, body: dict, where: list[tuple[int, int]] | None = None) -> tuple[list[int], list[int]]:
+        """Keys and tokens of the blocks sent; `where` gets each one's (message, block) index."""
         infos = [self._info(m) for m in body[self.field]]
         last_person = -1 if self._keeps_all_thinking(body) else last_person_index(infos)
         keys: list[int] = []
         tokens: list[int] = []
         for i, info in enumerate(infos):
-            if any(info.thinking) and not (info.is_assistant and sends_thinking(i, last_person)):
-                for key, n, thinking in zip(info.keys, info.tokens, info.thinking):
-                    if not thinking:
-                        keys.append(key)
-                        tokens.append(n)
-            else:
+            dropped = any(info.thinking) and not (info.is_assistant and sends_thinking(i, last_person))
+            if not dropped and where is None:
                 keys.extend(info.keys)
                 tokens.extend(info.tokens)
+                continue
+            for j, (key, n, thinking) in enumerate(zip(info.keys, info.tokens, info.thinking)):
+                if not (dropped and thinking):
+                    keys.append(key)
+                    tokens.append(n)
+                    if where is not None:
+                        where.append((i, j))
+        return keys, tokens
+
+    def add(self, body: dict) -> Priced:
+        keys, tokens = self._sent(body)
         head_key, head_tokens = self._head(body)
         cost = self.cache.add(keys, tokens, head_key, head_tokens)
         total = head_tokens + sum(tokens)

@@ -137,12 +137,14 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
            chain: Chain | None = None, counter: TokenCounter | None = None,
            progress: Callable[[int, int], None] | None = None,
            peers: dict[str, Callable[[dict], dict]] | None = None, glued: bool = False,
-           thinking: str = "request", cache_ttl: str = "5m") -> ReplayReport:
+           thinking: str = "request", cache_ttl: str = "5m",
+           observe: Callable[[str, dict, Priced, RequestAccountant], None] | None = None) -> ReplayReport:
     """Replay every model call of `transcript` through the pipeline and report, side by side
     with the raw requests, the decide-once cap and `peers` (name -> raw body -> compressed body).
 
     The host's real histories are replayed: a compaction starts a new one whose first message is
-    its summary (`glued`: one history across compactions, the summaries left out)."""
+    its summary (`glued`: one history across compactions, the summaries left out). `observe` is
+    called with each side's name, request, its price and that side's accountant."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     prices = prices_for(transcript.provider, str(transcript.head.get("model", "")), cache_ttl)
@@ -191,6 +193,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             for name, body in bodies.items():
                 priced = sides[name].add(body)
                 stats[name].add(priced)
+                if observe:
+                    observe(name, body, priced, sides[name])
                 if needs:
                     stats[name].needed.add(needs, texts.request(body[sides[name].field]),
                                            _reread(prices, priced, sides["raw"], raw_messages))
