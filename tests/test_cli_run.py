@@ -100,3 +100,28 @@ def test_run_sends_the_proxy_where_the_command_would_have_gone():
     flags = argparse.Namespace(upstream_anthropic="http://a", upstream_openai="http://o")
     assert upstreams(flags, {"ANTHROPIC_BASE_URL": "http://x"}) == ["--upstream-anthropic", "http://a",
                                                                    "--upstream-openai", "http://o"]
+
+
+def test_a_run_never_takes_the_proxy_another_run_started_on_its_port_for_its_own(tmp_path, monkeypatch):
+    """Two runs that pick the same free port at once: the proxy of the one that binds second
+    fails, and that run must see the failure (and retry on a free port) rather than take the
+    other run's proxy, which answers on the port, for its own: its client would send requests to
+    another home and lose them when the other run ends."""
+    import pytest
+
+    from ctxmill.commands.run import _start_proxy
+    from ctxmill.errors import CliError
+    from tests.helpers import eventually
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    port = _free_port()
+    other = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home",
+                              str(tmp_path / "other"), "--log-level", "warning"],
+                             env={**os.environ, "CTXMILL_HOME": str(tmp_path / "other")}, stderr=subprocess.DEVNULL)
+    try:
+        eventually(lambda: _listening(port))
+        with pytest.raises(CliError, match="address already in use"):
+            _start_proxy(port, tmp_path / "own", [])
+    finally:
+        other.terminate()
+        other.wait(timeout=30)

@@ -45,15 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _answers(port: int) -> bool:
+def _answers(port: int, pid: int | None = None) -> bool:
+    """A ctxmill proxy answers on `port` (with `pid`: the one that process serves, not another
+    run's that took the port first)."""
     from ctxmill.commands.proxy import fetch_stats
     from ctxmill.errors import CliError
 
     try:
-        fetch_stats(HOST, port)
-        return True
+        stats = fetch_stats(HOST, port)
     except CliError:
         return False
+    return pid is None or stats.get("pid") == pid
 
 
 def _free(port: int) -> bool:
@@ -104,7 +106,7 @@ def _start_proxy(port: int, home: Path, upstream: list[str]) -> subprocess.Popen
         if proxy.poll() is not None:
             reason = (proxy.stderr.read() or b"").decode(errors="replace").strip().splitlines()
             raise CliError(f"the proxy did not start: {reason[-1] if reason else f'exit {proxy.returncode}'}")
-        if _answers(port):
+        if _answers(port, proxy.pid):
             return proxy
         time.sleep(0.1)
     proxy.terminate()

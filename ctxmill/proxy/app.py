@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from typing import AsyncIterator
 
@@ -84,7 +85,8 @@ class Proxy:
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
                 "cache_read_tokens", "cache_write_tokens", "output_tokens")
         totals = {k: sum(s[k] for s in sessions) for k in keys}
-        return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot()})
+        return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot(),
+                             "pid": os.getpid()})
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
