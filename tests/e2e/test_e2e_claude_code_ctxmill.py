@@ -14,7 +14,8 @@ import pytest
 from tests.e2e import clients
 from tests.e2e.scenarios import claude_code as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import tool_results
-from tests.e2e.through_ctxmill import unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record, with_ctxmill
+from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, proxy_waits_for_compression,
+                                      record, unresolved, with_ctxmill)
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -41,6 +42,7 @@ def run_through(client, project, env, *args) -> clients.Result:
 
 def test_claude_code_through_ctxmill(claude_code, home, serve, tmp_path):
     project = make_project(tmp_path / "proj", large=True)
+    proxy_waits_for_compression(project)
     scenario = with_ctxmill(scenario_for(project), "mcp__ctxmill__deep_expand", "mcp__ctxmill__memory_store")
     srv = serve(scenario.script)
     env = claude_env(home, srv.url)

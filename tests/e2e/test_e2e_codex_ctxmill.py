@@ -15,7 +15,8 @@ import pytest
 from tests.e2e import clients
 from tests.e2e.scenarios import codex as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import Call, Turn, tool_results
-from tests.e2e.through_ctxmill import unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record
+from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, proxy_waits_for_compression,
+                                      record, unresolved)
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -30,6 +31,7 @@ def expand_by_shell(body: dict, index: int) -> Turn:
 
 def test_codex_through_ctxmill(codex, home, serve, tmp_path):
     project = make_project(tmp_path / "proj", large=True)
+    proxy_waits_for_compression(project)
     scenario = scenario_for(project)
     store = f"ctxmill memory store --type decision {shlex.quote(MEMORY)}"
     scenario.script[-1:] = [expand_by_shell, Turn("Saving the decision.", [Call("exec_command", {"cmd": store, "login": False})]),

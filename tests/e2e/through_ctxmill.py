@@ -28,6 +28,15 @@ def path_with_ctxmill(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
 
 
+def proxy_waits_for_compression(project: Path) -> None:
+    """The proxy `ctxmill run` starts in `project` waits for every compression (`[proxy]
+    latency_budget_ms = "none"`): which requests carry markers must not depend on how busy the
+    machine is. The budget's fallback (a request sent as it came) is the proxy tests' subject."""
+    home = project / ".ctxmill"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+
+
 def markers(body) -> list[str]:
     return MARKER.findall(json.dumps(body))
 
