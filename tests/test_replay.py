@@ -127,6 +127,9 @@ def test_cli_report_json_and_summary(tmp_path):
     summary = _cli(str(tmp_path), "--summary")
     assert summary.returncode == 0 and "2 sessions, totals (sums of costs)" in summary.stdout
     assert "cap        modelled" in summary.stdout
+    kinds = _cli(str(tmp_path), "--summary", "--by-kind")
+    assert kinds.returncode == 0 and "cost by kind of content" in kinds.stdout and "file reads" in kinds.stdout
+    assert json.loads(_cli(str(path), "--json", "--by-kind").stdout)["by_kind"]["cap"]["user text"] > 0
     missing_peer = _cli(str(path), "--headroom", str(tmp_path / "no-python"))
     assert missing_peer.returncode == 2 and "cannot import headroom" in missing_peer.stderr
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from compress.formats.requests import SHAPES
 from compress.formats.sessions import read_text
+from compress.replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from compress.replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from compress.replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
 from compress.replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
@@ -192,11 +193,17 @@ def test_effective_cost_adds_rereads_only_for_lost_needed_lines():
     assert cap.effective_cost > cap.cost
 
 
-def test_replay_shows_every_sides_priced_request_to_an_observer():
+def test_replay_by_kind_splits_each_sides_cost_by_kind_of_content():
+    """The kinds add up to each side's modelled cost; the file read is where raw and the cap
+    differ, and the edit's input counts as a file-changing input."""
     session = [{"role": "user", "content": "edit the handler"}, *_read_turn(1, SOURCE),
                _edit_reply("def handler_number_100(self, value):")]
-    seen: list[tuple[str, float]] = []
-    report = replay(read_text(json.dumps({"messages": session}), "request"),
-                    observe=lambda side, body, priced, accountant: seen.append((side, priced.cost)))
-    assert [side for side, _ in seen] == ["raw", "cap", "ctxmill"] * report.requests
-    assert abs(sum(cost for side, cost in seen if side == "cap") - report.cap.cost) < 0.1  # stats round
+    report = replay(read_text(json.dumps({"messages": session}), "request"), by_kind=True)
+    assert set(report.by_kind) == {"raw", "cap", "ctxmill"}
+    for name, side in report.sides().items():
+        assert abs(sum(report.by_kind[name].values()) - side.cost) < 0.1  # costs are rounded
+    raw, cap = report.by_kind["raw"], report.by_kind["cap"]
+    assert cap[FILE_READS] < raw[FILE_READS] / 2
+    assert cap[USER_TEXT] == raw[USER_TEXT] > 0 and cap[CHANGE_INPUTS] == raw[CHANGE_INPUTS] > 0
+    assert "cost by kind of content" in report.render() and "by_kind" in report.to_dict()
+    assert replay(read_text(json.dumps({"messages": session}), "request")).by_kind == {}

@@ -22,6 +22,7 @@ from compress.formats.sessions.transcript import Transcript
 from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
 from compress.model import Message
+from compress.replay.by_kind import KINDS, CostByKind
 from compress.replay.cap import DecideOnceCap
 from compress.replay.costmodel import Prices, prices_for
 from compress.replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
@@ -61,6 +62,8 @@ class ReplayReport:
     skipped: dict[str, int] = field(default_factory=dict)
     host_compactions: int = 0
     seconds: float = 0.0
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Side -> kind of content -> modelled cost (`compress.replay.by_kind`; empty unless asked)."""
 
     @property
     def cost_ratio(self) -> float:
@@ -122,8 +125,22 @@ class ReplayReport:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
             lines.append(f"  lost        {item}")
+        lines += by_kind_lines(self.by_kind, self.raw.cost)
         lines.append(f"  counted with {self.counter}; replay took {self.seconds:.1f} s")
         return "\n".join(lines)
+
+
+def by_kind_lines(by_kind: dict[str, dict[str, float]], raw_cost: float) -> list[str]:
+    """A table of each side's cost per kind of content, as shares of the raw side's cost."""
+    if not by_kind or not raw_cost:
+        return []
+    names = list(by_kind)
+    lines = ["  cost by kind of content, as shares of the raw side's cost:",
+             "    " + " " * 44 + "  ".join(f"{n:>8}" for n in names)]
+    for kind in (*KINDS, "all"):
+        cells = [sum(by_kind[n].values()) if kind == "all" else by_kind[n].get(kind, 0.0) for n in names]
+        lines.append(f"    {kind:<44}" + "  ".join(f"{c / raw_cost:8.3f}" for c in cells))
+    return lines
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -137,14 +154,13 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
            chain: Chain | None = None, counter: TokenCounter | None = None,
            progress: Callable[[int, int], None] | None = None,
            peers: dict[str, Callable[[dict], dict]] | None = None, glued: bool = False,
-           thinking: str = "request", cache_ttl: str = "5m",
-           observe: Callable[[str, dict, Priced, RequestAccountant], None] | None = None) -> ReplayReport:
+           thinking: str = "request", cache_ttl: str = "5m", by_kind: bool = False) -> ReplayReport:
     """Replay every model call of `transcript` through the pipeline and report, side by side
     with the raw requests, the decide-once cap and `peers` (name -> raw body -> compressed body).
 
     The host's real histories are replayed: a compaction starts a new one whose first message is
-    its summary (`glued`: one history across compactions, the summaries left out). `observe` is
-    called with each side's name, request, its price and that side's accountant."""
+    its summary (`glued`: one history across compactions, the summaries left out). `by_kind`:
+    also where each side's cost goes, by kind of content (`ReplayReport.by_kind`)."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     prices = prices_for(transcript.provider, str(transcript.head.get("model", "")), cache_ttl)
@@ -161,6 +177,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     report.peers = {name: SideStats() for name in peers}
     stats = {"raw": report.raw, "cap": report.cap, "ctxmill": report.compressed, **report.peers}
     store = CCRStore.in_memory()
+    kinds = CostByKind(transcript.provider) if by_kind else None
     texts = MessageTexts()
     parse = SHAPES[transcript.provider].parse_message
     histories = [transcript] if glued else transcript.segments()
@@ -193,8 +210,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             for name, body in bodies.items():
                 priced = sides[name].add(body)
                 stats[name].add(priced)
-                if observe:
-                    observe(name, body, priced, sides[name])
+                if kinds:
+                    kinds.add(name, body, priced, sides[name])
                 if needs:
                     stats[name].needed.add(needs, texts.request(body[sides[name].field]),
                                            _reread(prices, priced, sides["raw"], raw_messages))
@@ -203,6 +220,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             if progress:
                 progress(len(durations), total)
     report.requests = len(durations)
+    report.by_kind = kinds.result() if kinds else {}
     report.usage = check_usage(usage_pairs)
     unseen = report.usage.unseen_head if report.usage else 0
     for name, side in stats.items():

@@ -1,14 +1,16 @@
-"""`ctxmill replay PATH [--json] [--summary] [--format F] [--glued] [--thinking M] [--cache-ttl T] [--headroom PY]`.
+"""`ctxmill replay PATH [--json] [--summary] [--by-kind] [--format F] [--glued] [--thinking M] [--cache-ttl T]
+[--headroom PY]`.
 
 Reads a recorded agent session (Claude Code, flat Claude, Codex, opencode, Craft, SWE-agent,
 or a plain request body), replays it request by request through the compressor as a live
 agent would, and reports, side by side with the raw requests, the decide-once cap and (with
 --headroom) headroom-ai: tokens, modelled prompt-cache cost, effective cost (plus re-reads of
 lines the agent later copied into edits but could no longer see), needed lines kept by age,
-compactions, retention and pipeline time. A host compaction starts a new history whose first
-message is its summary (--glued: one history across compactions, as a stress case). PATH may
-be a folder: every session file under it is replayed. A progress bar shows on stderr when
-stderr is a terminal.
+compactions, retention and pipeline time; with --by-kind also where each side's cost goes, by
+kind of content (file reads, command output, write and edit inputs, user text, ...). A host
+compaction starts a new history whose first message is its summary (--glued: one history across
+compactions, as a stress case). PATH may be a folder: every session file under it is replayed.
+A progress bar shows on stderr when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="session file, or a folder of sessions")
     p.add_argument("--json", action="store_true", help="print the report(s) as JSON")
     p.add_argument("--summary", action="store_true", help="one line per session plus a total")
+    p.add_argument("--by-kind", action="store_true",
+                   help="also each side's cost by kind of content (file reads, command output, tool inputs, ...)")
     p.add_argument("--format", choices=sorted(FORMATS), help="force the session format (default: detect)")
     p.add_argument("--glued", action="store_true", help="one history across host compactions (summaries left out)")
     p.add_argument("--thinking", choices=("request", "all", "latest"), default="request",
@@ -83,6 +87,19 @@ def _totals(reports) -> str:
     return f"{len(reports)} sessions, totals (sums of costs):\n" + "\n".join(cells)
 
 
+def _kind_totals(reports) -> list[str]:
+    """Each side's cost by kind, summed over the sessions, as shares of the raw cost."""
+    from collections import Counter, defaultdict
+
+    from compress.replay.runner import by_kind_lines
+
+    totals: dict[str, Counter] = defaultdict(Counter)
+    for report in reports:
+        for side, costs in report.by_kind.items():
+            totals[side].update(costs)
+    return by_kind_lines({side: dict(costs) for side, costs in totals.items()}, sum(r.raw.cost for r in reports))
+
+
 def run(args: argparse.Namespace) -> int:
     import orjson
 
@@ -117,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"ctxmill replay: {file}: no model calls found\n")
         reports.append(replay(transcript, source=str(file), config=config, counter=counter,
                               progress=_progress(file.name), peers=peers, glued=args.glued,
-                              thinking=args.thinking, cache_ttl=args.cache_ttl))
+                              thinking=args.thinking, cache_ttl=args.cache_ttl, by_kind=args.by_kind))
     if args.json:
         data = [r.to_dict() for r in reports]
         sys.stdout.write(orjson.dumps(data if path.is_dir() else data[0], option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -125,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         for report in reports:
             print(_summary_line(report))
         print(_totals(reports))
+        if args.by_kind:
+            print("\n".join(_kind_totals(reports)))
     else:
         print("\n\n".join(r.render() for r in reports))
     return 0
