@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from compress.formats.requests import SHAPES
-from compress.model import REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.replay.pricing import Priced, RequestAccountant
 from compress.vocab.calls import touched_files
 from compress.vocab.tools import PROTECTED_TOOLS, ToolKind, is_protected_tool, tool_kind
@@ -38,17 +38,17 @@ _OUTPUT_KIND = {ToolKind.FILE_READ: FILE_READS, ToolKind.COMMAND: COMMAND_OUTPUT
 def kind_of(block: Block | None, msg: Message, calls: dict[str, tuple[str, Any]]) -> str:
     """The kind a block's cost goes to (`calls`: tool id -> (name, input) in the request; a
     message without blocks is None)."""
-    if block is not None and block.kind in (THINKING, REDACTED_THINKING):
-        return THINKING_KIND
-    if block is not None and block.kind == TOOL_USE:
+    if block is None or block.kind not in (THINKING, REDACTED_THINKING, TOOL_USE, TOOL_RESULT):
+        return ASSISTANT_TEXT if msg.role == "assistant" else USER_TEXT
+    if block.kind == TOOL_USE:
         changes = any(t.action in CHANGES for t in touched_files(block.tool_name, block.input))
         return CHANGE_INPUTS if changes else OTHER_INPUTS
-    if block is not None and block.kind == TOOL_RESULT:
+    if block.kind == TOOL_RESULT:
         name, tool_input = calls.get(block.tool_id, ("", None))
         if is_protected_tool(name, PROTECTED_TOOLS):
             return PROTECTED_OUTPUT
         return _OUTPUT_KIND.get(tool_kind(name, tool_input), OTHER_OUTPUT)
-    return ASSISTANT_TEXT if msg.role == "assistant" else USER_TEXT
+    return THINKING_KIND
 
 
 class CostByKind:
@@ -74,3 +74,16 @@ class CostByKind:
     def result(self) -> dict[str, dict[str, float]]:
         """Side -> kind -> cost (every kind listed, in `KINDS` order)."""
         return {side: {kind: round(costs[kind], 2) for kind in KINDS} for side, costs in self.costs.items()}
+
+
+def table_lines(by_kind: dict[str, dict[str, float]], raw_cost: float) -> list[str]:
+    """A text table of each side's cost per kind, as shares of the raw side's cost ([] if none)."""
+    if not by_kind or not raw_cost:
+        return []
+    names = list(by_kind)
+    lines = ["  cost by kind of content, as shares of the raw side's cost:",
+             "    " + " " * 44 + "  ".join(f"{n:>8}" for n in names)]
+    for kind in (*KINDS, "all"):
+        cells = [sum(by_kind[n].values()) if kind == "all" else by_kind[n].get(kind, 0.0) for n in names]
+        lines.append(f"    {kind:<44}" + "  ".join(f"{c / raw_cost:8.3f}" for c in cells))
+    return lines

@@ -22,7 +22,7 @@ from compress.formats.sessions.transcript import Transcript
 from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
 from compress.model import Message
-from compress.replay.by_kind import KINDS, CostByKind
+from compress.replay.by_kind import CostByKind, table_lines
 from compress.replay.cap import DecideOnceCap
 from compress.replay.costmodel import Prices, prices_for
 from compress.replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
@@ -125,22 +125,9 @@ class ReplayReport:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
             lines.append(f"  lost        {item}")
-        lines += by_kind_lines(self.by_kind, self.raw.cost)
+        lines += table_lines(self.by_kind, self.raw.cost)
         lines.append(f"  counted with {self.counter}; replay took {self.seconds:.1f} s")
         return "\n".join(lines)
-
-
-def by_kind_lines(by_kind: dict[str, dict[str, float]], raw_cost: float) -> list[str]:
-    """A table of each side's cost per kind of content, as shares of the raw side's cost."""
-    if not by_kind or not raw_cost:
-        return []
-    names = list(by_kind)
-    lines = ["  cost by kind of content, as shares of the raw side's cost:",
-             "    " + " " * 44 + "  ".join(f"{n:>8}" for n in names)]
-    for kind in (*KINDS, "all"):
-        cells = [sum(by_kind[n].values()) if kind == "all" else by_kind[n].get(kind, 0.0) for n in names]
-        lines.append(f"    {kind:<44}" + "  ".join(f"{c / raw_cost:8.3f}" for c in cells))
-    return lines
 
 
 def _percentile(values: list[float], q: float) -> float:
