@@ -102,7 +102,7 @@ class Planner:
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
-                           thinking_kept=self.thinking_kept)
+                           thinking_kept=self.thinking_kept, past_tail=mutable)
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

@@ -5,7 +5,8 @@ session, not in the protected tail), and in them never a tool id or name, user-w
 a system message (host instructions and hook output: Claude Code 2.1 sends them inside
 `messages`), or (unless `may_edit_inputs`) a tool input. A stage that `appends_to_newest` may
 also append exactly one text block to the newest user message (`newest_user_index`: system
-messages may follow it). A stage that `decides_on_arrival` may change only tool results.
+messages may follow it). A stage that `decides_on_arrival` may change only tool results and,
+if it `may_edit_inputs`, tool inputs.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stag
             return f"changed tool ids or names in message {i}"
         if a.role == "user" and not _same_objects(_authored(a), _authored(b)):
             return f"changed user text in message {i}"
-        if stage.decides_on_arrival and not _same_objects(_authored(a), _authored(b)):
-            return f"changed more than tool results in message {i}"
+        if stage.decides_on_arrival and not _same_objects(_authored(a, stage), _authored(b, stage)):
+            return f"changed more than tool results{' and inputs' if stage.may_edit_inputs else ''} in message {i}"
         if not stage.may_edit_inputs and not _same_objects(_inputs(a), _inputs(b)):
             return f"changed tool inputs in message {i}"
     return ""
@@ -56,8 +57,11 @@ def _calls(msg: Message) -> list[tuple[str, str, str]]:
     return [(b.kind, b.tool_id, b.tool_name) for b in msg.blocks if b.kind in (TOOL_USE, TOOL_RESULT)]
 
 
-def _authored(msg: Message) -> list[Any]:
-    return [b for b in msg.blocks if b.kind != TOOL_RESULT]
+def _authored(msg: Message, stage: Stage | None = None) -> list[Any]:
+    """Blocks other than tool results; without the tool calls for a stage that may edit inputs
+    (its calls' ids and names are checked apart)."""
+    skip = (TOOL_RESULT, TOOL_USE) if stage is not None and stage.may_edit_inputs else (TOOL_RESULT,)
+    return [b for b in msg.blocks if b.kind not in skip]
 
 
 def _inputs(msg: Message) -> list[Any]:

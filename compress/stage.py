@@ -58,10 +58,11 @@ class Stage:
     the newest message when that is a user message (existing blocks unchanged). The runner runs
     such a stage even when no message is mutable, and checks the append."""
     decides_on_arrival: bool = False
-    """The other exception: the stage may change the tool results of every message the run
-    decides, protected tail included, because what it makes of a result is a pure function of
-    the result and its call (the same bytes at every later epoch). The runner gives it
-    `ctx.mutable` true from the run's first decided message on."""
+    """The other exception: the stage may change the tool results (and, if it `may_edit_inputs`,
+    the tool inputs) of every message the run decides, protected tail included, because what it
+    makes of them there is a pure function of the call and its result (the same bytes at every
+    later epoch). The runner gives it `ctx.mutable` true from the run's first decided message
+    on, and `ctx.past_tail` for what other stages may change."""
 
 
 @dataclass(slots=True)
@@ -98,6 +99,9 @@ class StageContext:
     old thinking is then read by the model and billed, not dropped (`compress.provider_cache`)."""
     decisions: list[tuple[int, str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    past_tail: tuple[bool, ...] = ()
+    """The messages a stage that does not decide on arrival may change (not frozen, not in the
+    protected tail); equal to `mutable` for such a stage."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""

@@ -1,6 +1,7 @@
 """Property tests for dedup_tool_calls, purge_errors and supersede_inputs on generated sessions:
 pairing intact, never larger, markers resolve exactly, deterministic, idempotent, and the latest
-successful change of every file keeps its input until it has settled."""
+successful change of every file keeps its input until it has settled, but for the texts an edit
+replaced."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
+from compress.vocab.tools import OLD_TEXT_KEYS
 from compress.vocab.touches import CHANGES, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
 from tests.strategies import agent_sessions, requests
@@ -35,7 +37,20 @@ def _changed_inputs_were_stale_or_failed(before: dict, after: dict) -> None:
         later = [t for c in ok[ok.index(call) + 1:] for t in touched_files(c.name, old[c.use_msg].blocks[c.use_block].input)
                  if t.action in CHANGES]
         settled = anchor - old[call.use_msg].turn >= settled_after
-        assert changed and (settled or all(any(same_file(p, t.path) for t in later) for p in changed))
+        if not (settled or all(any(same_file(p, t.path) for t in later) for p in changed)):
+            # still current: only the texts the edit replaced may be notes, and only once it succeeded
+            assert call.result_msg >= 0
+            assert _without_replaced(use.input) == _without_replaced(new[call.use_msg].blocks[call.use_block].input)
+        assert changed
+
+
+def _without_replaced(value):
+    """The input with every replaced text (`OLD_TEXT_KEYS`, also inside a MultiEdit's edits) left out."""
+    if isinstance(value, dict):
+        return {k: _without_replaced(v) for k, v in value.items() if k not in OLD_TEXT_KEYS}
+    if isinstance(value, list):
+        return [_without_replaced(v) for v in value]
+    return value
 
 
 @settings(max_examples=120, deadline=None)

@@ -30,6 +30,8 @@ def note_of(text: str):
     return note
 
 
+REPLACED = "40-line old_string of {path} stored; this edit replaced it, the file no longer holds it"
+
 CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
 """Only bodies whose files a later call changed are superseded."""
 
@@ -66,7 +68,8 @@ def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
     out, _, store = run(body)
     bash, edit = inputs(out)
     assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was edited again at turn 2"
-    assert bash["description"] == "write app" and edit["old_string"] == OLD
+    assert bash["description"] == "write app" and edit["new_string"] == NEW
+    assert note_of(edit["old_string"]).summary == REPLACED.format(path=APP)  # the newest edit: only what it replaced
     check_run(body, out, store)
 
 
@@ -157,3 +160,42 @@ def test_a_frozen_write_stays_until_the_next_epoch():
     assert report.mode == "incremental" and inputs(out)[0]["content"] == V1
     out, report, _ = run(body)
     assert report.mode == "epoch" and find_markers(inputs(out)[0]["content"])
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "openai"])
+def test_the_text_a_successful_edit_replaced_is_noted_on_arrival_tail_included(shape):
+    edit = ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW, "replace_all": False}, "ok")
+    body = BODIES[shape]([("Read", {"file_path": APP}, V1), edit])
+    out, report, store = run_stages(body, STAGE)  # the edit is in the protected tail and not settled
+    _, noted = inputs(out)
+    assert note_of(noted["old_string"]).summary == REPLACED.format(path=APP)
+    assert noted["new_string"] == NEW and noted["file_path"] == APP and noted["replace_all"] is False
+    assert check_run(body, out, store) == 1
+
+    failed = BODIES[shape]([("Read", {"file_path": APP}, V1), (*edit[:2], "Error: String to replace not found in file.", True)])
+    small = BODIES[shape]([("Edit", {"file_path": APP, "old_string": OLD[:400], "new_string": NEW}, "ok")])
+    assert run_stages(failed, STAGE)[0] is failed
+    assert run_stages(small, STAGE)[0] is small  # replaced texts of 500 characters or less stay
+
+
+def test_a_multiedit_notes_each_replaced_text_and_keeps_its_new_texts():
+    parts = [{"old_string": OLD, "new_string": NEW}, {"old_string": OLD.replace("old", "former"), "new_string": "x"}]
+    body = anthropic_body([("MultiEdit", {"file_path": APP, "edits": parts}, "Applied 2 edits")])
+    out, _, store = run_stages(body, STAGE)
+    (noted,) = inputs(out)
+    assert [note_of(p["old_string"]).summary for p in noted["edits"]] == [REPLACED.format(path=APP)] * 2
+    assert [p["new_string"] for p in noted["edits"]] == [NEW, "x"]
+    check_run(body, out, store)
+
+
+def test_a_replaced_text_renders_the_same_in_every_request_until_the_edit_is_superseded():
+    session = Session.memory()
+    edit = ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")
+    first, _, _ = run_stages(anthropic_body([edit]), STAGE, session=session)
+    later = anthropic_body([edit, ("Bash", {"command": "pytest -q"}, "3 passed")])
+    incremental, report, _ = run_stages(later, STAGE, session=session)
+    epoch, epoch_report, _ = run(later)
+    assert report.mode == "incremental" and epoch_report.mode == "epoch"
+    assert inputs(first)[0] == inputs(incremental)[0] == inputs(epoch)[0]
+    superseded, _, _ = run(anthropic_body([edit, ("Write", {"file_path": APP, "content": V2}, "ok")]))
+    assert note_of(inputs(superseded)[0]["old_string"]).summary.endswith("the file was rewritten at turn 2")

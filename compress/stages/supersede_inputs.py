@@ -12,7 +12,13 @@ one-line note when the call is superseded:
   left the protected tail. The change is on disk, so the body is history; the note says when it
   was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
-  of the edited file) stays as it was. `settled_after_turns: 0` turns this off.
+  of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
+- replaced (before either, protected tail included): the old texts a successful edit replaced
+  (Edit/MultiEdit `old_string`, OpenCode `oldString`) are noted in the request that first
+  carries the edit and its result, when they total more than `min_chars`: the file no longer
+  holds them, and the prompt cache has not stored them yet. `<<ctxmill: 12-line old_string of
+  src/app.py stored; this edit replaced it, the file no longer holds it · deep_expand("…")>>`.
+  `new_string` stays whole: later edits copy from it.
 
 Only the note of a call's longest body string says where and why; its other strings get a short
 note (`<<ctxmill: 35-line new_string stored · deep_expand("…")>>`). The longest string saves the
@@ -22,14 +28,16 @@ A shell command holding such a heredoc is noted as a whole, so no command that w
 into a file is left behind.
 
 What must hold:
-- Writes and edits younger than `settled_after_turns` keep their inputs whole unless a later
-  call changed their files again (a later read alone never supersedes; the note only names it
-  when it is the first later touch).
+- Writes and edits younger than `settled_after_turns` or still in the protected tail keep
+  their inputs whole, but for the texts an edit replaced, unless a later call changed their
+  files again (a later read alone never supersedes; the note only names it when it is the first
+  later touch). The replaced texts' notes depend only on the call and its success, so every
+  epoch renders them the same (`Stage.decides_on_arrival`).
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
   default 500); each string is replaced under the common saving rule (`ctx.lossy`).
 - Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
-  mutable messages change. This stage runs at every tier: a superseded body is history, and
+  mutable messages change (for replaced texts, every message the run decides). This stage runs at every tier: a superseded body is history, and
   reading it again with every request is what a prompt cache charges for.
 """
 
@@ -46,7 +54,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
-from compress.vocab.tools import PATH_KEYS, ToolKind, tool_kind
+from compress.vocab.tools import OLD_TEXT_KEYS, PATH_KEYS, ToolKind, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 DEFAULTS = {"min_chars": 500, "settled_after_turns": 2}
@@ -104,6 +112,14 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
     return strings if sum(len(s) for _, s in strings) > min_chars else []
 
 
+def _replaced(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
+    """The old texts an edit call replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`) when
+    they total more than `min_chars`, else []."""
+    strings = [(path, text) for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS))
+               if field_name(path) in OLD_TEXT_KEYS]
+    return strings if sum(len(text) for _, text in strings) > min_chars else []
+
+
 def _what(path: KeyPath, text: str) -> str:
     name = field_name(path)
     if is_patch(text):
@@ -127,18 +143,25 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 
     edits: dict[int, dict[int, BlockEdit]] = {}
     for pos, item in enumerate(timeline):
-        if not ctx.mutable[item.call.use_msg]:
-            continue
+        use = item.call.use_msg
         changed = list(dict.fromkeys(t.path for t in item.touches if t.action in CHANGES))
+        if not ctx.mutable[use] or not changed:
+            continue
         afterwards = [later(pos, path) for path in changed]
         changed_again = all(any(t.action in CHANGES for _, t in touches) for touches in afterwards)
-        settled = settled_after > 0 and ctx.age(messages[item.call.use_msg]) >= settled_after
-        if not changed or not (changed_again or settled):
+        settled = settled_after > 0 and ctx.age(messages[use]) >= settled_after
+        where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
+        if not (ctx.past_tail[use] and (changed_again or settled)):
+            replaced = _replaced(item.block, min_chars) if item.call.result_msg >= 0 else []
+            if replaced:
+                edits.setdefault(use, {})[item.call.use_block] = (
+                    lambda block, strings=replaced, where=where: note_strings(
+                        block, strings, ctx, lambda path, text: f"{line_count(text)}-line {field_name(path)} of {where} "
+                                                                "stored; this edit replaced it, the file no longer holds it"))
             continue
         strings = _bodies(item.block, min_chars)
         if not strings:
             continue
-        where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if changed_again:
             next_pos, next_touch = min((touches[0] for touches in afterwards), key=lambda pt: pt[0])
             when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
@@ -152,9 +175,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             what = f"{line_count(text)}-line {_what(path, text)}"
             return f"{what} of {where} stored; {when}" if path == main else f"{what} stored"
 
-        edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
+        edits.setdefault(use, {})[item.call.use_block] = (
             lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
     return edit_blocks(messages, ctx, edits, "noted the body of a superseded write or edit")
 
 
-STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True)
+STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True, decides_on_arrival=True)
