@@ -1,5 +1,6 @@
-"""decide_on_arrival: long command / search / listing output is cut in the request that first
-carries it, protected tail included, and renders the same bytes in every later request."""
+"""decide_on_arrival: long command / search / listing output and reads of data files are cut in
+the request that first carries them, protected tail included, and render the same bytes in every
+later request."""
 
 from __future__ import annotations
 
@@ -49,6 +50,24 @@ def test_unnumbered_reads_json_short_and_protected_outputs_are_left_for_later():
                      turns_after=0)
     result, _ = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
     assert result.body == body
+
+
+def test_a_read_of_a_data_file_or_log_is_cut_when_it_arrives_and_a_source_read_is_not():
+    record = '{"type": "assistant", "message": {"content": [{"type": "text", "text": "%s"}]}, "id": %d}'
+    rows = numbered([record % ("x" * 300, i) for i in range(60)])
+    code = numbered([f"    value_{i} = compute({i})" for i in range(60)])
+    body = anthropic([("Read", {"file_path": "/repo/fixtures/session.jsonl"}, rows),
+                      ("Read", {"file_path": "/repo/build.log"}, numbered(build_log(300, error_at=150).split("\n"))),
+                      ("Read", {"file_path": "/repo/src/app.py"}, code)], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    jsonl, log, source = result_texts(result.body)
+    assert len(jsonl) < len(rows) / 3 and '"id": 0}' in jsonl and '"id": 59}' in jsonl
+    assert "kept" in find_markers(jsonl)[0].summary
+    assert "error: undefined symbol frobnicate in module_150" in log and len(log) < 10_000
+    assert find_markers(source)[0].summary.startswith("line numbers shown on")  # thinned, every line kept
+    assert all(f"value_{i} = compute({i})" in source for i in range(60))
+    for before, after in zip(result_texts(body), (jsonl, log)):
+        assert_markers_resolve(after, before, store)
 
 
 def numbered(lines: list[str], start: int = 1) -> str:

@@ -7,11 +7,12 @@ budgets of `compress.output_trim.TrimOptions` at `scale` (option, default 0.25):
 keeps its head, tail and every error line with context, search hits their first files and lines
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
 2,000, the decide-once cap's limit) is cut; JSON is left whole for crush_json, and the results
-of protected tools are never touched. A numbered file read keeps every line whole but only the
-first and every `number_every`-th (option, default 10) of its line numbers
-(`compress.line_numbers`; 1 keeps them all, for tools that edit by line number): the numbers
-cost about three tokens a line, the lines an agent copies into edits stay verbatim, and
-trim_outputs still decides how much of the read to keep later.
+of protected tools are never touched. A read of a data file or log (JSON lines, logs, CSV,
+task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
+keeps every line whole but only the first and every `number_every`-th (option, default 10) of
+its line numbers (`compress.line_numbers`; 1 keeps them all, for tools that edit by line
+number): the numbers cost about three tokens a line, the lines an agent copies into edits stay
+verbatim, and trim_outputs still decides how much of the read to keep later.
 Every change stores the original in CCR first and says what was kept.
 
 What must hold: the decision is a pure function of the result and its call (no tier, age or
@@ -32,12 +33,14 @@ from compress.model import Block, Message
 from compress.output_trim import TrimOptions, trimmed
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
+from compress.vocab.calls import touched_files
+from compress.vocab.files import is_data
 from compress.vocab.tools import ToolKind, tool_kind
 from ground.jsonbytes import parse_document
 
 ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER})
-"""Kinds decided on arrival; file reads, subagent and web output are the agent's working
-material and are decided later (trim_outputs)."""
+"""Kinds decided on arrival; file reads (but of data files), subagent and web output are the
+agent's working material and are decided later (trim_outputs)."""
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,17 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions) -> Block:
     kind = tool_kind(block.tool_name, block.call_input)
     text = block.result_text
+    path = ""
     if kind is ToolKind.FILE_READ:
-        return _thin(block, ctx, opts)
-    if len(text) <= opts.min_chars or kind not in ARRIVING_KINDS or parse_document(text) is not None:
+        path = next((t.path for t in touched_files(block.tool_name, block.call_input)), "")
+        if not is_data(path):
+            return _thin(block, ctx, opts)
+    elif kind not in ARRIVING_KINDS:
+        return block
+    if len(text) <= opts.min_chars or parse_document(text) is not None:
         return block
     budget = budgets.budget(opts.scale, kind)
-    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, "", budgets.base64_min_chars, True),
+    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, True),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
 

@@ -2,7 +2,8 @@
 
 One place for the extension lists the stages use: a read of source code is the agent's working
 material (it copies the lines it replaces out of it, often long after the read), a read of
-anything else (docs, data, logs, lock files) rarely is.
+anything else (docs, data, logs, lock files) rarely is, and a read of data or a log
+(`is_data`) practically never.
 """
 
 from __future__ import annotations
@@ -21,12 +22,22 @@ SOURCE_EXTENSIONS = frozenset({
 })
 
 
+DATA_EXTENSIONS = frozenset({".jsonl", ".ndjson", ".log", ".output", ".csv", ".tsv", ".har"})
+"""Records and logs (JSON lines, logs, tables, HTTP archives, Claude Code's background-task
+`.output` files): read to be looked at, not edited by hand. Reads of them supplied none of the
+lines the corpus's agents copied into edits."""
+
+
 def extension(path: str) -> str:
     return posixpath.splitext(path.lower())[1]
 
 
 def is_prose(path: str) -> bool:
     return extension(path) in PROSE_EXTENSIONS
+
+
+def is_data(path: str) -> bool:
+    return extension(path) in DATA_EXTENSIONS
 
 
 def is_source(path: str) -> bool:
