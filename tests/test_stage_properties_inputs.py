@@ -1,7 +1,7 @@
 """Property tests for dedup_tool_calls, purge_errors and supersede_inputs on generated sessions:
 pairing intact, never larger, markers resolve exactly, deterministic, idempotent, and the latest
-successful change of every file keeps its input until it has settled, but for the texts an edit
-replaced."""
+successful change of every file keeps its input until it has settled, but for what is history
+once its result arrived (texts an edit replaced, texts the result shows)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
+import re
+
+from compress.line_numbers import NUMBER_PREFIX
 from compress.vocab.tools import OLD_TEXT_KEYS
 from compress.vocab.touches import CHANGES, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
@@ -40,16 +43,25 @@ def _changed_inputs_were_stale_or_failed(before: dict, after: dict) -> None:
         if not (settled or all(any(same_file(p, t.path) for t in later) for p in changed)):
             # still current: only the texts the edit replaced may be notes, and only once it succeeded
             assert call.result_msg >= 0
-            assert _without_replaced(use.input) == _without_replaced(new[call.use_msg].blocks[call.use_block].input)
+            result = old[call.result_msg].blocks[call.result_block].result_text
+            assert _without_history(use.input, result) == _without_history(new[call.use_msg].blocks[call.use_block].input, result)
         assert changed
 
 
-def _without_replaced(value):
-    """The input with every replaced text (`OLD_TEXT_KEYS`, also inside a MultiEdit's edits) left out."""
+def _without_history(value, result: str):
+    """The input without what is history once `result` arrived: every replaced text
+    (`OLD_TEXT_KEYS`, also inside a MultiEdit's edits) and every string whose lines `result`
+    shows (numbered or not)."""
+    shown = {re.sub(rf"^{NUMBER_PREFIX}", "", line) for line in result.split("\n")}
+
+    def echoed(text) -> bool:
+        lines = [line for line in text.split("\n") if line.strip()] if isinstance(text, str) else []
+        return bool(lines) and all(line in shown for line in lines)
+
     if isinstance(value, dict):
-        return {k: _without_replaced(v) for k, v in value.items() if k not in OLD_TEXT_KEYS}
+        return {k: _without_history(v, result) for k, v in value.items() if k not in OLD_TEXT_KEYS and not echoed(v)}
     if isinstance(value, list):
-        return [_without_replaced(v) for v in value]
+        return [_without_history(v, result) for v in value]
     return value
 
 

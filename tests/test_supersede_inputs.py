@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
@@ -199,3 +201,39 @@ def test_a_replaced_text_renders_the_same_in_every_request_until_the_edit_is_sup
     assert inputs(first)[0] == inputs(incremental)[0] == inputs(epoch)[0]
     superseded, _, _ = run(anthropic_body([edit, ("Write", {"file_path": APP, "content": V2}, "ok")]))
     assert note_of(inputs(superseded)[0]["old_string"]).summary.endswith("the file was rewritten at turn 2")
+
+
+def echo(text: str) -> str:
+    """Claude Code's result of a Write over an existing file: the file, numbered."""
+    numbered = "\n".join(f"{n:>6}→{line}" for n, line in enumerate(text.split("\n"), 1))
+    return f"The file {APP} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{numbered}"
+
+
+def test_a_written_body_the_result_shows_line_for_line_is_noted_on_arrival():
+    rewrite = anthropic_body([("Write", {"file_path": APP, "content": V1}, echo(V1))])
+    out, _, store = run_stages(rewrite, STAGE)
+    (noted,) = inputs(out)
+    assert note_of(noted["content"]).summary == f"120-line body of {APP} stored; the result of this call shows every line of it"
+    assert check_run(rewrite, out, store) == 1
+    created = anthropic_body([("Write", {"file_path": APP, "content": V1}, f"File created successfully at: {APP}")])
+    partial = anthropic_body([("Write", {"file_path": APP, "content": V1}, echo(V1.replace("return 7", "return 8")))])
+    assert run_stages(created, STAGE)[0] is created and run_stages(partial, STAGE)[0] is partial
+
+
+@given(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), min_size=1, max_size=80),
+                min_size=20, max_size=60), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_a_body_is_noted_on_arrival_exactly_when_its_result_shows_every_line(lines, drop_one):
+    body_text = "\n".join(lines)
+    shown_lines = [line for line in lines if line.strip()]
+    if drop_one and shown_lines:
+        shown_lines = shown_lines[1:]
+    body = anthropic_body([("Write", {"file_path": APP, "content": body_text}, echo("\n".join(shown_lines)))])
+    out, _, store = run_stages(body, STAGE)
+    content = inputs(out)[0]["content"]
+    every_line_shown = all(line in set(shown_lines) for line in lines if line.strip())
+    if content != body_text:
+        assert every_line_shown and any(line.strip() for line in lines) and len(body_text) > 500
+        check_run(body, out, store)
+    elif every_line_shown and any(line.strip() for line in lines) and len(body_text) > 2_000:
+        raise AssertionError("a long body its result shows whole was kept")

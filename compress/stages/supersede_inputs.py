@@ -13,12 +13,15 @@ one-line note when the call is superseded:
   was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
-- replaced (before either, protected tail included): the old texts a successful edit replaced
-  (Edit/MultiEdit `old_string`, OpenCode `oldString`) are noted in the request that first
-  carries the edit and its result, when they total more than `min_chars`: the file no longer
-  holds them, and the prompt cache has not stored them yet. `<<ctxmill: 12-line old_string of
-  src/app.py stored; this edit replaced it, the file no longer holds it · deep_expand("…")>>`.
-  `new_string` stays whole: later edits copy from it.
+- history at birth (before either, protected tail included): in the request that first
+  carries a successful call and its result, the texts an edit replaced (Edit/MultiEdit
+  `old_string`, OpenCode `oldString`: the file no longer holds them) and the written texts the
+  result shows line for line (a host's numbered echo of a rewritten file or an edited region)
+  become notes, when they total more than `min_chars`. The prompt cache has not stored them
+  yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it, the file no
+  longer holds it · deep_expand("…")>>`, `<<ctxmill: 300-line body of src/app.py stored; the
+  result of this call shows every line of it · deep_expand("…")>>`. A `new_string` the result
+  does not show stays whole: later edits copy from it.
 
 Only the note of a call's longest body string says where and why; its other strings get a short
 note (`<<ctxmill: 35-line new_string stored · deep_expand("…")>>`). The longest string saves the
@@ -29,25 +32,28 @@ into a file is left behind.
 
 What must hold:
 - Writes and edits younger than `settled_after_turns` or still in the protected tail keep
-  their inputs whole, but for the texts an edit replaced, unless a later call changed their
+  their inputs whole, but for history at birth, unless a later call changed their
   files again (a later read alone never supersedes; the note only names it when it is the first
-  later touch). The replaced texts' notes depend only on the call and its success, so every
+  later touch). Notes of history at birth depend only on the call and its result, so every
   epoch renders them the same (`Stage.decides_on_arrival`).
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
   default 500); each string is replaced under the common saving rule (`ctx.lossy`).
 - Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
-  mutable messages change (for replaced texts, every message the run decides). This stage runs at every tier: a superseded body is history, and
-  reading it again with every request is what a prompt cache charges for.
+  mutable messages change (for history at birth, every message the run decides). This stage
+  runs at every tier: a superseded body is history, and reading it again with every request is
+  what a prompt cache charges for.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.line_numbers import NUMBER_PREFIX
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
@@ -62,6 +68,9 @@ _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "de
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
+_ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
+"""Written texts a host may show again in the call's result."""
+_NUMBERED = re.compile(rf"^{NUMBER_PREFIX}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +121,24 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
     return strings if sum(len(s) for _, s in strings) > min_chars else []
 
 
-def _replaced(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
-    """The old texts an edit call replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`) when
-    they total more than `min_chars`, else []."""
-    strings = [(path, text) for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS))
-               if field_name(path) in OLD_TEXT_KEYS]
-    return strings if sum(len(text) for _, text in strings) > min_chars else []
+def _history_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath, tuple[str, str]]:
+    """Body strings of a successful call that are history once its result arrives, with why:
+    the texts an edit replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`: the file no
+    longer holds them), and written texts the result shows line for line (hosts echo a
+    rewritten file or an edited region with line numbers). {} unless they total more than
+    `min_chars`."""
+    found: dict[KeyPath, tuple[str, str]] = {}
+    shown: set[str] | None = None
+    for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS)):
+        name = field_name(path)
+        if name in OLD_TEXT_KEYS:
+            found[path] = (text, "this edit replaced it, the file no longer holds it")
+        elif name in _ECHOED_KEYS:
+            shown = {_NUMBERED.sub("", line) for line in result.split("\n")} if shown is None else shown
+            lines = [line for line in text.split("\n") if line.strip()]
+            if lines and all(line in shown for line in lines):
+                found[path] = (text, "the result of this call shows every line of it")
+    return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
 
 
 def _what(path: KeyPath, text: str) -> str:
@@ -152,12 +173,13 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         settled = settled_after > 0 and ctx.age(messages[use]) >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if not (ctx.past_tail[use] and (changed_again or settled)):
-            replaced = _replaced(item.block, min_chars) if item.call.result_msg >= 0 else []
-            if replaced:
+            result = messages[item.call.result_msg].blocks[item.call.result_block] if item.call.result_msg >= 0 else None
+            born = _history_at_birth(item.block, result.result_text, min_chars) if result is not None else {}
+            if born:
                 edits.setdefault(use, {})[item.call.use_block] = (
-                    lambda block, strings=replaced, where=where: note_strings(
-                        block, strings, ctx, lambda path, text: f"{line_count(text)}-line {field_name(path)} of {where} "
-                                                                "stored; this edit replaced it, the file no longer holds it"))
+                    lambda block, born=born, where=where: note_strings(
+                        block, [(path, text) for path, (text, _) in born.items()],
+                        ctx, lambda path, text: f"{line_count(text)}-line {_what(path, text)} of {where} stored; {born[path][1]}"))
             continue
         strings = _bodies(item.block, min_chars)
         if not strings:
