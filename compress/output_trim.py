@@ -45,7 +45,7 @@ class TrimOptions:
     non_source_scale: float = 0.2
     """On top of the tier's scale for reads of files that are not source code
     (`compress.vocab.files.is_source`): docs, data and logs are rarely copied into edits."""
-    cold_after_turns: int = 12
+    cold_after_turns: int = 9
     cold_scale: float = 0.2
     """On top, for a cold read: at least `cold_after_turns` assistant turns old, and no call
     changed its file within that many turns after it (`trim_outputs.cold_reads`; 0 turns: off).
