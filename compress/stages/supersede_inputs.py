@@ -50,7 +50,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.line_numbers import NUMBER_PREFIX
@@ -83,9 +83,13 @@ class _Touching:
     touches: list[FileTouch]
 
 
-def _timeline(messages: list[Message]) -> list[_Touching]:
+def _timeline(messages: list[Message], start: int) -> list[_Touching]:
+    """The calls from message `start` on (every decision looks only at a call and later ones, so
+    an incremental run reads only the new messages)."""
     out = []
-    calls = sorted(index_tool_calls(messages).values(), key=lambda c: (c.use_msg, c.use_block))
+    tail = index_tool_calls(messages[start:]).values()
+    calls = [replace(c, use_msg=c.use_msg + start, result_msg=c.result_msg + start if c.result_msg >= 0 else -1)
+             for c in sorted(tail, key=lambda c: (c.use_msg, c.use_block))]
     for call in calls:
         if call.result_msg >= 0 and is_failed_result(messages[call.result_msg].blocks[call.result_block]):
             continue
@@ -153,7 +157,7 @@ def _what(path: KeyPath, text: str) -> str:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     options = {**DEFAULTS, **ctx.config.options("supersede_inputs")}
     min_chars, settled_after = options["min_chars"], options["settled_after_turns"]
-    timeline = _timeline(messages)
+    timeline = _timeline(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
     for pos, item in enumerate(timeline):
         for touch in item.touches:
