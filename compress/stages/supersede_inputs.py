@@ -16,12 +16,12 @@ one-line note when the call is superseded:
 - history at birth (before either, protected tail included): in the request that first
   carries a successful call and its result, the texts an edit replaced (Edit/MultiEdit
   `old_string`, OpenCode `oldString`: the file no longer holds them) and the written texts the
-  result shows line for line (a host's numbered echo of a rewritten file or an edited region)
-  become notes, when they total more than `min_chars`. The prompt cache has not stored them
-  yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it, the file no
-  longer holds it · deep_expand("…")>>`, `<<ctxmill: 300-line body of src/app.py stored; the
-  result of this call shows every line of it · deep_expand("…")>>`. A `new_string` the result
-  does not show stays whole: later edits copy from it.
+  result shows line for line, in a row (a host's numbered echo of a rewritten file or an edited
+  region) become notes, when they total more than `min_chars`. The prompt cache has not
+  stored them yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it,
+  the file no longer holds it · deep_expand("…")>>`, `<<ctxmill: 300-line body of src/app.py
+  stored; the result of this call shows every line of it · deep_expand("…")>>`. A `new_string`
+  the result does not show stays whole: later edits copy from it.
 
 Only the note of a call's longest body string says where and why; its other strings get a short
 note (`<<ctxmill: 35-line new_string stored · deep_expand("…")>>`). The longest string saves the
@@ -128,21 +128,28 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
 def _history_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath, tuple[str, str]]:
     """Body strings of a successful call that are history once its result arrives, with why:
     the texts an edit replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`: the file no
-    longer holds them), and written texts the result shows line for line (hosts echo a
-    rewritten file or an edited region with line numbers). {} unless they total more than
+    longer holds them), and written texts the result shows line for line, in a row (hosts echo
+    a rewritten file or an edited region with line numbers). {} unless they total more than
     `min_chars`."""
     found: dict[KeyPath, tuple[str, str]] = {}
-    shown: set[str] | None = None
+    shown: list[str] | None = None
     for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS)):
         name = field_name(path)
         if name in OLD_TEXT_KEYS:
             found[path] = (text, "this edit replaced it, the file no longer holds it")
         elif name in _ECHOED_KEYS:
-            shown = {_NUMBERED.sub("", line) for line in result.split("\n")} if shown is None else shown
-            lines = [line for line in text.split("\n") if line.strip()]
-            if lines and all(line in shown for line in lines):
+            shown = [_NUMBERED.sub("", line) for line in result.split("\n")] if shown is None else shown
+            if _holds(shown, text):
                 found[path] = (text, "the result of this call shows every line of it")
     return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
+
+
+def _holds(shown: list[str], text: str) -> bool:
+    """Whether the lines `shown` hold every line of `text` (not all blank), in a row."""
+    lines = text.rstrip("\n").split("\n")
+    if not any(line.strip() for line in lines):
+        return False
+    return any(shown[i:i + len(lines)] == lines for i, line in enumerate(shown) if line == lines[0])
 
 
 def _what(path: KeyPath, text: str) -> str:
