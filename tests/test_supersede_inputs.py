@@ -239,3 +239,23 @@ def test_a_body_is_noted_on_arrival_exactly_when_its_result_shows_its_lines_in_a
         check_run(body, out, store)
     elif in_a_row and any(line.strip() for line in lines) and len(body_text) > 2_000:
         raise AssertionError("a long body its result shows whole was kept")
+
+
+def with_thinking(body: dict, tool_name: str) -> dict:
+    """`body` with a signed thinking block opening the assistant message that calls `tool_name`."""
+    for msg in body["messages"]:
+        if msg["role"] == "assistant" and isinstance(msg["content"], list) and any(
+                b.get("name") == tool_name for b in msg["content"]):
+            msg["content"].insert(0, {"type": "thinking", "thinking": "I will edit it.", "signature": "sig" + "A" * 40})
+    return body
+
+
+def test_the_calls_of_the_latest_reply_keep_their_inputs_while_it_carries_thinking():
+    edit = ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")
+    latest = with_thinking(anthropic_body([edit]), "Edit")
+    latest["messages"] = latest["messages"][:-2]  # the edit's reply is the latest: no "done" after it
+    assert run_stages(latest, STAGE)[0] is latest
+    answered = with_thinking(anthropic_body([edit]), "Edit")  # a later reply ("done") follows it
+    out, _, store = run_stages(answered, STAGE)
+    assert note_of(inputs(out)[0]["old_string"]).summary == REPLACED.format(path=APP)
+    check_run(answered, out, store)

@@ -21,7 +21,9 @@ one-line note when the call is superseded:
   stored them yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it,
   the file no longer holds it · deep_expand("…")>>`, `<<ctxmill: 300-line body of src/app.py
   stored; the result of this call shows every line of it · deep_expand("…")>>`. A `new_string`
-  the result does not show stays whole: later edits copy from it.
+  the result does not show stays whole: later edits copy from it. The calls of the latest reply
+  wait when it carries thinking (the provider wants that reply echoed as it sent it): they are
+  noted when a later epoch re-decides them.
 
 Only the note of a call's longest body string says where and why; its other strings get a short
 note (`<<ctxmill: 35-line new_string stored · deep_expand("…")>>`). The longest string saves the
@@ -125,6 +127,19 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
     return strings if sum(len(s) for _, s in strings) > min_chars else []
 
 
+def _signed_latest_reply(messages: list[Message]) -> range:
+    """The messages of the latest model reply (the last run of assistant messages) when it
+    carries thinking, else none: the provider checks that reply against what it sent, so its
+    calls keep their inputs until a later reply follows."""
+    end = len(messages)
+    while end and messages[end - 1].role != "assistant":
+        end -= 1
+    start = end
+    while start and messages[start - 1].role == "assistant":
+        start -= 1
+    return range(start, end) if any(messages[i].has_thinking for i in range(start, end)) else range(0)
+
+
 def _history_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath, tuple[str, str]]:
     """Body strings of a successful call that are history once its result arrives, with why:
     the texts an edit replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`: the file no
@@ -173,6 +188,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def later(pos: int, path: str) -> list[tuple[int, FileTouch]]:
         return [(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
 
+    signed = _signed_latest_reply(messages)
     edits: dict[int, dict[int, BlockEdit]] = {}
     for pos, item in enumerate(timeline):
         use = item.call.use_msg
@@ -184,8 +200,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         settled = settled_after > 0 and ctx.age(messages[use]) >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if not (ctx.past_tail[use] and (changed_again or settled)):
-            result = messages[item.call.result_msg].blocks[item.call.result_block] if item.call.result_msg >= 0 else None
-            born = _history_at_birth(item.block, result.result_text, min_chars) if result is not None else {}
+            answered = item.call.result_msg >= 0 and use not in signed
+            result = messages[item.call.result_msg].blocks[item.call.result_block].result_text if answered else ""
+            born = _history_at_birth(item.block, result, min_chars) if answered else {}
             if born:
                 edits.setdefault(use, {})[item.call.use_block] = (
                     lambda block, born=born, where=where: note_strings(
