@@ -14,21 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
-from compress.replay.by_kind import KINDS  # noqa: E402
+from compress.replay.by_kind import KINDS, summed  # noqa: E402
 from compress.replay.runner import replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 SIDES = ("raw", "cap", "ctxmill")
 
 
-def table(totals: dict[str, Counter], raw: float) -> list[str]:
+def table(totals: dict[str, dict[str, float]], raw: float) -> list[str]:
     lines = ["| content | " + " | ".join(SIDES) + " |", "|---|" + "---:|" * len(SIDES)]
     for kind in KINDS:
         lines.append(f"| {kind} | " + " | ".join(f"{totals[s][kind] / raw:.3f}" for s in SIDES) + " |")
@@ -43,21 +42,18 @@ def main() -> None:
     parser.add_argument("names", nargs="*", help="replay only sessions whose file name holds one of these")
     args = parser.parse_args()
     files = [f for f in session_files(args.corpus / "transcripts") if not args.names or any(n in f.name for n in args.names)]
-    totals: dict[str, Counter] = defaultdict(Counter)
+    parts: list[dict[str, dict[str, float]]] = []
     raw = 0.0
-    sessions = 0
     for path in files:
         try:
             transcript = read_session(path)
         except UnknownFormat:
             continue
         report = replay(transcript, by_kind=True)
-        for side, costs in report.by_kind.items():
-            totals[side].update(costs)
+        parts.append(report.by_kind)
         raw += report.raw.cost
-        sessions += 1
-    lines = [f"Cost by kind of content, {sessions} sessions (share of the raw side's modelled cost):", "",
-             *table(totals, raw or 1.0)]
+    lines = [f"Cost by kind of content, {len(parts)} sessions (share of the raw side's modelled cost):", "",
+             *table(summed(parts), raw or 1.0)]
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

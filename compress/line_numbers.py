@@ -17,6 +17,7 @@ from ccr.markers import find_markers
 
 NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
 """A line-number prefix of a numbered file read (`  12→`, `12\t`, `12: `)."""
+_NUMBERED = re.compile(f"^{NUMBER_PREFIX}")
 _THINNABLE = re.compile(r"^[ \t]{0,12}(\d{1,9})(?:\t|→)", re.MULTILINE)
 
 NUMBERS_THINNED = "line numbers shown on"
@@ -53,6 +54,11 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
         return match.group(0) if number == first or number % every == 0 else ""
 
     return Thinned(_THINNABLE.sub(thin, text), first, numbers[-1], every)
+
+
+def unnumbered_lines(text: str) -> list[str]:
+    """The lines of `text`, each without its line-number prefix if it has one."""
+    return [_NUMBERED.sub("", line) for line in text.split("\n")]
 
 
 def thinning_key(text: str) -> str | None:

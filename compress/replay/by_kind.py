@@ -10,7 +10,7 @@ output by kind, write and edit inputs) and what the chain leaves as it is.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, Iterable
 
 from compress.formats.requests import SHAPES
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
@@ -74,6 +74,15 @@ class CostByKind:
     def result(self) -> dict[str, dict[str, float]]:
         """Side -> kind -> cost (every kind listed, in `KINDS` order)."""
         return {side: {kind: round(costs[kind], 2) for kind in KINDS} for side, costs in self.costs.items()}
+
+
+def summed(parts: Iterable[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Side -> kind -> cost, summed over several replays' `by_kind`."""
+    totals: dict[str, Counter] = defaultdict(Counter)
+    for part in parts:
+        for side, costs in part.items():
+            totals[side].update(costs)
+    return {side: dict(costs) for side, costs in totals.items()}
 
 
 def table_lines(by_kind: dict[str, dict[str, float]], raw_cost: float) -> list[str]:

@@ -33,7 +33,7 @@ from compress.model import Block, Message
 from compress.output_trim import TrimOptions, trimmed
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.calls import touched_files
+from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
 from compress.vocab.tools import ToolKind, tool_kind
 from ground.jsonbytes import parse_document
@@ -65,7 +65,7 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
     text = block.result_text
     path = ""
     if kind is ToolKind.FILE_READ:
-        path = next((t.path for t in touched_files(block.tool_name, block.call_input)), "")
+        path = first_path(block.tool_name, block.call_input)
         if not is_data(path):
             return _thin(block, ctx, opts)
     elif kind not in ARRIVING_KINDS:

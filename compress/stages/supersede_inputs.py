@@ -50,12 +50,11 @@ What must hold:
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
-from compress.line_numbers import NUMBER_PREFIX
+from compress.line_numbers import unnumbered_lines
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
@@ -72,7 +71,6 @@ _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "delete
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
 _ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
 """Written texts a host may show again in the call's result."""
-_NUMBERED = re.compile(rf"^{NUMBER_PREFIX}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +151,7 @@ def _history_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath
         if name in OLD_TEXT_KEYS:
             found[path] = (text, "this edit replaced it, the file no longer holds it")
         elif name in _ECHOED_KEYS:
-            shown = [_NUMBERED.sub("", line) for line in result.split("\n")] if shown is None else shown
+            shown = unnumbered_lines(result) if shown is None else shown
             if _holds(shown, text):
                 found[path] = (text, "the result of this call shows every line of it")
     return found if sum(len(text) for text, _ in found.values()) > min_chars else {}

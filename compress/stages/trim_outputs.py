@@ -37,7 +37,7 @@ from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
 from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.calls import touched_files
+from compress.vocab.calls import first_path, touched_files
 from compress.vocab.files import is_source
 from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
@@ -135,7 +135,7 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
                 tool_input: Any, stale: bool, cold: bool) -> Block:
     kind = tool_kind(block.tool_name, tool_input)
     reading = kind is ToolKind.FILE_READ
-    path = next((t.path for t in touched_files(block.tool_name, tool_input)), "") if reading else ""
+    path = first_path(block.tool_name, tool_input) if reading else ""
     scale = opts.scale(ctx.tier, ctx.age(msg), stale, not reading or is_source(path), cold)
     text = block.result_text
     over = len(text) > opts.min_chars * scale

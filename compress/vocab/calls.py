@@ -37,6 +37,11 @@ def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
     return [FileTouch(path, action)] if action else []
 
 
+def first_path(tool_name: str, tool_input: Any) -> str:
+    """The first file one tool call touches ('' if none): the file a read reads."""
+    return next((t.path for t in touched_files(tool_name, tool_input)), "")
+
+
 def rerun_hint(name: str, tool_input: Any) -> str:
     """What to run to see a tool's output again, for CCR's "expired" message."""
     command = command_of(tool_input)

@@ -89,15 +89,9 @@ def _totals(reports) -> str:
 
 def _kind_totals(reports) -> list[str]:
     """Each side's cost by kind, summed over the sessions, as shares of the raw cost."""
-    from collections import Counter, defaultdict
+    from compress.replay.by_kind import summed, table_lines
 
-    from compress.replay.by_kind import table_lines
-
-    totals: dict[str, Counter] = defaultdict(Counter)
-    for report in reports:
-        for side, costs in report.by_kind.items():
-            totals[side].update(costs)
-    return table_lines({side: dict(costs) for side, costs in totals.items()}, sum(r.raw.cost for r in reports))
+    return table_lines(summed(r.by_kind for r in reports), sum(r.raw.cost for r in reports))
 
 
 def run(args: argparse.Namespace) -> int:
