@@ -1,12 +1,20 @@
-"""How far a perfect guess of what the agent will copy could take the decide-once cap:
-`python bench/oracle_reads.py [--corpus DIR] [name filter ...]`.
+"""How far perfect knowledge of the future could take the decide-once cap and ctxmill's own
+decisions: `python bench/oracle_reads.py [--corpus DIR] [name filter ...]`.
 
-The oracle side is the cap (`compress.replay.cap`: every tool result over 2,000 characters keeps
-its first and last 1,000, decided on arrival) except that a file read also keeps every line that
-some edit of the session later copies (`compress.replay.needed.copied_lines`) - knowledge no
-transform has when the read arrives. It is replayed beside raw, the cap and ctxmill with the same
-counter and cost model (`compress.replay.runner.replay`), per session and in totals (sums of
-costs). It bounds what any read policy built on arrival decisions can reach.
+Three sides know what no transform knows when an output arrives, and are replayed beside raw, the
+cap and ctxmill with the same counter and cost model (`compress.replay.runner.replay`), per
+session and in totals (sums of costs):
+
+- oracle: the cap (`compress.replay.cap`: every tool result over 2,000 characters keeps its
+  first and last 1,000, decided on arrival), except that a file read also keeps every line that
+  some edit of the session later copies (`compress.replay.needed.copied_lines`). It bounds what
+  any read policy built on arrival decisions can reach.
+- hindsight: every tool call and result rendered from its arrival on as ctxmill renders it in the
+  last request of its history (`final_blocks`): ctxmill's decisions with perfect timing, no
+  epoch and no wait.
+- hindsight+copied: the same, and each result also keeps the lines some later edit copies from
+  it or from its call's original input. It bounds what re-timing ctxmill's decisions can reach
+  even with a perfect guess of what the agent will copy.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,18 +36,48 @@ from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
 from compress.replay.cap import KEEP, LIMIT  # noqa: E402
 from compress.replay.needed import Needed, copied_lines  # noqa: E402
+from compress.pipeline import run  # noqa: E402
 from compress.replay.runner import replay  # noqa: E402
+from compress.session import Session  # noqa: E402
 from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
+from ccr.store import CCRStore  # noqa: E402
+from ground.jsonvalues import strings_in  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
-SIDES = ("cap", "ctxmill", "oracle")
+SIDES = ("cap", "ctxmill", "oracle", "hindsight", "hindsight+copied")
 _NUMBERED = re.compile(f"^(?:{NUMBER_PREFIX})")
+
+
+def future_copies(transcript: Transcript) -> set[str]:
+    """Every line some edit of the session copies (as `copied_lines` strips it)."""
+    shape = SHAPES[transcript.provider]
+    return {line for raw in transcript.messages for line in copied_lines(shape.parse_message(raw))}
+
+
+def copied(lines: Iterable[str], future: set[str]) -> list[str]:
+    """The lines (line-number prefixes ignored) that some edit copies, in order."""
+    return [line for line in lines if _NUMBERED.sub("", line).strip() in future]
+
+
+def per_message(transcript: Transcript, decide: Callable[[Block], Block]) -> Callable[[dict], dict]:
+    """Body -> body with `decide` applied to every block, each message decided once."""
+    shape = SHAPES[transcript.provider]
+
+    def message(raw: Any) -> Any:
+        parsed = shape.parse_message(raw)
+        blocks = [decide(b) for b in parsed.blocks]
+        if all(new is old for new, old in zip(blocks, parsed.blocks)):
+            return raw
+        return shape.render_message(parsed.with_blocks(blocks))
+
+    once = PerObject(message)
+    field = shape.MESSAGES_FIELD
+    return lambda body: {**body, field: [once(m) for m in body[field]]}
 
 
 def oracle_for(transcript: Transcript) -> Callable[[dict], dict]:
     """Body -> body with the oracle's decisions (each message decided once, on arrival)."""
-    shape = SHAPES[transcript.provider]
-    future = {line for raw in transcript.messages for line in copied_lines(shape.parse_message(raw))}
+    future = future_copies(transcript)
     calls: dict[str, tuple[str, Any]] = {}
 
     def decide(block: Block) -> Block:
@@ -50,17 +88,55 @@ def oracle_for(transcript: Transcript) -> Callable[[dict], dict]:
         text = block.result_text
         kept = ""
         if tool_kind(*calls.get(block.tool_id, ("", None))) is ToolKind.FILE_READ:
-            kept = "\n".join(line for line in text[KEEP:-KEEP].split("\n")
-                             if _NUMBERED.sub("", line).strip() in future)
+            kept = "\n".join(copied(text[KEEP:-KEEP].split("\n"), future))
         return block.with_result_text(f"{text[:KEEP]}\n[… cut …]\n{kept}\n{text[-KEEP:]}")
 
-    def message(raw: Any) -> Any:
-        parsed = shape.parse_message(raw)
-        return shape.render_message(parsed.with_blocks([decide(b) for b in parsed.blocks]))
+    return per_message(transcript, decide)
 
-    per_message = PerObject(message)
-    field = shape.MESSAGES_FIELD
-    return lambda body: {**body, field: [per_message(m) for m in body[field]]}
+
+def final_blocks(transcript: Transcript) -> dict[tuple[str, str], Block]:
+    """(kind, tool id) -> each tool call and result as ctxmill renders it in the last request of
+    its history (default config)."""
+    shape = SHAPES[transcript.provider]
+    store = CCRStore.in_memory()
+    final: dict[tuple[str, str], Block] = {}
+    for history in transcript.segments():
+        session = Session.memory()
+        body: dict = {}
+        for call in (c for c in history.calls if c.index > 0):
+            body = run(history.whole(call.index), session=session, store=store).body
+        for raw in body.get(shape.MESSAGES_FIELD, ()):
+            for block in shape.parse_message(raw).blocks:
+                if block.kind in (TOOL_USE, TOOL_RESULT):
+                    final[(block.kind, block.tool_id)] = block
+    return final
+
+
+def hindsight_for(transcript: Transcript, final: dict[tuple[str, str], Block],
+                  keep_copied: bool) -> Callable[[dict], dict]:
+    """Body -> body with `final`'s rendering of every tool call and result from its arrival on;
+    `keep_copied`: a result also keeps the lines some later edit copies from it or from its
+    call's original input that the final renderings of both lack."""
+    future = future_copies(transcript) if keep_copied else set()
+    inputs: dict[str, Block] = {}
+
+    def decide(block: Block) -> Block:
+        if block.kind == TOOL_USE:
+            inputs[block.tool_id] = block
+        chosen = final.get((block.kind, block.tool_id), block)
+        if not keep_copied or block.kind != TOOL_RESULT:
+            return chosen
+        call = inputs.get(block.tool_id)
+        final_call = final.get((TOOL_USE, block.tool_id), call)
+        shown = {_NUMBERED.sub("", line).strip() for line in chosen.result_text.split("\n")}
+        shown.update(line.strip() for text in strings_in(final_call.input if final_call else None)
+                     for line in text.split("\n"))
+        sources = block.result_text.split("\n") + [line for text in strings_in(call.input if call else None)
+                                                    for line in text.split("\n")]
+        kept = dict.fromkeys(line for line in copied(sources, future) if _NUMBERED.sub("", line).strip() not in shown)
+        return chosen.with_result_text(chosen.result_text + "\n" + "\n".join(kept)) if kept else chosen
+
+    return per_message(transcript, decide)
 
 
 def main() -> None:
@@ -76,7 +152,10 @@ def main() -> None:
             transcript = read_session(path)
         except UnknownFormat:
             continue
-        report = replay(transcript, peers={"oracle": oracle_for(transcript)})
+        final = final_blocks(transcript)
+        report = replay(transcript, peers={"oracle": oracle_for(transcript),
+                                           "hindsight": hindsight_for(transcript, final, False),
+                                           "hindsight+copied": hindsight_for(transcript, final, True)})
         raw += report.raw.cost
         sides = report.sides()
         cells = []
@@ -89,7 +168,7 @@ def main() -> None:
             cells.append(f"{side} {report.ratio(stats):.3f} / {report.ratio(stats, True):.3f} / {stats.needed.fraction():.2f}")
         print(f"{path.name[:48]:48s} {report.requests:4d} req  " + "  ".join(cells), flush=True)
     for side, (cost, effective, needed) in totals.items():
-        print(f"TOTAL {side:8s} modelled {cost / raw:.3f}  effective {effective / raw:.3f}  needed {needed.fraction():.3f}")
+        print(f"TOTAL {side:16s} modelled {cost / raw:.3f}  effective {effective / raw:.3f}  needed {needed.fraction():.3f}")
 
 
 if __name__ == "__main__":
