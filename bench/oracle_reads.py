@@ -34,9 +34,9 @@ from compress.formats.sessions import Transcript, UnknownFormat, read_session, s
 from compress.line_numbers import NUMBER_PREFIX  # noqa: E402
 from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
+from compress.pipeline import run  # noqa: E402
 from compress.replay.cap import KEEP, LIMIT  # noqa: E402
 from compress.replay.needed import Needed, copied_lines  # noqa: E402
-from compress.pipeline import run  # noqa: E402
 from compress.replay.runner import replay  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
