@@ -13,9 +13,7 @@ from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
-import re
-
-from compress.line_numbers import NUMBER_PREFIX
+from compress.line_numbers import unnumbered_lines
 from compress.vocab.tools import OLD_TEXT_KEYS
 from compress.vocab.touches import CHANGES, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
@@ -52,7 +50,7 @@ def _without_history(value, result: str):
     """The input without what is history once `result` arrived: every replaced text
     (`OLD_TEXT_KEYS`, also inside a MultiEdit's edits) and every string whose lines `result`
     shows (numbered or not)."""
-    shown = {re.sub(rf"^{NUMBER_PREFIX}", "", line) for line in result.split("\n")}
+    shown = set(unnumbered_lines(result))
 
     def echoed(text) -> bool:
         lines = [line for line in text.split("\n") if line.strip()] if isinstance(text, str) else []
