@@ -56,7 +56,10 @@ def _records(path: Path) -> Iterator[object]:
 
 
 def _is_tool_output(node: dict) -> bool:
-    return node.get("type") in _OUTPUT_TYPES or node.get("role") == "tool" or "toolUseResult" in node
+    """A record or block that holds a tool's output. `type` is not always a string: a JSON
+    schema inside a tool definition may say `"type": ["string", "null"]`."""
+    kind = node.get("type")
+    return (isinstance(kind, str) and kind in _OUTPUT_TYPES) or node.get("role") == "tool" or "toolUseResult" in node
 
 
 def _strings(node: object, key: str = "", in_output: bool = False) -> Iterator[tuple[str, str]]:

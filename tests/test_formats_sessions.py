@@ -67,6 +67,29 @@ def test_claude_code_chain_merge_pairing_and_usage():
     assert all(c.result_msg >= 0 for c in calls.values())
 
 
+def test_claude_code_pairs_results_of_sibling_lines_and_results_written_before_their_call():
+    """Real sessions put a response's calls on lines off the chain, and write some result lines
+    before the line of their call: every answered call is answered in the history."""
+    text = jsonl(
+        cc("user", "u1", None, {"role": "user", "content": "go"}),
+        cc("assistant", "a1", "u1", assistant("m1", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}])),
+        # m1's second call sits on a line off the chain; its result hangs off that line
+        cc("assistant", "a2", "u1", assistant("m1", [{"type": "tool_use", "id": "t2", "name": "TaskUpdate", "input": {}}])),
+        cc("user", "r2", "a2", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]}),
+        cc("user", "r1", "a1", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}),
+        # the result of t3 is written before the line of its call
+        cc("user", "r3", "a3", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "content": "done"}]}),
+        cc("assistant", "a3", "r1", assistant("m2", [{"type": "tool_use", "id": "t3", "name": "Edit", "input": {}}])),
+        cc("assistant", "a4", "r3", assistant("m3", [{"type": "text", "text": "finished"}])),
+    )
+    t = read_text(text)
+    request = from_provider(t.request(len(t.calls) - 1))
+    calls = index_tool_calls(request.messages)
+    assert set(calls) == {"t1", "t2", "t3"}
+    assert all(c.result_msg > c.use_msg for c in calls.values())
+    assert [m["role"] for m in t.messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
 def test_claude_code_follows_host_compaction_and_drops_its_summary():
     text = jsonl(
         cc("user", "u1", None, {"role": "user", "content": "start"}),

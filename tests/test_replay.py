@@ -168,7 +168,10 @@ def test_corpus_sessions_read_with_paired_tools():
         assert t.calls and t.malformed == 0, path
         request = from_provider(t.request(len(t.calls) - 1), t.provider)
         unanswered = [c for c in index_tool_calls(request.messages).values() if c.result_msg < 0]
-        assert len(unanswered) <= 4, path
+        # a call is left unanswered only where the recording holds no answer to it (the id is
+        # named once, by the call itself)
+        source = path.read_text(encoding="utf-8", errors="replace")
+        assert [c.tool_id for c in unanswered if source.count(c.tool_id) > 1] == [], path
 
 
 @corpus

@@ -177,3 +177,13 @@ def test_estimate_within_ten_percent_on_corpus_categories():
         if category in totals:
             exact, estimated = totals[category]
             assert abs(estimated / exact - 1) <= 0.10, (category, estimated, exact)
+
+
+def test_corpus_sampler_reads_a_schema_whose_type_is_a_list(tmp_path):
+    """Tool definitions in real sessions carry JSON schemas with `"type": ["string", "null"]`."""
+    from token_corpus import file_samples
+
+    schema = {"type": "object", "properties": {"env": {"type": ["string", "null"], "description": "x" * 400}}}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"type": "session_meta", "tools": [{"name": "t", "input_schema": schema}]}) + "\n")
+    assert list(file_samples(path))

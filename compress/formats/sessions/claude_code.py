@@ -92,8 +92,9 @@ def read(text: str) -> Transcript:
     messages = [x for x in lines if _is_message(x, transcript)]
     on_chain = [x for x in messages if x.get("uuid") in chain]
     responses = {_response_id(x) for x in on_chain if x["type"] == "assistant"}
-    calls = {b.get("id") for x in on_chain if x["type"] == "assistant" for b in _content(x["message"])
-             if b.get("type") == "tool_use"}
+    # A response's lines may sit on sibling branches; its calls are answered wherever they are.
+    calls = {b.get("id") for x in messages if x["type"] == "assistant" and _response_id(x) in responses
+             for b in _content(x["message"]) if b.get("type") == "tool_use"}
 
     def belongs(line: dict[str, Any]) -> bool:
         if line.get("uuid") in chain:
@@ -108,6 +109,24 @@ def read(text: str) -> Transcript:
     last_response = None
     compacted = False
     seen_results: set[str] = set()
+    made_calls: set[str] = set()
+    early: list[dict[str, Any]] = []  # result lines written before the line of their call
+
+    def add_results(line: dict[str, Any]) -> None:
+        for block in _content(line["message"]):
+            if block.get("type") == "tool_result":
+                if block.get("tool_use_id") in seen_results:
+                    continue
+                seen_results.add(block.get("tool_use_id"))
+            builder.add("user", block)
+
+    def add_early_results() -> None:
+        """Results that arrived before their call join once the call's response is complete."""
+        ready = [x for x in early if all(b.get("tool_use_id") in made_calls for b in _content(x["message"]))]
+        for x in ready:
+            early.remove(x)
+            add_results(x)
+
     for line in lines:
         if line.get("subtype") == "compact_boundary" and line.get("uuid") in chain:
             compacted = True
@@ -127,19 +146,23 @@ def read(text: str) -> Transcript:
             blocks = _content(message)
             rid = _response_id(line)
             if rid != last_response and blocks:
+                add_early_results()
                 builder.start_response(after_host_compaction=compacted)
                 last_response = rid
             for block in blocks:
                 builder.add("assistant", block)
+                if block.get("type") == "tool_use":
+                    made_calls.add(block.get("id"))
             if blocks:
                 builder.set_usage(usage_of_event(PROVIDER, None, message))
         else:
-            for block in _content(message):
-                if block.get("type") == "tool_result":
-                    if block.get("tool_use_id") in seen_results:
-                        continue
-                    seen_results.add(block.get("tool_use_id"))
-                builder.add("user", block)
+            add_early_results()
+            answers = [b.get("tool_use_id") for b in _content(message) if b.get("type") == "tool_result"]
+            if any(a in calls and a not in made_calls for a in answers):
+                early.append(line)
+                continue
+            add_results(line)
+    add_early_results()
     transcript.head = {"model": _model(on_chain)} if _model(on_chain) else {}
     return transcript
 
