@@ -128,20 +128,28 @@ def relevant(prompt_terms: set[str], entry_terms: set[str]) -> bool:
 
 
 def user_prompt_submit(event: dict) -> dict | None:
+    """The prompt's context: relevant project memory, then the repository map (`ctxmill.prompt_map`)."""
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
         return None
-    from compress.tokens import estimate_tokens
+    from ctxmill.prompt_map import prompt_map
     from ctxmill.settings import Settings
-    from memory import api
 
     home = project_home(event)
-    cfg = Settings.load(home).memory
+    settings = Settings.load(home)
     if home.is_dir():
         remember_session(home, event)
+    parts = [_memory_hits(settings.memory, prompt), prompt_map(event, prompt, settings)]
+    return _inject("UserPromptSubmit", "\n\n".join(p for p in parts if p))
+
+
+def _memory_hits(cfg, prompt: str) -> str:
+    from compress.tokens import estimate_tokens
+    from memory import api
+
     hits = api.search(cfg, prompt, limit=5)
     if not hits:
-        return None
+        return ""
     tokenize = api.tokenizer(cfg).tokens
     terms = set(tokenize(prompt))
     lines, used = [], 0
@@ -156,9 +164,7 @@ def user_prompt_submit(event: dict) -> dict | None:
             break
         lines.append(line)
         used += cost
-    if not lines:
-        return None
-    return _inject("UserPromptSubmit", "Relevant project memory (ctxmill):\n" + "\n".join(lines))
+    return "Relevant project memory (ctxmill):\n" + "\n".join(lines) if lines else ""
 
 
 def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from compress.tiers import TierThresholds
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
+    from repomap.api import RepoMapConfig
 
 CONFIG_FILE = "config.toml"
 ANTHROPIC_API = "https://api.anthropic.com"
@@ -111,6 +112,23 @@ class Settings:
 
         return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
                             **_memory_table(self.tables.get("memory", {}), self.source), **self.redaction)
+
+    @cached_property
+    def repomap(self) -> RepoMapConfig:
+        """The `[map]` table: `enabled` (a map with each prompt) and `budget` (its tokens)."""
+        from repomap.api import RepoMapConfig
+
+        where = f"{self.source}: map"
+        table = _table(self.tables.get("map", {}), where)
+        if set(table) - {"enabled", "budget"}:
+            raise ConfigError(f"{where}: unknown key map.{sorted(set(table) - {'enabled', 'budget'})[0]}")
+        enabled = table.get("enabled", RepoMapConfig.enabled)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{where}.enabled must be true or false, got {enabled!r}")
+        budget = _typed(table.get("budget", RepoMapConfig.budget), int, f"{where}.budget")
+        if budget < 0:
+            raise ConfigError(f"{where}.budget must be 0 or more, got {budget!r}")
+        return RepoMapConfig(enabled, budget)
 
     @property
     def checkpoint(self) -> CheckpointConfig:

@@ -1,0 +1,181 @@
+"""The repository map: outlines per language, the per-file cache, ranking, the budget, the
+UserPromptSubmit hook and `ctxmill map`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compress.tokens import estimate_tokens
+from ctxmill.errors import ConfigError
+from repomap import index as repomap_index
+from repomap.api import HEADER, build_map
+from repomap.languages import GRAMMARS
+from repomap.outline import outline
+from repomap.rank import rank
+
+SAMPLES = {
+    "a.py": (b"class Store(Base):\n    def get(self, key: str) -> bytes:\n        return b''\n\nasync def fetch(url,\n          timeout=3):\n    pass\n",
+             [("Store", "class Store(Base)", 0), ("get", "def get(self, key: str) -> bytes", 1),
+              ("fetch", "async def fetch(url, timeout=3)", 0)]),
+    "a.ts": (b"export class Cart { total(items: Item[]): number { return 0 } }\nexport const add = (a: number) => a + 1;\ninterface Item { price: number }\n",
+             [("Cart", "class Cart", 0), ("total", "total(items: Item[]): number", 1), ("add", "add = (a: number) =>", 0),
+              ("Item", "interface Item", 0)]),
+    "a.go": (b"package m\nfunc (s *Server) Serve(port int) error { return nil }\nfunc Main() {}\n",
+             [("Serve", "func (s *Server) Serve(port int) error", 0), ("Main", "func Main()", 0)]),
+    "a.rs": (b"pub struct Pool { n: u8 }\nimpl Pool { pub fn new(n: u8) -> Self { Pool { n } } }\n",
+             [("Pool", "pub struct Pool", 0), ("Pool", "impl Pool", 0), ("new", "pub fn new(n: u8) -> Self", 1)]),
+    "A.java": (b"public class Account { public int balance(int day) { return 0; } }\n",
+               [("Account", "public class Account", 0), ("balance", "public int balance(int day)", 1)]),
+    "a.c": (b"static int add(int a, int b) { return a + b; }\n", [("add", "static int add(int a, int b)", 0)]),
+    "a.rb": (b"class Invoice\n  def total(tax)\n    0\n  end\nend\n", [("Invoice", "class Invoice", 0), ("total", "def total(tax)", 1)]),
+    "a.php": (b"<?php\nclass Mailer { public function send($to) { } }\n",
+              [("Mailer", "class Mailer", 0), ("send", "public function send($to)", 1)]),
+    "a.cs": (b"class Repo { public void Save(int id) { } }\n", [("Repo", "class Repo", 0), ("Save", "public void Save(int id)", 1)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_outline_names_definitions_with_signatures_in_each_language(name):
+    data, expected = SAMPLES[name]
+    defs = outline(name, data).defs
+    assert [(d.name, d.signature, d.depth) for d in defs] == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(ext=st.sampled_from(sorted(GRAMMARS)), data=st.binary(max_size=400))
+def test_outline_never_raises_on_any_bytes(ext, data):
+    o = outline("f" + ext, data)
+    assert all(d.name and d.line >= 1 for d in o.defs)
+
+
+def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+FILES = {
+    "billing/invoice.py": "class Invoice:\n    def total_with_tax(self, rate):\n        return 0\n",
+    "billing/report.py": "from billing.invoice import Invoice\n\ndef monthly_report(rows):\n    return Invoice()\n",
+    "web/server.py": "def serve(port):\n    pass\n\ndef health():\n    return 'ok'\n",
+    "util/strings.py": "def slugify(text):\n    return text\n",
+}
+
+
+def test_the_file_that_defines_what_the_prompt_names_comes_first(tmp_path):
+    root = _repo(tmp_path, FILES)
+    m = build_map(root, "why is total_with_tax wrong for invoices?", [], 400, None)
+    assert m.files[0] == "billing/invoice.py" and m.text.startswith(HEADER)
+    assert "def total_with_tax(self, rate)" in m.text
+
+
+def test_recent_files_and_what_the_best_files_use_rise(tmp_path):
+    root = _repo(tmp_path, FILES)
+    outlines = repomap_index.load_outlines(root, None)
+    assert rank(outlines, "", ["util/strings.py"])[0] == "util/strings.py"
+    # report.py is about the prompt; it uses Invoice, so invoice.py follows it, before the rest
+    order = rank(outlines, "monthly report", [])
+    assert order[:2] == ["billing/report.py", "billing/invoice.py"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(budget=st.integers(min_value=1, max_value=400), prompt=st.text(max_size=40))
+def test_the_map_fits_its_budget_and_is_the_same_for_the_same_inputs(tmp_path_factory, budget, prompt):
+    root = _repo(tmp_path_factory.mktemp("r"), FILES)
+    first = build_map(root, prompt, ["web/server.py"], budget, None)
+    again = build_map(root, prompt, ["web/server.py"], budget, None)
+    assert first == again
+    assert estimate_tokens(first.text[len(HEADER) + 1:]) <= budget if first.files else first.text == ""
+
+
+def test_a_warm_cache_parses_nothing_and_a_change_reparses_one_file(tmp_path, monkeypatch):
+    root = _repo(tmp_path / "repo", FILES)
+    cache = tmp_path / "cache.json"
+    parsed: list[str] = []
+    real = repomap_index.outline
+    monkeypatch.setattr(repomap_index, "outline", lambda path, data: parsed.append(path) or real(path, data))
+    first = repomap_index.load_outlines(root, cache)
+    assert sorted(parsed) == sorted(FILES)
+    parsed.clear()
+    assert repomap_index.load_outlines(root, cache) == first and parsed == []
+    (root / "web/server.py").write_text("def serve(port, host):\n    pass\n")
+    (root / "util/copy.py").write_text(FILES["util/strings.py"])  # same content as a cached file: no parse
+    again = repomap_index.load_outlines(root, cache)
+    assert parsed == ["web/server.py"]
+    assert again["web/server.py"].defs[0].signature == "def serve(port, host)" and "util/copy.py" in again
+
+
+def test_dependency_folders_and_other_files_are_not_mapped(tmp_path):
+    root = _repo(tmp_path, {**FILES, "node_modules/x/index.js": "function x() {}\n", "notes.txt": "hello\n",
+                            ".venv/lib/y.py": "def y(): pass\n"})
+    assert set(repomap_index.list_files(root)) == set(FILES)
+
+
+def _hook(tmp_path: Path, cwd: Path, prompt: str, session: str = "s1", env_extra: dict | None = None) -> dict:
+    event = {"session_id": session, "transcript_path": "", "cwd": str(cwd), "hook_event_name": "UserPromptSubmit",
+             "prompt": prompt}
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg"), "PATH": "/usr/bin:/bin",
+           **(env_extra or {})}
+    out = subprocess.run([sys.executable, "-m", "ctxmill", "hook", "UserPromptSubmit"], input=json.dumps(event),
+                         capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout) if out.stdout.strip() else {}
+
+
+def _context(output: dict) -> str:
+    return output.get("hookSpecificOutput", {}).get("additionalContext", "")
+
+
+def test_the_prompt_hook_adds_the_map_once_per_set_of_files_and_only_in_a_repository(tmp_path):
+    repo = _repo(tmp_path / "repo", FILES)
+    (repo / ".git").mkdir()  # a repository the walk reads (git ls-files fails on a bare folder)
+    first = _context(_hook(tmp_path, repo, "fix total_with_tax in the invoice"))
+    assert HEADER in first and "billing/invoice.py" in first
+    assert HEADER not in _context(_hook(tmp_path, repo, "fix total_with_tax in the invoice"))
+    assert HEADER in _context(_hook(tmp_path, repo, "fix total_with_tax in the invoice", session="s2"))
+    plain = _repo(tmp_path / "plain", FILES)
+    assert HEADER not in _context(_hook(tmp_path, plain, "fix total_with_tax"))
+    (repo / ".ctxmill").mkdir()
+    (repo / ".ctxmill" / "config.toml").write_text("[map]\nenabled = false\n")
+    assert HEADER not in _context(_hook(tmp_path, repo, "serve health on a port", session="s3"))
+
+
+def test_recent_files_come_from_the_transcript_tail(tmp_path):
+    from ctxmill.prompt_map import recent_files
+
+    lines = [{"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": f"/r/{n}.py"}}]}}
+             for n in ("a", "b", "a", "c")]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
+    assert recent_files(str(transcript)) == ["/r/c.py", "/r/a.py", "/r/b.py"]
+    assert recent_files(str(tmp_path / "missing.jsonl")) == []
+
+
+def test_ctxmill_map_prints_the_map_and_fails_clearly_on_an_empty_folder(tmp_path):
+    repo = _repo(tmp_path / "repo", FILES)
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "xdg"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-m", "ctxmill", "map", "--root", str(repo), "--budget", "200", "health", "check"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0 and out.stdout.splitlines()[1] == "web/server.py:"
+    (tmp_path / "empty").mkdir()
+    empty = subprocess.run([sys.executable, "-m", "ctxmill", "map", "--root", str(tmp_path / "empty")],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert empty.returncode == 1 and empty.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("table, message", [("enabled = 1", "true or false"), ("budget = -1", "0 or more"),
+                                            ("size = 3", "unknown key map.size")])
+def test_bad_map_settings_name_the_key(tmp_path, table, message):
+    from ctxmill.settings import Settings
+
+    (tmp_path / "config.toml").write_text(f"[map]\n{table}\n")
+    with pytest.raises(ConfigError, match=message):
+        Settings.load(tmp_path).repomap
