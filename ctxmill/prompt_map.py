@@ -4,7 +4,7 @@ The map goes with the person's prompt, never into older messages, so the provide
 prefix stays as it was. It is built only inside a repository (a folder with `.git` or
 `.ctxmill`), ranked with the files the session touched most recently (read from the tail of its
 transcript), and left out when it would name the same files as the map this session was last
-given. Its outline cache and that last-map record live in the user's cache folder, keyed by the
+given, or while the repository's first index is still being built (`INDEX_SECONDS` a prompt). Its index (SQLite) and that last-map record live in the user's cache folder, keyed by the
 repository's path, so mapping writes nothing into the repository.
 """
 
@@ -13,6 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 TRANSCRIPT_TAIL_BYTES = 256 * 1024
+INDEX_SECONDS = 0.8
+"""Time a prompt may spend indexing changed files; a larger first index goes on at the next
+prompts (the hook's own budget is 2 s), and the map is given once the index is complete."""
 FILE_KEYS = ("file_path", "path", "notebook_path", "filePath")
 
 
@@ -46,6 +49,8 @@ def recent_files(transcript: str | None) -> list[str]:
 
 def prompt_map(event: dict, prompt: str, settings) -> str:
     """The map text for this prompt, or "" (disabled, not a repository, nothing new to show)."""
+    import time
+
     import xxhash
 
     from ctxmill.paths import project_root
@@ -61,7 +66,8 @@ def prompt_map(event: dict, prompt: str, settings) -> str:
         return ""
     cache = settings.global_home / "cache" / "repomap" / xxhash.xxh3_64_hexdigest(str(root).encode())
     recent = relative_paths(root, recent_files(event.get("transcript_path")))
-    result = build_map(root, prompt, recent, config.budget, cache.with_suffix(".json"))
+    result = build_map(root, prompt, recent, config.budget, cache.with_suffix(".sqlite3"),
+                       deadline=time.monotonic() + INDEX_SECONDS)
     if not result.files:
         return ""
     shown = f"{event.get('session_id')}\n" + "\n".join(result.files)

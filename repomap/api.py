@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from repomap.index import load_outlines
+from repomap.index import RepoIndex
 from repomap.rank import rank
-from repomap.render import render
+from repomap.render import MIN_FILE_TOKENS, render
 
 @dataclass(frozen=True)
 class RepoMapConfig:
@@ -28,11 +28,20 @@ class RepoMap:
     """The files it names, in rank order."""
 
 
-def build_map(root: Path, prompt: str, recent: list[str], budget: int, cache_file: Path | None) -> RepoMap:
-    outlines = load_outlines(Path(root), cache_file)
-    if not outlines or budget <= 0:
-        return RepoMap("", ())
-    body, named = render(rank(outlines, prompt, recent), outlines, budget)
+def build_map(root: Path, prompt: str, recent: list[str], budget: int, index_file: Path | None,
+              deadline: float | None = None) -> RepoMap:
+    """The map of the repository at `root` for `prompt`; its index is kept in `index_file`
+    (SQLite; None: in memory, for this call only). An index not brought up to date by
+    `deadline` (`time.monotonic()`) gives no map: the next call goes on indexing."""
+    index = RepoIndex(index_file)
+    try:
+        files = index.refresh(Path(root), deadline)
+        if not files or budget <= 0:
+            return RepoMap("", ())
+        order = rank(index, files, prompt, recent, limit=budget // MIN_FILE_TOKENS + 1)
+        body, named = render(order, index.outline, budget)
+    finally:
+        index.close()
     return RepoMap(f"{HEADER}\n{body}" if named else "", tuple(named))
 
 

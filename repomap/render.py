@@ -8,11 +8,16 @@ same estimate as every other budget (`compress.tokens.estimate_tokens`).
 
 from __future__ import annotations
 
+from typing import Callable
+
 from compress.tokens import estimate_tokens
 from repomap.outline import Outline
 
 MAX_DEFS_PER_FILE = 30
 MIN_DEFS = 3
+MIN_FILE_TOKENS = 2
+"""No file's entry costs less (its path and a line end), so a budget of B tokens names at most
+B / MIN_FILE_TOKENS files."""
 
 
 def file_lines(path: str, o: Outline, limit: int = MAX_DEFS_PER_FILE) -> list[str]:
@@ -24,13 +29,13 @@ def file_lines(path: str, o: Outline, limit: int = MAX_DEFS_PER_FILE) -> list[st
     return lines
 
 
-def render(order: list[str], outlines: dict[str, Outline], budget: int) -> tuple[str, list[str]]:
+def render(order: list[str], outline_of: Callable[[str], Outline], budget: int) -> tuple[str, list[str]]:
     """(text, the files it names) within `budget` tokens."""
     out: list[str] = []
     named: list[str] = []
     used = 0
     for path in order:
-        o = outlines[path]
+        o = outline_of(path)
         for limit in (MAX_DEFS_PER_FILE, 8, MIN_DEFS):
             block = "\n".join(file_lines(path, o, limit))
             cost = estimate_tokens(block) + 1

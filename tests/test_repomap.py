@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from compress.tokens import estimate_tokens
 from ctxmill.errors import ConfigError
 from repomap import index as repomap_index
-from repomap.api import HEADER, build_map
+from repomap.api import HEADER, RepoMap, build_map
+from repomap.index import RepoIndex
 from repomap.languages import GRAMMARS
 from repomap.outline import outline
 from repomap.rank import rank
@@ -79,11 +80,11 @@ def test_the_file_that_defines_what_the_prompt_names_comes_first(tmp_path):
 
 def test_recent_files_and_what_the_best_files_use_rise(tmp_path):
     root = _repo(tmp_path, FILES)
-    outlines = repomap_index.load_outlines(root, None)
-    assert rank(outlines, "", ["util/strings.py"])[0] == "util/strings.py"
+    index = RepoIndex(None)
+    files = index.refresh(root)
+    assert rank(index, files, "", ["util/strings.py"])[0] == "util/strings.py"
     # report.py is about the prompt; it uses Invoice, so invoice.py follows it, before the rest
-    order = rank(outlines, "monthly report", [])
-    assert order[:2] == ["billing/report.py", "billing/invoice.py"]
+    assert rank(index, files, "monthly report", [])[:2] == ["billing/report.py", "billing/invoice.py"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -96,21 +97,36 @@ def test_the_map_fits_its_budget_and_is_the_same_for_the_same_inputs(tmp_path_fa
     assert estimate_tokens(first.text[len(HEADER) + 1:]) <= budget if first.files else first.text == ""
 
 
-def test_a_warm_cache_parses_nothing_and_a_change_reparses_one_file(tmp_path, monkeypatch):
+def test_a_warm_index_parses_nothing_and_a_change_reparses_one_file(tmp_path, monkeypatch):
     root = _repo(tmp_path / "repo", FILES)
-    cache = tmp_path / "cache.json"
+    db = tmp_path / "cache" / "index.sqlite3"
     parsed: list[str] = []
     real = repomap_index.outline
     monkeypatch.setattr(repomap_index, "outline", lambda path, data: parsed.append(path) or real(path, data))
-    first = repomap_index.load_outlines(root, cache)
-    assert sorted(parsed) == sorted(FILES)
+    first = RepoIndex(db).refresh(root)
+    assert sorted(parsed) == sorted(FILES) and (db.stat().st_mode & 0o777) == 0o600
     parsed.clear()
-    assert repomap_index.load_outlines(root, cache) == first and parsed == []
+    assert RepoIndex(db).refresh(root) == first and parsed == []
     (root / "web/server.py").write_text("def serve(port, host):\n    pass\n")
-    (root / "util/copy.py").write_text(FILES["util/strings.py"])  # same content as a cached file: no parse
-    again = repomap_index.load_outlines(root, cache)
-    assert parsed == ["web/server.py"]
-    assert again["web/server.py"].defs[0].signature == "def serve(port, host)" and "util/copy.py" in again
+    (root / "util/copy.py").write_text(FILES["util/strings.py"])  # same content as an indexed file: no parse
+    (root / "billing/report.py").unlink()
+    index = RepoIndex(db)
+    files = index.refresh(root)
+    assert parsed == ["web/server.py"] and set(files) == set(FILES) - {"billing/report.py"} | {"util/copy.py"}
+    assert index.outline("web/server.py").defs[0].signature == "def serve(port, host)"
+    assert index.matches({"monthly"}) == []  # the removed file's terms went with it
+
+
+def test_an_index_cut_short_by_its_deadline_goes_on_next_time(tmp_path, monkeypatch):
+    many = {f"pkg/mod_{i}.py": f"def handler_{i}(event):\n    return {i}\n" for i in range(2 * repomap_index.BATCH + 5)}
+    root = _repo(tmp_path / "repo", many)
+    db = tmp_path / "index.sqlite3"
+    clock = iter([0.0, 2.0, 3.0])  # the first batch is in time, the second is not
+    monkeypatch.setattr(repomap_index.time, "monotonic", lambda: next(clock))
+    assert build_map(root, "handler", [], 200, db, deadline=1.0) == RepoMap("", ())
+    assert len(RepoIndex(db).db.execute("SELECT path FROM files").fetchall()) == repomap_index.BATCH
+    monkeypatch.undo()
+    assert set(RepoIndex(db).refresh(root)) == set(many)
 
 
 def test_dependency_folders_and_other_files_are_not_mapped(tmp_path):

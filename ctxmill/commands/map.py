@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     root = (args.root or project_root()).resolve()
     if not root.is_dir():
         raise CliError(f"{root}: not a folder")
-    cache = global_home() / "cache" / "repomap" / f"{xxhash.xxh3_64_hexdigest(str(root).encode())}.json"
+    cache = global_home() / "cache" / "repomap" / f"{xxhash.xxh3_64_hexdigest(str(root).encode())}.sqlite3"
     result = build_map(root, " ".join(args.prompt), [], args.budget, cache)
     if not result.files:
         print(f"ctxmill map: no source file under {root} that the map can read", file=sys.stderr)
