@@ -53,8 +53,7 @@ def setup_commands(text: str) -> tuple[str, str]:
 
 def ctxmill_commands(text: str) -> list[list[str]]:
     """Every code line whose command is `ctxmill`, as argv (comments dropped)."""
-    return [argv for argv in (shlex.split(line, comments=True) for line in code_lines(text))
-            if argv and argv[0] == "ctxmill"]
+    return [shlex.split(line, comments=True) for line in code_lines(text) if line.startswith("ctxmill ")]
 
 
 def printed_summary(text: str) -> str:
