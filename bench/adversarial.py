@@ -1,4 +1,4 @@
-"""The adversarial suite's counts, for RELIABILITY.md: `python bench/adversarial.py [pytest args]`.
+"""The adversarial suite's counts, for docs/reliability.md: `python bench/adversarial.py [pytest args]`.
 
 Runs tests/reliability/ (kills, concurrent writers, full disks, hostile input to the CLI, the
 proxy, the hooks and the MCP server, slow clients, secret canaries at rest) and the canary

@@ -3,7 +3,7 @@
 Run: `python bench/pathological.py [--scale 1.0] [--timeout 600]`. Every case runs at half and
 full size in a fresh process (on-disk CCR store, so redaction and the commit are included),
 which reports wall time and peak RSS (resource.getrusage); the time ratio full/half is ~2 for
-linear work (~4 would be quadratic). The numbers go to RELIABILITY.md.
+linear work (~4 would be quadratic). The numbers go to docs/reliability.md.
 tests/reliability/test_pathological.py runs the same cases at about 1/100 of the size.
 """
 

@@ -4,7 +4,7 @@ For every file read in every corpus session: its size, its file type (`compress.
 whether the agent edits that file later, and whether any line (stripped, >= 12 characters) of a
 later edit's old text, more than 3 messages on, occurs in it ("needed later"). Prints, per group,
 reads, characters, and the share of reads (and of their characters) needed later. This is what
-the read budgets of `trim_outputs` are chosen from (README, Replay).
+the read budgets of `trim_outputs` are chosen from (docs/replay.md).
 """
 
 from __future__ import annotations

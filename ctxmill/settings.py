@@ -3,7 +3,7 @@
 (`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the proxy its `ProxyConfig`; engines
 never read files or the environment.
 
-README.md's Configuration section shows every table and key (`tests/test_settings.py` loads its
+docs/configuration.md shows every table and key (`tests/test_settings.py` loads its
 main example).
 A missing file means defaults; an unknown key or a wrong type is a `ConfigError` naming the key.
 Each table is checked when first used, so a command fails only on the tables it reads (a bad

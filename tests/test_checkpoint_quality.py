@@ -10,7 +10,7 @@ from bench.checkpoint_quality import evaluate
 from tests.conftest import CORPUS
 
 # Floors a little under the numbers of `python bench/checkpoint_quality.py` when they were set
-# (README, checkpoint section): precision, recall per section, micro-averaged over the sessions.
+# (docs/memory.md, Checkpoint quality): precision, recall per section, micro-averaged over the sessions.
 FLOORS = {
     "task": (1.0, 1.0),
     "decisions": (0.90, 0.40),

@@ -41,16 +41,24 @@ tags = ["system-reminder", "env"]
     assert config.options("strip_injections")["tags"] == ["system-reminder", "env"]
 
 
-def test_the_readme_config_example_loads(tmp_path):
-    """README's `.ctxmill/config.toml` example ([compress], [memory], [ccr]) is a valid config file."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    example = readme.split("```toml\n[compress]\n", 1)[1].split("```", 1)[0]
+def test_the_documented_config_examples_load(tmp_path):
+    """docs/configuration.md's `.ctxmill/config.toml` examples ([compress], [memory], [ccr];
+    [proxy]; [security]) are valid config files."""
+    page = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
+    example = page.split("```toml\n[compress]\n", 1)[1].split("```", 1)[0]
     (tmp_path / "config.toml").write_text("[compress]\n" + example)
     settings = Settings.load(tmp_path)
     config = settings.compress
     assert config.window_epoch_savings == 1000 and config.window_start_min_tokens == 200
     assert config.options("trim_outputs")["cold_scale"] == 0.2
     assert settings.memory.recency == 0.2 and settings.ccr.max_bytes == 512 * 2**20
+    proxy_and_security = "".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
+        [f"[{table}]\n", "\n"]) for table in ("proxy", "security"))
+    (tmp_path / "config.toml").write_text(proxy_and_security)
+    settings = Settings.load(tmp_path)
+    assert settings.proxy_overrides["latency_budget_ms"] == 25 and settings.proxy_overrides["workers"] == 2
+    assert settings.proxy_overrides["max_inflight_bytes"] == 256 * 2**20
+    assert settings.redaction["redact_allow"] == ("AKIAIOSFODNN7EXAMPLE",)
 
 
 @pytest.mark.parametrize("text, message", [

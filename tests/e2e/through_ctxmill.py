@@ -60,7 +60,7 @@ def with_ctxmill(scenario: Scenario, expand_tool: str, memory_tool: str, arg: st
 
 
 def record(client: str, **numbers) -> None:
-    """Keep this run's numbers for the README (tests/e2e/results.json, not committed)."""
+    """Keep this run's numbers for docs/development.md (tests/e2e/results.json, not committed)."""
     try:
         data = json.loads(REPORT.read_text())
     except (OSError, ValueError):

@@ -1,4 +1,4 @@
-"""Counts of the adversarial suite, for RELIABILITY.md: what each test tried, lost and leaked.
+"""Counts of the adversarial suite, for docs/reliability.md: what each test tried, lost and leaked.
 
 A test calls `record` with what it measured, then asserts lost == leaked == 0 itself. With
 CTXMILL_TALLY=<file> set, each call appends one JSON line there (`python bench/adversarial.py`

@@ -1,5 +1,5 @@
 """Pathological tool outputs through the whole pipeline, each in a subprocess with a timeout,
-at about 1/100 of the sizes bench/pathological.py measures (figures in RELIABILITY.md)."""
+at about 1/100 of the sizes bench/pathological.py measures (figures in docs/reliability.md)."""
 
 from __future__ import annotations
 
