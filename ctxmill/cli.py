@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "proxy": "proxy",
     "run": "run",
     "engine": "engine",
+    "stats": "stats",
 }
 
 
