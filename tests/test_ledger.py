@@ -29,6 +29,9 @@ def test_prices_match_dated_and_routed_model_names():
     assert price_for("gpt-5-mini-2025-08-07").name == "gpt-5-mini"  # not plain gpt-5
     assert price_for("GPT-4.1-nano").name == "gpt-4.1-nano"
     assert price_for("openai/gpt-5-codex").name == "gpt-5"
+    assert price_for("gpt-5.6-sol-2026-07-09").name == "gpt-5.6-sol"
+    assert price_for("gpt-5.9").name == "gpt-5 (fallback)"  # another generation is not a gpt-5
+    assert price_for("claude-sonnet-5-5[1m]").name == "claude-sonnet-5-5"
 
 
 def test_unknown_models_fall_back_by_vendor_and_say_so():
@@ -41,6 +44,7 @@ def test_unknown_models_fall_back_by_vendor_and_say_so():
 def test_every_price_row_is_ordered_sensibly():
     for p in PRICES:
         assert 0 < p.cache_read < p.input <= p.cache_write and p.output > p.input, p
+    assert len({p.name for p in PRICES}) == len(PRICES)
 
 
 def test_costs_without_usage_are_uncached_input():
