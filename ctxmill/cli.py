@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "engine": "engine",
     "stats": "stats",
+    "dashboard": "dashboard",
 }
 
 

@@ -24,7 +24,8 @@ from typing import AsyncIterator
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount
 from starlette.routing import Route as StarletteRoute
 
 from compress.formats.usage import Usage
@@ -297,13 +298,34 @@ def _settle(outcome: Outcome, future: asyncio.Future) -> None:
         outcome.summary = future.result()
 
 
+HOME_PAGE = ('<!doctype html><meta charset="utf-8"><title>ctxmill proxy</title>'
+             '<p>ctxmill proxy is running. <a href="/ctxmill/">See what it saved</a>.</p>')
+
+
+async def home(request: Request) -> Response:
+    """`GET /`: a page of its own, never forwarded (the upstream has nothing there)."""
+    return HTMLResponse(HOME_PAGE)
+
+
+def dashboard(config: ProxyConfig, ledger):
+    """The dashboard at /ctxmill/: the proxy's ledger (or the user's, when it writes none) and the
+    memory of the proxy's home project."""
+    from ctxmill.dashboard.app import create_app as dashboard_app
+    from ctxmill.settings import Settings
+
+    return dashboard_app(lambda: ledger or ledger_file(), lambda: Settings.load(config.home))
+
+
 def create_app(config: ProxyConfig) -> Starlette:
     uvicorn_log = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
         uvicorn_log.addFilter(_QuietBreaks())
     proxy = Proxy(config)
     app = Starlette(routes=[
+        StarletteRoute("/", home, methods=["GET"]),
         StarletteRoute("/ctxmill/stats", proxy.stats, methods=["GET"]),
+        StarletteRoute("/ctxmill", lambda request: RedirectResponse("/ctxmill/"), methods=["GET"]),
+        Mount("/ctxmill", dashboard(config, proxy.ledger)),
         StarletteRoute("/{path:path}", proxy.handle, methods=METHODS),
     ], lifespan=proxy.lifespan)
     app.state.proxy = proxy
