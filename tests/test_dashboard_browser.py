@@ -104,3 +104,32 @@ def test_the_dashboard_shows_the_ledger_in_a_real_browser(fake, start_proxy, tmp
     shutil.copyfile(tmp_path / "dashboard.png", SCREENSHOT)
     assert problems == []
     assert not any(r.path.startswith("/ctxmill") or r.path == "/" for r in fake.received)  # none went upstream
+
+
+def test_replay_html_draws_the_replay_beside_the_cap_in_a_real_browser(tmp_path, browser):
+    html, report = tmp_path / "replay.html", tmp_path / "replay.json"
+    with report.open("w") as out:
+        run = subprocess.run([sys.executable, "-m", "ctxmill", "replay", str(REPO / "fixtures" / "example-request.json"),
+                              "--json", "--html", str(html)], stdout=out, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr
+    data = json.loads(report.read_text())
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("request", lambda r: problems.append(f"network: {r.url}") if not r.url.startswith("file:") else None)
+    page.goto(html.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
+    assert int(page.get_attribute("#total-tokens-before", "data-value")) == data["raw"]["tokens_sum"]
+    assert int(page.get_attribute("#total-tokens-after", "data-value")) == data["compressed"]["tokens_sum"]
+    assert int(page.get_attribute("#total-requests", "data-value")) == data["requests"]
+    series = page.evaluate("() => Chart.getChart('chart-session').data.datasets.map(d => [d.label, d.data])")
+    assert series == [["raw (tokens)", data["raw"]["sizes"]], ["sent (tokens)", data["compressed"]["sizes"]],
+                      ["cap (tokens)", data["cap"]["sizes"]]]
+    peers = page.evaluate("() => Chart.getChart('chart-peers').data")
+    assert dict(zip(peers["labels"], peers["datasets"][0]["data"])) == {
+        "cap": data["sides"]["cap"]["cost_ratio"], "ctxmill": data["cost_ratio"]}
+    assert page.is_hidden("#memory-panel")
+    page.screenshot(path=str(tmp_path / "replay.png"), full_page=True)
+    assert problems == []

@@ -80,6 +80,8 @@
   }
 
   function bars(id, labels, values, label) {
+    el(id).closest(".panel").hidden = !labels.length;  // nothing recorded: no empty frame
+    if (!labels.length) return;
     draw(id, {
       type: "bar",
       data: {labels: labels, datasets: [{label: label, data: values, backgroundColor: labels.map((_, i) => PALETTE[i % PALETTE.length])}]},
@@ -125,7 +127,7 @@
     totals(data.totals, note);
     days(data.days);
     bars("chart-stages", data.stages.map((s) => s.stage), data.stages.map((s) => s.tokens), "tokens removed");
-    bars("chart-kinds", data.kinds.map((k) => k.kind), data.kinds.map((k) => k.tokens), "tokens removed");
+    bars("chart-kinds", data.kinds.map((k) => k.kind), data.kinds.map((k) => k.tokens), data.kinds_label || "tokens removed");
     table("projects", data.projects, "project", "project");
     table("sessions", data.sessions, "session", "session");
     if (data.peers && data.peers.length) {
