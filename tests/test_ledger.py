@@ -189,3 +189,13 @@ def test_stats_command_prints_text_and_json(tmp_path):
                          env=env)
     data = json.loads(out.stdout)
     assert data["totals"]["tokens_saved"] == 3000 and data["sessions"][0]["session"] == "sess-1"
+
+
+def test_the_proxy_reads_the_working_directory_each_client_names():
+    from ctxmill.proxy.identity import working_directory
+
+    claude = b'{"system":[{"type":"text","text":"<env>\\nWorking directory: /home/a/shop\\nIs git repo: yes"}]}'
+    codex = b'{"input":[{"role":"user","content":"<environment_context>\\n  <cwd>/srv/billing</cwd>\\n"}]}'
+    assert working_directory(claude) == "/home/a/shop"
+    assert working_directory(codex) == "/srv/billing"
+    assert working_directory(b'{"messages":[{"role":"user","content":"hi"}]}') is None
