@@ -8,7 +8,9 @@ response back byte for byte while a `UsageTap` reads the provider's usage. Fail 
 that is not a JSON request (invalid JSON, no conversation list), one that continues a
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
-without the proxy.
+without the proxy. Each compressed request whose answer succeeded is added to the savings ledger
+(`ctxmill.ledger`, written off the event loop). The proxy answers `GET /` (a page linking the
+dashboard), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are never forwarded.
 """
 
 from __future__ import annotations
