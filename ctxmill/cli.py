@@ -31,6 +31,8 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "engine": "engine",
     "map": "map",
+    "stats": "stats",
+    "dashboard": "dashboard",
 }
 
 

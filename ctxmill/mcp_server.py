@@ -91,6 +91,11 @@ def build_server(settings: Settings) -> MCPServer:
             raise ToolError(str(exc)) from None
         if not result.ok:
             raise ToolError(result.message)
+        from ctxmill.ledger import project_of, record_expansion
+        from ctxmill.paths import ledger_file, project_root
+
+        record_expansion(face="mcp", chars=len(result.text or ""), project=project_of(project_root()),
+                         path=ledger_file(settings.global_home))
         return result.text or ""
 
     @server.tool()

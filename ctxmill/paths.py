@@ -46,3 +46,8 @@ def ccr_dir(home: Path | None = None) -> Path:
 
 def sessions_dir(home: Path | None = None) -> Path:
     return (home or project_home()) / "sessions"
+
+
+def ledger_file(global_home_dir: Path | None = None) -> Path:
+    """The savings ledger every face writes (SQLite, `ctxmill.ledger.store`)."""
+    return (global_home_dir or global_home()) / "ledger.sqlite3"

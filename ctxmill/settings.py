@@ -187,6 +187,9 @@ class ProxyConfig:
     closed (see ctxmill.proxy.connections)."""
     max_inflight_bytes: int = DEFAULT_MAX_INFLIGHT
     """Request bodies held at once, in total (see ctxmill.proxy.inflight); at least max_body_bytes."""
+    ledger_file: Path | None = None
+    """The savings ledger each request is added to (None: the user's, `paths.ledger_file()`);
+    with persist=False no ledger is written."""
 
     def __post_init__(self) -> None:
         if self.max_inflight_bytes < self.max_body_bytes:

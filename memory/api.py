@@ -180,8 +180,10 @@ def store(
     return stored
 
 
-def forget(cfg: MemoryConfig, id: str) -> Entry:
-    """Remove the entry with this id from whichever memory file holds it; returns it."""
+def _edit_entry(cfg: MemoryConfig, id: str, edit) -> tuple[Entry, Entry | None]:
+    """Apply `edit(doc, entry)` to the entry with this id in whichever memory file holds it, under
+    the file's lock, and keep the index in step; returns (the entry as it was, what `edit`
+    returned: the entry as it is now, or None when removed)."""
     from ground.files import atomic_write
 
     for source in _sources(cfg):
@@ -190,13 +192,27 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
         with lock(source.path):
             before = _read_bytes(source.path)
             doc = _parse(before, source.path, source.scope, source.default_type)
-            removed = doc.remove(id)
-            if removed is not None:
-                after = doc.text().encode("utf-8")
-                atomic_write(source.path, after)
-                index_written(cfg, source.path, before, after, removed=[removed])
-                return removed
+            entry = next((e for e in doc.entries() if e.id == id), None)
+            if entry is None:
+                continue
+            now_entry = edit(doc, entry)
+            after = doc.text().encode("utf-8")
+            atomic_write(source.path, after)
+            index_written(cfg, source.path, before, after, added=[now_entry] if now_entry else [], removed=[entry])
+            return entry, now_entry
     raise NotFound(f"no memory entry with id {id!r}")
+
+
+def forget(cfg: MemoryConfig, id: str) -> Entry:
+    """Remove the entry with this id from whichever memory file holds it; returns it."""
+    return _edit_entry(cfg, id, lambda doc, entry: doc.remove(entry.id) and None)[0]
+
+
+def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
+    """Pin (inject at every session start) or unpin the entry with this id; returns it as stored."""
+    from dataclasses import replace
+
+    return _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))[1]
 
 
 def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:

@@ -155,6 +155,8 @@ class SideStats:
     cost: float = 0.0
     compactions: int = 0
     needed: Needed = field(default_factory=Needed)
+    sizes: list[int] = field(default_factory=list)
+    """Each request's tokens, in order (set by `finish`; the charts of `replay --html`)."""
 
     @property
     def effective_cost(self) -> float:
@@ -170,5 +172,6 @@ class SideStats:
     def finish(self, sizes: list[int]) -> "SideStats":
         """`sizes`: each request's tokens as the host sees them (plus any unseen head)."""
         self.compactions = compaction_events(sizes)
+        self.sizes = list(sizes)
         self.cost = round(self.cost, 1)
         return self

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     body = read_request(args.request)
     try:
-        detect(body)
+        provider = detect(body)
     except InvalidRequest as exc:
         raise CliError(f"{args.request}: {exc}") from None
 
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                               reported_input_tokens=args.input_tokens)
     if result.report.error:
         raise CliError(f"{args.request}: {result.report.error}")
+    _record(settings, args, body, provider, result.report)
     data = dumps(result.body)
     if args.output:
         Path(args.output).write_bytes(data + b"\n")
@@ -101,3 +102,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stderr.write(f"ctxmill: {result.report.summary_line()}\n")
     return 0
+
+
+def _record(settings, args: argparse.Namespace, body: object, provider: str, report) -> None:
+    """Add the run to the savings ledger (session: the --session folder's name, else "cli")."""
+    from compress.formats.requests import SHAPES
+    from ctxmill.ledger import project_of, record_request
+    from ctxmill.paths import ledger_file, project_root
+
+    model = body.get("model") if isinstance(body, dict) else None
+    record_request(face="cli", session=Path(args.session).name if args.session else "cli",
+                   project=project_of(project_root()), model=model if isinstance(model, str) else "",
+                   vendor=SHAPES[provider].VENDOR, tokens_before=report.tokens_before,
+                   tokens_after=report.tokens_after, stages=report.stages_saved, path=ledger_file(settings.global_home))

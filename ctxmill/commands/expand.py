@@ -59,4 +59,9 @@ def run(args: argparse.Namespace) -> int:
         print(result.message, file=sys.stderr)
         return 1
     _write_stdout(result.text or "")
+    from ctxmill.ledger import project_of, record_expansion
+    from ctxmill.paths import ledger_file, project_root
+
+    record_expansion(face="cli", chars=len(result.text or ""), project=project_of(project_root()),
+                     path=ledger_file(settings.global_home))
     return 0

@@ -38,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m", help="Anthropic cache writes: 5-minute "
                    "(1.25x) or 1-hour (2x)")
     p.add_argument("--headroom", metavar="PYTHON", help="python of a venv with headroom-ai: add its column")
+    p.add_argument("--html", metavar="FILE", help="also write the charts of the replay to FILE (a standalone page)")
     p.set_defaults(func=run)
 
 
@@ -140,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
             print("\n".join(_kind_totals(reports)))
     else:
         print("\n\n".join(r.render() for r in reports))
+    if args.html:
+        from ctxmill.dashboard.replay_page import write_html
+
+        write_html(reports, Path(args.html))
     return 0
 
 

@@ -88,6 +88,8 @@ class OpenCodeEngine:
         from compress.formats.opencode_live import edits, first_prompt, to_body
         from compress.pipeline import run
         from compress.session import state_lock
+        from ctxmill.ledger import project_of, record_request
+        from ctxmill.paths import ledger_file
         from ctxmill.settings import Settings
         from ground.files import atomic_write, private_dir
         from ground.redact import redact
@@ -111,7 +113,13 @@ class OpenCodeEngine:
                 result = run(body, session=live.session(), store=self._store(settings), config=settings.compress,
                              context_window=window if isinstance(window, int) and window > 0 else None)
                 live.state.save()
-        return {"edits": edits(origins, body, result.body), "summary": result.report.summary_line()}
+        report = result.report
+        if not report.error:
+            record_request(face="opencode", session=safe_id(session_id), project=project_of(request.get("directory") or settings.home.parent),
+                           model=str(request.get("model") or ""), vendor="", tokens_before=report.tokens_before,
+                           tokens_after=report.tokens_after, stages=report.stages_saved,
+                           path=ledger_file(settings.global_home))
+        return {"edits": edits(origins, body, result.body), "summary": report.summary_line()}
 
     def compacting(self, request: dict) -> dict:
         """`{directory, sessionID}` -> `{context: [text]}`: write the checkpoint of what the session

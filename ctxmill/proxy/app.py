@@ -8,7 +8,9 @@ response back byte for byte while a `UsageTap` reads the provider's usage. Fail 
 that is not a JSON request (invalid JSON, no conversation list), one that continues a
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
-without the proxy.
+without the proxy. Each compressed request whose answer succeeded is added to the savings ledger
+(`ctxmill.ledger`, written off the event loop). The proxy answers `GET /` (a page linking the
+dashboard), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are never forwarded.
 """
 
 from __future__ import annotations
@@ -18,16 +20,19 @@ import contextlib
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount
 from starlette.routing import Route as StarletteRoute
 
+from compress.formats.usage import Usage
 from ctxmill.logs import log_file
-from ctxmill.paths import sessions_dir, user_ccr_dir
+from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
 from ctxmill.proxy import worker
 from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_key
@@ -59,6 +64,9 @@ class Proxy:
             max_kept_bytes=config.max_inflight_bytes, log_file=log_file()), config.workers)
         budget = config.latency_budget_ms
         self.budget = None if budget is None else budget / 1000
+        self.ledger = (config.ledger_file or ledger_file()) if config.persist else None
+        self.ledger_writes = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-ledger")
+        """Ledger rows are written off the event loop, one at a time."""
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -77,6 +85,7 @@ class Proxy:
             finally:
                 await self.workers.close()
                 self.pool.flush()
+                self.ledger_writes.shutdown(wait=True)
 
     # -- endpoints ------------------------------------------------------------------
 
@@ -109,12 +118,20 @@ class Proxy:
                 outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
                                               declared_context_window(request.headers.items()))
                 entry.record_request(target.shape, len(raw), outcome)
-            pending, sent_tokens = outcome.pending, outcome.sent_tokens
+            pending = outcome.pending
             return await self.forward(request, target, outcome.data or raw, started,
-                                      on_usage=lambda usage: entry.record_usage(usage, sent_tokens),
+                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
+
+    def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None) -> None:
+        """A compressed request's successful answer ended: its usage (if reported) calibrates the
+        session, and the request goes to the savings ledger."""
+        if usage is not None:
+            entry.record_usage(usage, outcome.sent_tokens)
+        if self.ledger is not None:
+            self.ledger_writes.submit(ledger_row, self.ledger, entry.key, target.vendor, outcome, usage)
 
     async def read(self, request: Request, target: Route, held: Held) -> bytes | Response:
         """The request body, or the error response when it cannot be read whole."""
@@ -253,8 +270,23 @@ async def _relay(response: httpx.Response, tap: UsageTap | None, on_usage) -> As
     finally:
         await response.aclose()
         usage = tap.finish() if tap is not None else None
-        if usage is not None and response.is_success:
+        if on_usage is not None and response.is_success:
             on_usage(usage)
+
+
+def ledger_row(path, session: str, vendor: str, outcome: Outcome, usage: Usage | None) -> None:
+    """Add a proxied request to the ledger: what was sent (a deferred or failed run sent the
+    original: nothing saved; a run still going counts its tokens as unknown, 0)."""
+    from ctxmill.ledger import project_of, record_request
+
+    s = outcome.summary
+    ran = s is not None and not s.error and not outcome.error
+    before = s.tokens_before if ran else 0
+    saved = ran and not outcome.deferred
+    record_request(face="proxy", session=session, project=project_of(s.folder if s else None),
+                   model=s.model if s else "", vendor=vendor, tokens_before=before,
+                   tokens_after=s.tokens_after if saved else before, usage=usage,
+                   stages=s.stages if saved else None, path=path)
 
 
 def _settle(outcome: Outcome, future: asyncio.Future) -> None:
@@ -268,13 +300,34 @@ def _settle(outcome: Outcome, future: asyncio.Future) -> None:
         outcome.summary = future.result()
 
 
+HOME_PAGE = ('<!doctype html><meta charset="utf-8"><title>ctxmill proxy</title>'
+             '<p>ctxmill proxy is running. <a href="/ctxmill/">See what it saved</a>.</p>')
+
+
+async def home(request: Request) -> Response:
+    """`GET /`: a page of its own, never forwarded (the upstream has nothing there)."""
+    return HTMLResponse(HOME_PAGE)
+
+
+def dashboard(config: ProxyConfig, ledger):
+    """The dashboard at /ctxmill/: the proxy's ledger (or the user's, when it writes none) and the
+    memory of the proxy's home project."""
+    from ctxmill.dashboard.app import create_app as dashboard_app
+    from ctxmill.settings import Settings
+
+    return dashboard_app(lambda: ledger or ledger_file(), lambda: Settings.load(config.home))
+
+
 def create_app(config: ProxyConfig) -> Starlette:
     uvicorn_log = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
         uvicorn_log.addFilter(_QuietBreaks())
     proxy = Proxy(config)
     app = Starlette(routes=[
+        StarletteRoute("/", home, methods=["GET"]),
         StarletteRoute("/ctxmill/stats", proxy.stats, methods=["GET"]),
+        StarletteRoute("/ctxmill", lambda request: RedirectResponse("/ctxmill/"), methods=["GET"]),
+        Mount("/ctxmill", dashboard(config, proxy.ledger)),
         StarletteRoute("/{path:path}", proxy.handle, methods=METHODS),
     ], lifespan=proxy.lifespan)
     app.state.proxy = proxy

@@ -20,6 +20,7 @@ forwards it untouched, as the pipeline would pass it through.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import simdjson
@@ -30,6 +31,7 @@ from compress.formats.requests.shape import stored_history
 from ground.jsonbytes import dumps
 
 _OPENAI_ID_FIELDS = ("prompt_cache_key", "safety_identifier", "user")
+_WORKING_DIRECTORY = re.compile(rb'(?:Working directory: |<cwd>)([^\\"<\n]{1,1024})')
 
 
 def client_id(provider: str, body: dict) -> str:
@@ -106,3 +108,11 @@ def _request_key(shape, provider: str, raw: bytes) -> str | None:
     fields = (shape.SYSTEM_FIELD, "metadata", *_OPENAI_ID_FIELDS)
     skeleton = {name: _plain(doc.get(name)) for name in fields if name and name in doc}
     return session_key(provider, {**skeleton, shape.MESSAGES_FIELD: kept})
+
+
+def working_directory(raw: bytes) -> str | None:
+    """The folder the client says it works in (Claude Code's and OpenCode's system prompt:
+    `Working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention;
+    None when the request names none. Only the ledger's project name and hash are made of it."""
+    found = _WORKING_DIRECTORY.search(raw)
+    return found.group(1).decode("utf-8", "replace").strip() if found else None

@@ -9,7 +9,7 @@ imports no engine, so the event loop reads and writes stats without loading the 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,11 @@ class RunSummary:
     line: str = ""
     """The run report's one-line summary, for the proxy's request log."""
     error: str = ""
+    model: str = ""
+    stages: dict[str, int] = field(default_factory=dict)
+    """Tokens each stage saved (`RunReport.stages_saved`), for the savings ledger."""
+    folder: str | None = None
+    """The folder the client works in, if its request says (`identity.working_directory`)."""
 
 
 @dataclass

@@ -35,6 +35,7 @@ from compress.config import CompressConfig
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
 from compress.session import Session, state_lock
+from ctxmill.proxy.identity import working_directory
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
 from ctxmill.proxy.stats import RunSummary, session_directory, write_stats
 from ground.jsonbytes import dumps
@@ -88,8 +89,10 @@ class SessionState:
             log.warning("session %s: compression failed, original sent: %s: %s",
                         self.key[:12], type(exc).__name__, exc)
             return RunSummary(None, error=f"{type(exc).__name__}: {exc}"[:500])
+        model = body.get("model") if isinstance(body, dict) else None
         return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
-                          report.summary_line(), report.error)
+                          report.summary_line(), report.error, model if isinstance(model, str) else "",
+                          dict(report.stages_saved), working_directory(raw))
 
     def persist(self, stats: bytes | None) -> None:
         """Write the state `compress` left in memory. If another process rewrote the state file

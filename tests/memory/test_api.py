@@ -59,6 +59,19 @@ def test_forget_removes_only_that_entry_and_unknown_id_fails(cfg):
         api.forget(cfg, drop.id)
 
 
+def test_set_pinned_pins_and_unpins_in_place_and_search_follows(cfg):
+    first = api.store(cfg, "fact", "The API listens on port 8080")
+    other = api.store(cfg, "decision", "Use SQLite for the savings ledger")
+    pinned = api.set_pinned(cfg, first.id)
+    assert pinned.pinned and pinned.id == first.id and pinned.text == first.text
+    assert [e.id for e in api.pinned(cfg)] == [first.id]
+    assert [e.id for e in api.list_entries(cfg)] == [first.id, other.id]  # same place in the file
+    assert api.search(cfg, "port 8080")[0].entry.pinned
+    assert not api.set_pinned(cfg, first.id, False).pinned and api.pinned(cfg) == []
+    with pytest.raises(api.NotFound):
+        api.set_pinned(cfg, "m-00000000")
+
+
 def test_scopes_and_pins(cfg):
     local = api.store(cfg, "constraint", "Never push to main", pin=True)
     shared = api.store(cfg, "constraint", "Never push secrets", scope="global")

@@ -1,0 +1,110 @@
+"""List prices per model, in US dollars per million tokens: the one table the ledger prices with.
+
+Each row: input (uncached), cache read, cache write (Anthropic's 5-minute write; OpenAI has no
+write premium, so its write price is its input price), output. A model name is matched by the
+longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`) after dropping a router's `vendor/` and a cloud's `anthropic.` prefix and
+lower-casing (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`). Unknown models (fallback,
+documented in docs/dashboard.md): an Anthropic-shaped request is priced as Claude Sonnet, any
+other as GPT-5; `Price.name` then says `"<row> (fallback)"`, and the ledger keeps that name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Price:
+    name: str
+    input: float
+    cache_read: float
+    cache_write: float
+    output: float
+
+    def cost(self, input: int = 0, cache_read: int = 0, cache_write: int = 0, output: int = 0) -> float:
+        """Dollars for these token counts."""
+        return (input * self.input + cache_read * self.cache_read + cache_write * self.cache_write
+                + output * self.output) / 1e6
+
+
+def _anthropic(name: str, input: float, output: float, read: float | None = None) -> Price:
+    """Anthropic: 5-minute cache writes at 1.25x input; cache reads at 0.1x unless listed otherwise."""
+    return Price(name, input, input * 0.1 if read is None else read, input * 1.25, output)
+
+
+def _openai(name: str, input: float, cached: float, output: float, write: float | None = None) -> Price:
+    """OpenAI: cached input as listed; cache writes cost the input price unless listed."""
+    return Price(name, input, cached, input if write is None else write, output)
+
+
+PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, standard (short-context) tier
+    _anthropic("claude-fable-5-1", 10.0, 50.0, read=0.25),
+    _anthropic("claude-mythos-5-1", 10.0, 50.0, read=0.25),
+    _anthropic("claude-fable-5", 10.0, 50.0, read=1.0),
+    _anthropic("claude-mythos-5", 10.0, 50.0, read=1.0),
+    _anthropic("claude-opus-5-5", 4.0, 20.0, read=0.2),
+    _anthropic("claude-opus-5", 5.0, 25.0),
+    _anthropic("claude-opus-4-8", 5.0, 25.0),
+    _anthropic("claude-opus-4-7", 5.0, 25.0),
+    _anthropic("claude-opus-4-6", 5.0, 25.0),
+    _anthropic("claude-opus-4-5", 5.0, 25.0),
+    _anthropic("claude-opus-4-1", 15.0, 75.0),
+    _anthropic("claude-opus-4", 15.0, 75.0),
+    _anthropic("claude-3-opus", 15.0, 75.0),
+    _anthropic("claude-sonnet-5-5", 2.0, 10.0, read=0.1),
+    _anthropic("claude-sonnet-5", 2.0, 10.0),
+    _anthropic("claude-sonnet-4-6", 3.0, 15.0),
+    _anthropic("claude-sonnet-4-5", 3.0, 15.0),
+    _anthropic("claude-sonnet-4", 3.0, 15.0),
+    _anthropic("claude-3-7-sonnet", 3.0, 15.0),
+    _anthropic("claude-3-5-sonnet", 3.0, 15.0),
+    _anthropic("claude-haiku-5-5", 0.1, 0.5),  # prompts up to 100K tokens; longer ones cost 5x
+    _anthropic("claude-haiku-4-5", 1.0, 5.0),
+    _anthropic("claude-3-5-haiku", 0.8, 4.0),
+    _anthropic("claude-3-haiku", 0.25, 1.25, read=0.03),
+    _openai("gpt-6-astra", 10.0, 1.0, 50.0),
+    _openai("gpt-6.1-sol", 2.0, 0.1, 10.0),
+    _openai("gpt-6-sol", 2.0, 0.2, 10.0, write=2.5),
+    _openai("gpt-6-luna", 0.1, 0.01, 0.5, write=0.125),
+    _openai("gpt-5.6-sol", 5.0, 0.5, 30.0),
+    _openai("gpt-5.6-terra", 2.0, 0.2, 12.0),
+    _openai("gpt-5.6-luna", 0.2, 0.02, 1.2),
+    _openai("gpt-5.5", 5.0, 0.5, 30.0),
+    _openai("gpt-5.4-mini", 0.75, 0.075, 4.5),
+    _openai("gpt-5.4", 2.5, 0.25, 15.0),
+    _openai("gpt-5.2", 1.75, 0.175, 14.0),
+    _openai("gpt-5.1", 1.25, 0.125, 10.0),
+    _openai("gpt-5-mini", 0.25, 0.025, 2.0),
+    _openai("gpt-5-nano", 0.05, 0.005, 0.4),
+    _openai("gpt-5", 1.25, 0.125, 10.0),
+    _openai("gpt-4.1-mini", 0.4, 0.1, 1.6),
+    _openai("gpt-4.1-nano", 0.1, 0.025, 0.4),
+    _openai("gpt-4.1", 2.0, 0.5, 8.0),
+    _openai("gpt-4o-mini", 0.15, 0.075, 0.6),
+    _openai("gpt-4o", 2.5, 1.25, 10.0),
+    _openai("o4-mini", 1.1, 0.275, 4.4),
+    _openai("o3", 2.0, 0.5, 8.0),
+)
+_BY_LENGTH = sorted(PRICES, key=lambda p: len(p.name), reverse=True)
+_SUFFIX_START = "-[@:"
+"""What may follow a row's name in a model name of that row (`-20250929`, `-codex`, `[1m]`):
+`gpt-5.6-sol` is not a `gpt-5`, `claude-sonnet-4-5-20250929` is a `claude-sonnet-4-5`."""
+_FALLBACK = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
+
+
+def normalized(model: str) -> str:
+    """`model` as the table spells it: lower case, without a `vendor/` or `anthropic.` prefix."""
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    return name.removeprefix("anthropic.")
+
+
+def price_for(model: str, vendor: str = "") -> Price:
+    """The row for `model` (longest matching prefix), else the fallback of `vendor` ("anthropic":
+    Claude Sonnet; anything else: GPT-5), named `"<row> (fallback)"`."""
+    name = normalized(model)
+    for price in _BY_LENGTH:
+        if name == price.name or (name.startswith(price.name) and name[len(price.name)] in _SUFFIX_START):
+            return price
+    base = _FALLBACK.get(vendor) or ("claude-sonnet-4-5" if name.startswith("claude") else "gpt-5")
+    row = next(p for p in PRICES if p.name == base)
+    return Price(f"{row.name} (fallback)", row.input, row.cache_read, row.cache_write, row.output)
