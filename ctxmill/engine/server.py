@@ -91,12 +91,9 @@ def create_app(engine, idle, max_body: int = MAX_BODY_BYTES):
     from ground.jsonbytes import dumps
     from starlette.routing import Route
 
-    from importlib.metadata import PackageNotFoundError, version
+    from ctxmill import package_version
 
-    try:
-        __version__ = version("ctxmill")
-    except PackageNotFoundError:
-        __version__ = "dev"
+    __version__ = package_version()
     pool = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-engine")
 
     async def health(request: Request) -> JSONResponse:
