@@ -180,14 +180,15 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                   for i, m in enumerate(messages)]
     head = tokens.head(body, shape.HEAD_FIELDS)
     report.tokens_before = head + sum(raw_tokens)
-    thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
-    tier = thresholds.tier_for(reported if reported is not None else report.tokens_before)
-    report.tier = tier.label
-    blocks = provider_blocks(messages, thinking_kept)
-    tail = tail_start(messages, raw_tokens, blocks, config)
     sent = [session.records[hashes[i]].out_tokens if i < frozen else n for i, n in enumerate(raw_tokens)]
     managed = managed_floor(body, messages, sent, head)
     report.provider_context = managed.reason
+    thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
+    # the context the model reads: what a compaction dropped does not count
+    tier = thresholds.tier_for(reported if reported is not None else head + sum(raw_tokens[managed.dropped:]))
+    report.tier = tier.label
+    blocks = provider_blocks(messages, thinking_kept)
+    tail = tail_start(messages, raw_tokens, blocks, config)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes,
                       thinking_kept, managed.floor)
 

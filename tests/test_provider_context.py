@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 
 import httpx
 import orjson
@@ -16,8 +17,11 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.formats.requests import from_provider
 from compress.formats.requests.managed import managed_floor
+from compress.message_tokens import MessageTokens
 from compress.session import Session
-from tests.helpers import compress, markers_in
+from compress.tiers import TierThresholds
+from compress.tokens import estimate_tokens
+from tests.helpers import SMALL_TAIL, compress, markers_in
 from tests.proxy_helpers import example
 from tests.test_proxy import SMALL, fake, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.test_proxy_responses import build_log
@@ -206,3 +210,17 @@ def test_through_the_proxy_both_compactions_reach_the_upstream_intact(fake, star
         assert sent[field][:floor] == body[field][:floor]  # up to the compaction, byte-equal JSON values
         assert sent["context_management"] == body["context_management"]
         assert markers_in(sent[field][floor:]) and len(fake.received[-1].body) < len(raw)
+
+
+def test_the_tier_counts_only_what_the_provider_reads_after_a_compaction():
+    """Without usage figures the tier comes from the request's size; messages a compaction
+    dropped are not part of the context the model reads."""
+    body = anthropic_compacted()
+    request = from_provider(body)
+    tokens = MessageTokens(estimate_tokens)
+    dropped = sum(tokens.message(m) for m in request.messages[:21])
+    total = compress(body).report.tokens_before
+    line = total - dropped // 2  # the whole request is above it, what the model reads below
+    config = replace(SMALL_TAIL, tiers=TierThresholds(medium=line, high=line))
+    assert compress(anthropic_compacted(compaction=False), config=config).report.tier == "high"
+    assert compress(body, config=config).report.tier == "always"

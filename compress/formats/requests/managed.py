@@ -37,10 +37,13 @@ DEFAULT_KEEP_TOOL_USES = 3
 
 @dataclass(frozen=True)
 class Managed:
-    """The first message ctxmill may change (`floor`), and why, in one line ('' when 0)."""
+    """The first message ctxmill may change (`floor`), and why, in one line ('' when 0);
+    `dropped`: the leading messages the provider drops whole (those before the last compaction;
+    the compaction itself is read)."""
 
     floor: int = 0
     reason: str = ""
+    dropped: int = 0
 
 
 def managed_floor(body: Any, messages: Sequence[Message], tokens: Sequence[int], head_tokens: int = 0) -> Managed:
@@ -54,7 +57,7 @@ def managed_floor(body: Any, messages: Sequence[Message], tokens: Sequence[int],
     if cleared:
         floor = max(floor, max(cleared) + 1)
         reasons.append(f"provider clears tool results up to message {max(cleared)}")
-    return Managed(floor, "; ".join(reasons))
+    return Managed(floor, "; ".join(reasons), max(compacted - 1, 0))
 
 
 def last_compaction(messages: Sequence[Message]) -> int:
