@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import subprocess
+import time
 
 import pytest
 from starlette.testclient import TestClient
 
 from ctxmill.engine.server import Idle, create_app
-from tests.test_opencode_engine import prompt, step
+from tests.test_opencode_engine import REPO, prompt, step
 
 
 class Recording:
@@ -84,3 +88,68 @@ def test_a_deep_tool_input_the_parser_reads_is_answered_200(tmp_path, monkeypatc
         r = client.post("/opencode/transform", content=body)
     assert r.status_code == 200 and isinstance(r.json()["edits"], list)
     _no_traceback(caplog)
+
+
+PLUGIN = REPO / "ctxmill" / "opencode_plugin" / "ctxmill.js"
+DRIVER = """
+import { readFileSync } from "node:fs"
+import { CtxmillPlugin } from %s
+const hooks = await CtxmillPlugin({ directory: process.argv[2] })
+const messages = JSON.parse(readFileSync(process.argv[3], "utf8"))
+const before = JSON.stringify(messages)
+await hooks["experimental.chat.messages.transform"]({}, { messages })
+console.log(JSON.stringify({ unchanged: JSON.stringify(messages) === before }))
+"""
+
+
+class Editing(Recording):
+    """Answers every transform with an edit of the first text part, so a plugin that applied an
+    answer would change the conversation."""
+
+    def transform(self, request: dict) -> dict:
+        self.calls.append(request)
+        return {"edits": [{"op": "text", "m": 0, "p": 0, "text": "EDITED"}]}
+
+
+def _conversation(tool_output: str) -> list[dict]:
+    info = {"sessionID": "ses_1", "time": {"created": 1}}
+    return [{"info": {**info, "id": "msg_u", "role": "user"},
+             "parts": [{"id": "p1", "type": "text", "text": "fix the build"}]},
+            {"info": {**info, "id": "msg_a", "role": "assistant", "model": {"modelID": "claude-x"}},
+             "parts": [{"id": "p2", "type": "tool", "callID": "c1", "tool": "bash",
+                        "state": {"status": "completed", "input": {"command": "make"}, "output": tool_output}}]}]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_plugin_sends_the_conversation_unchanged_when_the_engine_refuses_it(tmp_path):
+    import threading
+    import uvicorn
+
+    sock = tmp_path / "engine.sock"
+    engine = Editing()
+    server = uvicorn.Server(uvicorn.Config(create_app(engine, Idle(), max_body=4096), uds=str(sock),
+                                           log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    driver = tmp_path / "driver.mjs"
+    driver.write_text(DRIVER % json.dumps(PLUGIN.as_uri()))
+    env = {**os.environ, "CTXMILL_ENGINE_SOCKET": str(sock), "CTXMILL_BIN": "false",
+           "CTXMILL_PLUGIN_LOG": str(tmp_path / "plugin.log")}
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        results = {}
+        for name, output in (("small", "ok"), ("too large", "x" * 10_000)):
+            conversation = tmp_path / f"{name}.json"
+            conversation.write_text(json.dumps(_conversation(output)))
+            done = subprocess.run(["node", str(driver), str(tmp_path), str(conversation)], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            results[name] = json.loads(done.stdout)["unchanged"]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert results == {"small": False, "too large": True}  # an answer is applied; a refusal changes nothing
+    assert len(engine.calls) == 1
+    assert '"skipped":"no answer"' in (tmp_path / "plugin.log").read_text()
