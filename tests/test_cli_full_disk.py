@@ -87,3 +87,15 @@ def test_compress_when_the_store_cannot_be_created_writes_the_request(full_disk)
     err = done.stderr.decode()
     assert done.returncode != 0 and err.count("\n") == 1 and "request written unchanged" in err, err
     assert json.loads(done.stdout) == json.loads(EXAMPLE.read_text())
+
+
+def test_an_output_file_on_a_full_disk_is_not_left_truncated(full_disk, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / "project"),
+           "XDG_DATA_HOME": str(tmp_path / "data")}
+    out = full_disk / "out.json"
+    _fill(full_disk)
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "compress", str(EXAMPLE), "-o", str(out)], cwd=tmp_path,
+                          env=env, capture_output=True, timeout=120)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and err.count("\n") == 1 and "No space left on device" in err, err
+    assert not out.exists()

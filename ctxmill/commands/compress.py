@@ -81,10 +81,14 @@ def run(args: argparse.Namespace) -> int:
 
     def write(out: object) -> None:
         data = dumps(out) + b"\n"
-        if args.output:
-            Path(args.output).write_bytes(data)
-        else:
+        if not args.output:
             sys.stdout.buffer.write(data)
+            return
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError:  # a full disk: no truncated body left behind for a correct-looking file
+            Path(args.output).unlink(missing_ok=True)
+            raise
 
     settings = Settings.load(Path(args.home) if args.home else None)
     config = settings.compress
