@@ -195,19 +195,24 @@ def test_responses_compaction_item_nothing_before_it_is_changed():
     assert markers_in(control.body["input"][:10])  # without it, the early builds are compressed
 
 
-def test_through_the_proxy_both_compactions_reach_the_upstream_intact(fake, start_proxy):
-    proxy = start_proxy(compress=SMALL, chain=None)
+def test_through_the_proxy_what_the_provider_manages_reaches_it_as_sent(fake, start_proxy):
+    cleared = _cleared_body({"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 5},
+                             "keep": {"type": "tool_uses", "value": 2}})
     for path, body, field, floor, headers in (
             ("/v1/messages", anthropic_compacted(), "messages", 22,
              {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01", "anthropic-beta": "compact-2026-01-12"}),
+            ("/v1/messages", cleared, "messages", _tool_result_messages(cleared)[-3] + 1,
+             {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01",
+              "anthropic-beta": "context-management-2025-06-27"}),
             ("/v1/responses", responses_compacted(), "input", 11, {"authorization": "Bearer sk-test"})):
+        proxy = start_proxy(compress=SMALL, chain=None)  # its own sessions: the first two share a prefix
         raw = orjson.dumps(body)
         r = httpx.post(proxy.url + path, content=raw, headers={"content-type": "application/json", **headers},
                        timeout=120)
         assert r.status_code == 200
         sent = fake.received[-1].json()
         assert fake.received[-1].headers.get("anthropic-beta") == headers.get("anthropic-beta")
-        assert sent[field][:floor] == body[field][:floor]  # up to the compaction, byte-equal JSON values
+        assert sent[field][:floor] == body[field][:floor]  # what the provider drops or clears: as sent
         assert sent["context_management"] == body["context_management"]
         assert markers_in(sent[field][floor:]) and len(fake.received[-1].body) < len(raw)
 
