@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from compress.model import TOOL_RESULT, TOOL_USE, Message
+from compress.model import OTHER, TOOL_RESULT, TOOL_USE, Message
 
 COMPACTION = "compaction"
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
@@ -61,11 +61,17 @@ def managed_floor(body: Any, messages: Sequence[Message], tokens: Sequence[int],
 
 
 def last_compaction(messages: Sequence[Message]) -> int:
-    """Index of the last message that is (OpenAI Responses) or holds (Anthropic) a compaction, -1 if none."""
+    """Index of the last message that is (an OpenAI Responses item, read as role "other") or
+    holds (an Anthropic assistant message, as an opaque block) a compaction, -1 if none."""
     for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
-        if _is_compaction(msg.raw) or any(_is_compaction(b.raw) for b in msg.blocks):
-            return i
+        if msg.role == "other":
+            if _is_compaction(msg.raw):
+                return i
+        elif msg.role == "assistant":
+            for block in msg.blocks:
+                if block.kind == OTHER and _is_compaction(block.raw):
+                    return i
     return -1
 
 
