@@ -229,3 +229,39 @@ def test_the_tier_counts_only_what_the_provider_reads_after_a_compaction():
     config = replace(SMALL_TAIL, tiers=TierThresholds(medium=line, high=line))
     assert compress(anthropic_compacted(compaction=False), config=config).report.tier == "high"
     assert compress(body, config=config).report.tier == "always"
+
+
+@st.composite
+def compacted_requests(draw):
+    """An Anthropic or Responses request with a compaction at a drawn place: a compaction block
+    opening a drawn assistant message, or a compaction item inserted before a drawn item."""
+    from tests.strategies import anthropic_requests, responses_requests
+
+    if draw(st.booleans()):
+        body = draw(anthropic_requests())
+        replies = [i for i, m in enumerate(body["messages"]) if m["role"] == "assistant"]
+        if not replies:
+            return body, 0
+        at = draw(st.sampled_from(replies))
+        message = body["messages"][at]
+        content = message["content"] if isinstance(message["content"], list) else \
+            [{"type": "text", "text": message["content"]}]
+        body["messages"][at] = {**message, "content": [{"type": "compaction", "content": SUMMARY}, *content]}
+        return body, at + 1
+    body = draw(responses_requests())
+    at = draw(st.integers(0, len(body["input"])))
+    body["input"].insert(at, {"type": "compaction", "encrypted_content": "gAAAAB" + "c29tZQ" * 10})
+    return body, at + 1
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(compacted_requests())
+def test_nothing_up_to_a_compaction_is_ever_changed_or_stored(drawn):
+    body, floor = drawn
+    field = "messages" if "messages" in body else "input"
+    snapshot = copy.deepcopy(body)
+    store = CCRStore.in_memory()
+    result = compress(body, store=store)
+    assert not result.report.error
+    assert result.body[field][:floor] == snapshot[field][:floor]
+    assert result.report.ccr_written == len({m.key for m in markers_in(result.body[field][floor:])})
