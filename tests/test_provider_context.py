@@ -265,3 +265,20 @@ def test_nothing_up_to_a_compaction_is_ever_changed_or_stored(drawn):
     assert not result.report.error
     assert result.body[field][:floor] == snapshot[field][:floor]
     assert result.report.ccr_written == len({m.key for m in markers_in(result.body[field][floor:])})
+
+
+def test_clear_at_least_counts_the_inputs_only_of_the_tools_clear_tool_inputs_names():
+    body = example()
+    request = from_provider(body)
+    tokens = [10] * len(request.messages)
+    results = len(_tool_result_messages(body))
+    names = sorted({b.tool_name for m in request.messages for b in m.blocks if b.kind == "tool_use"})
+
+    def floor(inputs) -> int:
+        edit = {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 1},
+                "keep": {"type": "tool_uses", "value": 0}, "clear_tool_inputs": inputs,
+                "clear_at_least": {"type": "input_tokens", "value": 10 * results + 5}}
+        return managed_floor({"context_management": {"edits": [edit]}}, request.messages, tokens).floor
+
+    assert floor(False) == 0 and floor(["NoSuchTool"]) == 0  # the results alone are too little
+    assert floor(True) > 0 and floor(names) == floor(True)

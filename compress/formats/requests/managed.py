@@ -120,9 +120,14 @@ def cleared_tool_uses(body: Any, messages: Sequence[Message], tokens: Sequence[i
     cleared_ids = {b.tool_id for _, b in candidates[:max(0, len(candidates) - keep)]}
     if not cleared_ids:
         return []
-    inputs = edit.get("clear_tool_inputs", False)
-    held = sorted({i for i in range(start, len(messages)) for b in messages[i].blocks
-                   if b.tool_id in cleared_ids and (b.kind == TOOL_RESULT or (b.kind == TOOL_USE and inputs))})
+    inputs = edit.get("clear_tool_inputs", False)  # true, or the names of the tools whose inputs go too
+
+    def cleared(b) -> bool:
+        return b.tool_id in cleared_ids and (b.kind == TOOL_RESULT or b.kind == TOOL_USE and (
+            inputs is True or isinstance(inputs, list) and b.tool_name in inputs))
+
+    held = sorted({i for i in range(start, len(messages)) for b in messages[i].blocks if cleared(b)})
+    # what it clears, counted as the whole messages that hold it (an upper bound)
     at_least = _amount(edit.get("clear_at_least"), "input_tokens", 0)
     if at_least is None or sum(tokens[i] for i in held) < at_least:
         return []
