@@ -13,6 +13,9 @@ returns the new body and a report. It holds:
   is dropped for that run and logged.
 - Lossless: originals go to CCR and are committed before the body is returned.
 - Fail open: nothing raises out of `run`; on any failure the original body comes back.
+- Spends nothing on what the provider drops: messages before the last compaction, and tool
+  results a context-editing clear will replace, are left as they are
+  (`compress.formats.requests.managed`).
 - Blind to nothing: a body that continues a conversation the provider stores
   (`compress.formats.requests.shape.stored_history`) comes back unchanged and leaves the session alone; the transform never
   decides about messages it cannot see.
@@ -29,6 +32,7 @@ from compress.config import CompressConfig
 from compress.epochs import epoch_trial, forced_reason, pays_off
 from compress.formats.requests import (SHAPES, detect, from_provider, keeps_all_thinking, remarked_messages,
                                       unmarked_messages)
+from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.message_tokens import MessageTokens
 from compress.plan import Plan, Planner
@@ -176,13 +180,17 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                   for i, m in enumerate(messages)]
     head = tokens.head(body, shape.HEAD_FIELDS)
     report.tokens_before = head + sum(raw_tokens)
+    sent = [session.records[hashes[i]].out_tokens if i < frozen else n for i, n in enumerate(raw_tokens)]
+    managed = managed_floor(body, messages, sent, head)
+    report.provider_context = managed.reason
     thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
-    tier = thresholds.tier_for(reported if reported is not None else report.tokens_before)
+    # the context the model reads: what a compaction dropped does not count
+    tier = thresholds.tier_for(reported if reported is not None else head + sum(raw_tokens[managed.dropped:]))
     report.tier = tier.label
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes,
-                      thinking_kept)
+                      thinking_kept, managed.floor)
 
     reason = forced_reason(session, provider, tier, frozen)
     current_turn = messages[-1].turn if messages else 0

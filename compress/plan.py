@@ -3,6 +3,9 @@ checked by the protocol guard, and what the session records of each message.
 
 Messages before the start render as the session recorded them; the stages may change the
 messages from the start up to the protected tail; ages count from the given anchor turn.
+Messages before the planner's `floor` (what the provider itself drops or clears:
+`compress.formats.requests.managed`) no stage changes: they render as the session recorded
+them when it did, else as the client sent them.
 """
 
 from __future__ import annotations
@@ -75,16 +78,20 @@ class Planner:
     hashes: list[str]
     thinking_kept: bool = False
     """The request keeps all earlier thinking (`StageContext.thinking_kept`)."""
+    floor: int = 0
+    """First message a stage may change: the provider drops or clears what comes before."""
 
     def plan(self, start: int, anchor: int) -> Plan:
-        mutable = tuple(start <= i < self.tail for i in range(len(self.messages)))
-        arriving = tuple(start <= i for i in range(len(self.messages)))
+        first = max(start, self.floor)
+        mutable = tuple(first <= i < self.tail for i in range(len(self.messages)))
+        arriving = tuple(first <= i for i in range(len(self.messages)))
         plan = self._apply_stages(mutable, arriving, anchor)
         plan.anchor_turn = anchor
         plan.first_new = start
+        records = self.session.records
         for i, msg in enumerate(plan.messages):
-            if i < start:
-                record = self.session.records[self.hashes[i]]
+            record = records.get(self.hashes[i]) if i < first else None
+            if record is not None:
                 plan.rendered.append(record.rendered)
                 plan.out_tokens.append(record.out_tokens)
             else:
@@ -92,7 +99,7 @@ class Planner:
                 plan.out_tokens.append(self.tokens.message(msg))
         plan.out_total = sum(plan.out_tokens)
         plan.settled = [i < self.tail for i in range(len(self.messages))]
-        plan.compressible = [0 if i < start else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
+        plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
         return plan
 
     def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:

@@ -14,6 +14,9 @@ class RunReport:
     epoch_reason: str = ""
     passthrough_reason: str = ""
     """Why a readable request was sent unchanged (mode passthrough, no error)."""
+    provider_context: str = ""
+    """What of the request the provider's own context management drops or clears, which
+    ctxmill therefore left as it was ('' when nothing)."""
     tokens_before: int = 0
     tokens_after: int = 0
     messages: int = 0
@@ -41,6 +44,7 @@ class RunReport:
         return {
             "provider": self.provider, "tier": self.tier, "mode": self.mode,
             "epoch_reason": self.epoch_reason, "passthrough_reason": self.passthrough_reason,
+            "provider_context": self.provider_context,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after, "messages": self.messages, "frozen": self.frozen,
             "stages_saved": self.stages_saved, "stage_ms": self.stage_ms,

@@ -8,3 +8,14 @@ redacted log file) serve every face; `hooks` answers Claude Code hooks, `mcp_ser
 Anthropic's memory tool for the SDK. Faces import engines lazily where a process starts per
 prompt (hooks, the CLI). Only faces read the environment.
 """
+
+
+def package_version() -> str:
+    """ctxmill's version from the installed package's metadata ("dev" when run from a source tree
+    that is not installed): what `ctxmill --version`, the MCP server and the engine report."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxmill")
+    except PackageNotFoundError:
+        return "dev"

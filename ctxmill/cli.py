@@ -36,10 +36,26 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class _Version(argparse.Action):
+    """`--version`: ctxmill's version from the package metadata, read only when asked (hooks start
+    a process per prompt and never ask)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print ctxmill's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        from ctxmill import package_version
+
+        print(f"ctxmill {package_version()}")
+        parser.exit()
+
+
 def _parser(only: str | None) -> argparse.ArgumentParser:
     """The parser of command `only` alone (hooks run a command per prompt: building the others'
     parsers cost 2-3 ms), or of every command for the top-level help and errors."""
     parser = argparse.ArgumentParser(prog="ctxmill", description="Context compression and memory for coding agents.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         if only is None or only == name:
@@ -47,11 +63,23 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the deepest (sub)command `args` names (`ctxmill memory list` -> its parser)."""
+    while True:
+        subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, subs.dest, None) if subs is not None else None
+        if name not in (subs.choices if subs is not None else {}):
+            return parser
+        parser = subs.choices[name]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     first = next((a for a in argv if not a.startswith("-")), None)
     parser = _parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the (sub)command they were given to, with its usage
+        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 from ctxmill.hooks import EVENTS
 
@@ -55,15 +56,14 @@ def _expect(name: str, stdout: str, scratch: Path) -> str | None:
     return None
 
 
-def run_hooks(hooks: dict[str, str], timeouts: dict[str, int]) -> list[tuple[str, str | None]]:
-    """Run each installed hook command through the shell, as Claude Code does."""
-    found = []
+def run_hooks(hooks: dict[str, str], timeouts: dict[str, int]) -> Iterator[tuple[str, str | None]]:
+    """Run each installed hook command through the shell, as Claude Code does; each result as it comes."""
     with tempfile.TemporaryDirectory(prefix="ctxmill-doctor-") as tmp:
         scratch = Path(tmp)
         for name in EVENTS:
             command = hooks.get(name)
             if command is None:
-                found.append((f"hook {name}", "not installed"))
+                yield f"hook {name}", "not installed"
                 continue
             started = time.perf_counter()
             try:
@@ -76,10 +76,9 @@ def run_hooks(hooks: dict[str, str], timeouts: dict[str, int]) -> list[tuple[str
                 else:
                     problem = _expect(name, proc.stdout, scratch)
                     problem = f"`{command}` {problem}" if problem else None
-                found.append((f"hook {name} runs ({ms:.0f} ms)", problem))
+                yield f"hook {name} runs ({ms:.0f} ms)", problem
             except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
-                found.append((f"hook {name}", f"`{command}`: {type(exc).__name__}: {exc}"))
-    return found
+                yield f"hook {name}", f"`{command}`: {type(exc).__name__}: {exc}"
 
 
 def run_mcp(command: list[str] | None, timeout: float = 30.0) -> tuple[str, str | None]:

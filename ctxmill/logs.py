@@ -24,6 +24,11 @@ class _LazyFileHandler(logging.FileHandler):
         except OSError:
             self.close()  # opened again for the next record
 
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        """A record that could not be written (a full disk) is dropped: no "--- Logging error ---"
+        traceback on the terminal of the command that logged it."""
+        self.close()
+
 
 class RedactingFilter(logging.Filter):
     """Redacts secrets from every record (message and arguments) before any handler sees it."""

@@ -72,7 +72,9 @@ def answerable(line: str) -> str:
 
 
 def build_server(settings: Settings) -> MCPServer:
-    server = _Server("ctxmill", instructions=INSTRUCTIONS)
+    from ctxmill import package_version
+
+    server = _Server("ctxmill", instructions=INSTRUCTIONS, version=package_version())
     memory_cfg = settings.memory
 
     @server.tool()

@@ -12,6 +12,7 @@ Each table is checked when first used, so a command fails only on the tables it 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -302,7 +303,7 @@ def _proxy_table(section: Any, where: str) -> dict[str, Any]:
 
 
 def _positive(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
         raise ConfigError(f"{where} must be a positive number, got {value!r}")
     return value
 
@@ -356,6 +357,8 @@ def _typed(value: Any, kind: type, where: str) -> Any:
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{where} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
+    if kind is float and not math.isfinite(value):  # TOML allows inf and nan; no setting means them
+        raise ConfigError(f"{where} must be a finite number, got {value!r}")
     return value
 
 

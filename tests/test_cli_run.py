@@ -120,7 +120,7 @@ def test_a_run_never_takes_the_proxy_another_run_started_on_its_port_for_its_own
                              env={**os.environ, "CTXMILL_HOME": str(tmp_path / "other")}, stderr=subprocess.DEVNULL)
     try:
         eventually(lambda: _listening(port))
-        with pytest.raises(CliError, match="address already in use"):
+        with pytest.raises(CliError, match=f"port {port} on 127.0.0.1 is taken"):
             _start_proxy(port, tmp_path / "own", [])
     finally:
         other.terminate()

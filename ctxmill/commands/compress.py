@@ -2,7 +2,9 @@
 
 Reads an Anthropic Messages or OpenAI Chat Completions request body, runs the per-turn
 transform and writes the compressed body (same shape, unknown fields untouched). Prints a
-one-line summary on stderr (`--json`: the report as JSON on stderr).
+one-line summary on stderr (`--json`: the report as JSON on stderr). When the run cannot finish
+(a full disk, a CCR store that cannot be opened) the request is written unchanged, one line on
+stderr says why, and the exit code is non-zero.
 """
 
 from __future__ import annotations
@@ -77,24 +79,32 @@ def run(args: argparse.Namespace) -> int:
     except InvalidRequest as exc:
         raise CliError(f"{args.request}: {exc}") from None
 
+    def write(out: object) -> None:
+        data = dumps(out) + b"\n"
+        if not args.output:
+            sys.stdout.buffer.write(data)
+            return
+        try:
+            Path(args.output).write_bytes(data)
+        except OSError:  # a full disk: no truncated body left behind for a correct-looking file
+            Path(args.output).unlink(missing_ok=True)
+            raise
+
     settings = Settings.load(Path(args.home) if args.home else None)
     config = settings.compress
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:  # a failure past the read still writes a correct body: the input
         try:
             store = stack.enter_context(settings.open_ccr())
         except CCRError as exc:
-            raise CliError(str(exc)) from None
+            write(body)
+            raise CliError(f"{exc} (request written unchanged)") from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
         result = run_pipeline(body, session=session, store=store, config=config,
                               reported_input_tokens=args.input_tokens)
-    if result.report.error:
-        raise CliError(f"{args.request}: {result.report.error}")
+        write(result.body)  # the input itself when the run failed
+        if result.report.error:
+            raise CliError(f"{args.request}: {result.report.error} (request written unchanged)")
     _record(settings, args, body, provider, result.report)
-    data = dumps(result.body)
-    if args.output:
-        Path(args.output).write_bytes(data + b"\n")
-    else:
-        sys.stdout.buffer.write(data + b"\n")
     if args.json:
         import orjson
 

@@ -3,13 +3,15 @@
 Per client (Claude Code, OpenCode) and scope where ctxmill is installed: the files, then each
 installed hook run as the host runs it, the MCP server started and asked for its tools, and (for
 OpenCode) the engine the plugin starts (`ctxmill.doctor_checks`; a scratch home, so nothing of the
-project changes). Prints one line per check (ok / problem: what is wrong and how to fix it); exit 1
+project changes). Prints one line per check as soon as it has run (ok / problem: what is wrong and
+how to fix it), so a slow check never leaves the terminal silent; exit 1
 if any failed. A client installed in neither scope is one problem line saying how to install it.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Iterator
 
 
 def register(subparsers) -> None:
@@ -31,90 +33,100 @@ def _writable(path) -> str | None:
     return None
 
 
-def _claude_code(root, home) -> list[tuple[str, str | None]]:
+def _claude_code(root, home) -> Iterator[tuple[str, str | None]]:
     from ctxmill import doctor_checks, integrations
-    from ctxmill.paths import global_home
 
-    found: list[tuple[str, str | None]] = []
-    targets = {"user": integrations.ClaudeCodeTarget.for_scope("user", root, global_home()),
-               "project": integrations.ClaudeCodeTarget.for_scope("project", root, home)}
-    for scope, target in targets.items():
-        hooks = integrations.installed_hooks(target)
-        if not hooks and integrations.installed_mcp(target) is None:
-            continue
+    for scope, target in _claude_code_targets(root, home).items():
         problems = integrations.claude_code_status(target)
         name = f"Claude Code ({scope} scope)"
-        found.append((f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
-                      + (" --project`" if scope == "project" else "`") if problems else None))
-        found += [(f"{name}: {n}", p) for n, p in doctor_checks.run_hooks(hooks, integrations.HOOK_TIMEOUTS)]
+        yield (f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
+               + (" --project`" if scope == "project" else "`") if problems else None)
+        for n, p in doctor_checks.run_hooks(integrations.installed_hooks(target), integrations.HOOK_TIMEOUTS):
+            yield f"{name}: {n}", p
         n, p = doctor_checks.run_mcp(integrations.installed_mcp(target))
-        found.append((f"{name}: {n}", p))
-    return found or [("Claude Code", "ctxmill is not installed - run `ctxmill install claude-code` (or --project)")]
+        yield f"{name}: {n}", p
 
 
-def _opencode(root, home) -> list[tuple[str, str | None]]:
+def _claude_code_targets(root, home) -> dict:
+    """Scope -> target, of the scopes where ctxmill is installed for Claude Code."""
+    from ctxmill import integrations
+    from ctxmill.paths import global_home
+
+    targets = {"user": integrations.ClaudeCodeTarget.for_scope("user", root, global_home()),
+               "project": integrations.ClaudeCodeTarget.for_scope("project", root, home)}
+    return {scope: t for scope, t in targets.items()
+            if integrations.installed_hooks(t) or integrations.installed_mcp(t) is not None}
+
+
+def _opencode(root, home) -> Iterator[tuple[str, str | None]]:
     import json
 
     from ctxmill import doctor_checks, opencode_install
-    from ctxmill.paths import global_home
 
-    found: list[tuple[str, str | None]] = []
-    targets = {"user": opencode_install.OpenCodeTarget.for_scope("user", root, global_home()),
-               "project": opencode_install.OpenCodeTarget.for_scope("project", root, home)}
-    for scope, target in targets.items():
-        if not target.plugin.exists() and opencode_install.installed_mcp(target) is None:
-            continue
+    for scope, target in _opencode_targets(root, home).items():
         problems = opencode_install.opencode_status(target)
         name = f"OpenCode ({scope} scope)"
-        found.append((f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install opencode"
-                      + (" --project`" if scope == "project" else "`") if problems else None))
+        yield (f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install opencode"
+               + (" --project`" if scope == "project" else "`") if problems else None)
         n, p = doctor_checks.run_mcp(opencode_install.installed_mcp(target))
-        found.append((f"{name}: {n}", p))
+        yield f"{name}: {n}", p
         try:
             sidecar = target.plugin.with_name(opencode_install.COMMAND_FILE)
             command = json.loads(sidecar.read_text())["command"] if sidecar.exists() else ["ctxmill"]
         except (OSError, ValueError, KeyError):
             command = ["ctxmill"]
         n, p = doctor_checks.run_engine(command)
-        found.append((f"{name}: {n}", p))
-    return found or [("OpenCode", "ctxmill is not installed - run `ctxmill install opencode` (or --project)")]
+        yield f"{name}: {n}", p
 
 
-def checks() -> list[tuple[str, str | None]]:
-    """(name, problem or None)."""
+def _opencode_targets(root, home) -> dict:
+    """Scope -> target, of the scopes where ctxmill is installed for OpenCode."""
+    from ctxmill import opencode_install
+    from ctxmill.paths import global_home
+
+    targets = {"user": opencode_install.OpenCodeTarget.for_scope("user", root, global_home()),
+               "project": opencode_install.OpenCodeTarget.for_scope("project", root, home)}
+    return {scope: t for scope, t in targets.items()
+            if t.plugin.exists() or opencode_install.installed_mcp(t) is not None}
+
+
+def checks() -> Iterator[tuple[str, str | None]]:
+    """(name, problem or None), each as soon as its check has run."""
     from ctxmill.paths import global_home, project_home, project_root, user_ccr_dir
 
-    found: list[tuple[str, str | None]] = []
     home, root = project_home(), project_root()
-    clients = [_claude_code(root, home), _opencode(root, home)]
-    installed = [c for c in clients if len(c) > 1 or c[0][1] is None or "not installed" not in c[0][1]]
-    for client in clients:
-        if installed and client not in installed:  # one client is enough: name the other, no problem
-            client = [(f"{client[0][0]}: not installed ({client[0][1].split(' - ')[1]})", None)]
-        found += client
+    clients = [("Claude Code", "claude-code", _claude_code_targets, _claude_code),
+               ("OpenCode", "opencode", _opencode_targets, _opencode)]
+    installed = {name for name, _, targets, _ in clients if targets(root, home)}
+    for name, command, _, run_checks in clients:
+        if name in installed:
+            yield from run_checks(root, home)
+        elif installed:  # one client is enough: name the other, no problem
+            yield f"{name}: not installed (run `ctxmill install {command}` (or --project))", None
+        else:
+            yield name, f"ctxmill is not installed - run `ctxmill install {command}` (or --project)"
     try:
         from compress.tokens import exact_counter
         from ctxmill.settings import tiktoken_cache
 
         exact = exact_counter(tiktoken_cache())
         kind = "exact o200k" if exact else "fast estimate (`pip install ctxmill[exact]` for exact counts)"
-        found.append((f"token counter in use: {kind}", None))
+        yield f"token counter in use: {kind}", None
     except Exception as exc:  # noqa: BLE001 - report, never crash the doctor
-        found.append(("token counter", f"{type(exc).__name__}: {exc}"))
+        yield "token counter", f"{type(exc).__name__}: {exc}"
     for name, path in (("project home", home), ("CCR store", user_ccr_dir()), ("global memory", global_home())):
-        found.append((f"{name} writable ({path})", _writable(path)))
+        yield f"{name} writable ({path})", _writable(path)
     try:
         import mcp  # noqa: F401
 
-        found.append(("mcp SDK importable", None))
+        yield "mcp SDK importable", None
     except ImportError:
-        found.append(("mcp SDK", "not installed - `pip install mcp` (the MCP server needs it)"))
-    return found
+        yield "mcp SDK", "not installed - `pip install mcp` (the MCP server needs it)"
 
 
 def run(args: argparse.Namespace) -> int:
     failed = 0
     for name, problem in checks():
-        print(f"ok       {name}" if problem is None else f"problem  {name}: {problem}")
+        print(f"ok       {name}" if problem is None else f"problem  {name}: {problem}", flush=True)
         failed += problem is not None
     return 1 if failed else 0

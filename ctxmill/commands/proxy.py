@@ -156,7 +156,24 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # the in-flight limit below --max-body-mb
         raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None
+    sock = _listen(args.host, args.port)  # bound before the banner says the proxy is up
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
-          f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr)
-    serve(config, args.host, args.port, args.log_level)
+          f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr, flush=True)
+    serve(config, sock, args.host, args.port, args.log_level)
     return 0
+
+
+def _listen(host: str, port: int):
+    """The bound socket, or one line saying why there is none (a taken port above all)."""
+    import errno
+
+    from ctxmill.errors import CliError
+    from ctxmill.proxy.server import listen
+
+    try:
+        return listen(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(f"port {port} on {host} is taken: another program listens there (a proxy already "
+                           f"running? `ctxmill proxy --stats --port {port}`); stop it or choose another --port") from None
+        raise CliError(f"cannot listen on {base_url(host, port)}: {exc.strerror or exc}") from None

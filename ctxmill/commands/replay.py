@@ -62,9 +62,20 @@ def _side_cells(report) -> str:
                      for name, side in report.sides().items() if name != "raw")
 
 
+def short_path(path: str, width: int = 60) -> str:
+    """`path` in at most `width` characters where it can be: whole leading folders give way to
+    "…", the file name is always kept whole."""
+    if len(path) <= width:
+        return path
+    *folders, kept = path.split("/")
+    while folders and len(folders[-1]) + len(kept) + 3 <= width:  # "…/" + folder + "/"
+        kept = f"{folders.pop()}/{kept}"
+    return f"…/{kept}" if folders else kept
+
+
 def _summary_line(report) -> str:
     r, c = report.raw, report.compressed
-    return (f"{report.source[-60:]:60} {report.requests:5d} req  modelled/effective/needed  {_side_cells(report)}"
+    return (f"{short_path(report.source):60} {report.requests:5d} req  modelled/effective/needed  {_side_cells(report)}"
             f"  compactions {r.compactions}->{c.compactions}  retained {report.retention.fraction('recoverable'):.0%}")
 
 

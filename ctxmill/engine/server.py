@@ -6,6 +6,9 @@ Routes: `GET /health` -> `{ok, pid, version}`; `POST /opencode/transform` and
   lock guards the bind; a socket file nobody answers on is stale and replaced);
 - the socket lives in a folder only its user can enter (0700), so no other user reaches it;
 - the pipeline runs in one worker thread, in request order; the event loop only parses;
+- a body over `MAX_BODY_BYTES` is answered 413, one nested past what the parser reads or not a
+  JSON object 400, each with a one-line `{"error": ...}` and never a traceback (the plugin then
+  sends the conversation unchanged: it applies only a 200's edits);
 - it exits by itself after `idle_seconds` without a request, and on SIGTERM/SIGINT.
 """
 
@@ -20,10 +23,41 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ctxmill.settings import DEFAULT_MAX_BODY
+
 log = logging.getLogger("ctxmill.engine")
 
 IDLE_SECONDS = 3600.0
 LOCK_SUFFIX = ".lock"
+MAX_BODY_BYTES = DEFAULT_MAX_BODY
+"""The largest transform or compacting body read: the proxy's default cap."""
+
+
+class Refused(Exception):
+    """A request answered with an error: args are (status, one-line message)."""
+
+
+async def read_json_object(request, limit: int = MAX_BODY_BYTES) -> dict:
+    """The body as a JSON object, read within `limit` bytes and parsed depth-bounded (orjson stops
+    at 1,024 levels instead of recursing further). Refused with 413 or 400 otherwise."""
+    import orjson
+
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Refused(413, f"body exceeds {limit:,} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Refused(413, f"body exceeds {limit:,} bytes")
+        chunks.append(chunk)
+    try:
+        payload = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise Refused(400, "body is nested too deeply" if "depth" in str(exc) else "body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise Refused(400, "body is not a JSON object")
+    return payload
 
 
 def default_socket() -> Path:
@@ -49,35 +83,34 @@ def answers(path: Path, timeout: float = 1.0) -> bool:
             return False
 
 
-def create_app(engine, idle):
+def create_app(engine, idle, max_body: int = MAX_BODY_BYTES):
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, Response
+
+    from ground.jsonbytes import dumps
     from starlette.routing import Route
 
-    from importlib.metadata import PackageNotFoundError, version
+    from ctxmill import package_version
 
-    try:
-        __version__ = version("ctxmill")
-    except PackageNotFoundError:
-        __version__ = "dev"
+    __version__ = package_version()
     pool = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-engine")
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"ok": True, "pid": os.getpid(), "version": __version__})
 
     def route(fn):
-        async def handle(request: Request) -> JSONResponse:
+        async def handle(request: Request) -> Response:
             idle.touch()
             try:
-                payload = await request.json()
-            except ValueError:
-                return JSONResponse({"error": "body is not JSON"}, status_code=400)
-            if not isinstance(payload, dict):
-                return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
+                payload = await read_json_object(request, max_body)
+            except Refused as exc:
+                status, message = exc.args
+                log.info("%s → %d: %s", request.url.path, status, message)
+                return JSONResponse({"error": message}, status_code=status)
             result = await asyncio.get_running_loop().run_in_executor(pool, fn, payload)
             idle.touch()
-            return JSONResponse(result)
+            return Response(dumps(result), media_type="application/json")
         return handle
 
     @contextlib.asynccontextmanager

@@ -1,7 +1,8 @@
 """The API proxy face: every Anthropic / OpenAI request passes through the per-turn transform.
 
 `create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.settings`) is a Starlette ASGI app;
-`serve(config, host, port)` runs it under uvicorn. Modules: `routing` (which upstream, which
+`listen(host, port)` binds its socket and `serve(config, sock, host, port)` runs it under
+uvicorn. Modules: `routing` (which upstream, which
 route compresses), `wire` (headers, bodies, provider-shaped errors), `connections` (how long and
 how many client connections may wait for their request), `inflight` (the request bytes held at
 once, and memory given back), `identity` (session keys),

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator
@@ -47,6 +48,7 @@ from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declare
 log = logging.getLogger("ctxmill.proxy")
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Proxy:
@@ -79,6 +81,7 @@ class Proxy:
             prune_sessions(self.sessions_root)  # old sessions' state goes (age and count limits)
         self.workers.start()
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
+            client.headers.clear()  # forward the client's headers exactly: no user-agent, accept-encoding of httpx's
             self.client = client
             try:
                 yield
@@ -100,6 +103,11 @@ class Proxy:
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
         target = route(request.method, request.url.path, request.headers, self.config)
+        if CONTROL_CHARACTER.search(request.scope["path"]):  # %00, %0a: no URL to forward as sent
+            log.info("%s %r → 400: control character in the path", request.method, request.scope["path"])
+            return error_response(target.vendor, 400, "invalid_request_error",
+                                  "ctxmill proxy: the request path cannot be forwarded: it holds a control character",
+                                  close=True)
         held = self.inflight.hold()
         pending: asyncio.Future | None = None
         try:

@@ -70,10 +70,26 @@ def uvicorn_config(config: ProxyConfig, host: str, port: int, log_level: str = "
     return uvicorn.Config(create_app(config), host=host, port=port, log_level=log_level, **uvicorn_options(config))
 
 
-def serve(config: ProxyConfig, host: str, port: int, log_level: str = "info") -> None:
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, bound before anything says the proxy is up. OSError when it
+    cannot be bound (errno EADDRINUSE: another program listens there)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: restart over TIME_WAIT
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(config: ProxyConfig, sock: socket.socket, host: str, port: int, log_level: str = "info") -> None:
+    """Serve on `sock` (from `listen(host, port)`) until stopped."""
     import uvicorn
 
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs full upstream URLs, queries included
-    uvicorn.Server(uvicorn_config(fit_descriptors(config), host, port, log_level)).run()
+    uvicorn.Server(uvicorn_config(fit_descriptors(config), host, port, log_level)).run(sockets=[sock])
