@@ -26,6 +26,7 @@ from typing import AsyncIterator
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount
@@ -326,6 +327,21 @@ def dashboard(config: ProxyConfig, ledger):
     return dashboard_app(lambda: ledger or ledger_file(), lambda: Settings.load(config.home))
 
 
+class _ControlCharacterGuard:
+    """A path holding a control character reaches no route of the proxy's own but its 400:
+    Starlette's `$` matches before a trailing newline, so `/%0a` would otherwise be `/`."""
+
+    def __init__(self, app, proxy: Proxy) -> None:
+        self.app, self.proxy = app, proxy
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and CONTROL_CHARACTER.search(scope.get("path", "")):
+            response = await self.proxy.handle(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def create_app(config: ProxyConfig) -> Starlette:
     uvicorn_log = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
@@ -337,6 +353,6 @@ def create_app(config: ProxyConfig) -> Starlette:
         StarletteRoute("/ctxmill", lambda request: RedirectResponse("/ctxmill/"), methods=["GET"]),
         Mount("/ctxmill", dashboard(config, proxy.ledger)),
         StarletteRoute("/{path:path}", proxy.handle, methods=METHODS),
-    ], lifespan=proxy.lifespan)
+    ], middleware=[Middleware(_ControlCharacterGuard, proxy=proxy)], lifespan=proxy.lifespan)
     app.state.proxy = proxy
     return app
