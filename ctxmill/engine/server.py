@@ -4,7 +4,10 @@ Routes: `GET /health` -> `{ok, pid, version}`; `POST /opencode/transform` and
 `POST /opencode/compacting` (JSON in and out; see `ctxmill.engine.opencode`). Must hold:
 - one engine per socket: a second one started while the first answers exits at once (a file
   lock guards the bind; a socket file nobody answers on is stale and replaced);
-- the socket lives in a folder only its user can enter (0700), so no other user reaches it;
+- the socket lives in a folder only its user can enter: 0700, owned by this user, not a link
+  (a folder someone else created first is refused, see `ground.files.private_dir(runtime=True)`),
+  so no other user reaches it or serves in its place; the lock file is never opened through a
+  link; the plugin checks the same before it connects;
 - the pipeline runs in one worker thread, in request order; the event loop only parses;
 - it exits by itself after `idle_seconds` without a request, and on SIGTERM/SIGINT.
 """
@@ -121,11 +124,12 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
     import uvicorn
 
     from ctxmill.engine.opencode import OpenCodeEngine
-    from ground.files import private_dir
+    from ground.files import open_private, private_dir
 
-    private_dir(path.parent)
+    private_dir(path.parent, runtime=True)
     _preload()
-    with open(path.with_name(path.name + LOCK_SUFFIX), "w") as lock:
+    lock_path = path.with_name(path.name + LOCK_SUFFIX)
+    with os.fdopen(open_private(lock_path, os.O_WRONLY), "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if answers(path):
             log.info("an engine already answers on %s", path)
@@ -157,7 +161,7 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
         asyncio.run(main())
     finally:
         sock.close()
-        with open(path.with_name(path.name + LOCK_SUFFIX), "w") as lock, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), os.fdopen(open_private(lock_path, os.O_WRONLY), "wb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not answers(path, 0.2):  # never another engine's socket
                 path.unlink()
