@@ -33,14 +33,22 @@ FILE_MODE = 0o600
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
+def _unlinked(folder: Path) -> None:
+    """OSError ELOOP unless `folder`'s path holds no symbolic link."""
+    if os.path.realpath(folder) != str(folder):
+        raise OSError(errno.ELOOP, "refused: the path goes through a symbolic link", str(folder))
+
+
 def confined(folder: Path, whole_path: bool = True) -> Path:
     """`folder` if it is a real folder owned by this user and its path holds no symbolic link
     (`whole_path=False`: the folder's own entry is not one); else PermissionError (another
     owner) or OSError ELOOP (a link) naming it."""
     folder = Path(os.path.abspath(folder))
     info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or (whole_path and os.path.realpath(folder) != str(folder)):
-        raise OSError(errno.ELOOP, "refused: the path goes through a symbolic link", str(folder))
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, "refused: a symbolic link", str(folder))
+    if whole_path:
+        _unlinked(folder)
     if not stat.S_ISDIR(info.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
@@ -49,14 +57,17 @@ def confined(folder: Path, whole_path: bool = True) -> Path:
 
 
 def private_dir(path: Path, runtime: bool = False) -> Path:
-    """Create `path` and its missing parents as 0700 folders; return it once `confined`.
-    `runtime`: a folder in a place every user writes to (`/tmp/ctxmill-<uid>`), which someone
-    else may have created first: its parents are the system's (links allowed), its own entry
-    must be ours and not a link, and its mode is made exactly 0700."""
-    path = Path(path)
+    """Create `path` and its missing parents as 0700 folders (never inside a linked folder);
+    return it once `confined`. `runtime`: a folder in a place every user writes to
+    (`/tmp/ctxmill-<uid>`), which someone else may have created first: its parents are the
+    system's (links allowed), its own entry must be ours and not a link, and its mode is made
+    exactly 0700."""
+    path = Path(os.path.abspath(path))
     missing = []
     for folder in (path, *path.parents):
         if os.path.lexists(folder):
+            if missing and not runtime:
+                _unlinked(folder)
             break
         missing.append(folder)
     for folder in reversed(missing):
