@@ -347,7 +347,7 @@ class CCRStore:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT hint, created, accessed, reason, body FROM entries WHERE key = ?", (key,)
+                    "SELECT hint, created, accessed, reason, body, gone FROM entries WHERE key = ?", (key,)
                 ).fetchone()
                 now = self._clock()
                 if row is not None and row[4] is not None and now - row[2] <= self.ttl_seconds:
@@ -359,14 +359,18 @@ class CCRStore:
             raise CCRError(f"CCR read failed at {self.path}: {exc}") from exc
         if row is None:
             return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
-        hint, created, _, reason, _ = row
-        return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now))
+        hint, created, accessed, reason, _, gone = row
+        # how long it was kept unused: what the process that dropped it applied, not this one's TTL
+        # (a tombstone's `gone`); a body still here expired under this store's TTL
+        unused = self.ttl_seconds if gone is None else gone - accessed
+        return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now, unused))
 
-    def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float) -> str:
+    def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float,
+                      unused: float) -> str:
         if reason == "evicted":
             what = f"was evicted to keep the store under {_mib(self.max_bytes)} (stored {_span(now - created)} ago)"
         else:
-            what = f"has expired (stored {_span(now - created)} ago, kept {_span(self.ttl_seconds)})"
+            what = f"has expired (stored {_span(now - created)} ago, kept {_span(unused)})"
         again = f"{hint} to see it again" if hint else "the original text is no longer available"
         return f'ctxmill: deep_expand("{key}") {what}; {again}'
 
