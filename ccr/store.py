@@ -19,7 +19,7 @@ What must hold:
   commit wrote (a batch larger than `max_bytes` is kept whole, until a later commit). Expired
   and evicted entries leave a tombstone (key, hint, times, reason) for `tombstone_seconds`.
 - The directory is created 0700, the database file 0600 (SQLite gives its -wal and -shm
-  files the database's mode).
+  files the database's mode); none of them is opened through a symbolic link.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from filelock import Timeout
 
 from ccr.keys import is_valid_key, make_key
-from ground.files import private_dir, private_file, private_lock
+from ground.files import not_links, private_dir, private_file, private_lock
 
 DB_NAME = "ccr.sqlite3"
 DAY = 86400.0
@@ -210,6 +210,7 @@ class CCRStore:
                 # opening across processes so racing first users do not fail.
                 with private_lock(Path(self.path + ".lock"), timeout=_BUSY_TIMEOUT_MS / 1000):
                     private_file(Path(self.path))
+                    not_links(*(Path(self.path + s) for s in ("-wal", "-shm", "-journal")))  # SQLite follows them
                     self._db = self._connect()
         except (sqlite3.Error, OSError, Timeout) as exc:
             raise CCRError(f"cannot open the CCR store at {self.path}: {exc}") from exc
@@ -360,8 +361,7 @@ class CCRStore:
         if row is None:
             return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
         hint, created, accessed, reason, _, gone = row
-        # how long it was kept unused: what the process that dropped it applied, not this one's TTL
-        # (a tombstone's `gone`); a body still here expired under this store's TTL
+        # kept unused this long: by whoever dropped it (a tombstone), else under this store's TTL
         unused = self.ttl_seconds if gone is None else gone - accessed
         return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now, unused))
 

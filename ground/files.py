@@ -80,6 +80,14 @@ def private_dir(path: Path, runtime: bool = False) -> Path:
     return path
 
 
+def not_links(*paths: Path) -> None:
+    """OSError ELOOP naming the first of `paths` that is a symbolic link (files a library opens
+    by itself, following links: SQLite's journal beside its database)."""
+    for path in paths:
+        if os.path.islink(path):
+            raise OSError(errno.ELOOP, "refused: a symbolic link", str(path))
+
+
 def open_private(path: Path, flags: int = os.O_RDWR) -> int:
     """A file descriptor on `path` (created 0600 if missing) in a `private_dir` folder, opened
     without following a link at its last component (ELOOP when it is one)."""

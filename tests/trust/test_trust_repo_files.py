@@ -134,3 +134,17 @@ def test_confined_accepts_a_real_folder_and_refuses_a_link_anywhere_in_its_path(
     (tmp_path / "link").symlink_to(tmp_path / "a")
     with pytest.raises(OSError, match="symbolic link"):
         confined(tmp_path / "link" / "b")
+
+
+@pytest.mark.parametrize("name", ["ccr.sqlite3", "ccr.sqlite3-wal", "ccr.sqlite3-shm", "ccr.sqlite3.lock"])
+def test_a_project_ccr_store_with_a_linked_file_is_refused(tmp_path, name):
+    from ccr.store import CCRError, CCRStore
+
+    store = tmp_path / "ccr"
+    store.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    (store / name).symlink_to(victim)
+    with pytest.raises(CCRError, match="symbolic link"):
+        CCRStore(store)
+    assert victim.read_text() == "kept"
