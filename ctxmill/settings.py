@@ -166,6 +166,8 @@ class ProxyConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256
     """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""
+    new_sessions_per_hour: int = 100
+    """New session folders created in any hour; beyond it new sessions stay in memory only."""
     max_stats: int = 4096
     workers: int = field(default_factory=default_workers)
     """Worker processes that run the pipeline (a session always goes to the same one)."""
