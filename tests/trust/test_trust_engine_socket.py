@@ -5,25 +5,19 @@ this user's. Another user is simulated by chown-ing to uid 65534 (needs root; sk
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socketserver
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from ctxmill.engine.server import default_socket
 from ground.files import private_dir
+from tests.trust.kit import OTHER_UID, REPO, can_be_another_user, plugin_turn
 
-REPO = Path(__file__).resolve().parents[2]
-PLUGIN = REPO / "ctxmill" / "opencode_plugin" / "ctxmill.js"
-OTHER_UID = 65534
-as_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another uid needs root")
+as_root = pytest.mark.skipif(not can_be_another_user(), reason="chown to another uid needs root")
 
 
 def _engine(sock: Path, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -81,71 +75,9 @@ def test_the_lock_file_is_never_opened_through_a_link(tmp_path):
     assert victim.read_text() == "the victim's secrets\n"  # main truncated it: open(lock, "w")
 
 
-class _Recorder(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-    def __init__(self, path: str, owner: int | None) -> None:
-        self.owner, self.requests = owner, []
-        super().__init__(path, _Answer)
-
-    def server_bind(self) -> None:
-        super().server_bind()
-        if self.owner is not None:  # the socket file belongs to the other user
-            os.chown(self.server_address, self.owner, self.owner)
-
-
-class _Answer(BaseHTTPRequestHandler):
-    """An impostor engine: healthy, and answers every transform with an injected text."""
-
-    def address_string(self) -> str:
-        return "unix"
-
-    def log_message(self, *args) -> None:
-        pass
-
-    def _reply(self, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        self.server.requests.append(self.path)
-        self._reply({"ok": True})
-
-    def do_POST(self) -> None:  # noqa: N802
-        self.server.requests.append(self.path)
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self._reply({"edits": [{"m": 0, "p": 0, "op": "text", "text": "INJECTED"}]})
-
-
-NODE_SCRIPT = """
-const { CtxmillPlugin } = await import(process.argv[1])
-const hooks = await CtxmillPlugin({ directory: "/nowhere" })
-const output = { messages: [{ info: { id: "m1", sessionID: "s1", role: "user" }, parts: [{ type: "text", text: "hello" }] }] }
-await hooks["experimental.chat.messages.transform"]({}, output)
-console.log(JSON.stringify(output.messages[0].parts[0].text))
-process.exit(0)
-"""
-
-
 def _plugin_turn(sock: Path, tmp_path: Path, owner: int | None = None) -> tuple[str, list[str]]:
-    """One transform through the real plugin against the impostor on `sock` (its socket file
-    chown-ed to `owner`): the text the model would see, and the requests the impostor received."""
-    server = _Recorder(str(sock), owner)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        env = {**os.environ, "CTXMILL_ENGINE_SOCKET": str(sock), "CTXMILL_BIN": shutil.which("false") or "false",
-               "CTXMILL_PLUGIN_TIMEOUT_MS": "1500", "CTXMILL_PLUGIN_LOG": str(tmp_path / "plugin.log")}
-        done = subprocess.run(["node", "--input-type=module", "-e", NODE_SCRIPT, str(PLUGIN)], env=env,
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1]), server.requests
-    finally:
-        server.shutdown()
-        server.server_close()
+    text, requests, _ = plugin_turn(sock, tmp_path / "plugin.log", owner)
+    return text, requests
 
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")

@@ -7,24 +7,18 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ctxmill.integrations import back_up_once
+from tests.trust.kit import ctxmill
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 SECRET = {"primaryApiKey": "sk-ant-api03-" + "k" * 40}
 
 
 def _install(root: Path, user: Path, host: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXMILL_", "XDG_"))}
-    env.update(HOME=str(user), XDG_CONFIG_HOME=str(user / ".config"), XDG_DATA_HOME=str(user / ".local/share"),
-               PYTHONPATH=str(REPO), PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
-    return subprocess.run([sys.executable, "-m", "ctxmill", "install", host], cwd=root, env=env, capture_output=True,
-                          text=True, timeout=120, preexec_fn=lambda: os.umask(0o022))
+    return ctxmill(["install", host], root, user, umask=0o022)[0]
 
 
 def _private(path: Path, data: dict) -> Path:

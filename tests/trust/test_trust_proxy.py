@@ -5,8 +5,6 @@ session's checkpoint, and `ctxmill run --attach` sent the API key to another use
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +18,8 @@ from memory.summary import CHECKPOINT_FILE
 from tests.helpers import eventually
 from tests.proxy_fixtures import fake, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.proxy_helpers import example
+from tests.trust.kit import OTHER_UID, attach_to_a_server_run_by, can_be_another_user
 
-REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
 PAGE = {"origin": "https://evil.example", "content-type": "text/plain;charset=UTF-8"}
 NODE_FETCH = {"content-type": "application/json", "sec-fetch-mode": "cors", "accept-language": "*", "user-agent": "node"}
@@ -116,45 +114,12 @@ def test_session_start_keeps_checkpoints(tmp_path, monkeypatch):
     assert (real / CHECKPOINT_FILE).exists() and len(list((home / "sessions").iterdir())) == 200 + 1
 
 
-STATS_SERVER = """
-import http.server, json
-class Stats(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        data = json.dumps({"sessions": [], "totals": {}, "pid": 1}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def log_message(self, *args):
-        pass
-server = http.server.HTTPServer(("127.0.0.1", 0), Stats)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"""
-
-
-def _attach_to_a_server_run_by(uid: int | None, tmp_path: Path) -> subprocess.CompletedProcess:
-    python = "/usr/bin/python3" if uid is not None and os.path.exists("/usr/bin/python3") else sys.executable
-    server = subprocess.Popen([python, "-c", STATS_SERVER], stdout=subprocess.PIPE, text=True,
-                              preexec_fn=(lambda: os.setuid(uid)) if uid is not None else None, cwd="/")
-    try:
-        port = int(server.stdout.readline())
-        env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill"),
-               "ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 40}
-        return subprocess.run([sys.executable, "-m", "ctxmill", "run", "--attach", "--port", str(port), "--", "true"],
-                              env=env, capture_output=True, text=True, timeout=60)
-    finally:
-        server.kill()
-        server.wait(timeout=10)
-
-
 def test_attach_uses_a_proxy_this_user_started(tmp_path):
-    done = _attach_to_a_server_run_by(None, tmp_path)
+    done = attach_to_a_server_run_by(None, tmp_path)
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="a second user needs root")
+@pytest.mark.skipif(not can_be_another_user(), reason="a second user needs root")
 def test_attach_never_uses_another_users_server(tmp_path):
-    done = _attach_to_a_server_run_by(65534, tmp_path)
+    done = attach_to_a_server_run_by(OTHER_UID, tmp_path)
     assert done.returncode == 2 and "uid 65534" in done.stderr and "not attaching" in done.stderr

@@ -5,17 +5,15 @@ ctxmill write outside (the red team's `.ctxmill/ctxmill.log -> ../../.bashrc` pl
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from compress.session import Session
 from ground.files import append_private, atomic_write, confined, private_dir, private_file, private_lock
+from tests.trust.kit import hook
 
-REPO = Path(__file__).resolve().parents[2]
 PROFILE = "# the user's shell profile\n"
 
 
@@ -32,10 +30,7 @@ def cloned(tmp_path):
 
 
 def _hook(repo: Path, user: Path, event: str, payload: dict) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXMILL_")}
-    env.update(HOME=str(user), PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "ctxmill", "hook", event], input=json.dumps(payload), cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return hook(event, repo, user, payload)[0]
 
 
 def test_a_linked_log_file_is_never_appended_to(cloned):
