@@ -157,6 +157,7 @@ class SessionPool:
         self.new_folders_per_hour = new_folders_per_hour
         self._clock = clock
         self._created: deque[float] = deque()
+        self._quiet_until = float("-inf")
         self._live: OrderedDict[str, ProxySession] = OrderedDict()
         self._stats: OrderedDict[str, SessionStats] = OrderedDict()
 
@@ -193,8 +194,10 @@ class SessionPool:
         while self._created and now - self._created[0] >= HOUR:
             self._created.popleft()
         if len(self._created) >= self.new_folders_per_hour:
-            log.warning("session %s kept in memory only: %d new session folders within the hour",
-                        key[:12], len(self._created))
+            if self._quiet_until <= now:  # one line an hour, not one per request
+                log.warning("new sessions kept in memory only: %d new session folders within the hour "
+                            "(new_sessions_per_hour)", len(self._created))
+                self._quiet_until = now + HOUR
             return None
         self._created.append(now)
         return directory

@@ -59,11 +59,12 @@ def test_agents_requests_go_through(fake, start_proxy, tmp_path):
     assert httpx.get(proxy.url + "/ctxmill/stats", timeout=TIMEOUT).status_code == 200
 
 
-def test_new_session_folders_are_capped_per_hour(tmp_path):
+def test_new_session_folders_are_capped_per_hour(tmp_path, caplog):
     now = [0.0]
     pool = SessionPool(tmp_path, max_sessions=64, max_stats=64, new_folders_per_hour=3, clock=lambda: now[0])
     dirs = [pool._entry(f"{i:032x}").directory for i in range(5)]
     assert sum(d is not None for d in dirs) == 3 and dirs[3] is None and dirs[4] is None
+    assert sum("kept in memory only" in r.getMessage() for r in caplog.records) == 1  # one line, not one per session
     now[0] = HOUR
     assert pool._entry(f"{9:032x}").directory is not None  # a new hour, a new allowance
 
