@@ -172,14 +172,6 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
-def _secure_directory(directory: Path) -> None:
-    private_dir(directory)
-    try:
-        os.chmod(directory, 0o700)
-    except PermissionError:  # not ours (e.g. a shared mount): leave its mode alone
-        pass
-
-
 class CCRStore:
     """Hash-addressed store of original texts. Share it across processes freely; within a
     process one instance may be used from several threads (calls are serialized)."""
@@ -205,7 +197,7 @@ class CCRStore:
             if path is None:
                 self._db = self._connect()
             else:
-                _secure_directory(Path(path))
+                os.chmod(private_dir(Path(path)), 0o700)  # ours (private_dir refuses another's): made private
                 # Switching a new database to WAL is not covered by busy_timeout: serialize
                 # opening across processes so racing first users do not fail.
                 with private_lock(Path(self.path + ".lock"), timeout=_BUSY_TIMEOUT_MS / 1000):

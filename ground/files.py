@@ -3,9 +3,9 @@ bounded reads of files someone else names.
 
 What must hold: folders the project creates are 0700 (every missing component, not only the
 leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
-content, never a partial write. Folders that already exist keep their mode. `read_regular`
-never blocks on a pipe and never reads more than it was allowed (a device like /dev/zero is
-endless).
+content, never a partial write. Folders that already exist keep their mode (a runtime folder is
+made 0700, see `private_dir`). `read_regular` never blocks on a pipe and never reads more than it
+was allowed (a device like /dev/zero is endless).
 
 Nothing written here follows a symbolic link (a cloned repository may ship
 `.ctxmill/ctxmill.log -> ~/.bashrc`, a neighbour may pre-create a folder in /tmp):
@@ -100,13 +100,6 @@ def private_file(path: Path) -> Path:
     """Create `path` (0600) if it does not exist yet; an existing file is left as it is."""
     os.close(open_private(path))
     return path
-
-
-def append_private(path: Path, data: bytes) -> None:
-    """Append `data` to `path` (0600, created if missing), never through a link."""
-    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
-    with os.fdopen(fd, "ab") as out:
-        out.write(data)
 
 
 def copy_keeping_mode(source: Path, target: Path) -> None:

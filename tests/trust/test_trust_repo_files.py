@@ -5,14 +5,15 @@ ctxmill write outside (the red team's `.ctxmill/ctxmill.log -> ../../.bashrc` pl
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from compress.session import Session
-from ground.files import append_private, atomic_write, confined, private_dir, private_file, private_lock
-from tests.trust.kit import hook
+from ground.files import atomic_write, confined, open_private, private_dir, private_file, private_lock
+from tests.trust.kit import OTHER_UID, can_be_another_user, hook
 
 PROFILE = "# the user's shell profile\n"
 
@@ -65,8 +66,8 @@ def test_a_linked_project_home_or_sessions_folder_is_never_written_through(clone
 def _write(writer: str, target: Path) -> None:
     if writer == "atomic_write":
         atomic_write(target, b"x")
-    elif writer == "append_private":
-        append_private(target, b"x")
+    elif writer == "append":  # as the log and session state append
+        os.close(open_private(target, os.O_WRONLY | os.O_APPEND))
     elif writer == "private_file":
         private_file(target)
     elif writer == "private_lock":
@@ -75,7 +76,7 @@ def _write(writer: str, target: Path) -> None:
         Session.load(target).save()
 
 
-WRITERS = ["atomic_write", "append_private", "private_file", "private_lock", "session"]
+WRITERS = ["atomic_write", "append", "private_file", "private_lock", "session"]
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -89,7 +90,7 @@ def test_no_writer_goes_through_a_linked_folder(tmp_path, writer):
     assert list(outside.iterdir()) == []
 
 
-@pytest.mark.parametrize("writer", ["append_private", "private_file", "private_lock"])
+@pytest.mark.parametrize("writer", ["append", "private_file", "private_lock"])
 def test_no_writer_opens_a_linked_file(tmp_path, writer):
     victim = tmp_path / "victim"
     victim.write_text("kept")
@@ -143,3 +144,15 @@ def test_a_project_ccr_store_with_a_linked_file_is_refused(tmp_path, name):
     with pytest.raises(CCRError, match="symbolic link"):
         CCRStore(store)
     assert victim.read_text() == "kept"
+
+
+@pytest.mark.skipif(not can_be_another_user(), reason="chown to another uid needs root")
+def test_a_ccr_store_folder_of_another_user_is_refused(tmp_path):
+    from ccr.store import CCRError, CCRStore
+
+    store = tmp_path / "ccr"
+    store.mkdir(mode=0o777)
+    os.chown(store, OTHER_UID, OTHER_UID)
+    with pytest.raises(CCRError, match="uid 65534"):
+        CCRStore(store)
+    assert list(store.iterdir()) == []
