@@ -3,8 +3,7 @@ bounded reads of files someone else names.
 
 What must hold: folders the project creates are 0700 (every missing component, not only the
 leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
-content, never a partial write. Folders that already exist keep their mode (a runtime folder is
-made 0700, see `private_dir`). `read_regular` never blocks on a pipe and never reads more than it
+content, never a partial write. Folders that already exist keep their mode. `read_regular` never blocks on a pipe and never reads more than it
 was allowed (a device like /dev/zero is endless).
 
 Nothing written here follows a symbolic link (a cloned repository may ship
@@ -60,8 +59,7 @@ def private_dir(path: Path, runtime: bool = False) -> Path:
     """Create `path` and its missing parents as 0700 folders (never inside a linked folder);
     return it once `confined`. `runtime`: a folder in a place every user writes to
     (`/tmp/ctxmill-<uid>`), which someone else may have created first: its parents are the
-    system's (links allowed), its own entry must be ours and not a link, and its mode is made
-    exactly 0700."""
+    system's (links allowed), its own entry must be ours and not a link."""
     path = Path(os.path.abspath(path))
     missing = []
     for folder in (path, *path.parents):
@@ -75,8 +73,6 @@ def private_dir(path: Path, runtime: bool = False) -> Path:
             folder.mkdir(mode=DIR_MODE)
             os.chmod(folder, DIR_MODE)  # mkdir's mode is masked by the umask
     confined(path, whole_path=not runtime)
-    if runtime and stat.S_IMODE(os.lstat(path).st_mode) != DIR_MODE:
-        os.chmod(path, DIR_MODE)
     return path
 
 

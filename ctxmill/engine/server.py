@@ -4,10 +4,10 @@ Routes: `GET /health` -> `{ok, pid, version}`; `POST /opencode/transform` and
 `POST /opencode/compacting` (JSON in and out; see `ctxmill.engine.opencode`). Must hold:
 - one engine per socket: a second one started while the first answers exits at once (a file
   lock guards the bind; a socket file nobody answers on is stale and replaced);
-- the socket lives in a folder only its user can enter: 0700, owned by this user, not a link
-  (a folder someone else created first is refused, see `ground.files.private_dir(runtime=True)`),
-  so no other user reaches it or serves in its place; the lock file is never opened through a
-  link; the plugin checks the same before it connects;
+- the socket lives in a folder of this user that is not a link and no one else can write to
+  (ctxmill's own runtime folder is made 0700; one someone else created first is refused, see
+  `private_socket_folder`), so no other user serves in its place; the lock file is never opened
+  through a link; the plugin checks the same before it connects;
 - the pipeline runs in one worker thread, in request order; the event loop only parses;
 - it exits by itself after `idle_seconds` without a request, and on SIGTERM/SIGINT.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -30,15 +31,37 @@ LOCK_SUFFIX = ".lock"
 
 
 def default_socket() -> Path:
-    """`$CTXMILL_ENGINE_SOCKET`, else `ctxmill/engine.sock` in `$XDG_RUNTIME_DIR`, else in
-    `<tmp>/ctxmill-<uid>/` (the plugin computes the same path)."""
+    """`$CTXMILL_ENGINE_SOCKET`, else `engine.sock` in `runtime_folder()` (the plugin computes
+    the same path)."""
     env = os.environ.get("CTXMILL_ENGINE_SOCKET")
-    if env:
-        return Path(env)
+    return Path(env) if env else runtime_folder() / "engine.sock"
+
+
+def runtime_folder() -> Path:
+    """ctxmill's own folder for its socket: `ctxmill` in `$XDG_RUNTIME_DIR`, else
+    `<tmp>/ctxmill-<uid>` (a place where another user may have created it first)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
-        return Path(runtime) / "ctxmill" / "engine.sock"
-    return Path(os.environ.get("TMPDIR") or "/tmp") / f"ctxmill-{os.getuid()}" / "engine.sock"
+        return Path(runtime) / "ctxmill"
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"ctxmill-{os.getuid()}"
+
+
+def private_socket_folder(folder: Path) -> Path:
+    """`folder`, created if missing, once it is fit to hold the socket: ours and not a link
+    (`private_dir(runtime=True)`); `runtime_folder()` is then made exactly 0700, a folder the
+    user named must not be writable by others (PermissionError: it is left as it is)."""
+    import stat
+
+    from ground.files import DIR_MODE, private_dir
+
+    private_dir(folder, runtime=True)
+    mode = stat.S_IMODE(os.lstat(folder).st_mode)
+    if os.path.abspath(folder) == os.path.abspath(runtime_folder()):
+        if mode != DIR_MODE:
+            os.chmod(folder, DIR_MODE)
+    elif mode & 0o022:
+        raise PermissionError(errno.EPERM, f"refused: other users can write to it (mode {mode:o})", str(folder))
+    return folder
 
 
 def answers(path: Path, timeout: float = 1.0) -> bool:
@@ -124,9 +147,9 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
     import uvicorn
 
     from ctxmill.engine.opencode import OpenCodeEngine
-    from ground.files import open_private, private_dir
+    from ground.files import open_private
 
-    private_dir(path.parent, runtime=True)
+    private_socket_folder(path.parent)
     _preload()
     lock_path = path.with_name(path.name + LOCK_SUFFIX)
     with os.fdopen(open_private(lock_path, os.O_WRONLY), "wb") as lock:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxmill.engine.server import default_socket
+from ctxmill.engine.server import default_socket, private_socket_folder, runtime_folder
 from ground.files import private_dir
 from tests.trust.kit import OTHER_UID, REPO, can_be_another_user, plugin_turn
 
@@ -55,12 +55,25 @@ def test_a_runtime_folder_that_is_a_link_is_refused(tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
-def test_our_own_runtime_folder_is_made_0700(tmp_path):
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o755)
-    os.chmod(folder, 0o755)
-    private_dir(folder, runtime=True)
+def test_our_own_runtime_folder_is_made_0700(tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    folder = runtime_folder()
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    private_socket_folder(folder)
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_folder_the_user_named_is_checked_never_changed(tmp_path):
+    named = tmp_path / "mine"
+    named.mkdir()
+    os.chmod(named, 0o755)
+    assert private_socket_folder(named) == named and oct(named.stat().st_mode & 0o777) == "0o755"
+    os.chmod(named, 0o777)
+    with pytest.raises(PermissionError, match="other users can write"):
+        private_socket_folder(named)
+    assert oct(named.stat().st_mode & 0o777) == "0o777"
 
 
 def test_the_lock_file_is_never_opened_through_a_link(tmp_path):
