@@ -124,3 +124,15 @@ def test_attach_uses_a_proxy_this_user_started(tmp_path):
 def test_attach_never_uses_another_users_server(tmp_path):
     done = attach_to_a_server_run_by(OTHER_UID, tmp_path)
     assert done.returncode == 2 and "uid 65534" in done.stderr and "not attaching" in done.stderr
+
+
+@pytest.mark.parametrize("body", [b"not json", b"{}", b'{"messages": "x"}', b'{"messages": []}', b'{"model": "m"}',
+                                  b'{"model": "m", "messages": [{"role": "user"}]}', b"[]", b"null"])
+def test_a_body_that_is_no_api_request_creates_no_session_folder(fake, start_proxy, tmp_path, body):
+    proxy = start_proxy(home=tmp_path / "home")
+    r = httpx.post(proxy.url + "/v1/messages", headers={"content-type": "application/json"}, content=body,
+                   timeout=TIMEOUT)
+    assert fake.received[-1].body == body and r.status_code in (200, 400)  # forwarded as it came (400: the fake's)
+    time.sleep(0.3)
+    sessions = tmp_path / "home" / "sessions"
+    assert not sessions.exists() or list(sessions.iterdir()) == []
