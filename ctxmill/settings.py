@@ -1,7 +1,7 @@
 """The faces' settings: one `Settings` per process, built at the edge from the environment,
-`<project home>/config.toml` and the user's `<global home>/config.toml`. From it the faces hand each engine its own typed config
-(`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the proxy its `ProxyConfig`; engines
-never read files or the environment.
+`<project home>/config.toml` and the user's `<global home>/config.toml`. From it the faces hand
+each engine its own typed config (`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the
+proxy its `ProxyConfig`; engines never read files or the environment.
 
 README.md's Configuration section shows every table and key (`tests/test_settings.py` loads its
 main example).

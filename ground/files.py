@@ -3,8 +3,9 @@ bounded reads of files someone else names.
 
 What must hold: folders the project creates are 0700 (every missing component, not only the
 leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
-content, never a partial write. Folders that already exist keep their mode. `read_regular` never blocks on a pipe and never reads more than it
-was allowed (a device like /dev/zero is endless).
+content, never a partial write. Folders that already exist keep their mode. `read_regular`
+never blocks on a pipe and never reads more than it was allowed (a device like /dev/zero is
+endless).
 
 Nothing written here follows a symbolic link (a cloned repository may ship
 `.ctxmill/ctxmill.log -> ~/.bashrc`, a neighbour may pre-create a folder in /tmp):
