@@ -22,7 +22,8 @@ from tests.trust.kit import OTHER_UID, attach_to_a_server_run_by, can_be_another
 
 TIMEOUT = 30
 PAGE = {"origin": "https://evil.example", "content-type": "text/plain;charset=UTF-8"}
-NODE_FETCH = {"content-type": "application/json", "sec-fetch-mode": "cors", "accept-language": "*", "user-agent": "node"}
+NODE_FETCH = {"content-type": "application/json", "sec-fetch-mode": "cors", "accept-language": "*",
+              "user-agent": "node"}  # what node's fetch sends
 
 
 def _conversation(i: int) -> bytes:
