@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compress.session import prune_sessions
 from ctxmill.proxy.sessions import HOUR, SessionPool
@@ -137,3 +139,22 @@ def test_a_body_that_is_no_api_request_creates_no_session_folder(fake, start_pro
     time.sleep(0.3)
     sessions = tmp_path / "home" / "sessions"
     assert not sessions.exists() or list(sessions.iterdir()) == []
+
+
+_token = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
+_agent_headers = st.dictionaries(_token.map(str.lower).filter(lambda k: k not in ("origin", "sec-fetch-site",
+                                                                                   "sec-fetch-mode", "content-type")),
+                                 _token, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(headers=_agent_headers, origin=_token, site=st.sampled_from(["cross-site", "same-site", "same-origin", "x"]))
+def test_any_request_with_a_pages_headers_is_refused_and_an_agents_never(headers, origin, site):
+    from ctxmill.proxy.browsers import refusal, simple_body
+
+    agent = {**headers, "content-type": "application/json", "sec-fetch-mode": "cors"}
+    assert refusal(agent) is None and simple_body(agent) is None
+    assert refusal({**agent, "origin": origin}) is not None
+    assert refusal({**agent, "sec-fetch-site": site}) is not None
+    for kind in ("text/plain", "Application/X-WWW-Form-Urlencoded; charset=x", "multipart/form-data; boundary=b"):
+        assert simple_body({**agent, "content-type": kind}) is not None

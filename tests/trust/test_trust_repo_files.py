@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compress.session import Session
 from ground.files import atomic_write, confined, open_private, private_dir, private_file, private_lock
@@ -156,3 +158,27 @@ def test_a_ccr_store_folder_of_another_user_is_refused(tmp_path):
     with pytest.raises(CCRError, match="uid 65534"):
         CCRStore(store)
     assert list(store.iterdir()) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(depth=st.integers(1, 4), link_at=st.integers(0, 4), writer=st.sampled_from(WRITERS),
+       to_file=st.booleans())
+def test_whatever_link_a_tree_holds_no_write_lands_outside_it(tmp_path_factory, depth, link_at, writer, to_file):
+    """A write at any depth below a home whose path holds a link at any depth (to a folder or to
+    a file outside) is refused or stays inside: nothing outside changes."""
+    base = tmp_path_factory.mktemp("tree")
+    home, outside = base / "home", base / "outside"
+    home.mkdir()
+    outside.mkdir()
+    (outside / "victim").write_text("kept")
+    parts = [f"d{i}" for i in range(depth)] + ["target"]
+    link_at = min(link_at, len(parts) - 1)
+    for i in range(link_at):
+        (home.joinpath(*parts[: i + 1])).mkdir(exist_ok=True)
+    link = home.joinpath(*parts[: link_at + 1])
+    link.symlink_to(outside / "victim" if to_file and link_at == len(parts) - 1 else outside)
+    try:
+        _write(writer, home.joinpath(*parts))
+    except OSError:
+        pass
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"] and (outside / "victim").read_text() == "kept"
