@@ -19,7 +19,7 @@ What must hold:
   commit wrote (a batch larger than `max_bytes` is kept whole, until a later commit). Expired
   and evicted entries leave a tombstone (key, hint, times, reason) for `tombstone_seconds`.
 - The directory is created 0700, the database file 0600 (SQLite gives its -wal and -shm
-  files the database's mode).
+  files the database's mode); none of them is opened through a symbolic link.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from filelock import Timeout
 
 from ccr.keys import is_valid_key, make_key
-from ground.files import private_dir, private_file, private_lock
+from ground.files import not_links, private_dir, private_file, private_lock
 
 DB_NAME = "ccr.sqlite3"
 DAY = 86400.0
@@ -172,14 +172,6 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
 
 
-def _secure_directory(directory: Path) -> None:
-    private_dir(directory)
-    try:
-        os.chmod(directory, 0o700)
-    except PermissionError:  # not ours (e.g. a shared mount): leave its mode alone
-        pass
-
-
 class CCRStore:
     """Hash-addressed store of original texts. Share it across processes freely; within a
     process one instance may be used from several threads (calls are serialized)."""
@@ -205,11 +197,12 @@ class CCRStore:
             if path is None:
                 self._db = self._connect()
             else:
-                _secure_directory(Path(path))
+                os.chmod(private_dir(Path(path)), 0o700)  # ours (private_dir refuses another's): made private
                 # Switching a new database to WAL is not covered by busy_timeout: serialize
                 # opening across processes so racing first users do not fail.
                 with private_lock(Path(self.path + ".lock"), timeout=_BUSY_TIMEOUT_MS / 1000):
                     private_file(Path(self.path))
+                    not_links(*(Path(self.path + s) for s in ("-wal", "-shm", "-journal")))  # SQLite follows them
                     self._db = self._connect()
         except (sqlite3.Error, OSError, Timeout) as exc:
             raise CCRError(f"cannot open the CCR store at {self.path}: {exc}") from exc
@@ -347,7 +340,7 @@ class CCRStore:
         try:
             with self._lock:
                 row = self._db.execute(
-                    "SELECT hint, created, accessed, reason, body FROM entries WHERE key = ?", (key,)
+                    "SELECT hint, created, accessed, reason, body, gone FROM entries WHERE key = ?", (key,)
                 ).fetchone()
                 now = self._clock()
                 if row is not None and row[4] is not None and now - row[2] <= self.ttl_seconds:
@@ -359,14 +352,17 @@ class CCRStore:
             raise CCRError(f"CCR read failed at {self.path}: {exc}") from exc
         if row is None:
             return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
-        hint, created, _, reason, _ = row
-        return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now))
+        hint, created, accessed, reason, _, gone = row
+        # kept unused this long: by whoever dropped it (a tombstone), else under this store's TTL
+        unused = self.ttl_seconds if gone is None else gone - accessed
+        return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now, unused))
 
-    def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float) -> str:
+    def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float,
+                      unused: float) -> str:
         if reason == "evicted":
             what = f"was evicted to keep the store under {_mib(self.max_bytes)} (stored {_span(now - created)} ago)"
         else:
-            what = f"has expired (stored {_span(now - created)} ago, kept {_span(self.ttl_seconds)})"
+            what = f"has expired (stored {_span(now - created)} ago, kept {_span(unused)})"
         again = f"{hint} to see it again" if hint else "the original text is no longer available"
         return f'ctxmill: deep_expand("{key}") {what}; {again}'
 

@@ -30,7 +30,7 @@ import orjson
 import xxhash
 
 from compress.sealed import seal, unseal
-from ground.files import atomic_write, private_lock
+from ground.files import atomic_write, open_private, private_lock
 from ground.jsonbytes import dumps
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ class Session:
             lines += [dumps({"end": n}) for n in self.request_ends]
             atomic_write(target, b"\n".join(line for line in lines if line) + b"\n")
         elif lines := [line for line in map(self._line, self._pending) if line]:
-            with open(target, "ab+") as fh:
+            with open(open_private(target, os.O_RDWR | os.O_APPEND), "ab+") as fh:  # never through a link
                 torn = fh.tell() > 0 and fh.seek(-1, os.SEEK_END) >= 0 and fh.read(1) != b"\n"
                 # After a crash mid-append, end the torn line first so the new records stay whole.
                 fh.write((b"\n" if torn else b"") + b"\n".join(lines) + b"\n")
@@ -280,10 +280,12 @@ SESSION_MAX_COUNT = 200
 
 
 def prune_sessions(root: Path, max_age_days: float = SESSION_MAX_AGE_DAYS, max_sessions: int = SESSION_MAX_COUNT,
-                   now: float | None = None) -> list[Path]:
-    """Delete the session folders under `root` (state, stats, checkpoints) last written more
-    than `max_age_days` ago, then the least recently written beyond `max_sessions`. A folder
-    whose state lock another process holds is skipped. Returns the folders deleted."""
+                   now: float | None = None, keep: tuple[str, ...] = ()) -> list[Path]:
+    """Delete the session folders under `root` (state, stats) last written more than
+    `max_age_days` ago, then the least recently written beyond `max_sessions`. A folder
+    whose state lock another process holds is skipped, and one holding a file named in `keep`
+    (a checkpoint) is never deleted nor counted: anonymous requests that create many folders
+    cannot push a person's records out. Returns the folders deleted."""
     import shutil
     import time
 
@@ -291,7 +293,8 @@ def prune_sessions(root: Path, max_age_days: float = SESSION_MAX_AGE_DAYS, max_s
 
     now = time.time() if now is None else now
     try:
-        folders = [p for p in Path(root).iterdir() if p.is_dir() and not p.is_symlink()]
+        folders = [p for p in Path(root).iterdir()
+                   if p.is_dir() and not p.is_symlink() and not any(os.path.lexists(p / name) for name in keep)]
     except OSError:
         return []
     touched = sorted(((_last_write(p), p) for p in folders), key=lambda t: (-t[0], t[1].name))

@@ -109,10 +109,11 @@ def after_session_start(event: dict) -> None:
     from ctxmill.paths import sessions_dir
     from ctxmill.settings import Settings
     from memory.dream import DreamRefused, maybe_dream
+    from memory.summary import CHECKPOINT_FILE
 
     home = project_home(event)
     if home.is_dir():
-        prune_sessions(sessions_dir(home))
+        prune_sessions(sessions_dir(home), keep=(CHECKPOINT_FILE,))
     try:
         maybe_dream(Settings.load(home).memory)
     except DreamRefused:

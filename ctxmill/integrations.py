@@ -17,8 +17,8 @@ ctxmill home (`installed-<host>.json`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,13 +73,22 @@ def _load_json(path: Path) -> dict:
     return data
 
 
+def back_up_once(path: Path, created: set[str] | list[str]) -> None:
+    """Before the first change to a file ctxmill did not create, copy it to `<file>.ctxmill.bak`
+    with the original's mode (these files hold API keys: a 0600 file's backup is 0600 from
+    its first byte); a backup already there is kept."""
+    from ground.files import copy_keeping_mode
+
+    backup = path.with_name(path.name + ".ctxmill.bak")
+    if path.exists() and not os.path.lexists(backup) and str(path) not in created:
+        copy_keeping_mode(path, backup)
+
+
 def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
     from ground.files import atomic_write
 
-    backup = path.with_name(path.name + ".ctxmill.bak")
-    if path.exists() and not backup.exists() and str(path) not in created:
-        shutil.copyfile(path, backup)
+    back_up_once(path, created)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     change.written.append(path)
 
@@ -189,9 +198,10 @@ class ClaudeCodeTarget:
 
     @classmethod
     def for_scope(cls, scope: str, root: Path, ctxmill_home: Path) -> ClaudeCodeTarget:
-        if scope == "user":
-            claude = Path.home() / ".claude"
-            return cls(claude / "settings.json", claude / "commands", Path.home() / ".claude.json",
+        if scope == "user":  # the user's own folders: their links are followed (see ctxmill.paths)
+            home = Path.home().resolve()
+            claude = (home / ".claude").resolve()
+            return cls(claude / "settings.json", claude / "commands", home / ".claude.json",
                        ctxmill_home / "installed-claude-code.json")
         return cls(root / ".claude" / "settings.json", root / ".claude" / "commands", root / ".mcp.json",
                    ctxmill_home / "installed-claude-code.json")

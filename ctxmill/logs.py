@@ -8,15 +8,18 @@ from pathlib import Path
 
 
 class _LazyFileHandler(logging.FileHandler):
-    """Appends to the log file (0600 in a 0700 folder), created only when something is logged.
-    A log file that cannot be created or written (the home is a file, a read-only disk) drops
-    the record: logging never fails the command that logs."""
+    """Appends to the log file (0600 in a 0700 folder), created only when something is logged,
+    never through a symbolic link (a cloned repository's `.ctxmill/ctxmill.log -> ~/.bashrc`).
+    A log file that cannot be created or written (the home is a file, a read-only disk, a link)
+    drops the record: logging never fails the command that logs."""
 
     def _open(self):  # noqa: ANN202 - logging's signature
-        from ground.files import private_dir, private_file
+        import os
 
-        private_file(private_dir(Path(self.baseFilename).parent) / Path(self.baseFilename).name)
-        return super()._open()
+        from ground.files import open_private
+
+        fd = open_private(Path(self.baseFilename), os.O_WRONLY | os.O_APPEND)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:

@@ -6,6 +6,10 @@ Global home: $XDG_DATA_HOME/ctxmill (default ~/.local/share/ctxmill).
 CCR store: one per user, `<global home>/ccr`, written and read by every face (proxy, hooks, CLI,
 MCP server) from any project, so a marker expands wherever it is shown. A project's own
 `<project home>/ccr` (where faces stored originals before) is still read, after it.
+
+Links: the homes the user names ($CTXMILL_HOME, $XDG_DATA_HOME, ~) are resolved here, so the
+user's own symbolic links are followed once, at the edge. A project's `.ctxmill` is not: it may
+come from a cloned repository, and `ground.files` refuses to write through a link in it.
 """
 
 from __future__ import annotations
@@ -25,13 +29,13 @@ def project_root(start: Path | None = None) -> Path:
 def project_home(start: Path | None = None) -> Path:
     env = os.environ.get("CTXMILL_HOME")
     if env:
-        return Path(env).expanduser()
+        return Path(env).expanduser().resolve()
     return project_root(start) / ".ctxmill"
 
 
 def global_home() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base).expanduser() / "ctxmill"
+    return (Path(base).expanduser() / "ctxmill").resolve()
 
 
 def user_ccr_dir(global_home_dir: Path | None = None) -> Path:

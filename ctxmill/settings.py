@@ -1,13 +1,18 @@
-"""The faces' settings: one `Settings` per process, built at the edge from the environment and
-`<project home>/config.toml`. From it the faces hand each engine its own typed config
-(`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the proxy its `ProxyConfig`; engines
-never read files or the environment.
+"""The faces' settings: one `Settings` per process, built at the edge from the environment,
+`<project home>/config.toml` and the user's `<global home>/config.toml`. From it the faces hand
+each engine its own typed config (`CompressConfig`, `MemoryConfig`, `CheckpointConfig`) and the
+proxy its `ProxyConfig`; engines never read files or the environment.
 
 docs/configuration.md shows every table and key (`tests/test_settings.py` loads its
 main example).
 A missing file means defaults; an unknown key or a wrong type is a `ConfigError` naming the key.
 Each table is checked when first used, so a command fails only on the tables it reads (a bad
 `[proxy]` table must not silence the hooks).
+
+A project's config.toml may come from a repository someone else wrote: it tunes how that project
+is compressed and searched, never what is shared with other projects. The retention of the
+user's CCR store (`[ccr]`) is read from the user's config file only; a project's `[ccr]` table is
+ignored with a one-line warning in the log.
 """
 
 from __future__ import annotations
@@ -57,14 +62,17 @@ class Settings:
     global_home: Path
     """Cross-project memory and caches (`ctxmill.paths.global_home`)."""
     tables: dict[str, Any] = field(default_factory=dict, repr=False)
-    """config.toml as parsed; each table is checked by the property that reads it."""
+    """The project's config.toml as parsed; each table is checked by the property that reads it."""
+    user_tables: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The user's config.toml (in the global home) as parsed: the settings no project may change."""
 
     @classmethod
     def load(cls, home: Path | None = None) -> Settings:
         """The settings of the project at `home` (default: `ctxmill.paths.project_home()`);
-        ConfigError when its config.toml is unreadable."""
+        ConfigError when its config.toml or the user's is unreadable."""
         home = home or paths.project_home()
-        return cls(home, paths.global_home(), _read(home / CONFIG_FILE))
+        global_home = paths.global_home()
+        return cls(home, global_home, _read(home / CONFIG_FILE), _read(global_home / CONFIG_FILE))
 
     @property
     def source(self) -> str:
@@ -82,8 +90,15 @@ class Settings:
 
     @cached_property
     def ccr(self) -> Retention:
-        """The `[ccr]` table: how long and how much the CCR store keeps."""
-        return _ccr_table(self.tables.get("ccr", {}), self.source)
+        """The user's `[ccr]` table: how long and how much the user's CCR store keeps (a
+        project's `[ccr]` is ignored, with a warning)."""
+        if "ccr" in self.tables:
+            import logging
+
+            logging.getLogger("ctxmill.settings").warning(
+                "%s: [ccr] ignored: the shared store's retention is the user's setting, in %s", self.source,
+                self.global_home / CONFIG_FILE)
+        return _ccr_table(self.user_tables.get("ccr", {}), str(self.global_home / CONFIG_FILE))
 
     def open_ccr(self) -> CCRStore:
         """The CCR store originals are written to (`ccr_dir`), with the configured retention (CCRError when it cannot open)."""
@@ -170,6 +185,8 @@ class ProxyConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256
     """Sessions kept in memory (least recently used beyond this are dropped; on disk they stay)."""
+    new_sessions_per_hour: int = 100
+    """New session folders created in any hour; beyond it new sessions stay in memory only."""
     max_stats: int = 4096
     workers: int = field(default_factory=default_workers)
     """Worker processes that run the pipeline (a session always goes to the same one)."""

@@ -6,6 +6,14 @@ leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a r
 content, never a partial write. Folders that already exist keep their mode. `read_regular`
 never blocks on a pipe and never reads more than it was allowed (a device like /dev/zero is
 endless).
+
+Nothing written here follows a symbolic link (a cloned repository may ship
+`.ctxmill/ctxmill.log -> ~/.bashrc`, a neighbour may pre-create a folder in /tmp):
+- the folder written into is a real folder owned by this user, and its path holds no symbolic
+  link at all (`confined`): the faces resolve the user's own homes at the edge
+  (`ctxmill.paths`), so a link can only come from a place someone else wrote;
+- the last component is opened with O_NOFOLLOW (or created with O_EXCL, or renamed over).
+Refusals are OSError (PermissionError or ELOOP) naming the path; callers fail open.
 """
 
 from __future__ import annotations
@@ -22,34 +30,94 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def private_dir(path: Path) -> Path:
-    """Create `path` and its missing parents as 0700 folders; return it."""
-    path = Path(path)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _unlinked(folder: Path) -> None:
+    """OSError ELOOP unless `folder`'s path holds no symbolic link."""
+    if os.path.realpath(folder) != str(folder):
+        raise OSError(errno.ELOOP, "refused: the path goes through a symbolic link", str(folder))
+
+
+def confined(folder: Path, whole_path: bool = True) -> Path:
+    """`folder` if it is a real folder owned by this user and its path holds no symbolic link
+    (`whole_path=False`: the folder's own entry is not one); else PermissionError (another
+    owner) or OSError ELOOP (a link) naming it."""
+    folder = Path(os.path.abspath(folder))
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, "refused: a symbolic link", str(folder))
+    if whole_path:
+        _unlinked(folder)
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise PermissionError(errno.EPERM, f"refused: owned by uid {info.st_uid}, not by this user", str(folder))
+    return folder
+
+
+def private_dir(path: Path, runtime: bool = False) -> Path:
+    """Create `path` and its missing parents as 0700 folders (never inside a linked folder);
+    return it once `confined`. `runtime`: a folder in a place every user writes to
+    (`/tmp/ctxmill-<uid>`), which someone else may have created first: its parents are the
+    system's (links allowed), its own entry must be ours and not a link."""
+    path = Path(os.path.abspath(path))
     missing = []
     for folder in (path, *path.parents):
-        if folder.is_dir():
+        if os.path.lexists(folder):
+            if missing and not runtime:
+                _unlinked(folder)
             break
         missing.append(folder)
     for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=DIR_MODE)
             os.chmod(folder, DIR_MODE)  # mkdir's mode is masked by the umask
+    confined(path, whole_path=not runtime)
     return path
+
+
+def not_links(*paths: Path) -> None:
+    """OSError ELOOP naming the first of `paths` that is a symbolic link (files a library opens
+    by itself, following links: SQLite's journal beside its database)."""
+    for path in paths:
+        if os.path.islink(path):
+            raise OSError(errno.ELOOP, "refused: a symbolic link", str(path))
+
+
+def open_private(path: Path, flags: int = os.O_RDWR) -> int:
+    """A file descriptor on `path` (created 0600 if missing) in a `private_dir` folder, opened
+    without following a link at its last component (ELOOP when it is one)."""
+    path = Path(path)
+    private_dir(path.parent)
+    return os.open(path, flags | os.O_CREAT | _NOFOLLOW, FILE_MODE)
 
 
 def private_file(path: Path) -> Path:
     """Create `path` (0600) if it does not exist yet; an existing file is left as it is."""
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE))
+    os.close(open_private(path))
     return path
+
+
+def copy_keeping_mode(source: Path, target: Path) -> None:
+    """Copy `source` to a new file `target` created with `source`'s permission bits (never
+    looser for a moment: created with them, not chmod-ed after); FileExistsError when `target`
+    exists, ELOOP when it is a link."""
+    data = Path(source).read_bytes()
+    mode = stat.S_IMODE(os.stat(source).st_mode)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def private_lock(path: Path, timeout: float = -1):
     """A `filelock.FileLock` on `path` whose lock file is 0600 in a private folder (imported on
-    first use: processes that take no lock never pay for it)."""
+    first use: processes that take no lock never pay for it). The lock file is created here
+    without following a link; filelock then opens the file that is there."""
     from filelock import FileLock
 
     path = Path(path)
-    private_dir(path.parent)
+    private_file(path)
     return FileLock(str(path), mode=FILE_MODE, timeout=timeout)
 
 

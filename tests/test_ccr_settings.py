@@ -1,4 +1,5 @@
-"""The `[ccr]` table of config.toml sets the CCR store's TTL and size cap for every face."""
+"""The `[ccr]` table of the user's config.toml sets the CCR store's TTL and size cap for every face
+(a project's `[ccr]` is ignored: tests/trust/test_trust_retention.py)."""
 
 import os
 import subprocess
@@ -14,8 +15,16 @@ from ctxmill.settings import Settings
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def user_home(tmp_path, monkeypatch):
+    """This test's own global home, where the user's config.toml lives."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "data" / "ctxmill").mkdir(parents=True)
+    return tmp_path / "data" / "ctxmill"
+
+
 def settings(tmp_path, toml: str) -> Settings:
-    (tmp_path / "config.toml").write_text(toml)
+    (tmp_path / "data" / "ctxmill" / "config.toml").write_text(toml)
     return Settings.load(tmp_path)
 
 
@@ -43,13 +52,12 @@ def test_a_bad_table_is_one_clear_error(tmp_path, toml, message):
 
 
 def test_expand_answers_with_the_configured_ttl(tmp_path):
-    (tmp_path / "config.toml").write_text("[ccr]\nttl_hours = 0.0001\n")
-    with Settings.load(tmp_path).open_ccr() as store:
+    with settings(tmp_path, "[ccr]\nttl_hours = 0.0001\n").open_ccr() as store:
         key = store.put("original text")
     import time
 
     time.sleep(0.5)  # past the 0.36 s TTL
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path)}  # the same user store
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path)}  # the same user store and config
     done = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=60)
     assert done.returncode == 1 and "has expired" in done.stderr and "kept 0 s" in done.stderr

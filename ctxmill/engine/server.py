@@ -4,7 +4,10 @@ Routes: `GET /health` -> `{ok, pid, version}`; `POST /opencode/transform` and
 `POST /opencode/compacting` (JSON in and out; see `ctxmill.engine.opencode`). Must hold:
 - one engine per socket: a second one started while the first answers exits at once (a file
   lock guards the bind; a socket file nobody answers on is stale and replaced);
-- the socket lives in a folder only its user can enter (0700), so no other user reaches it;
+- the socket lives in a folder of this user that is not a link and no one else can write to
+  (ctxmill's own runtime folder is made 0700; one someone else created first is refused, see
+  `private_socket_folder`), so no other user serves in its place; the lock file is never opened
+  through a link; the plugin checks the same before it connects;
 - the pipeline runs in one worker thread, in request order; the event loop only parses;
 - a body over `MAX_BODY_BYTES` is answered 413, one nested past what the parser reads or not a
   JSON object 400, each with a one-line `{"error": ...}` and never a traceback (the plugin then
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import socket
@@ -61,15 +65,37 @@ async def read_json_object(request, limit: int = MAX_BODY_BYTES) -> dict:
 
 
 def default_socket() -> Path:
-    """`$CTXMILL_ENGINE_SOCKET`, else `ctxmill/engine.sock` in `$XDG_RUNTIME_DIR`, else in
-    `<tmp>/ctxmill-<uid>/` (the plugin computes the same path)."""
+    """`$CTXMILL_ENGINE_SOCKET`, else `engine.sock` in `runtime_folder()` (the plugin computes
+    the same path)."""
     env = os.environ.get("CTXMILL_ENGINE_SOCKET")
-    if env:
-        return Path(env)
+    return Path(env) if env else runtime_folder() / "engine.sock"
+
+
+def runtime_folder() -> Path:
+    """ctxmill's own folder for its socket: `ctxmill` in `$XDG_RUNTIME_DIR`, else
+    `<tmp>/ctxmill-<uid>` (a place where another user may have created it first)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
-        return Path(runtime) / "ctxmill" / "engine.sock"
-    return Path(os.environ.get("TMPDIR") or "/tmp") / f"ctxmill-{os.getuid()}" / "engine.sock"
+        return Path(runtime) / "ctxmill"
+    return Path(os.environ.get("TMPDIR") or "/tmp") / f"ctxmill-{os.getuid()}"
+
+
+def private_socket_folder(folder: Path) -> Path:
+    """`folder`, created if missing, once it is fit to hold the socket: ours and not a link
+    (`private_dir(runtime=True)`); `runtime_folder()` is then made exactly 0700, a folder the
+    user named must not be writable by others (PermissionError: it is left as it is)."""
+    import stat
+
+    from ground.files import DIR_MODE, private_dir
+
+    private_dir(folder, runtime=True)
+    mode = stat.S_IMODE(os.lstat(folder).st_mode)
+    if os.path.abspath(folder) == os.path.abspath(runtime_folder()):
+        if mode != DIR_MODE:
+            os.chmod(folder, DIR_MODE)
+    elif mode & 0o022:
+        raise PermissionError(errno.EPERM, f"refused: other users can write to it (mode {mode:o})", str(folder))
+    return folder
 
 
 def answers(path: Path, timeout: float = 1.0) -> bool:
@@ -154,11 +180,12 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
     import uvicorn
 
     from ctxmill.engine.opencode import OpenCodeEngine
-    from ground.files import private_dir
+    from ground.files import open_private
 
-    private_dir(path.parent)
+    private_socket_folder(path.parent)
     _preload()
-    with open(path.with_name(path.name + LOCK_SUFFIX), "w") as lock:
+    lock_path = path.with_name(path.name + LOCK_SUFFIX)
+    with os.fdopen(open_private(lock_path, os.O_WRONLY), "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if answers(path):
             log.info("an engine already answers on %s", path)
@@ -190,7 +217,7 @@ def serve(path: Path, idle_seconds: float = IDLE_SECONDS, log_level: str = "warn
         asyncio.run(main())
     finally:
         sock.close()
-        with open(path.with_name(path.name + LOCK_SUFFIX), "w") as lock, contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), os.fdopen(open_private(lock_path, os.O_WRONLY), "wb") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not answers(path, 0.2):  # never another engine's socket
                 path.unlink()

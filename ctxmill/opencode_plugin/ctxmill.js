@@ -6,12 +6,15 @@
 //   in place (OpenCode hands this hook fresh copies each turn: its stored session stays whole).
 // experimental.session.compacting: the engine writes a checkpoint; its summary and the person's
 //   first request (OpenCode drops it at compaction) are added to the summary prompt.
-// Fails open: no engine, an error, or no answer within the time budget, and the messages go out as
+// Only this user's engine is trusted: before each request the socket and its folder are checked
+//   (lstat) to be this user's, the folder not a link nor writable by others, the socket a socket;
+//   anything else (a folder another user created first in /tmp) is never connected to.
+// Fails open: no engine, an engine that is not this user's, an error, or no answer within the time budget, and the messages go out as
 // they are. Settings (environment): CTXMILL_BIN (the ctxmill command, default `ctxmill` on PATH, or
 // the command in ctxmill-command.json beside this file), CTXMILL_ENGINE_SOCKET, CTXMILL_PLUGIN_TIMEOUT_MS
 // (default 5000), CTXMILL_PLUGIN_LOG (a file for one line per hook call), CTXMILL_PLUGIN=0 (off).
 import { spawn } from "node:child_process"
-import { appendFileSync, existsSync, readFileSync } from "node:fs"
+import { appendFileSync, existsSync, lstatSync, readFileSync } from "node:fs"
 import http from "node:http"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -46,8 +49,37 @@ function log(entry) {
   } catch {}
 }
 
-// One HTTP request to the engine; resolves to the parsed answer, or null on any failure or timeout.
+// Why the engine on `sock` is not to be trusted ("" when it is): the socket and its folder must be
+// this user's, the folder a real folder (not a link) nobody else can write to. Nobody else can
+// then replace the socket between this check and the connection.
+function distrust(sock) {
+  if (!process.getuid) return ""
+  const uid = process.getuid()
+  let folder, entry
+  try {
+    folder = lstatSync(dirname(sock))
+    entry = lstatSync(sock)
+  } catch {
+    return "no engine socket"
+  }
+  if (!folder.isDirectory()) return `${dirname(sock)} is not a folder (a link?)`
+  if (folder.uid !== uid) return `${dirname(sock)} belongs to uid ${folder.uid}`
+  if (folder.mode & 0o022) return `${dirname(sock)} is writable by others`
+  if (!entry.isSocket() || entry.uid !== uid) return `${sock} is not a socket of this user`
+  return ""
+}
+
+let refused = ""
+
+// One HTTP request to the engine; resolves to the parsed answer, or null on any failure or timeout
+// (and at once when the engine is not this user's, see distrust).
 function call(sock, method, path, body, timeoutMs) {
+  const why = distrust(sock)
+  if (why) {
+    if (why !== refused && why !== "no engine socket") log({ hook: "engine", error: `refused: ${why}` })
+    refused = why
+    return Promise.resolve(null)
+  }
   return new Promise((resolve) => {
     let done = false
     const finish = (value) => {

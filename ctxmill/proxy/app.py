@@ -35,7 +35,7 @@ from starlette.routing import Route as StarletteRoute
 from compress.formats.usage import Usage
 from ctxmill.logs import log_file
 from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
-from ctxmill.proxy import worker
+from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_key
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
@@ -57,7 +57,7 @@ class Proxy:
         self.config = config
         root = sessions_dir(config.home) if config.persist else None
         self.sessions_root = root
-        self.pool = SessionPool(root, config.max_sessions, config.max_stats)
+        self.pool = SessionPool(root, config.max_sessions, config.max_stats, config.new_sessions_per_hour)
         self.inflight = InflightBytes(config.max_inflight_bytes, config.client_timeout)
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
@@ -78,8 +78,9 @@ class Proxy:
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
         if self.sessions_root is not None:
             from compress.session import prune_sessions
+            from memory.summary import CHECKPOINT_FILE
 
-            prune_sessions(self.sessions_root)  # old sessions' state goes (age and count limits)
+            prune_sessions(self.sessions_root, keep=(CHECKPOINT_FILE,))  # old state goes; checkpoints stay
         self.workers.start()
         async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
             client.headers.clear()  # forward the client's headers exactly: no user-agent, accept-encoding of httpx's
@@ -94,6 +95,9 @@ class Proxy:
     # -- endpoints ------------------------------------------------------------------
 
     async def stats(self, request: Request) -> Response:
+        if why := browsers.refusal(request.headers):
+            log.warning("GET /ctxmill/stats → 403: %s", why)
+            return JSONResponse({"error": f"ctxmill proxy: refused: {why}"}, status_code=403)
         sessions = self.pool.snapshot()
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
                 "cache_read_tokens", "cache_write_tokens", "output_tokens")
@@ -109,6 +113,8 @@ class Proxy:
             return error_response(target.vendor, 400, "invalid_request_error",
                                   "ctxmill proxy: the request path cannot be forwarded: it holds a control character",
                                   close=True)
+        if refused := self.refuse(request, target):
+            return refused
         held = self.inflight.hold()
         pending: asyncio.Future | None = None
         try:
@@ -141,6 +147,18 @@ class Proxy:
             entry.record_usage(usage, outcome.sent_tokens)
         if self.ledger is not None:
             self.ledger_writes.submit(ledger_row, self.ledger, entry.key, target.vendor, outcome, usage)
+
+    def refuse(self, request: Request, target: Route) -> Response | None:
+        """The error for a request a web page sent, or for an API body declared as a page's (see
+        ctxmill.proxy.browsers); None for the user's agents. The body is not read."""
+        if why := browsers.refusal(request.headers):
+            status, kind = 403, "permission_error"
+        elif target.shape is not None and (why := browsers.simple_body(request.headers)):
+            status, kind = 415, "invalid_request_error"
+        else:
+            return None
+        log.warning("%s %s → %d: %s", request.method, request.url.path, status, why)
+        return error_response(target.vendor, status, kind, f"ctxmill proxy: refused: {why}", close=True)
 
     async def read(self, request: Request, target: Route, held: Held) -> bytes | Response:
         """The request body, or the error response when it cannot be read whole."""
@@ -175,7 +193,8 @@ class Proxy:
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           calibrated_tokens, entry.stats_bytes(), context_window)
+                                           calibrated_tokens, entry.stats_bytes(), context_window,
+                                           entry.directory is not None)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 

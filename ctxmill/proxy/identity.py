@@ -58,9 +58,13 @@ def _system_and_first_user(provider: str, body: dict) -> tuple[Any, Any]:
     return ([prompt, *system] if prompt is not None else system), first_user
 
 
-def session_key(provider: str, body: dict) -> str:
-    """32 hex characters; equal for every request of one conversation."""
+def session_key(provider: str, body: dict) -> str | None:
+    """32 hex characters; equal for every request of one conversation. None when the body has no
+    user message with content: no conversation, nothing to keep (anyone on the machine can post
+    such bodies; they must not create session folders)."""
     system, first_user = _system_and_first_user(provider, body)
+    if not isinstance(first_user, dict) or "content" not in first_user:
+        return None
     return xxhash.xxh3_128(dumps([provider, client_id(provider, body), system, first_user])).hexdigest()
 
 

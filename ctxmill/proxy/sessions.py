@@ -11,6 +11,9 @@ Must hold:
   `record_usage`). They travel with each run to the worker, which writes them beside the state
   (as of the previous response); `flush` writes them at shutdown, and a session seen for the
   first time reads them back, so a restarted proxy continues its stats.
+- Anyone on the machine can send the proxy requests: at most `new_folders_per_hour` new session
+  folders are created in any hour; beyond it a new session's state stays in memory only (it is
+  still compressed), so a flood of made-up conversations cannot fill the disk.
 
 Tier calibration. The pipeline's tier is defined on the size of the RAW request, but the
 provider reports the size of the COMPRESSED request it received. For each response with usage:
@@ -29,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import OrderedDict
+import logging
+import time
+from collections import OrderedDict, deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,8 @@ from compress.formats.usage import Usage
 from ctxmill.proxy.stats import RunSummary, SessionStats, read_stats, session_directory, write_stats
 
 CALIBRATION_RANGE = (0.25, 4.0)
+HOUR = 3600.0
+log = logging.getLogger("ctxmill.proxy")
 
 
 @dataclass
@@ -142,10 +149,15 @@ def _calibrated(s: SessionStats) -> bool:
 
 
 class SessionPool:
-    def __init__(self, root: Path | None, max_sessions: int, max_stats: int) -> None:
+    def __init__(self, root: Path | None, max_sessions: int, max_stats: int, new_folders_per_hour: int = 100,
+                 clock=time.monotonic) -> None:
         self.root = root
         self.max_sessions = max_sessions
         self.max_stats = max(max_stats, max_sessions)
+        self.new_folders_per_hour = new_folders_per_hour
+        self._clock = clock
+        self._created: deque[float] = deque()
+        self._quiet_until = float("-inf")
         self._live: OrderedDict[str, ProxySession] = OrderedDict()
         self._stats: OrderedDict[str, SessionStats] = OrderedDict()
 
@@ -164,7 +176,7 @@ class SessionPool:
         entry = self._live.get(key)
         if entry is None:
             known = self._stats.get(key)
-            entry = self._live[key] = ProxySession(key, session_directory(self.root, key), known or SessionStats())
+            entry = self._live[key] = ProxySession(key, self._directory(key), known or SessionStats())
             if known is None and entry.directory is not None:
                 entry.load_stats()
         self._live.move_to_end(key)
@@ -172,6 +184,23 @@ class SessionPool:
         self._stats.move_to_end(key)
         self._evict()
         return entry
+
+    def _directory(self, key: str) -> Path | None:
+        """The session's folder; None (memory only) for a new one past the hour's allowance."""
+        directory = session_directory(self.root, key)
+        if directory is None or directory.is_dir():
+            return directory
+        now = self._clock()
+        while self._created and now - self._created[0] >= HOUR:
+            self._created.popleft()
+        if len(self._created) >= self.new_folders_per_hour:
+            if self._quiet_until <= now:  # one line an hour, not one per request
+                log.warning("new sessions kept in memory only: %d new session folders within the hour "
+                            "(new_sessions_per_hour)", len(self._created))
+                self._quiet_until = now + HOUR
+            return None
+        self._created.append(now)
+        return directory
 
     def _evict(self) -> None:
         for key in [k for k, e in self._live.items() if not e.active][: max(0, len(self._live) - self.max_sessions)]:

@@ -139,16 +139,17 @@ class Worker:
         self.saver = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-save")
         self.states: OrderedDict[str, SessionState] = OrderedDict()
 
-    def state(self, key: str) -> SessionState:
+    def state(self, key: str, persist: bool = True) -> SessionState:
         state = self.states.get(key)
         if state is None:
-            state = self.states[key] = SessionState(key, session_directory(self.setup.sessions_root, key))
+            root = self.setup.sessions_root if persist else None
+            state = self.states[key] = SessionState(key, session_directory(root, key))
         self.states.move_to_end(key)
         return state
 
     def compress(self, key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
-                 context_window: int | None = None) -> RunSummary:
-        state = self.state(key)
+                 context_window: int | None = None, persist: bool = True) -> RunSummary:
+        state = self.state(key, persist)
         state.wait_saved()
         summary = state.compress(raw, calibrated_tokens, self, context_window)
         state.size = len(raw)
@@ -254,9 +255,10 @@ def _exactly(sock: socket.socket, size: int) -> bytearray | None:
 
 
 def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
-                     context_window: int | None = None) -> RunSummary:
+                     context_window: int | None = None, persist: bool = True) -> RunSummary:
+    """`persist` False: the session's state stays in memory (see ctxmill.proxy.sessions)."""
     assert _worker is not None
-    return _worker.compress(key, raw, calibrated_tokens, stats, context_window)
+    return _worker.compress(key, raw, calibrated_tokens, stats, context_window, persist)
 
 
 def count_request(raw: bytes) -> RunSummary:
