@@ -10,7 +10,8 @@ conversation the provider stores (`previous_response_id`), a failed run or a dea
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
 without the proxy. Each compressed request whose answer succeeded is added to the savings ledger
 (`ctxmill.ledger`, written off the event loop). The proxy answers `GET /` (a page linking the
-dashboard), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are never forwarded.
+dashboard), `GET /favicon.ico` (empty), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are
+never forwarded.
 """
 
 from __future__ import annotations
@@ -368,6 +369,7 @@ def create_app(config: ProxyConfig) -> Starlette:
     proxy = Proxy(config)
     app = Starlette(routes=[
         StarletteRoute("/", home, methods=["GET"]),
+        StarletteRoute("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # a page asks
         StarletteRoute("/ctxmill/stats", proxy.stats, methods=["GET"]),
         StarletteRoute("/ctxmill", lambda request: RedirectResponse("/ctxmill/"), methods=["GET"]),
         Mount("/ctxmill", dashboard(config, proxy.ledger)),
