@@ -41,17 +41,22 @@ tags = ["system-reminder", "env"]
     assert config.options("strip_injections")["tags"] == ["system-reminder", "env"]
 
 
-def test_the_documented_config_examples_load(tmp_path):
-    """docs/configuration.md's `.ctxmill/config.toml` examples ([compress], [memory], [ccr];
-    [proxy]; [security]) are valid config files."""
+def test_the_documented_config_examples_load(tmp_path, monkeypatch):
+    """docs/configuration.md's examples ([compress], [memory], [map]; [ccr] in the user's own
+    file; [proxy]; [security]) are valid config files."""
     page = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
     example = page.split("```toml\n[compress]\n", 1)[1].split("```", 1)[0]
     (tmp_path / "config.toml").write_text("[compress]\n" + example)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    user = page.split("```toml\n[ccr]", 1)[1].split("```", 1)[0].replace("512", "300")
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text("[ccr]" + user)
     settings = Settings.load(tmp_path)
     config = settings.compress
     assert config.window_epoch_savings == 1000 and config.window_start_min_tokens == 200
     assert config.options("trim_outputs")["cold_scale"] == 0.2
-    assert settings.memory.recency == 0.2 and settings.ccr.max_bytes == 512 * 2**20
+    assert settings.memory.recency == 0.2 and settings.repomap.budget == 512
+    assert settings.ccr.max_bytes == 300 * 2**20
     proxy_and_security = "".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
         [f"[{table}]\n", "\n"]) for table in ("proxy", "security"))
     (tmp_path / "config.toml").write_text(proxy_and_security)
