@@ -240,7 +240,12 @@ def handle(event_name: str, event: dict) -> dict | None:
     if event_name == "UserPromptSubmit":
         return user_prompt_submit(event)
     if event_name in ("PreCompact", "SessionEnd"):
-        checkpoint_now(event)
+        from ctxmill.history import ingest_event
+
+        try:
+            checkpoint_now(event)
+        finally:
+            ingest_event(event)  # the session's new messages into history (`[history] enabled`)
         return None
     if event_name == "Stop":
         checkpoint_now(event, only_if_changed=True)

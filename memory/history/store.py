@@ -1,0 +1,247 @@
+"""The history store: one SQLite file per user (`HistoryConfig.path`), FTS5 over memory's terms.
+
+Must hold:
+- Private: the folder 0700, the database (and SQLite's WAL and shared-memory files, which take
+  its mode) 0600; every text went through redaction before it reaches `ingest` (`messages.rows_of`).
+- Safe with many processes: WAL journal, a busy timeout, each ingest one `BEGIN IMMEDIATE`
+  transaction (a session's rows change together or not at all).
+- Incremental and idempotent: a session is known by its key; re-ingesting it keeps the messages
+  whose digests match the stored ones in order and replaces only what follows the first
+  difference (a grown transcript adds its new messages; the same transcript changes nothing).
+- Bounded: after an ingest, while the store is larger than `max_bytes`, the session updated
+  longest ago is deleted (oldest first), then the freed pages are given back to the file system.
+- Search terms are `memory.tokenize.Tokenizer` terms (English stemmed, compounds split, CJK
+  characters and bigrams), each an FTS5 token (`fts_token`), ranked by FTS5's BM25.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import orjson
+
+from memory.history.config import HistoryConfig
+from memory.history.messages import Row
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, project TEXT NOT NULL, source TEXT NOT NULL,
+    format TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, count INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY, session INTEGER NOT NULL REFERENCES sessions(id), seq INTEGER NOT NULL,
+    role TEXT NOT NULL, digest TEXT NOT NULL, text TEXT NOT NULL, steps TEXT NOT NULL, UNIQUE(session, seq));
+CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(body, tokenize = 'unicode61 remove_diacritics 0')
+"""
+
+
+class HistoryError(Exception):
+    """The store cannot be used (not a database, a newer schema, no FTS5 in this SQLite)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    key: str
+    project: str
+    source: str
+    format: str
+    started: float
+    updated: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Ingested:
+    key: str
+    added: int
+    """Messages written (0: the store already held the transcript as it is)."""
+    kept: int
+    evicted: int
+    """Sessions deleted to stay within the budget."""
+
+
+def fts_token(term: str) -> str:
+    """One FTS5 token for a memory term: the term when unicode61 keeps it whole (letters and
+    digits), else `x` and its UTF-8 bytes in hex (`c++`, `c#`)."""
+    return term if term.isalnum() else "x" + term.encode("utf-8").hex()
+
+
+class HistoryStore:
+    """A connection to the store; open one per use (`with HistoryStore.open(cfg) as store`)."""
+
+    def __init__(self, conn: sqlite3.Connection, cfg: HistoryConfig) -> None:
+        self.conn, self.cfg = conn, cfg
+        self._tokenizer = None
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
+        from ground.files import private_dir
+
+        path = cfg.path
+        private_dir(path.parent)
+        if not path.exists():  # created 0600 before SQLite opens it; its -wal and -shm files take this mode
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        try:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{path}: {exc}") from None
+        try:
+            _prepare(conn, path)
+            yield cls(conn, cfg)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{path}: {exc}") from None
+        finally:
+            conn.close()
+
+    def terms(self, text: str) -> list[str]:
+        if self._tokenizer is None:
+            from memory.tokenize import Tokenizer
+
+            self._tokenizer = Tokenizer(self.cfg.cache_dir, words=False)
+        return [fts_token(t) for t in self._tokenizer.tokens(text)]
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        cur.execute("COMMIT")
+
+    def ingest(self, key: str, rows: Sequence[Row], *, project: str, source: str, fmt: str,
+               updated: float | None = None) -> Ingested:
+        """Store session `key` as `rows` (see the module's rules); then keep the store within budget."""
+        now = time.time() if updated is None else updated
+        digests = [r.digest for r in rows]
+        bodies: dict[int, str] = {}
+        first = self._unchanged(key, digests)  # read without the write lock: the new rows are tokenized before it
+        for seq in range(first, len(rows)):
+            bodies[seq] = " ".join(self.terms(rows[seq].text))
+        with self._transaction() as cur:
+            found = cur.execute("SELECT id FROM sessions WHERE key = ?", (key,)).fetchone()
+            if found is None:
+                cur.execute("INSERT INTO sessions (key, project, source, format, started, updated, count)"
+                            " VALUES (?,?,?,?,?,?,0)", (key, project, source, fmt, now, now))
+                session, keep = cur.lastrowid, 0
+            else:
+                session = found[0]
+                stored = [d for (d,) in cur.execute("SELECT digest FROM messages WHERE session = ? ORDER BY seq",
+                                                    (session,))]
+                keep = _common(stored, digests)
+                if keep == len(stored) == len(rows):
+                    return Ingested(key, 0, keep, 0)
+                _delete_messages(cur, "session = ? AND seq >= ?", (session, keep))
+            for seq in range(keep, len(rows)):
+                row = rows[seq]
+                cur.execute("INSERT INTO messages (session, seq, role, digest, text, steps) VALUES (?,?,?,?,?,?)",
+                            (session, seq, row.role, digests[seq], row.text, orjson.dumps(row.steps).decode()))
+                body = bodies[seq] if seq in bodies else " ".join(self.terms(row.text))
+                cur.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ? WHERE id = ?",
+                        (len(rows), now, project, source, session))
+        return Ingested(key, len(rows) - keep, keep, self.evict())
+
+    def _unchanged(self, key: str, digests: list[str]) -> int:
+        """How many leading rows of session `key` the store holds as they are."""
+        stored = [d for (d,) in self.conn.execute(
+            "SELECT m.digest FROM messages m JOIN sessions s ON s.id = m.session WHERE s.key = ? ORDER BY m.seq", (key,))]
+        return _common(stored, digests)
+
+    def size(self) -> int:
+        """Bytes the store takes on disk: the database and its WAL."""
+        return sum(p.stat().st_size for p in (self.cfg.path, self.cfg.path.with_name(self.cfg.path.name + "-wal"))
+                   if p.exists())
+
+    def evict(self) -> int:
+        """Delete the least recently updated sessions while the store is over its budget; the
+        number deleted."""
+        evicted = 0
+        if self.size() <= self.cfg.max_bytes:
+            return 0
+        page = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        target = int(self.cfg.max_bytes * 0.9)
+        while True:
+            pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
+            if (pages - free) * page <= target:
+                break
+            with self._transaction() as cur:
+                oldest = cur.execute("SELECT id FROM sessions ORDER BY updated, id LIMIT 1").fetchone()
+                if oldest is None:
+                    break
+                _delete_messages(cur, "session = ?", oldest)
+                cur.execute("DELETE FROM sessions WHERE id = ?", oldest)
+            evicted += 1
+        if evicted:
+            self.conn.execute("PRAGMA incremental_vacuum")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return evicted
+
+    def sessions(self, project: str | None = None, limit: int = 50) -> list[Session]:
+        """Sessions, most recently updated first (`project`: its path or folder name)."""
+        where, params = _project_filter(project)
+        rows = self.conn.execute(f"SELECT key, project, source, format, started, updated, count FROM sessions s"
+                                 f" WHERE {where} ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit))
+        return [Session(*r) for r in rows]
+
+    def stats(self) -> dict:
+        sessions, messages = self.conn.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
+        return {"sessions": sessions, "messages": messages, "bytes": self.size(), "max_bytes": self.cfg.max_bytes,
+                "path": str(self.cfg.path)}
+
+
+def _common(stored: list[str], digests: list[str]) -> int:
+    """The length of the common prefix of two digest lists."""
+    return next((i for i, (a, b) in enumerate(zip(stored, digests)) if a != b), min(len(stored), len(digests)))
+
+
+def _project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
+    if not project:
+        return "1", ()
+    return (f"({alias}.project = ? OR {alias}.project LIKE ? ESCAPE '\\')",
+            (project, "%/" + project.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")))
+
+
+def _delete_messages(cur: sqlite3.Cursor, where: str, params: tuple) -> None:
+    cur.execute(f"DELETE FROM terms WHERE rowid IN (SELECT id FROM messages WHERE {where})", params)
+    cur.execute(f"DELETE FROM messages WHERE {where}", params)
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL, incremental auto-vacuum and the schema (created once, under a write lock)."""
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"{path}: written by a newer ctxmill (schema {version}; this one reads {SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only before the first table
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process may have won
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        conn.execute("ROLLBACK")
+        raise HistoryError(f"{path}: {exc}") from None
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
