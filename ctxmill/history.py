@@ -1,4 +1,4 @@
-"""The faces' side of history: the `[history]` table, and ingesting a live session at the hooks.
+"""The `[history]` table of config.toml as a `memory.history.config.HistoryConfig`.
 
 `[history]` keys: `enabled` (default true: sessions are kept), `max_mb` (the store's size budget,
 default 256), `regex_seconds` (the time a regular-expression search may take, default 2). The
@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 from ctxmill.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ctxmill.settings import Settings
     from memory.history.config import HistoryConfig
 
 HISTORY_FILE = Path("history") / "history.sqlite3"
 
 
-def history_config(settings: Settings) -> HistoryConfig:
+def history_config(settings: Any) -> HistoryConfig:
+    """`settings`: the `ctxmill.settings.Settings` whose tables and homes to read."""
     from memory.history.config import HistoryConfig
 
     where = f"{settings.source}: history"
@@ -43,19 +43,3 @@ def history_config(settings: Settings) -> HistoryConfig:
     return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
                          redact_extra=settings.redaction["redact_extra"],
                          redact_allow=settings.redaction["redact_allow"], **values)
-
-
-def ingest_event(event: dict) -> None:
-    """Keep the hook event's transcript in history (PreCompact, SessionEnd): only its new messages."""
-    from ctxmill.hooks import project_home
-    from ctxmill.settings import Settings
-    from memory.history.ingest import ingest_file
-
-    transcript = event.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        return
-    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else ""
-    home = project_home(event)
-    project = cwd or str(home.parent)
-    session = event.get("session_id") if isinstance(event.get("session_id"), str) else None
-    ingest_file(Settings.load(home).history, transcript, project, key=session)
