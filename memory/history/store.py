@@ -8,8 +8,9 @@ Must hold:
 - Incremental and idempotent: a session is known by its key; re-ingesting it keeps the messages
   whose digests match the stored ones in order and replaces only what follows the first
   difference (a grown transcript adds its new messages; the same transcript changes nothing).
-- Bounded: after an ingest, while the store is larger than `max_bytes`, the session updated
-  longest ago is deleted (oldest first), then the freed pages are given back to the file system.
+- Bounded: after an ingest, when the store is larger than `max_bytes`, the sessions updated
+  longest ago are deleted (oldest first) until it holds 80% of it, the search index is merged
+  (deleted rows leave it) and the freed pages are given back to the file system.
 - Search terms are `memory.tokenize.Tokenizer` terms (English stemmed, compounds split, CJK
   characters and bigrams), each an FTS5 token (`fts_token`), ranked by FTS5's BM25.
 """
@@ -166,27 +167,38 @@ class HistoryStore:
                    if p.exists())
 
     def evict(self) -> int:
-        """Delete the least recently updated sessions while the store is over its budget; the
-        number deleted."""
-        evicted = 0
+        """Delete the least recently updated sessions while the store is over its budget, down to
+        80% of it (so eviction, which rewrites the search index, is rare); the number deleted."""
         if self.size() <= self.cfg.max_bytes:
             return 0
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL's pages into the file, the WAL emptied
         page = self.conn.execute("PRAGMA page_size").fetchone()[0]
-        target = int(self.cfg.max_bytes * 0.9)
-        while True:
+        target, evicted = int(self.cfg.max_bytes * 0.8), 0
+        for _ in range(8):  # each round deletes what its estimate says, then measures again
             pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
-            if (pages - free) * page <= target:
+            used = (pages - free) * page
+            if used <= target:
                 break
-            with self._transaction() as cur:
-                oldest = cur.execute("SELECT id FROM sessions ORDER BY updated, id LIMIT 1").fetchone()
-                if oldest is None:
+            sizes = self.conn.execute("SELECT s.id, coalesce(sum(length(m.text)), 0) FROM sessions s LEFT JOIN messages m"
+                                      " ON m.session = s.id GROUP BY s.id ORDER BY s.updated, s.id").fetchall()
+            if not sizes:
+                break
+            per_char = used / max(1, sum(n for _, n in sizes))  # bytes on disk per character of text
+            doomed, freed = [], 0.0
+            for session, chars in sizes:
+                doomed.append(session)
+                freed += chars * per_char
+                if used - freed <= target:
                     break
-                _delete_messages(cur, "session = ?", oldest)
-                cur.execute("DELETE FROM sessions WHERE id = ?", oldest)
-            evicted += 1
-        if evicted:
-            self.conn.execute("PRAGMA incremental_vacuum")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with self._transaction() as cur:
+                for session in doomed:
+                    _delete_messages(cur, "session = ?", (session,))
+                    cur.execute("DELETE FROM sessions WHERE id = ?", (session,))
+                cur.execute("INSERT INTO terms (terms) VALUES ('optimize')")  # deleted rows leave the index
+            evicted += len(doomed)
+            self.conn.execute("PRAGMA incremental_vacuum").fetchall()  # free pages back to the file system
+        self.conn.execute("PRAGMA incremental_vacuum").fetchall()
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return evicted
 
     def sessions(self, project: str | None = None, limit: int = 50) -> list[Session]:
