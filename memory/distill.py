@@ -7,8 +7,8 @@ that occur in at least `min_sessions` sessions. Must hold:
   order of the mapping; repeats of a step in a row count as one (a test run twice is one run);
 - a candidate names at least two different steps and at least one command (not only edits);
 - maximal: a run is dropped when a longer run containing it occurs in as many sessions, and a
-  run inside a candidate already chosen is not offered again;
-- ranked by sessions × (steps − 1), then longer first, then by the steps' text.
+  run inside a candidate already chosen is offered only when it occurs in more sessions;
+- ranked by sessions × (steps − 1), then by sessions, then longer first, then by the steps' text.
 `render(candidate)` is a SKILL.md (YAML front matter `name` / `description`, the format Claude
 Code and OpenCode both read) carrying `MARK`; `write(candidate, folder)` writes
 `<folder>/<name>/SKILL.md` unless a file there lacks `MARK` (a person's skill is never replaced).
@@ -90,10 +90,10 @@ def mine(sequences: Mapping[str, Sequence[Step]], min_sessions: int = 2, max_len
         for shorter in (run[:-1], run[1:]):
             widest[shorter] = max(widest.get(shorter, 0), count(run))
     maximal = [run for run in frequent if widest.get(run, 0) < count(run)]
-    maximal.sort(key=lambda run: (-count(run) * (len(run) - 1), -len(run), run))
+    maximal.sort(key=lambda run: (-count(run) * (len(run) - 1), -count(run), -len(run), run))
     chosen: list[Candidate] = []
     for run in maximal:
-        if any(_inside(run, c.steps) for c in chosen):
+        if any(_inside(run, c.steps) and count(run) <= len(c.sessions) for c in chosen):
             continue
         chosen.append(Candidate(run, tuple(sorted(support[run])), example[run][1]))
         if len(chosen) >= limit:

@@ -5,13 +5,14 @@ Must hold: deterministic; a shell command is each of its simple commands (`compr
 command_words`: wrappers, `VAR=value` and `cd` left out) as its program and, for programs that
 have sub-commands, the sub-command (`git commit -m "x"` -> `git commit`, `npm run build` ->
 `npm run build`, `python -m pytest tests/x.py` -> `python -m pytest`, `./gradlew test` ->
-`gradlew test`); programs that only decorate or page output (`head`, `grep` in a pipeline, `echo`)
-are dropped; a call that changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`;
+`gradlew test`, `bash ~/bin/release.sh v2` -> `bash release.sh`); programs that only decorate or
+page output (`head`, `grep` in a pipeline, `echo`) and shell keywords are dropped; a call that changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`;
 other tools (reads, searches, web) give no step.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Any
 
@@ -30,28 +31,46 @@ _RUNNERS = frozenset({"run", "exec", "x", "dlx"})
 _NOISE = frozenset({
     "head", "tail", "grep", "egrep", "rg", "sort", "uniq", "wc", "tee", "cut", "jq", "awk", "xargs", "tr", "column",
     "less", "more", "echo", "printf", "true", "false", "sleep", "pwd", "which", "clear", "cat", "ls", "sed", "set",
-    "export", "source", ".", "exit", "date", "nl", "read", "test", "[", "[[", "time", "timeout", "if", "then", "else",
-    "elif", "fi", "for", "do", "done", "while", "until", "case", "esac", "function", "{", "}", "!", "local", "return",
+    "export", "source", ".", "exit", "date", "nl", "read", "test", "[", "[[", "time", "timeout", "fi", "done", "esac",
+    "for", "case", "function", "}", "local", "return",
 })
-"""Programs that decorate, page or only print, and shell keywords: no part of a routine on their own."""
+"""Programs that decorate, page or only print, and shell words that close or declare: no part of a
+routine on their own."""
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
+"""Shell words a command may follow (`then make test`): dropped from its front."""
 _PLAIN = re.compile(r"^[a-z][a-z0-9_:-]{0,30}$")
 _PYTHON = re.compile(r"^python[0-9.]*$")
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+_SCRIPT_FLAG = re.compile(r"^-[a-z]*c[a-z]*$")
+_SCRIPT_RUNNERS = _SHELLS | {"node", "python", "python3", "ruby", "perl", "deno", "bun", "tsx", "ts-node"}
+_SCRIPT = re.compile(r"\.(?:sh|bash|js|mjs|cjs|ts|py|rb|pl)$")
+"""A script a shell or interpreter runs is named by its file name (`bash ~/x/export.sh .` -> `bash export.sh`)."""
+_PROGRAM = re.compile(r"^\w[\w.+-]{0,39}$")
 
 
-def command_steps(command: str) -> list[str]:
+def command_steps(command: str, depth: int = 0) -> list[str]:
     """The steps of one shell command line (empty when it is unreadable or only noise)."""
     from compress.vocab.shell import command_words
     from compress.vocab.tools import PATCH_TOOLS
 
     out = []
     for words in command_words(command):
+        while len(words) > 1 and words[0] in _KEYWORDS:
+            words = words[1:]
         program = words[0].removeprefix("./")
+        if program in _SHELLS and len(words) >= 3 and _SCRIPT_FLAG.match(words[-2]) and depth < 2:
+            out += command_steps(words[-1], depth + 1)  # bash -lc 'SCRIPT' (command_words reads only -c)
+            continue
         if program in PATCH_TOOLS:
             out.append(EDIT_STEP)
             continue
-        if program in _NOISE or not program or len(program) > 40:
+        if program in _NOISE or program in _KEYWORDS or not _PROGRAM.match(program):
             continue
         args = [w for w in words[1:] if not w.startswith("-")]
+        if (program in _SCRIPT_RUNNERS and args and _SCRIPT.search(args[0]) and words[1:2] != ["-m"]
+                and not args[0].endswith("manage.py")):
+            out.append(f"{'python' if _PYTHON.match(program) else program} {posixpath.basename(args[0])}")
+            continue
         if _PYTHON.match(program):
             program = "python"
             if words[1:2] == ["-m"] and len(words) > 2:
