@@ -57,7 +57,9 @@ def test_reingest_adds_only_new_messages_and_is_idempotent(tmp_path):
     items = exchange(["first request about the cache"], ["make build"])
     path = write_session(tmp_path / "s", "grow", items)
     first = ingest_file(cfg, path, "/p")
-    assert first.added == len(items) and ingest_file(cfg, path, "/p").added == 0
+    assert first.added == len(items) and ingest_file(cfg, path, "/p").added == 0  # unchanged file: not read again
+    write_session(tmp_path / "s", "grow", items)  # the same messages, written again: compared, nothing added
+    assert ingest_file(cfg, path, "/p").added == 0
     write_session(tmp_path / "s", "grow", items + exchange(["second request about the index"]))
     again = ingest_file(cfg, path, "/p")
     # the last message (a tool result) now also carries the new request: it and what follows are written again
@@ -186,3 +188,20 @@ def test_cli_import_search_get_list(tmp_path, monkeypatch, capsys):
     assert main(["history", "search", "(", "--regex"]) == 2
     assert "bad regular expression" in capsys.readouterr().err
     assert main(["history", "list"]) == 0 and "one" in capsys.readouterr().out
+
+
+def test_corpus_sessions_stay_within_a_small_budget(corpus, tmp_path):
+    """Real recordings of three formats (Chinese among them) fed into a 2 MB store: never over it
+    after an ingest, and the newest sessions are the ones kept (the whole corpus: bench/history_corpus.py)."""
+    from compress.formats.sessions import session_files
+
+    cfg = cfg_for(tmp_path, max_bytes=2 * 2**20)
+    files = [f for name in ("craft-zh", "claude-flat", "swe-agent")
+             for f in session_files(corpus / "transcripts" / name)]
+    for n, path in enumerate(files):
+        ingest_file(cfg, path, "/corpus", updated=float(n))
+        with HistoryStore.open(cfg) as store:
+            assert store.size() <= cfg.max_bytes, path
+    with HistoryStore.open(cfg) as store:
+        kept = store.sessions(limit=1000)
+    assert kept and kept[0].updated == float(len(files) - 1) and len(kept) < len(files)

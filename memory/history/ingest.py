@@ -4,7 +4,8 @@ session files of any format `compress.formats.sessions` reads (`ctxmill import`)
 Must hold: a session's key is the host's session id when known, else the file's stem (so a
 Claude Code session ingested by its hooks and imported later from its file is one session); its
 project is the folder the recording names (`cwd` in its first lines) when it names one, else
-the one given; nothing is ingested when `HistoryConfig.enabled` is false.
+the one given; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
+and modification time are those it was last ingested with is not read again.
 """
 
 from __future__ import annotations
@@ -59,8 +60,16 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
     if not cfg.enabled:
         return None
     path = Path(path)
+    key = session_id_for(path, key)
+    info = path.stat()
+    stamp = f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}"
+    with HistoryStore.open(cfg) as store:
+        known = store.stamp(key)
+    if known and known[0] == stamp:  # the file has not changed since it was ingested
+        return Ingested(key, 0, known[1], 0)
     data = read_regular(path, MAX_SESSION_BYTES)
     transcript = read_text(data.decode("utf-8", errors="replace"), fmt)
-    when = path.stat().st_mtime if updated is None else updated
-    return ingest_transcript(cfg, transcript, session_id_for(path, key), recorded_cwd(data) or project,
-                             str(path.resolve()), when)
+    rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+    with HistoryStore.open(cfg) as store:
+        return store.ingest(key, rows, project=recorded_cwd(data) or project, source=str(path.resolve()),
+                            fmt=transcript.format, updated=info.st_mtime if updated is None else updated, stamp=stamp)

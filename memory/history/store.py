@@ -35,7 +35,8 @@ BUSY_TIMEOUT_MS = 10_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, project TEXT NOT NULL, source TEXT NOT NULL,
-    format TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, count INTEGER NOT NULL);
+    format TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, count INTEGER NOT NULL,
+    stamp TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY, session INTEGER NOT NULL REFERENCES sessions(id), seq INTEGER NOT NULL,
@@ -122,9 +123,15 @@ class HistoryStore:
             raise
         cur.execute("COMMIT")
 
+    def stamp(self, key: str) -> tuple[str, int] | None:
+        """The stamp session `key` was last ingested with (its file's size and time) and its message count."""
+        found = self.conn.execute("SELECT stamp, count FROM sessions WHERE key = ?", (key,)).fetchone()
+        return (found[0], found[1]) if found else None
+
     def ingest(self, key: str, rows: Sequence[Row], *, project: str, source: str, fmt: str,
-               updated: float | None = None) -> Ingested:
-        """Store session `key` as `rows` (see the module's rules); then keep the store within budget."""
+               updated: float | None = None, stamp: str = "") -> Ingested:
+        """Store session `key` as `rows` (see the module's rules); then keep the store within budget.
+        `stamp`: what the source looked like (an unchanged file is not read again: `ingest.ingest_file`)."""
         now = time.time() if updated is None else updated
         digests = [r.digest for r in rows]
         bodies: dict[int, str] = {}
@@ -143,6 +150,7 @@ class HistoryStore:
                                                     (session,))]
                 keep = _common(stored, digests)
                 if keep == len(stored) == len(rows):
+                    cur.execute("UPDATE sessions SET stamp = ? WHERE id = ?", (stamp, session))
                     return Ingested(key, 0, keep, 0)
                 _delete_messages(cur, "session = ? AND seq >= ?", (session, keep))
             for seq in range(keep, len(rows)):
@@ -151,8 +159,8 @@ class HistoryStore:
                             (session, seq, row.role, digests[seq], row.text, orjson.dumps(row.steps).decode()))
                 body = bodies[seq] if seq in bodies else " ".join(self.terms(row.text))
                 cur.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
-            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ? WHERE id = ?",
-                        (len(rows), now, project, source, session))
+            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ? WHERE id = ?",
+                        (len(rows), now, project, source, stamp, session))
         return Ingested(key, len(rows) - keep, keep, self.evict())
 
     def _unchanged(self, key: str, digests: list[str]) -> int:
@@ -196,8 +204,8 @@ class HistoryStore:
                     cur.execute("DELETE FROM sessions WHERE id = ?", (session,))
                 cur.execute("INSERT INTO terms (terms) VALUES ('optimize')")  # deleted rows leave the index
             evicted += len(doomed)
-            self.conn.execute("PRAGMA incremental_vacuum").fetchall()  # free pages back to the file system
-        self.conn.execute("PRAGMA incremental_vacuum").fetchall()
+            self.conn.executescript("PRAGMA incremental_vacuum;")  # executescript steps it to the end
+        self.conn.executescript("PRAGMA incremental_vacuum;")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return evicted
 
