@@ -57,15 +57,19 @@ def _from_files(settings, paths) -> dict:
     from memory.distill import steps_of_rows
     from memory.history.messages import rows_of
 
-    out = {}
+    out, failures = {}, []
     for path in (f for p in map(Path, paths) for f in (session_files(p) if p.is_dir() else [p])):
         try:
             transcript = read_session(path)
         except (OSError, UnknownFormat) as exc:
-            print(f"ctxmill distill: {path}: {exc}", file=sys.stderr)
+            failures.append(f"{path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}")
             continue
         cfg = settings.history
         out[session_id_for(path)] = steps_of_rows(rows_of(transcript, cfg.redact_extra, cfg.redact_allow))
+    if failures and not out:
+        raise CliError(failures[0] + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""))
+    for failure in failures:
+        print(f"ctxmill distill: {failure}", file=sys.stderr)
     return out
 
 

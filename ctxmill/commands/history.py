@@ -141,5 +141,6 @@ def _import(settings, args) -> int:
         added += done.added
         print(f"{path}: {done.added} new messages ({done.kept} kept)" + (f", {done.evicted} old sessions evicted"
                                                                           if done.evicted else ""))
-    print(f"{len(files) - failed} sessions, {added} new messages", file=sys.stderr)
+    if len(files) > 1:
+        print(f"{len(files) - failed} sessions, {added} new messages")
     return 1 if failed else 0

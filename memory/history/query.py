@@ -169,6 +169,8 @@ def parse_range(text: str | int) -> tuple[int, int]:
 def get(store: HistoryStore, session: str, messages: str | int, context: int = 2) -> list[dict]:
     """The messages of `session` (a key or its start) in range `messages`, with `context`
     neighbours on each side: [{session, seq, role, text}] (text cut to MAX_GET_CHARS)."""
+    if not isinstance(session, str) or not session.strip():
+        raise BadQuery("no session given (`history list` / history_search name them)")
     first, last = parse_range(messages)
     context = max(0, min(int(context), 20))
     keys = [k for (k,) in store.conn.execute(
