@@ -31,7 +31,8 @@ CURRENT_FILE = "current.json"
 TOOLS_HINT = (
     "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
     "call the `deep_expand` MCP tool (or `ctxmill expand KEY`) to read them. `memory_search` / "
-    "`memory_store` reach project memory; `/checkpoint` saves progress, `/dream` consolidates memory."
+    "`memory_store` reach project memory; `history_search` / `history_get` find what earlier sessions said; "
+    "`/checkpoint` saves progress, `/dream` consolidates memory."
 )
 
 
