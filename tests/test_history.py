@@ -205,3 +205,15 @@ def test_corpus_sessions_stay_within_a_small_budget(corpus, tmp_path):
     with HistoryStore.open(cfg) as store:
         kept = store.sessions(limit=1000)
     assert kept and kept[0].updated == float(len(files) - 1) and len(kept) < len(files)
+
+
+def test_the_documented_table_loads(tmp_path):
+    from pathlib import Path
+
+    from ctxmill.settings import Settings
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "history.md").read_text()
+    table = page.split("```toml\n")[1].split("```")[0]
+    (tmp_path / "config.toml").write_text(table)
+    cfg = Settings.load(tmp_path).history
+    assert (cfg.enabled, cfg.max_bytes, cfg.regex_seconds) == (False, 256 * 2**20, 2.0)

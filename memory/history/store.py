@@ -18,7 +18,6 @@ Must hold:
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -86,22 +85,17 @@ class HistoryStore:
     @classmethod
     @contextlib.contextmanager
     def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
-        from ground.files import private_dir
+        from ground.sqlitedb import connect_private
 
-        path = cfg.path
-        private_dir(path.parent)
-        if not path.exists():  # created 0600 before SQLite opens it; its -wal and -shm files take this mode
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn = connect_private(cfg.path, BUSY_TIMEOUT_MS)
         except sqlite3.Error as exc:
-            raise HistoryError(f"{path}: {exc}") from None
+            raise HistoryError(f"{cfg.path}: {exc}") from None
         try:
-            _prepare(conn, path)
+            _prepare(conn, cfg.path)
             yield cls(conn, cfg)
         except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{path}: {exc}") from None
+            raise HistoryError(f"{cfg.path}: {exc}") from None
         finally:
             conn.close()
 
@@ -112,16 +106,10 @@ class HistoryStore:
             self._tokenizer = Tokenizer(self.cfg.cache_dir, words=False)
         return [fts_token(t) for t in self._tokenizer.tokens(text)]
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
+    def _transaction(self):
+        from ground.sqlitedb import immediate
+
+        return immediate(self.conn)
 
     def stamp(self, key: str) -> tuple[str, int] | None:
         """The stamp session `key` was last ingested with (its file's size and time) and its message count."""
@@ -242,7 +230,6 @@ def _delete_messages(cur: sqlite3.Cursor, where: str, params: tuple) -> None:
 
 def _prepare(conn: sqlite3.Connection, path: Path) -> None:
     """WAL, incremental auto-vacuum and the schema (created once, under a write lock)."""
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise HistoryError(f"{path}: written by a newer ctxmill (schema {version}; this one reads {SCHEMA_VERSION})")
@@ -252,16 +239,6 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only before the first table
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process may have won
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except sqlite3.OperationalError as exc:
-        conn.execute("ROLLBACK")
-        raise HistoryError(f"{path}: {exc}") from None
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    from ground.sqlitedb import create_schema
+
+    create_schema(conn, _SCHEMA, SCHEMA_VERSION)  # no FTS5 in this SQLite: an OperationalError, a HistoryError
