@@ -217,3 +217,30 @@ def test_the_documented_table_loads(tmp_path):
     (tmp_path / "config.toml").write_text(table)
     cfg = Settings.load(tmp_path).history
     assert (cfg.enabled, cfg.max_bytes, cfg.regex_seconds) == (False, 256 * 2**20, 2.0)
+
+
+def test_many_processes_import_at_once_and_lose_nothing(tmp_path, monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CTXMILL_HOME", str(tmp_path / ".ctxmill"))
+    env = dict(os.environ)
+    paths = [write_session(tmp_path / "s", f"p{n}", exchange([f"parallel fact number {n} " + "pad " * 2000] * 3,
+                                                            ["make test"])) for n in range(4)]
+    jobs = [subprocess.Popen([sys.executable, "-m", "ctxmill", "import", str(p)], env=env, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for p in paths + paths[:2]]
+    results = [(job.wait(timeout=120), job.stderr.read()) for job in jobs]
+    assert all(code == 0 for code, _ in results), results
+    from ctxmill.settings import Settings
+
+    with HistoryStore.open(Settings.load().history) as store:
+        assert sorted(s.key for s in store.sessions()) == ["p0", "p1", "p2", "p3"]
+        for n in range(4):
+            assert {h.session for h in search(store, f'"number {n}"', Filter(session=f"p{n}")).hits} == {f"p{n}"}
+        counts = store.conn.execute("SELECT count(*), count(DISTINCT session || ':' || seq) FROM messages").fetchone()
+    from compress.formats.sessions import read_session
+    from memory.history.messages import rows_of
+
+    assert counts[0] == counts[1] == sum(len(rows_of(read_session(p))) for p in paths)  # each once, none lost
