@@ -31,22 +31,13 @@ def register(subparsers) -> None:
 
 
 def _from_history(settings, project: str | None) -> dict:
-    import orjson
-
     from memory.history.store import HistoryError, HistoryStore
-    from memory.history.store import _project_filter as project_filter
 
-    where, params = project_filter(project)
     try:
         with HistoryStore.open(settings.history) as store:
-            rows = store.conn.execute("SELECT s.key, m.steps FROM messages m JOIN sessions s ON s.id = m.session"
-                                      f" WHERE {where} AND m.steps != '[]' ORDER BY s.id, m.seq", params).fetchall()
+            return store.steps(project)
     except HistoryError as exc:
         raise CliError(str(exc)) from None
-    out: dict = {}
-    for key, steps in rows:
-        out.setdefault(key, []).extend(tuple(s) for s in orjson.loads(steps))
-    return out
 
 
 def _from_files(settings, paths) -> dict:

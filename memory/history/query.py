@@ -1,7 +1,7 @@
 """Reading the history store: `search` (words or a regular expression) and `get` (messages with
 their neighbours). Both take filters by project, session and time.
 
-Must hold: words are the store's terms (`HistoryStore.terms`), any of them matching, ranked by
+Must hold: words are the store's terms (`HistoryStore.terms`; a query's first `MAX_TERMS` distinct ones), any of them matching, ranked by
 FTS5's BM25; a regular expression is compiled by the `regex` module and run with a time limit
 (`HistoryConfig.regex_seconds` in all), newest sessions first, so a pathological pattern ends
 with the hits found so far and says it stopped (`Found.stopped`); bad input raises `BadQuery`
@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 
-from memory.history.store import HistoryStore, _project_filter
+from memory.history.store import HistoryStore, project_filter
 
 SNIPPET_CHARS = 240
 MAX_GET_CHARS = 16_000
+MAX_TERMS = 64
+"""A query's first this many distinct terms are searched for."""
 
 
 class BadQuery(ValueError):
@@ -78,7 +80,7 @@ def parse_time(text: str | None, now: float | None = None) -> float | None:
 
 
 def _where(flt: Filter) -> tuple[str, list]:
-    clause, params = _project_filter(flt.project)
+    clause, params = project_filter(flt.project)
     parts, values = [clause], list(params)
     if flt.session:
         parts.append("(s.key = ? OR substr(s.key, 1, ?) = ?)")
@@ -107,7 +109,7 @@ def search(store: HistoryStore, query: str, flt: Filter = Filter(), limit: int =
 
 
 def _word_search(store: HistoryStore, query: str, flt: Filter, limit: int) -> Found:
-    terms = sorted(set(store.terms(query)))
+    terms = list(dict.fromkeys(store.terms(query)))[:MAX_TERMS]
     if not terms:
         raise BadQuery(f"no search terms in {query!r} (only stopwords or punctuation): try other words or regex")
     match = " OR ".join(f'"{t}"' for t in terms)

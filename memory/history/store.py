@@ -199,10 +199,20 @@ class HistoryStore:
 
     def sessions(self, project: str | None = None, limit: int = 50) -> list[Session]:
         """Sessions, most recently updated first (`project`: its path or folder name)."""
-        where, params = _project_filter(project)
+        where, params = project_filter(project)
         rows = self.conn.execute(f"SELECT key, project, source, format, started, updated, count FROM sessions s"
                                  f" WHERE {where} ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit))
         return [Session(*r) for r in rows]
+
+    def steps(self, project: str | None = None) -> dict[str, list[tuple[str, str]]]:
+        """Session key -> its tool steps in order (`memory.history.steps`), for `memory.distill`."""
+        where, params = project_filter(project)
+        out: dict[str, list[tuple[str, str]]] = {}
+        for key, steps in self.conn.execute(
+                "SELECT s.key, m.steps FROM messages m JOIN sessions s ON s.id = m.session"
+                f" WHERE {where} AND m.steps != '[]' ORDER BY s.id, m.seq", params):
+            out.setdefault(key, []).extend(tuple(step) for step in orjson.loads(steps))
+        return out
 
     def stats(self) -> dict:
         sessions, messages = self.conn.execute(
@@ -216,7 +226,8 @@ def _common(stored: list[str], digests: list[str]) -> int:
     return next((i for i, (a, b) in enumerate(zip(stored, digests)) if a != b), min(len(stored), len(digests)))
 
 
-def _project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
+def project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
+    """An SQL condition on sessions (`alias`) for a project given by its path or its folder's name."""
     if not project:
         return "1", ()
     return (f"({alias}.project = ? OR {alias}.project LIKE ? ESCAPE '\\')",
