@@ -2,10 +2,11 @@
 their neighbours). Both take filters by project, session and time.
 
 Must hold: words are the store's terms (`HistoryStore.terms`; a query's first `MAX_TERMS`
-distinct ones), any of them matching, ranked by FTS5's BM25; a regular expression is compiled by the `regex` module and run with a time limit
-(`HistoryConfig.regex_seconds` in all), newest sessions first, so a pathological pattern ends
-with the hits found so far and says it stopped (`Found.stopped`); bad input raises `BadQuery`
-with a one-line reason. Results are deterministic for a given store.
+distinct ones), any of them matching, ranked by FTS5's BM25; a regular expression is compiled by
+the `regex` module and run with a time limit (`HistoryConfig.regex_seconds` in all), newest
+sessions first, so a pathological pattern ends with the hits found so far and says it stopped
+(`Found.stopped`); bad input raises `BadQuery` with a one-line reason. Results are deterministic
+for a given store.
 """
 
 from __future__ import annotations
