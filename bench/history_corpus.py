@@ -4,7 +4,8 @@ Imports every session of ../shared/corpus/transcripts (CTXMILL_CORPUS), oldest f
 `ctxmill import` does: into a store with a size budget (default 32 MB, well under the corpus, so
 eviction runs), measuring its size after every file; into a store without one, then once more
 (nothing new: the incremental path). Prints the time per MB, what each store holds, the budget
-store's largest size, and the latency of word and regex searches over the whole corpus. Exit 1 when the store ever ends an ingest over budget.
+store's largest size, and the latency of word and regex searches over the whole corpus. Exit 1
+when the store ever ends an ingest over budget.
 Skips (exit 0, one line) when the corpus is absent.
 """
 

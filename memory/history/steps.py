@@ -6,8 +6,9 @@ command_words`: wrappers, `VAR=value` and `cd` left out) as its program and, for
 have sub-commands, the sub-command (`git commit -m "x"` -> `git commit`, `npm run build` ->
 `npm run build`, `python -m pytest tests/x.py` -> `python -m pytest`, `./gradlew test` ->
 `gradlew test`, `bash ~/bin/release.sh v2` -> `bash release.sh`); programs that only decorate or
-page output (`head`, `grep` in a pipeline, `echo`) and shell keywords are dropped; a call that changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`;
-other tools (reads, searches, web) give no step.
+page output (`head`, `grep` in a pipeline, `echo`) and shell keywords are dropped; a call that
+changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`; other tools (reads,
+searches, web) give no step.
 """
 
 from __future__ import annotations
