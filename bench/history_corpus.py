@@ -1,4 +1,4 @@
-"""The history store fed the whole corpus: `python bench/history_corpus.py [--max-mb N] [--runs N]`.
+"""The history store fed the whole corpus: `python bench/history_corpus.py [--max-mb N]`.
 
 Imports every session of ../shared/corpus/transcripts (CTXMILL_CORPUS), oldest file first, as
 `ctxmill import` does: into a store with a size budget (default 32 MB, well under the corpus, so

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 INSTRUCTIONS = (
     "ctxmill keeps the originals of context it compressed and the project's durable memory. "
-    'When you see [ctxmill: … · deep_expand("KEY")] call deep_expand with that KEY.'
+    'When you see [ctxmill: … · deep_expand("KEY")] call deep_expand with that KEY. '
+    "history_search finds what earlier sessions said (every message, not only memory); history_get reads it."
 )
 
 

@@ -244,3 +244,18 @@ def test_many_processes_import_at_once_and_lose_nothing(tmp_path, monkeypatch):
     from memory.history.messages import rows_of
 
     assert counts[0] == counts[1] == sum(len(rows_of(read_session(p))) for p in paths)  # each once, none lost
+
+
+def test_doctor_reports_the_store_against_its_budget(tmp_path, monkeypatch):
+    from ctxmill.commands.doctor import _history
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("CTXMILL_HOME", str(tmp_path / ".ctxmill"))
+    (tmp_path / ".ctxmill").mkdir()
+    line, problem = _history()
+    assert line.startswith("history: 0 sessions, ") and " of 256 MB" in line and problem is None
+    (tmp_path / ".ctxmill" / "config.toml").write_text("[history]\nmax_mb = 0.001\n")
+    line, problem = _history()
+    assert " of 0 MB" in line and "over its budget" in problem  # an empty database is already 1 KB over
+    (tmp_path / ".ctxmill" / "config.toml").write_text("[history]\nenabled = false\n")
+    assert _history() == ("history: turned off ([history] enabled = false)", None)
