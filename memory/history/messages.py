@@ -39,7 +39,7 @@ def _input_text(value: Any) -> str:
 
 
 def _block_text(block) -> str:
-    from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE
+    from compress.model import IMAGE, TEXT, THINKING, TOOL_RESULT, TOOL_USE
 
     if block.kind == TEXT:
         return block.text
@@ -49,9 +49,7 @@ def _block_text(block) -> str:
         return f"[call {block.tool_name}] {_input_text(block.input)}"
     if block.kind == TOOL_RESULT:
         return f"[result {block.tool_name}{' error' if block.is_error else ''}] {block.result_text}"
-    if block.kind == IMAGE:
-        return "[image]"
-    return "" if block.kind == REDACTED_THINKING else ""
+    return "[image]" if block.kind == IMAGE else ""  # redacted thinking and unknown blocks: nothing readable
 
 
 def _cut(text: str, max_chars: int) -> str:
