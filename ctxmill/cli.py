@@ -33,6 +33,9 @@ COMMANDS: dict[str, str] = {
     "map": "map",
     "stats": "stats",
     "dashboard": "dashboard",
+    "history": "history",
+    "import": "history",
+    "distill": "distill",
 }
 
 
@@ -58,7 +61,7 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
-        if only is None or only == name:
+        if only == name or only is None and name == module:  # `history` registers `import` too: once
             importlib.import_module(f"ctxmill.commands.{module}").register(sub)
     return parser
 

@@ -28,7 +28,7 @@ MARKER_INPUT = {"file_path": "x.py", "content": '[ctxmill: kept 1 of 9 lines · 
 
 
 def _env(scratch: Path) -> dict[str, str]:
-    return {**os.environ, "CTXMILL_HOME": str(scratch / "home")}
+    return {**os.environ, "CTXMILL_HOME": str(scratch / "home"), "XDG_DATA_HOME": str(scratch / "data")}
 
 
 def _event(name: str, scratch: Path) -> dict:

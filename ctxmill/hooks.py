@@ -31,7 +31,8 @@ CURRENT_FILE = "current.json"
 TOOLS_HINT = (
     "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
     "call the `deep_expand` MCP tool (or `ctxmill expand KEY`) to read them. `memory_search` / "
-    "`memory_store` reach project memory; `/checkpoint` saves progress, `/dream` consolidates memory."
+    "`memory_store` reach project memory; `history_search` / `history_get` find what earlier sessions said; "
+    "`/checkpoint` saves progress, `/dream` consolidates memory."
 )
 
 
@@ -196,6 +197,20 @@ def _unchanged_since_checkpoint(home: Path, session_id: str, transcript: Path) -
         return False
 
 
+def ingest_event(event: dict, home: Path) -> None:
+    """Keep the event's transcript in history (PreCompact, SessionEnd): only its new messages.
+    `home`: the event's project home (its config.toml may turn history off)."""
+    from ctxmill.settings import Settings
+    from memory.history.ingest import ingest_file
+
+    transcript = event.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return
+    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else ""
+    session = event.get("session_id") if isinstance(event.get("session_id"), str) else None
+    ingest_file(Settings.load(home).history, transcript, cwd or str(home.parent), key=session)
+
+
 def pre_tool_use(event: dict) -> dict | None:
     """Deny a call whose input carries a ctxmill placeholder: a marker or note (keyed), a cut
     notice such as `[ctxmill: 45 lines omitted]` (`ccr.markers.find_placeholders`) or a
@@ -241,7 +256,10 @@ def handle(event_name: str, event: dict) -> dict | None:
     if event_name == "UserPromptSubmit":
         return user_prompt_submit(event)
     if event_name in ("PreCompact", "SessionEnd"):
-        checkpoint_now(event)
+        try:
+            checkpoint_now(event)
+        finally:
+            ingest_event(event, project_home(event))  # the session's new messages into history (`[history] enabled`)
         return None
     if event_name == "Stop":
         checkpoint_now(event, only_if_changed=True)

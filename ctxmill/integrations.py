@@ -27,7 +27,7 @@ from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
 MARK = "<!-- installed by ctxmill -->"
-COMMAND_NAMES = ("checkpoint.md", "dream.md")
+COMMAND_NAMES = ("checkpoint.md", "dream.md", "distill.md")
 
 
 def claude_commands(command: list[str]) -> dict[str, str]:
@@ -49,7 +49,21 @@ allowed-tools: Bash({cmd} dream:*)
 {MARK}
 Run `{cmd} dream` with Bash and report its one-line result.
 """,
+        "distill.md": distill_command(cmd, "Bash", "--client claude-code"),
     }
+
+
+def distill_command(cmd: str, shell: str, client: str) -> str:
+    """The `/distill` command: candidates first, skill files only for those the person accepts."""
+    allowed = f"allowed-tools: Bash({cmd} distill:*)\n" if shell == "Bash" else ""
+    return f"""---
+description: Propose skills from command sequences that recur across past sessions (ctxmill distill)
+{allowed}---
+{MARK}
+Run `{cmd} distill` with {shell} and show me each candidate it prints (name and routine). Ask me which
+ones to keep, then write only those with `{cmd} distill --apply {client} --only NAME` (one --only per
+accepted name) and tell me the files it wrote.
+"""
 
 
 @dataclass

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 INSTRUCTIONS = (
     "ctxmill keeps the originals of context it compressed and the project's durable memory. "
-    'When you see [ctxmill: … · deep_expand("KEY")] call deep_expand with that KEY.'
+    'When you see [ctxmill: … · deep_expand("KEY")] call deep_expand with that KEY. '
+    "history_search finds what earlier sessions said (every message, not only memory); history_get reads it."
 )
 
 
@@ -159,6 +160,34 @@ def build_server(settings: Settings) -> MCPServer:
         except (OSError, UnknownFormat) as exc:
             raise ToolError(f"{transcript_path}: {exc}") from None
         return result.markdown
+
+    @server.tool()
+    def history_search(query: str, regex: bool = False, project: str | None = None, session: str | None = None,
+                       since: str | None = None, until: str | None = None, limit: int = 10) -> dict:
+        """Search every past session's messages (all projects; secrets were redacted), not only memory.
+
+        query: words (any may match, best first; Chinese and Japanese work too) or, with regex=true,
+        a regular expression (newest sessions first). project: a project's path or folder name.
+        session: a session key or its start. since / until: 7d, 12h or an ISO date (when the session
+        was last active). Returns hits {session, seq, role, project, updated, snippet}; read a hit in
+        full with history_get(session, seq)."""
+        from ctxmill.history_tools import HistoryToolError, search_tool
+
+        try:
+            return search_tool(settings, query, regex, project, session, since, until, limit)
+        except HistoryToolError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def history_get(session: str, messages: str, context: int = 2) -> list[dict]:
+        """Read messages of a past session from history: a message ("12") or a range ("10:20"),
+        with `context` neighbours on each side (0-20). session: as history_search returns it."""
+        from ctxmill.history_tools import HistoryToolError, get_tool
+
+        try:
+            return get_tool(settings, session, messages, context)
+        except HistoryToolError as exc:
+            raise ToolError(str(exc)) from None
 
     return server
 

@@ -22,7 +22,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.integrations import MARK, Change, back_up_once, manifest, remove_commands, save_manifest, write_commands
+from ctxmill.integrations import (MARK, Change, back_up_once, distill_command, manifest, remove_commands, save_manifest,
+                                  write_commands)
 
 SCHEMA = "https://opencode.ai/config.json"
 PLUGIN_FILE = "ctxmill.js"
@@ -45,6 +46,7 @@ description: Consolidate ctxmill notes and checkpoints into MEMORY.md
 {MARK}
 Run `{cmd} dream` with the bash tool and report its one-line result.
 """,
+        "distill.md": distill_command(cmd, "the bash tool", "--client opencode"),
     }
 
 

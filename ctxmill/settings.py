@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from compress.tiers import TierThresholds
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
+    from memory.history.config import HistoryConfig
     from repomap.api import RepoMapConfig
 
 CONFIG_FILE = "config.toml"
@@ -145,6 +146,13 @@ class Settings:
         if budget < 0:
             raise ConfigError(f"{where}.budget must be 0 or more, got {budget!r}")
         return RepoMapConfig(enabled, budget)
+
+    @cached_property
+    def history(self) -> HistoryConfig:
+        """The `[history]` and `[security]` tables (`ctxmill.history.history_config`)."""
+        from ctxmill.history import history_config
+
+        return history_config(self)
 
     @property
     def checkpoint(self) -> CheckpointConfig:

@@ -157,7 +157,8 @@ def test_mcp_server_end_to_end(tmp_path):
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = {tool.name for tool in (await session.list_tools()).tools}
-            assert names == {"deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint"}
+            assert names == {"deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint",
+                             "history_search", "history_get"}
             stored = await session.call_tool("memory_store", {"type": "decision", "text": "Use BM25 for memory search",
                                                               "tags": ["search"]})
             assert not stored.is_error

@@ -150,3 +150,27 @@ def test_the_engine_server_answers_on_its_socket_one_at_a_time_and_stops_when_id
         assert not sock.exists()
     finally:
         first.kill()
+
+
+def test_compaction_keeps_the_session_in_history_without_its_secret(tmp_path, monkeypatch):
+    from ctxmill.engine.opencode import OpenCodeEngine
+    from ctxmill.settings import Settings
+    from memory.history.query import search
+    from memory.history.store import HistoryStore
+
+    monkeypatch.delenv("CTXMILL_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    key = "sk-ant-api03-" + "y" * 90
+    messages = [prompt(f"The release bucket is gs://zebra-releases; deploy key {key}")] + [step(n) for n in range(3)]
+    engine = OpenCodeEngine()
+    engine.transform({"directory": str(project), "sessionID": "ses_h", "messages": messages})
+    engine.compacting({"directory": str(project), "sessionID": "ses_h"})
+    engine.close()
+    settings = Settings.load(project / ".ctxmill")
+    with HistoryStore.open(settings.history) as store:
+        hits = search(store, "zebra releases bucket").hits
+        assert hits and hits[0].session == "ses_h" and hits[0].project == str(project)
+        assert [s.key for s in store.sessions()] == ["ses_h"]
+    assert key.encode() not in b"".join(p.read_bytes() for p in settings.history.path.parent.iterdir())

@@ -79,6 +79,26 @@ def _opencode(root, home) -> Iterator[tuple[str, str | None]]:
         yield f"{name}: {n}", p
 
 
+def _history() -> tuple[str, str | None]:
+    """How full the history store is, against its budget (`[history] max_mb`)."""
+    from ctxmill.errors import ConfigError
+    from ctxmill.settings import Settings
+    from memory.history.store import HistoryError, HistoryStore
+
+    try:
+        cfg = Settings.load().history
+        if not cfg.enabled:
+            return "history: turned off ([history] enabled = false)", None
+        with HistoryStore.open(cfg) as store:
+            stats = store.stats()
+    except (HistoryError, ConfigError, OSError, ValueError) as exc:
+        return "history", f"{exc} - move the file away; it is rebuilt from new sessions and `ctxmill import`"
+    line = (f"history: {stats['sessions']} sessions, {stats['bytes'] / 2**20:.1f} of {stats['max_bytes'] / 2**20:.0f} MB"
+            f" ({stats['path']})")
+    over = stats["bytes"] > stats["max_bytes"]
+    return line, "over its budget: the next ingest evicts the oldest sessions" if over else None
+
+
 def _opencode_targets(root, home) -> dict:
     """Scope -> target, of the scopes where ctxmill is installed for OpenCode."""
     from ctxmill import opencode_install
@@ -116,6 +136,7 @@ def checks() -> Iterator[tuple[str, str | None]]:
         yield "token counter", f"{type(exc).__name__}: {exc}"
     for name, path in (("project home", home), ("CCR store", user_ccr_dir()), ("global memory", global_home())):
         yield f"{name} writable ({path})", _writable(path)
+    yield _history()
     try:
         import mcp  # noqa: F401
 

@@ -154,14 +154,26 @@ class OpenCodeEngine:
                                 "parts": [{"type": "text", "text": prompt}]})
         context = []
         if messages:
-            write_checkpoint(settings.checkpoint, read_object(as_export(session_id, messages)), safe_id(session_id),
-                             "opencode")
+            transcript = read_object(as_export(session_id, messages))
+            self._keep_history(settings, transcript, session_id, request.get("directory"))
+            write_checkpoint(settings.checkpoint, transcript, safe_id(session_id), "opencode")
             summary = latest_summary(settings.home)
             if summary:
                 context.append("ctxmill checkpoint of this session (full text: .ctxmill/checkpoint.md):\n" + summary)
         if prompt:
             context.append("The person's original request, word for word (keep it in the summary):\n" + prompt)
         return {"context": context}
+
+    @staticmethod
+    def _keep_history(settings, transcript, session_id: str, directory) -> None:
+        """The session's new messages into history (`[history] enabled`); a failure is logged only."""
+        from memory.history.ingest import ingest_transcript
+
+        try:
+            project = directory if isinstance(directory, str) and directory else str(settings.home.parent)
+            ingest_transcript(settings.history, transcript, safe_id(session_id), project, "opencode")
+        except Exception as exc:  # noqa: BLE001 - compaction goes on without history
+            log.warning("opencode compacting: history not kept: %s: %s", type(exc).__name__, exc)
 
     def close(self) -> None:
         for store in self.stores.values():

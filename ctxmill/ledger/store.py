@@ -13,7 +13,6 @@ Must hold:
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -91,14 +90,10 @@ class Ledger:
     @classmethod
     @contextlib.contextmanager
     def open(cls, path: Path) -> Iterator["Ledger"]:
-        from ground.files import private_dir
+        from ground.sqlitedb import connect_private
 
-        private_dir(path.parent)
-        if not path.exists():  # created 0600 before SQLite opens it
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn = connect_private(path, BUSY_TIMEOUT_MS)  # created 0600 before SQLite opens it
         except sqlite3.Error as exc:
             raise LedgerError(f"{path}: {exc}") from None
         try:
@@ -109,16 +104,10 @@ class Ledger:
         finally:
             conn.close()
 
-    @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Cursor]:
-        cur = self.conn.cursor()
-        cur.execute("BEGIN IMMEDIATE")
-        try:
-            yield cur
-        except BaseException:
-            cur.execute("ROLLBACK")
-            raise
-        cur.execute("COMMIT")
+    def _transaction(self):
+        from ground.sqlitedb import immediate
+
+        return immediate(self.conn)
 
     def add_request(self, row: RequestRow) -> int:
         ts = time.time() if row.ts is None else row.ts
@@ -150,7 +139,6 @@ class Ledger:
 
 def _prepare(conn: sqlite3.Connection, path: Path) -> None:
     """WAL and the schema (created or upgraded once, under a write lock)."""
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise LedgerError(f"{path}: written by a newer ctxmill (schema {version}; this one reads {SCHEMA_VERSION})")
@@ -159,13 +147,6 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
     if version == SCHEMA_VERSION:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process may have won
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    from ground.sqlitedb import create_schema
+
+    create_schema(conn, _SCHEMA, SCHEMA_VERSION)

@@ -96,6 +96,8 @@ BAD_COMMANDS = [
     ("memory", "store", "--type", "fact", ""), ("memory", "forget", "m-doesnotexist"),
     ("memory", "forget", "../../x"), ("checkpoint", "/dev/zero"), ("checkpoint", "/nonexistent.jsonl"),
     ("replay", "/dev/zero"), ("compress", "--input-tokens", "-5", "/dev/null"),
+    ("history", "search", "[", "--regex"), ("history", "search", "x", "--since", "soon"), ("history", "get", "", "1"),
+    ("history", "get", "s", "1:x"), ("import", "/dev/zero"), ("distill", "/nonexistent.jsonl"),
 ]
 
 

@@ -41,6 +41,11 @@ def _calls(key: str, tmp_path: Path) -> list[tuple[str, dict]]:
         ("memory_search", {"query": "retry", "limit": -5}), ("memory_search", {"query": "retry", "limit": 10**12}),
         ("memory_search", {"query": "retry", "limit": "abc"}), ("memory_search", {"query": ".*[(\\"}),
         ("memory_search", {"query": nested}),
+        ("history_search", {"query": ""}), ("history_search", {"query": "[", "regex": True}),
+        ("history_search", {"query": "(a|aa)+$", "regex": True}), ("history_search", {"query": "x", "since": "later"}),
+        ("history_search", {"query": "retry " * 200_000}), ("history_search", {"query": "retry", "limit": 10**12}),
+        ("history_search", {"query": "retry", "project": "%_\\"}), ("history_get", {"session": "", "messages": "1"}),
+        ("history_get", {"session": "s", "messages": "abc"}), ("history_get", {"session": "s", "messages": "0:100000"}),
         ("memory_store", {"type": "x", "text": "t"}), ("memory_store", {"type": None, "text": "t"}),
         ("memory_store", {"type": "fact", "text": ""}), ("memory_store", {"type": "fact", "text": "y" * 100_000}),
         ("memory_store", {"type": "fact", "text": "t", "tags": "notalist"}),
@@ -90,7 +95,7 @@ def test_bad_tool_calls_get_answers_and_the_server_keeps_serving(tmp_path):
             found = await session.call_tool("memory_search", {"query": "GITHUB_TOKEN aws secret key", "limit": 10})
             answers.extend(c.text for c in found.content if hasattr(c, "text"))
             tools = await asyncio.wait_for(session.list_tools(), CALL_TIMEOUT)  # still serving
-            assert len(tools.tools) == 5
+            assert len(tools.tools) == 7
 
     asyncio.run(talk())
     on_disk = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
@@ -142,4 +147,4 @@ def test_hostile_json_rpc_lines_do_not_stop_the_server(tmp_path):
     unanswered = sorted(set(requests) - set(answered))
     record("MCP", "hostile JSON-RPC lines on stdin", len(requests) + len(noise), lost=len(unanswered))
     assert unanswered == [] and all("error" in answered[i] for i in requests)
-    assert len(answered[11]["result"]["tools"]) == 5
+    assert len(answered[11]["result"]["tools"]) == 7

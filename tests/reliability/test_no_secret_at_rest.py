@@ -6,7 +6,7 @@ archives, logs).
 Input paths: tool outputs, inputs, user and assistant text compressed by `ctxmill compress`
 with a session (CCR and state); `ctxmill memory store` (project and global); the memory tool's `/memories` files; a Claude Code
 transcript through the PreCompact / Stop / SessionEnd hooks (checkpoint.md, its CCR entries,
-checkpoint.raw.json, notes offered to memory) and `ctxmill checkpoint`; UserPromptSubmit and
+checkpoint.raw.json, notes offered to memory, the history store) and `ctxmill checkpoint`; UserPromptSubmit and
 SessionStart hooks; `ctxmill dream`; the proxy's session state and CCR.
 """
 
@@ -155,7 +155,7 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
     files = [p for root in (home, global_home) for p in root.rglob("*") if p.is_file()]
     names = {p.name for p in files}
     assert {"ccr.sqlite3", "state.jsonl", "checkpoint.md", "checkpoint.raw.json", "MEMORY.md",
-            "index.bin"} <= names, names
+            "index.bin", "history.sqlite3"} <= names, names  # the hooks kept the transcript in history
     leaks = {str(p.relative_to(tmp_path)): found for p in files if (found := leaked(p.read_bytes()))}
     print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
     record("secrets", f"canaries planted in every input path, then {len(files)} files at rest searched", planted,

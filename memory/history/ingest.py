@@ -1,0 +1,75 @@
+"""Putting sessions into the history store: a live transcript (hooks, the OpenCode engine) or
+session files of any format `compress.formats.sessions` reads (`ctxmill import`).
+
+Must hold: a session's key is the host's session id when known, else the file's stem (so a
+Claude Code session ingested by its hooks and imported later from its file is one session); its
+project is the folder the recording names (`cwd` in its first lines) when it names one, else
+the one given; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
+and modification time are those it was last ingested with is not read again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from memory.history.config import HistoryConfig
+from memory.history.messages import rows_of
+from memory.history.store import HistoryStore, Ingested
+
+_CWD_LINES = 50
+
+
+def recorded_cwd(data: bytes) -> str | None:
+    """The working folder a recording names in its first lines (Claude Code `cwd`, Codex
+    `session_meta.payload.cwd`, OpenCode `directory`), else None."""
+    for line in data[: 1 << 20].splitlines()[:_CWD_LINES]:
+        if b'"cwd"' not in line and b'"directory"' not in line:
+            continue
+        try:
+            item = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        for holder in (item, item.get("payload") if isinstance(item, dict) else None):
+            if isinstance(holder, dict):
+                for name in ("cwd", "directory"):
+                    if isinstance(holder.get(name), str) and holder[name].startswith("/"):
+                        return holder[name]
+    return None
+
+
+def ingest_transcript(cfg: HistoryConfig, transcript, key: str, project: str, source: str = "",
+                      updated: float | None = None) -> Ingested | None:
+    """Store one `Transcript` under `key` (None when history is turned off)."""
+    if not cfg.enabled:
+        return None
+    rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+    with HistoryStore.open(cfg) as store:
+        return store.ingest(key, rows, project=project, source=source, fmt=transcript.format, updated=updated)
+
+
+def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | None = None, fmt: str | None = None,
+                updated: float | None = None) -> Ingested | None:
+    """Store the session recorded in `path` (OSError / `compress.formats.sessions.UnknownFormat`
+    on bad input). `updated` defaults to the file's modification time."""
+    from compress.formats.sessions import MAX_SESSION_BYTES, read_text
+    from ground.files import read_regular
+    from memory.checkpoint import session_id_for
+
+    if not cfg.enabled:
+        return None
+    path = Path(path)
+    key = session_id_for(path, key)
+    info = path.stat()
+    stamp = f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}"
+    with HistoryStore.open(cfg) as store:
+        known = store.stamp(key)
+    if known and known[0] == stamp:  # the file has not changed since it was ingested
+        return Ingested(key, 0, known[1], 0)
+    data = read_regular(path, MAX_SESSION_BYTES)
+    transcript = read_text(data.decode("utf-8", errors="replace"), fmt)
+    rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+    with HistoryStore.open(cfg) as store:
+        return store.ingest(key, rows, project=recorded_cwd(data) or project, source=str(path.resolve()),
+                            fmt=transcript.format, updated=info.st_mtime if updated is None else updated, stamp=stamp)

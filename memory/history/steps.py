@@ -1,0 +1,105 @@
+"""A tool call as a normalised step, the unit `memory.distill` mines: the same routine gives the
+same steps in every session, whatever the paths, files and arguments of the day.
+
+Must hold: deterministic; a shell command is each of its simple commands (`compress.vocab.shell.
+command_words`: wrappers, `VAR=value` and `cd` left out) as its program and, for programs that
+have sub-commands, the sub-command (`git commit -m "x"` -> `git commit`, `npm run build` ->
+`npm run build`, `python -m pytest tests/x.py` -> `python -m pytest`, `./gradlew test` ->
+`gradlew test`, `bash ~/bin/release.sh v2` -> `bash release.sh`); programs that only decorate or
+page output (`head`, `grep` in a pipeline, `echo`) and shell keywords are dropped; a call that
+changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`; other tools (reads,
+searches, web) give no step.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+
+EDIT_STEP = "(edit)"
+_SUBCOMMANDS = frozenset({
+    "git", "npm", "yarn", "pnpm", "bun", "npx", "bunx", "cargo", "go", "docker", "docker-compose", "kubectl", "make",
+    "uv", "poetry", "pip", "pip3", "gh", "dotnet", "mvn", "gradle", "gradlew", "mvnw", "rails", "bundle", "mix",
+    "alembic", "terraform", "helm", "brew", "conda", "deno", "just", "tox", "nox", "hatch", "pdm", "rake", "composer",
+    "php", "flutter", "dart", "swift", "rustup", "nx", "turbo", "lerna", "prisma", "django-admin", "manage.py",
+    "supabase", "firebase", "vercel", "wrangler", "heroku", "aws", "gcloud", "az", "pre-commit", "ruff", "hugo",
+    "zig", "stack", "cabal", "opam", "dune", "sbt", "lein", "elixir", "expo", "ng", "vite", "jest", "vitest",
+})
+"""Programs whose first plain argument names what they do (a sub-command, a script, a target)."""
+_RUNNERS = frozenset({"run", "exec", "x", "dlx"})
+"""Sub-commands that name a script or tool next (`npm run build`, `pnpm exec tsc`, `uv run pytest`)."""
+_NOISE = frozenset({
+    "head", "tail", "grep", "egrep", "rg", "sort", "uniq", "wc", "tee", "cut", "jq", "awk", "xargs", "tr", "column",
+    "less", "more", "echo", "printf", "true", "false", "sleep", "pwd", "which", "clear", "cat", "ls", "sed", "set",
+    "export", "source", ".", "exit", "date", "nl", "read", "test", "[", "[[", "time", "timeout", "fi", "done", "esac",
+    "for", "case", "function", "}", "local", "return",
+})
+"""Programs that decorate, page or only print, and shell words that close or declare: no part of a
+routine on their own."""
+_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
+"""Shell words a command may follow (`then make test`): dropped from its front."""
+_PLAIN = re.compile(r"^[a-z][a-z0-9_:-]{0,30}$")
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_SHELLS = frozenset({"bash", "sh", "zsh"})
+_SCRIPT_FLAG = re.compile(r"^-[a-z]*c[a-z]*$")
+_SCRIPT_RUNNERS = _SHELLS | {"node", "python", "python3", "ruby", "perl", "deno", "bun", "tsx", "ts-node"}
+_SCRIPT = re.compile(r"\.(?:sh|bash|js|mjs|cjs|ts|py|rb|pl)$")
+"""A script a shell or interpreter runs is named by its file name (`bash ~/x/export.sh .` -> `bash export.sh`)."""
+_PROGRAM = re.compile(r"^\w[\w.+-]{0,39}$")
+
+
+def command_steps(command: str, depth: int = 0) -> list[str]:
+    """The steps of one shell command line (empty when it is unreadable or only noise)."""
+    from compress.vocab.shell import command_words
+    from compress.vocab.tools import PATCH_TOOLS
+
+    out = []
+    for words in command_words(command):
+        while len(words) > 1 and words[0] in _KEYWORDS:
+            words = words[1:]
+        program = words[0].removeprefix("./")
+        if program in _SHELLS and len(words) >= 3 and _SCRIPT_FLAG.match(words[-2]) and depth < 2:
+            out += command_steps(words[-1], depth + 1)  # bash -lc 'SCRIPT' (command_words reads only -c)
+            continue
+        if program in PATCH_TOOLS:
+            out.append(EDIT_STEP)
+            continue
+        if program in _NOISE or program in _KEYWORDS or not _PROGRAM.match(program):
+            continue
+        args = [w for w in words[1:] if not w.startswith("-")]
+        if (program in _SCRIPT_RUNNERS and args and _SCRIPT.search(args[0]) and words[1:2] != ["-m"]
+                and not args[0].endswith("manage.py")):
+            out.append(f"{'python' if _PYTHON.match(program) else program} {posixpath.basename(args[0])}")
+            continue
+        if _PYTHON.match(program):
+            program = "python"
+            if words[1:2] == ["-m"] and len(words) > 2:
+                out.append(f"python -m {words[2]}")
+                continue
+            if args and args[0].endswith("manage.py") and len(args) > 1 and _PLAIN.match(args[1]):
+                out.append(f"python manage.py {args[1]}")
+                continue
+        if program in _SUBCOMMANDS and args and _PLAIN.match(args[0]):
+            step = f"{program} {args[0]}"
+            if args[0] in _RUNNERS and len(args) > 1 and _PLAIN.match(args[1]):
+                step += f" {args[1]}"
+            out.append(step)
+        else:
+            out.append(program)
+    return out
+
+
+def call_steps(name: str, tool_input: Any) -> list[str]:
+    """The steps of one tool call (a shell call: its commands; a file change: `(edit)`)."""
+    from compress.vocab.tools import PATCH_TOOLS, ToolKind, base_name, command_of, file_tool_action, tool_kind
+    from compress.vocab.touches import CHANGES
+
+    base = base_name(name)
+    if tool_kind(name) is ToolKind.COMMAND:
+        return command_steps(command_of(tool_input))
+    if base in PATCH_TOOLS:
+        return [EDIT_STEP]
+    if isinstance(tool_input, dict) and file_tool_action(base, tool_input) in CHANGES:
+        return [EDIT_STEP]
+    return []

@@ -1,0 +1,255 @@
+"""The history store: one SQLite file per user (`HistoryConfig.path`), FTS5 over memory's terms.
+
+Must hold:
+- Private: the folder 0700, the database (and SQLite's WAL and shared-memory files, which take
+  its mode) 0600; every text went through redaction before it reaches `ingest` (`messages.rows_of`).
+- Safe with many processes: WAL journal, a busy timeout, each ingest one `BEGIN IMMEDIATE`
+  transaction (a session's rows change together or not at all).
+- Incremental and idempotent: a session is known by its key; re-ingesting it keeps the messages
+  whose digests match the stored ones in order and replaces only what follows the first
+  difference (a grown transcript adds its new messages; the same transcript changes nothing).
+- Bounded: after an ingest, when the store is larger than `max_bytes`, the sessions updated
+  longest ago are deleted (oldest first) until it holds 80% of it, the search index is merged
+  (deleted rows leave it) and the freed pages are given back to the file system.
+- Search terms are `memory.tokenize.Tokenizer` terms (English stemmed, compounds split, CJK
+  characters and bigrams), each an FTS5 token (`fts_token`), ranked by FTS5's BM25.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import orjson
+
+from memory.history.config import HistoryConfig
+from memory.history.messages import Row
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, project TEXT NOT NULL, source TEXT NOT NULL,
+    format TEXT NOT NULL, started REAL NOT NULL, updated REAL NOT NULL, count INTEGER NOT NULL,
+    stamp TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY, session INTEGER NOT NULL REFERENCES sessions(id), seq INTEGER NOT NULL,
+    role TEXT NOT NULL, digest TEXT NOT NULL, text TEXT NOT NULL, steps TEXT NOT NULL, UNIQUE(session, seq));
+CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(body, tokenize = 'unicode61 remove_diacritics 0')
+"""
+
+
+class HistoryError(Exception):
+    """The store cannot be used (not a database, a newer schema, no FTS5 in this SQLite)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    key: str
+    project: str
+    source: str
+    format: str
+    started: float
+    updated: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Ingested:
+    key: str
+    added: int
+    """Messages written (0: the store already held the transcript as it is)."""
+    kept: int
+    evicted: int
+    """Sessions deleted to stay within the budget."""
+
+
+def fts_token(term: str) -> str:
+    """One FTS5 token for a memory term: the term when unicode61 keeps it whole (letters and
+    digits), else `x` and its UTF-8 bytes in hex (`c++`, `c#`)."""
+    return term if term.isalnum() else "x" + term.encode("utf-8").hex()
+
+
+class HistoryStore:
+    """A connection to the store; open one per use (`with HistoryStore.open(cfg) as store`)."""
+
+    def __init__(self, conn: sqlite3.Connection, cfg: HistoryConfig) -> None:
+        self.conn, self.cfg = conn, cfg
+        self._tokenizer = None
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
+        from ground.sqlitedb import connect_private
+
+        try:
+            conn = connect_private(cfg.path, BUSY_TIMEOUT_MS)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"{cfg.path}: {exc}") from None
+        try:
+            _prepare(conn, cfg.path)
+            yield cls(conn, cfg)
+        except sqlite3.DatabaseError as exc:
+            raise HistoryError(f"{cfg.path}: {exc}") from None
+        finally:
+            conn.close()
+
+    def terms(self, text: str) -> list[str]:
+        if self._tokenizer is None:
+            from memory.tokenize import Tokenizer
+
+            self._tokenizer = Tokenizer(self.cfg.cache_dir, words=False)
+        return [fts_token(t) for t in self._tokenizer.tokens(text)]
+
+    def _transaction(self):
+        from ground.sqlitedb import immediate
+
+        return immediate(self.conn)
+
+    def stamp(self, key: str) -> tuple[str, int] | None:
+        """The stamp session `key` was last ingested with (its file's size and time) and its message count."""
+        found = self.conn.execute("SELECT stamp, count FROM sessions WHERE key = ?", (key,)).fetchone()
+        return (found[0], found[1]) if found else None
+
+    def ingest(self, key: str, rows: Sequence[Row], *, project: str, source: str, fmt: str,
+               updated: float | None = None, stamp: str = "") -> Ingested:
+        """Store session `key` as `rows` (see the module's rules); then keep the store within budget.
+        `stamp`: what the source looked like (an unchanged file is not read again: `ingest.ingest_file`)."""
+        now = time.time() if updated is None else updated
+        digests = [r.digest for r in rows]
+        bodies: dict[int, str] = {}
+        first = self._unchanged(key, digests)  # read without the write lock: the new rows are tokenized before it
+        for seq in range(first, len(rows)):
+            bodies[seq] = " ".join(self.terms(rows[seq].text))
+        with self._transaction() as cur:
+            found = cur.execute("SELECT id FROM sessions WHERE key = ?", (key,)).fetchone()
+            if found is None:
+                cur.execute("INSERT INTO sessions (key, project, source, format, started, updated, count)"
+                            " VALUES (?,?,?,?,?,?,0)", (key, project, source, fmt, now, now))
+                session, keep = cur.lastrowid, 0
+            else:
+                session = found[0]
+                stored = [d for (d,) in cur.execute("SELECT digest FROM messages WHERE session = ? ORDER BY seq",
+                                                    (session,))]
+                keep = _common(stored, digests)
+                if keep == len(stored) == len(rows):
+                    cur.execute("UPDATE sessions SET stamp = ? WHERE id = ?", (stamp, session))
+                    return Ingested(key, 0, keep, 0)
+                _delete_messages(cur, "session = ? AND seq >= ?", (session, keep))
+            for seq in range(keep, len(rows)):
+                row = rows[seq]
+                cur.execute("INSERT INTO messages (session, seq, role, digest, text, steps) VALUES (?,?,?,?,?,?)",
+                            (session, seq, row.role, digests[seq], row.text, orjson.dumps(row.steps).decode()))
+                body = bodies[seq] if seq in bodies else " ".join(self.terms(row.text))
+                cur.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ? WHERE id = ?",
+                        (len(rows), now, project, source, stamp, session))
+        return Ingested(key, len(rows) - keep, keep, self.evict())
+
+    def _unchanged(self, key: str, digests: list[str]) -> int:
+        """How many leading rows of session `key` the store holds as they are."""
+        stored = [d for (d,) in self.conn.execute(
+            "SELECT m.digest FROM messages m JOIN sessions s ON s.id = m.session WHERE s.key = ? ORDER BY m.seq", (key,))]
+        return _common(stored, digests)
+
+    def size(self) -> int:
+        """Bytes the store takes on disk: the database and its WAL."""
+        return sum(p.stat().st_size for p in (self.cfg.path, self.cfg.path.with_name(self.cfg.path.name + "-wal"))
+                   if p.exists())
+
+    def evict(self) -> int:
+        """Delete the least recently updated sessions while the store is over its budget, down to
+        80% of it (so eviction, which rewrites the search index, is rare); the number deleted."""
+        if self.size() <= self.cfg.max_bytes:
+            return 0
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL's pages into the file, the WAL emptied
+        page = self.conn.execute("PRAGMA page_size").fetchone()[0]
+        target, evicted = int(self.cfg.max_bytes * 0.8), 0
+        for _ in range(8):  # each round deletes what its estimate says, then measures again
+            pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
+            used = (pages - free) * page
+            if used <= target:
+                break
+            sizes = self.conn.execute("SELECT s.id, coalesce(sum(length(m.text)), 0) FROM sessions s LEFT JOIN messages m"
+                                      " ON m.session = s.id GROUP BY s.id ORDER BY s.updated, s.id").fetchall()
+            if not sizes:
+                break
+            per_char = used / max(1, sum(n for _, n in sizes))  # bytes on disk per character of text
+            doomed, freed = [], 0.0
+            for session, chars in sizes:
+                doomed.append(session)
+                freed += chars * per_char
+                if used - freed <= target:
+                    break
+            with self._transaction() as cur:
+                for session in doomed:
+                    _delete_messages(cur, "session = ?", (session,))
+                    cur.execute("DELETE FROM sessions WHERE id = ?", (session,))
+                cur.execute("INSERT INTO terms (terms) VALUES ('optimize')")  # deleted rows leave the index
+            evicted += len(doomed)
+            self.conn.executescript("PRAGMA incremental_vacuum;")  # executescript steps it to the end
+        self.conn.executescript("PRAGMA incremental_vacuum;")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return evicted
+
+    def sessions(self, project: str | None = None, limit: int = 50) -> list[Session]:
+        """Sessions, most recently updated first (`project`: its path or folder name)."""
+        where, params = project_filter(project)
+        rows = self.conn.execute(f"SELECT key, project, source, format, started, updated, count FROM sessions s"
+                                 f" WHERE {where} ORDER BY updated DESC, id DESC LIMIT ?", (*params, limit))
+        return [Session(*r) for r in rows]
+
+    def steps(self, project: str | None = None) -> dict[str, list[tuple[str, str]]]:
+        """Session key -> its tool steps in order (`memory.history.steps`), for `memory.distill`."""
+        where, params = project_filter(project)
+        out: dict[str, list[tuple[str, str]]] = {}
+        for key, steps in self.conn.execute(
+                "SELECT s.key, m.steps FROM messages m JOIN sessions s ON s.id = m.session"
+                f" WHERE {where} AND m.steps != '[]' ORDER BY s.id, m.seq", params):
+            out.setdefault(key, []).extend(tuple(step) for step in orjson.loads(steps))
+        return out
+
+    def stats(self) -> dict:
+        sessions, messages = self.conn.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
+        return {"sessions": sessions, "messages": messages, "bytes": self.size(), "max_bytes": self.cfg.max_bytes,
+                "path": str(self.cfg.path)}
+
+
+def _common(stored: list[str], digests: list[str]) -> int:
+    """The length of the common prefix of two digest lists."""
+    return next((i for i, (a, b) in enumerate(zip(stored, digests)) if a != b), min(len(stored), len(digests)))
+
+
+def project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
+    """An SQL condition on sessions (`alias`) for a project given by its path or its folder's name."""
+    if not project:
+        return "1", ()
+    return (f"({alias}.project = ? OR {alias}.project LIKE ? ESCAPE '\\')",
+            (project, "%/" + project.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")))
+
+
+def _delete_messages(cur: sqlite3.Cursor, where: str, params: tuple) -> None:
+    cur.execute(f"DELETE FROM terms WHERE rowid IN (SELECT id FROM messages WHERE {where})", params)
+    cur.execute(f"DELETE FROM messages WHERE {where}", params)
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL, incremental auto-vacuum and the schema (created once, under a write lock)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"{path}: written by a newer ctxmill (schema {version}; this one reads {SCHEMA_VERSION})")
+    if version == SCHEMA_VERSION:
+        return
+    if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only before the first table
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode = WAL")
+    from ground.sqlitedb import create_schema
+
+    create_schema(conn, _SCHEMA, SCHEMA_VERSION)  # no FTS5 in this SQLite: an OperationalError, a HistoryError
