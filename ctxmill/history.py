@@ -2,7 +2,8 @@
 
 `[history]` keys: `enabled` (default true: sessions are kept), `max_mb` (the store's size budget,
 default 256), `regex_seconds` (the time a regular-expression search may take, default 2). The
-store is one file per user, `<global home>/history/history.sqlite3`.
+store is one file per user, `<global home>/history/history.sqlite3`, so `max_mb` and
+`regex_seconds` are read from the user's own config.toml only; a project may set `enabled`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,25 @@ HISTORY_FILE = Path("history") / "history.sqlite3"
 
 
 def history_config(settings: Any) -> HistoryConfig:
-    """`settings`: the `ctxmill.settings.Settings` whose tables and homes to read."""
+    """`settings`: the `ctxmill.settings.Settings` whose tables and homes to read. A project's
+    `[history]` may turn its own sessions' history off; the store's budget and search limits are
+    the user's (their own config.toml), as the store is shared by every project."""
     from memory.history.config import HistoryConfig
 
-    where = f"{settings.source}: history"
-    table = settings.tables.get("history", {})
+    from ctxmill.settings import CONFIG_FILE, _ignored
+
+    project = _table_values(settings.tables.get("history", {}), f"{settings.source}: history")
+    user = _table_values(settings.user_tables.get("history", {}), f"{settings.global_home / CONFIG_FILE}: history")
+    if set(project) - {"enabled"}:
+        _ignored(settings, "[history] " + ", ".join(sorted(set(project) - {"enabled"})), "the shared history store's budget")
+    values = {**user, **({"enabled": project["enabled"]} if "enabled" in project else {})}
+    return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
+                         redact_extra=settings.redaction["redact_extra"],
+                         redact_allow=settings.redaction["redact_allow"], **values)
+
+
+def _table_values(table: Any, where: str) -> dict[str, Any]:
+    """A `[history]` table as HistoryConfig field values (ConfigError naming a bad key)."""
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     unknown = set(table) - {"enabled", "max_mb", "regex_seconds"}
@@ -37,9 +52,7 @@ def history_config(settings: Any) -> HistoryConfig:
     for key, field_name, scale in (("max_mb", "max_bytes", 2**20), ("regex_seconds", "regex_seconds", 1)):
         if key in table:
             value = table[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
                 raise ConfigError(f"{where}.{key} must be a positive number, got {value!r}")
             values[field_name] = int(value * scale) if scale > 1 else float(value)
-    return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
-                         redact_extra=settings.redaction["redact_extra"],
-                         redact_allow=settings.redaction["redact_allow"], **values)
+    return values

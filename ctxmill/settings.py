@@ -94,11 +94,7 @@ class Settings:
         """The user's `[ccr]` table: how long and how much the user's CCR store keeps (a
         project's `[ccr]` is ignored, with a warning)."""
         if "ccr" in self.tables:
-            import logging
-
-            logging.getLogger("ctxmill.settings").warning(
-                "%s: [ccr] ignored: the shared store's retention is the user's setting, in %s", self.source,
-                self.global_home / CONFIG_FILE)
+            _ignored(self, "[ccr]", "the shared store's retention")
         return _ccr_table(self.user_tables.get("ccr", {}), str(self.global_home / CONFIG_FILE))
 
     def open_ccr(self) -> CCRStore:
@@ -114,8 +110,15 @@ class Settings:
 
     @cached_property
     def redaction(self) -> dict[str, tuple[str, ...]]:
-        """The `[security]` table: `redact_extra` and `redact_allow`, as the engines' configs name them."""
-        return _security_table(self.tables.get("security", {}), self.source)
+        """`[security]`: `redact_extra` from the project's table and the user's (a project may
+        redact more), `redact_allow` from the user's alone (a cloned project must not let
+        secrets into the shared stores); as the engines' configs name them."""
+        project = _security_table(self.tables.get("security", {}), self.source)
+        user = _security_table(self.user_tables.get("security", {}), str(self.global_home / CONFIG_FILE))
+        if project["redact_allow"]:
+            _ignored(self, "[security] redact_allow", "what is redacted before anything is stored")
+        return {"redact_extra": tuple(dict.fromkeys(project["redact_extra"] + user["redact_extra"])),
+                "redact_allow": user["redact_allow"]}
 
     @cached_property
     def compress(self) -> CompressConfig:
@@ -164,6 +167,14 @@ class Settings:
     def proxy_overrides(self) -> dict[str, Any]:
         """The `[proxy]` table as ProxyConfig field overrides (only the keys it sets)."""
         return _proxy_table(self.tables.get("proxy", {}), self.source)
+
+
+def _ignored(settings: Settings, what: str, why: str) -> None:
+    """Log that a project's `what` is ignored: `why` is the user's setting, in their own file."""
+    import logging
+
+    logging.getLogger("ctxmill.settings").warning("%s: %s ignored: %s is the user's setting, in %s",
+                                                  settings.source, what, why, settings.global_home / CONFIG_FILE)
 
 
 def default_workers() -> int:

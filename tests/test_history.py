@@ -207,16 +207,30 @@ def test_corpus_sessions_stay_within_a_small_budget(corpus, tmp_path):
     assert kept and kept[0].updated == float(len(files) - 1) and len(kept) < len(files)
 
 
-def test_the_documented_table_loads(tmp_path):
+def test_the_documented_table_loads(tmp_path, monkeypatch):
     from pathlib import Path
 
     from ctxmill.settings import Settings
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "history.md").read_text()
-    table = page.split("```toml\n")[1].split("```")[0]
-    (tmp_path / "config.toml").write_text(table)
+    project, user = [block.split("```")[0] for block in page.split("```toml\n")[1:3]]
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "config.toml").write_text(project)
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(user.replace("256", "64").replace("= 2 ", "= 3 "))
     cfg = Settings.load(tmp_path).history
-    assert (cfg.enabled, cfg.max_bytes, cfg.regex_seconds) == (False, 256 * 2**20, 2.0)
+    assert (cfg.enabled, cfg.max_bytes, cfg.regex_seconds) == (False, 64 * 2**20, 3.0)
+
+
+def test_a_project_cannot_shrink_the_shared_store_or_loosen_its_redaction(tmp_path, monkeypatch):
+    from ctxmill.settings import Settings
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "config.toml").write_text('[history]\nmax_mb = 0.001\nregex_seconds = 999\n'
+                                          '[security]\nredact_allow = ["ghp_[A-Za-z0-9]{36}"]\nredact_extra = ["T-[0-9]+"]\n')
+    cfg = Settings.load(tmp_path).history
+    assert (cfg.max_bytes, cfg.regex_seconds, cfg.redact_allow) == (256 * 2**20, 2.0, ())
+    assert cfg.redact_extra == ("T-[0-9]+",)  # stricter is allowed
 
 
 def test_many_processes_import_at_once_and_lose_nothing(tmp_path, monkeypatch):
@@ -254,7 +268,7 @@ def test_doctor_reports_the_store_against_its_budget(tmp_path, monkeypatch):
     (tmp_path / ".ctxmill").mkdir()
     line, problem = _history()
     assert line.startswith("history: 0 sessions, ") and " of 256 MB" in line and problem is None
-    (tmp_path / ".ctxmill" / "config.toml").write_text("[history]\nmax_mb = 0.001\n")
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text("[history]\nmax_mb = 0.001\n")
     line, problem = _history()
     assert " of 0 MB" in line and "over its budget" in problem  # an empty database is already 1 KB over
     (tmp_path / ".ctxmill" / "config.toml").write_text("[history]\nenabled = false\n")

@@ -63,7 +63,9 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
     settings = Settings.load(tmp_path)
     assert settings.proxy_overrides["latency_budget_ms"] == 25 and settings.proxy_overrides["workers"] == 2
     assert settings.proxy_overrides["max_inflight_bytes"] == 256 * 2**20
-    assert settings.redaction["redact_allow"] == ("AKIAIOSFODNN7EXAMPLE",)
+    assert settings.redaction == {"redact_extra": ("INTERNAL-[0-9]{6}",), "redact_allow": ()}  # a project's allow: ignored
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(proxy_and_security)
+    assert Settings.load(tmp_path).redaction["redact_allow"] == ("AKIAIOSFODNN7EXAMPLE",)
 
 
 @pytest.mark.parametrize("text, message", [

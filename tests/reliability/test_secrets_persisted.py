@@ -58,10 +58,14 @@ def test_ccr_originals_are_redacted_and_markers_resolve_to_what_is_stored(tmp_pa
     assert b"[REDACTED:github_token]" in on_disk
 
 
-def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path):
-    (tmp_path / "config.toml").write_text(
-        '[security]\nredact_extra = ["TICKET-[0-9]{5}"]\n'
-        f'redact_allow = ["{SECRETS["aws_access_key"]}"]\n')
+def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path, monkeypatch):
+    """A project's deny list and the user's allow list (a project's is ignored)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    allow = f'[security]\nredact_allow = ["{SECRETS["aws_access_key"]}"]\n'
+    (tmp_path / "config.toml").write_text('[security]\nredact_extra = ["TICKET-[0-9]{5}"]\n' + allow[len("[security]\n"):])
+    assert Settings.load(tmp_path).compress.redact_allow == ()
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(allow)
     config = Settings.load(tmp_path).compress
     assert config.redact_extra == ("TICKET-[0-9]{5}",)
     call = ("Bash", {"command": "cat notes"}, leaky_text() + "\nsee TICKET-12345\n")
