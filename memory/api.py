@@ -82,9 +82,9 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
-    from memory.markdown import parse  # a search with an up-to-date index parses nothing
+    from memory.markdown import decode, parse  # a search with an up-to-date index parses nothing
 
-    return parse(data.decode("utf-8"), scope, str(path), default_type)
+    return parse(decode(data), scope, str(path), default_type)
 
 
 def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added=(), removed=()) -> None:
@@ -146,7 +146,7 @@ def store(
 
     from ground.files import atomic_write
     from ground.redact import redact  # only writers pay for compiling the secret patterns
-    from memory.markdown import normalize_text
+    from memory.markdown import encode, normalize_text
 
     text = normalize_text(redact(text, cfg.redact_extra, cfg.redact_allow))
     if not text:
@@ -174,7 +174,7 @@ def store(
             salt += 1
         entry = Entry(entry_id, type, text, created.date().isoformat(), pin, clean_tags)
         stored = doc.add(entry)
-        after = doc.text().encode("utf-8")
+        after = encode(doc.text())
         atomic_write(path, after)
         index_written(cfg, path, before, after, added=[stored])
     return stored
@@ -183,6 +183,7 @@ def store(
 def forget(cfg: MemoryConfig, id: str) -> Entry:
     """Remove the entry with this id from whichever memory file holds it; returns it."""
     from ground.files import atomic_write
+    from memory.markdown import encode
 
     for source in _sources(cfg):
         if not source.path.exists():
@@ -192,7 +193,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
             doc = _parse(before, source.path, source.scope, source.default_type)
             removed = doc.remove(id)
             if removed is not None:
-                after = doc.text().encode("utf-8")
+                after = encode(doc.text())
                 atomic_write(source.path, after)
                 index_written(cfg, source.path, before, after, removed=[removed])
                 return removed

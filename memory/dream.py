@@ -35,7 +35,7 @@ from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
 from memory.files import file_path
-from memory.markdown import MemoryDocument, parse
+from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
 from memory.dream_archive import write_run
 from memory.similar import DUPLICATE, overlap, same_facts, terms
 
@@ -84,12 +84,16 @@ def readable_gotcha(entry: Entry) -> Entry:
 def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> list[_Item]:
     tok = api.tokenizer(cfg)
     out = []
+    taken = memory.ids() | notes.ids()
     for rank, doc in enumerate((memory, notes)):
         for pos, entry in enumerate(doc.entries()):
             if rank == 0 and file_path(entry) is not None:  # a memory file: never merged, dropped or merged into
                 continue
             if rank == 1:
                 entry = readable_gotcha(entry)
+                if entry.id in memory.ids():  # a note with an id MEMORY.md holds: it joins under its own
+                    entry = replace(entry, id=unique_id(entry.id, entry.text, taken))
+                    taken.add(entry.id)
             # An undated entry was written by a person: newer than any dated one.
             out.append(_Item(entry, rank == 1, (entry.created or "9999-12-31", rank, pos), terms(entry.text, tok)))
     return out
@@ -157,8 +161,8 @@ def dream(cfg: MemoryConfig) -> DreamResult:
     home = cfg.project_home
     memory_path, notes_path = home / api.MEMORY_FILE, home / api.NOTES_FILE
     with private_lock(home / ".dream.lock"), api.lock(memory_path), api.lock(notes_path):
-        memory_text = memory_path.read_text("utf-8") if memory_path.exists() else ""
-        notes_text = notes_path.read_text("utf-8") if notes_path.exists() else ""
+        memory_text = decode(memory_path.read_bytes()) if memory_path.exists() else ""
+        notes_text = decode(notes_path.read_bytes()) if notes_path.exists() else ""
         memory = parse(memory_text, "project", str(memory_path))
         notes = parse(notes_text, "project", str(notes_path), "note")
         before, consumed = len(memory.entries()), len(notes.entries())
@@ -173,9 +177,9 @@ def dream(cfg: MemoryConfig) -> DreamResult:
         archive = None
         if changed:
             archive = write_run(cfg, removed, "Dream")
-            atomic_write(memory_path, new_memory.encode("utf-8"))
+            atomic_write(memory_path, encode(new_memory))
             if notes_path.exists():
-                atomic_write(notes_path, new_notes.encode("utf-8"))
+                atomic_write(notes_path, encode(new_notes))
     return DreamResult(before, after, consumed, merged, superseded, changed, archive)
 
 
@@ -212,7 +216,7 @@ def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
     if now - since >= DREAM_EVERY:
         return True
     notes = home / api.NOTES_FILE
-    return notes.exists() and len(parse(notes.read_text("utf-8"), default_type="note").entries()) > NOTES_LIMIT
+    return notes.exists() and len(parse(decode(notes.read_bytes()), default_type="note").entries()) > NOTES_LIMIT
 
 
 def record_run(cfg: MemoryConfig, result: DreamResult | None, error: str | None = None,

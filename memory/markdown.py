@@ -16,8 +16,16 @@ carries the id, the created date, `pinned` and `#tags`; a bullet without it is a
 entry whose id is derived from its type and text. Everything else (other headings, prose, code
 fences) is kept as it is.
 
-What must hold: `parse(text).text() == text` for any text, and an entry added with `add`
-parses back to the same entry. Edits touch only the lines of the entries they add or remove.
+What must hold: `parse(text).text() == text` for any text whose entry ids are unique, and an
+entry added with `add` parses back to the same entry. Edits touch only the lines of the entries
+they add or remove. Ids are unique within a document: an entry whose id an earlier entry already
+has (a copy-pasted line) gets a new one on read, derived from the old id, its text and the ids
+taken (so every read of the same text gives the same ids), and `text()` carries it; `add` and
+`replace_entry` never give a second entry an id the document holds.
+
+Files are bytes: `decode` never fails (bytes that are not UTF-8 become lone surrogates, as
+`surrogateescape` does) and `encode` gives those bytes back, so a rewrite keeps bytes it could not
+read. Entry texts show such bytes as U+FFFD.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import regex
+
+import xxhash
 
 from memory.entry import SECTIONS, Entry, content_id
 
@@ -36,6 +46,16 @@ _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
 _TAG = regex.compile(r"#([\w.-]+)")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 _SECTION_TYPES = {name.lower(): kind for kind, name in SECTIONS.items()} | {kind: kind for kind in SECTIONS}
+
+
+def decode(data: bytes) -> str:
+    """A memory file's text; bytes that are not UTF-8 are kept as lone surrogates (see `encode`)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    """The bytes of a text from `decode` (its undecodable bytes as they were)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass
@@ -88,7 +108,7 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         created = date.group(0) if date else None
         pinned = "pinned" in fields.split()
         tags = tuple(_TAG.findall(fields))
-    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    text = _SURROGATE.sub("\ufffd", "\n".join(line.rstrip() for line in text.strip().split("\n")))
     if not text:
         return None
     return Entry(
@@ -102,6 +122,27 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         file=file,
         section=section,
     )
+
+
+def unique_id(wanted: str, text: str, taken: set[str]) -> str:
+    """`wanted` when no entry has it, else an id derived from it and `text` that none has."""
+    entry_id, n = wanted, 0
+    while entry_id in taken:
+        entry_id = "m-" + xxhash.xxh64_hexdigest(f"{wanted}\0{text}\0{n}".encode("utf-8", "surrogatepass"))[:8]
+        n += 1
+    return entry_id
+
+
+def _give_id(block: Block, entry_id: str) -> None:
+    """Give the block's entry `entry_id`, in its source line too (its date, pin and tags stay)."""
+    metas = list(_META.finditer(block.raw))
+    if metas and metas[-1].group(1) == block.entry.id:
+        at = metas[-1]
+        block.raw = block.raw[: at.start(1)] + entry_id + block.raw[at.end(1) :]
+    else:  # a hand-written entry: its id becomes explicit
+        body = block.raw.rstrip()
+        block.raw = f"{body} <!-- {entry_id} -->{block.raw[len(body):]}"
+    block.entry = replace(block.entry, id=entry_id)
 
 
 def format_entry(entry: Entry) -> str:
@@ -133,6 +174,9 @@ class MemoryDocument:
     def entries(self) -> list[Entry]:
         return [block.entry for block in self.blocks if block.entry is not None]
 
+    def ids(self) -> set[str]:
+        return {block.entry.id for block in self.blocks if block.entry is not None}
+
     def remove(self, entry_id: str) -> Entry | None:
         for i, block in enumerate(self.blocks):
             if block.entry is not None and block.entry.id == entry_id:
@@ -144,14 +188,17 @@ class MemoryDocument:
         """Put `new` where the entry `entry_id` is (same section); returns `new` as stored, None if absent."""
         for block in self.blocks:
             if block.entry is not None and block.entry.id == entry_id:
-                stored = replace(new, scope=self.scope, file=self.file, section=block.entry.section)
+                taken = self.ids() - {entry_id}
+                stored = replace(new, id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
+                                 section=block.entry.section)
                 block.raw, block.entry = format_entry(stored), stored
                 return stored
         return None
 
     def add(self, entry: Entry) -> Entry:
         """Append `entry` to its type's section (created at the end if missing); returns it as stored."""
-        entry = replace(entry, scope=self.scope, file=self.file, section=SECTIONS[entry.type])
+        entry = replace(entry, id=unique_id(entry.id, entry.text, self.ids()), scope=self.scope, file=self.file,
+                        section=SECTIONS[entry.type])
         if self.blocks and not self.blocks[-1].raw.endswith("\n"):
             self.blocks[-1].raw += "\n"
         heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == entry.type), None)
@@ -224,4 +271,21 @@ def parse(text: str, scope: str = "project", file: str = "", default_type: str |
             continue
         blocks.append(Block(line))
         i += 1
+    _unique_ids(blocks)
     return MemoryDocument(blocks, scope, file, fence)
+
+
+def _unique_ids(blocks: list[Block]) -> None:
+    """Each entry whose id an earlier entry has gets a new one (see the module docstring)."""
+    taken = {b.entry.id for b in blocks if b.entry is not None}
+    if len(taken) == sum(b.entry is not None for b in blocks):
+        return
+    seen: set[str] = set()
+    for block in blocks:
+        if block.entry is None:
+            continue
+        if block.entry.id in seen:
+            entry_id = unique_id(block.entry.id, block.entry.text, taken)
+            taken.add(entry_id)
+            _give_id(block, entry_id)
+        seen.add(block.entry.id)
