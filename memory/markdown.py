@@ -178,39 +178,67 @@ class MemoryDocument:
         return {block.entry.id for block in self.blocks if block.entry is not None}
 
     def remove(self, entry_id: str) -> Entry | None:
-        for i, block in enumerate(self.blocks):
-            if block.entry is not None and block.entry.id == entry_id:
-                del self.blocks[i]
-                return block.entry
-        return None
+        """Take out the entry `entry_id`; returns it, None if absent."""
+        return self.apply({entry_id: None}).get(entry_id)
 
     def replace_entry(self, entry_id: str, new: Entry) -> Entry | None:
         """Put `new` where the entry `entry_id` is (same section); returns `new` as stored, None if absent."""
+        return self.apply({entry_id: new}).get(entry_id)
+
+    def apply(self, changes: dict[str, Entry | None]) -> dict[str, Entry]:
+        """In one pass, put each `changes[id]` where the entry `id` is (same section) or, for None,
+        take that entry out. Returns id -> the entry as stored (for None: the entry taken out)."""
+        taken, done, blocks = self.ids(), {}, []
         for block in self.blocks:
-            if block.entry is not None and block.entry.id == entry_id:
-                taken = self.ids() - {entry_id}
-                stored = replace(new, id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
-                                 section=block.entry.section)
-                block.raw, block.entry = format_entry(stored), stored
-                return stored
-        return None
+            if block.entry is None or block.entry.id not in changes:
+                blocks.append(block)
+                continue
+            new = changes[block.entry.id]
+            if new is None:
+                done[block.entry.id] = block.entry
+                continue
+            taken.discard(block.entry.id)
+            stored = replace(new, id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
+                             section=block.entry.section)
+            taken.add(stored.id)
+            done[block.entry.id] = stored
+            blocks.append(Block(format_entry(stored), entry=stored))
+        self.blocks = blocks
+        return done
 
     def add(self, entry: Entry) -> Entry:
         """Append `entry` to its type's section (created at the end if missing); returns it as stored."""
-        entry = replace(entry, id=unique_id(entry.id, entry.text, self.ids()), scope=self.scope, file=self.file,
-                        section=SECTIONS[entry.type])
+        return self.add_all([entry])[0]
+
+    def add_all(self, entries: list[Entry]) -> list[Entry]:
+        """`add` each entry, in order (one pass per type); returns them as stored."""
+        taken, stored = self.ids(), {}
+        for kind in dict.fromkeys(e.type for e in entries):
+            group = []
+            for n, entry in enumerate(entries):
+                if entry.type == kind:
+                    entry = replace(entry, id=unique_id(entry.id, entry.text, taken), scope=self.scope, file=self.file,
+                                    section=SECTIONS[kind])
+                    taken.add(entry.id)
+                    group.append((n, entry))
+            for (n, _), done in zip(group, self._add_group(kind, [e for _, e in group])):
+                stored[n] = done
+        return [stored[n] for n in range(len(entries))]
+
+    def _add_group(self, kind: str, entries: list[Entry]) -> list[Entry]:
         if self.blocks and not self.blocks[-1].raw.endswith("\n"):
             self.blocks[-1].raw += "\n"
-        heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == entry.type), None)
+        heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == kind), None)
         if heading is None:
-            return self._add_section(entry)
-        section = replace(entry, section=_HEADING.match(self.blocks[heading].raw).group(2))
+            return self._add_section(kind, entries)
+        name = _HEADING.match(self.blocks[heading].raw).group(2)
+        entries = [replace(entry, section=name) for entry in entries]
         end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
         # After the section's last non-blank block: an entry placed above other text would take an
         # indented line below it as its own continuation. A section that runs into a code fence left
         # open at the end of the file gets the fence closed first, or the entry would be code.
         at = end
-        new = [Block(format_entry(section), entry=section)]
+        new = [Block(format_entry(entry), entry=entry) for entry in entries]
         if at == len(self.blocks) and self.open_fence:
             new[:0] = [Block(self.open_fence + "\n"), Block("\n")]
             self.open_fence = ""
@@ -222,9 +250,9 @@ class MemoryDocument:
         if at < len(self.blocks) and self.blocks[at].raw.strip():
             new.append(Block("\n"))
         self.blocks[at:at] = new
-        return section
+        return entries
 
-    def _add_section(self, entry: Entry) -> Entry:
+    def _add_section(self, kind: str, entries: list[Entry]) -> list[Entry]:
         if not self.blocks:
             self.blocks.append(Block("# Memory\n", level=1))
         if self.open_fence:  # close it, or the new section would be code
@@ -232,13 +260,9 @@ class MemoryDocument:
             self.open_fence = ""
         if self.blocks[-1].raw.strip():
             self.blocks.append(Block("\n"))
-        name = SECTIONS[entry.type]
-        self.blocks += [
-            Block(f"## {name}\n", level=2, section_type=entry.type),
-            Block("\n"),
-            Block(format_entry(entry), entry=entry),
-        ]
-        return entry
+        self.blocks += [Block(f"## {SECTIONS[kind]}\n", level=2, section_type=kind), Block("\n")]
+        self.blocks += [Block(format_entry(entry), entry=entry) for entry in entries]
+        return entries
 
 
 def parse(text: str, scope: str = "project", file: str = "", default_type: str | None = None) -> MemoryDocument:
