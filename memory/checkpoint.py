@@ -9,7 +9,8 @@
 Detail the checkpoint leaves out (long requests, error output, older requests, the full last
 reply) goes to the CCR store and is named by a `deep_expand("key")` marker. Decisions,
 constraints and gotchas are offered to memory: appended to notes.md (tag `checkpoint`) unless
-MEMORY.md or notes.md already holds a near-duplicate (memory.similar). Deterministic for a
+MEMORY.md or notes.md already holds a near-duplicate (memory.similar) or it is not a complete
+statement about this project (memory.statements.flaw). Deterministic for a
 given session apart from the date line.
 """
 
@@ -33,6 +34,7 @@ from memory.entry import Entry
 from memory.extract import Extraction, extract
 from memory.fixes import Gotcha
 from memory.similar import DUPLICATE, overlap, terms
+from memory.statements import flaw
 from memory.summary import CHECKPOINT_FILE
 
 RAW_FILE = "checkpoint.raw.json"
@@ -230,7 +232,10 @@ def offer_to_memory(cfg: CheckpointConfig, ex: Extraction, session_id: str) -> l
     known = [terms(e.text, tok) for e in api.list_entries(cfg.memory, "project")]
     offered: list[Entry] = []
     per_type: dict[str, int] = {}
+    root = cfg.memory.project_home.resolve().parent
     for kind, text in _candidates(ex):
+        if flaw(text, kind, root, Path.home()):  # narration, a fragment, another machine's path…: dream would leave it out
+            continue
         mine = terms(text, tok)
         if per_type.get(kind, 0) >= cfg.offer_limit or any(overlap(mine, k) >= DUPLICATE for k in known):
             continue

@@ -58,8 +58,9 @@ SCHEDULE_FILE = ".schedule.json"
 DREAM_EVERY = timedelta(days=7)
 NOTES_LIMIT = 20
 RETRY_AFTER = timedelta(days=1)
-HOOK_DEADLINE_S = 20.0
-"""A scheduled run (session start) gives up after this long; `ctxmill dream` has no limit."""
+HOOK_DEADLINE_S = 4.0
+"""A scheduled run gives up after this long by default: session start gives the consolidation 5 s
+(ctxmill.commands.hook.BUDGETS) and a run that gives up says so in the schedule."""
 _MIN_SHARED = DUPLICATE / (2 - DUPLICATE)
 """Dice >= DUPLICATE needs |A & B| >= _MIN_SHARED * |A| (as |B| >= |A & B|)."""
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 print(line)
             return 0
         if args.if_due:
-            result = maybe_dream(cfg)
+            result = maybe_dream(cfg, limit_s=None)  # a person asked: no time limit
         else:
             result = dream(cfg)
             record_run(cfg, result)

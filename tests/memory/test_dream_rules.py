@@ -167,3 +167,19 @@ def _files(cfg) -> dict:
     """The project home's files and folders, lock files aside."""
     return {p.name: p.read_bytes() if p.is_file() else None for p in cfg.project_home.iterdir()
             if not p.name.endswith(".lock")}
+
+
+def test_a_checkpoint_offers_no_statement_dream_would_leave_out(tmp_path):
+    from compress.formats.sessions.transcript import Transcript
+    from memory.checkpoint import CheckpointConfig, write_checkpoint
+    from memory.config import MemoryConfig
+    from memory_helpers import JIEBA_CACHE
+
+    home = tmp_path / ".ctxmill"
+    cfg = CheckpointConfig(MemoryConfig(home, tmp_path / "g", cache_dir=JIEBA_CACHE), home / "ccr")
+    said = ("We decided to keep the fixtures in /Users/bob/work/app/data.json for now. "
+            "We decided to use Flask-Login for the admin sessions.")
+    session = Transcript(format="test", provider="anthropic", messages=[
+        {"role": "user", "content": "Add an admin login."}, {"role": "assistant", "content": said}])
+    offered = [e.text for e in write_checkpoint(cfg, session, "s1").offered]
+    assert any("Flask-Login" in t for t in offered) and not any("/Users/bob" in t for t in offered)
