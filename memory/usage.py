@@ -6,7 +6,8 @@ agent received through `memory_search`, or an entry injected with a prompt. `loa
 id -> Use(count, last day). Kept in `<project home>/.index/usage.json` (the search index's folder:
 the global home when the project has none), read and replaced whole under a lock, written
 atomically. Deterministic: counts and days, no clock times, so the same uses give the same file.
-A file that cannot be read counts as no uses (fail open); ids no longer in memory are harmless.
+A file that cannot be read counts as no uses and one that cannot be written is not (fail open: a
+search never fails for it); ids no longer in memory are harmless.
 """
 
 from __future__ import annotations
@@ -55,11 +56,14 @@ def record(cfg: MemoryConfig, ids, day: str) -> None:
     from ground.files import atomic_write, private_lock
 
     path = _path(cfg)
-    with private_lock(path.with_name("." + USAGE_FILE + ".lock")):
-        uses = load(cfg)
-        for entry_id in ids:
-            old = uses.get(entry_id, Use(0, day))
-            uses[entry_id] = Use(old.count + 1, max(old.last, day))
-        if len(uses) > MAX_IDS:
-            uses = dict(sorted(uses.items(), key=lambda kv: (kv[1].count, kv[1].last, kv[0]), reverse=True)[:MAX_IDS])
-        atomic_write(path, orjson.dumps({k: list(v) for k, v in sorted(uses.items())}))
+    try:
+        with private_lock(path.with_name("." + USAGE_FILE + ".lock")):
+            uses = load(cfg)
+            for entry_id in ids:
+                old = uses.get(entry_id, Use(0, day))
+                uses[entry_id] = Use(old.count + 1, max(old.last, day))
+            if len(uses) > MAX_IDS:
+                uses = dict(sorted(uses.items(), key=lambda kv: (kv[1].count, kv[1].last, kv[0]), reverse=True)[:MAX_IDS])
+            atomic_write(path, orjson.dumps({k: list(v) for k, v in sorted(uses.items())}))
+    except OSError:  # a read-only home: the search or injection that counts the use goes on
+        return

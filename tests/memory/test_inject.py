@@ -114,3 +114,13 @@ def test_pinned_never_dropped_budget_kept_and_the_same_state_gives_the_same_line
     assert list(got.lines[: got.pinned]) == pinned
     assert got.chars - sum(len(x) + 1 for x in pinned) <= max(budget - sum(len(x) + 1 for x in pinned), 0)
     assert select(cfg, TODAY) == got
+
+
+def test_a_use_that_cannot_be_written_never_fails_the_search_that_counts_it(cfg):
+    entry = _fill(cfg, 1)[0]
+    api.search(cfg, "service port")
+    index = api.index_path(cfg).parent
+    shutil.rmtree(index)
+    index.write_text("not a folder")  # nothing can be written below it
+    usage.record(cfg, [entry.id], TODAY.isoformat())
+    assert usage.load(cfg) == {}
