@@ -52,7 +52,7 @@ from memory.files import file_path
 from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
 from memory.dream_archive import write_run
 from memory.similar import DUPLICATE, numbers_in, overlap, same_facts, terms
-from memory.statements import Replacement, flaw
+from memory.statements import Replacement, flaw, probe
 
 SCHEDULE_FILE = ".schedule.json"
 DREAM_EVERY = timedelta(days=7)
@@ -96,6 +96,7 @@ class _Item:
     terms: frozenset[str]
     replaces: Replacement | None = field(default=None)  # for decisions: the choice it names as replaced
     prefix: list[str] = field(default_factory=list)  # its rarest terms (see _Kept)
+    numbers: tuple[str, ...] = ()  # the numbers it states, in order
 
 
 _ESCAPED_BREAK = regex.compile(r"(?:\\r)?\\n|\\t")
@@ -142,38 +143,45 @@ def _newest_first(items: list[_Item]) -> list[_Item]:
 class _Kept:
     """The items kept so far, indexed: by type, the numbers they state (twins state the same, see
     `same_facts`) and the rarest of their terms (`prefix`: two items whose Dice overlap reaches
-    DUPLICATE share one of them); and, for decisions that replace a choice, by the terms they name."""
+    DUPLICATE share one of them); and, for decisions that replace a choice, by the terms they name
+    with the terms a decision they replace must share with them (memory.statements.probe)."""
 
     def __init__(self, items: list[_Item]):
         frequency = Counter(t for item in items for t in item.terms)
         self._rarity = {t: (n, t) for t, n in frequency.items()}
         self.items: list[_Item] = []
         self._by_prefix: dict[tuple[str, tuple, str], list[int]] = defaultdict(list)
-        self._by_named: dict[str, list[int]] = defaultdict(list)
+        self._by_replaced: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self._named: set[str] = set()
         for item in items:
+            item.numbers = numbers_in(item.entry.text)
             ordered = sorted(item.terms, key=self._rarity.__getitem__)
             item.prefix = ordered[: len(ordered) - math.floor(_MIN_SHARED * len(ordered)) + 1]
+
+    def _rank(self, term: str) -> tuple:
+        return self._rarity.get(term, (0, term))
 
     def add(self, item: _Item) -> None:
         at = len(self.items)
         self.items.append(item)
-        numbers = numbers_in(item.entry.text)
         for term in item.prefix:
-            self._by_prefix[item.entry.type, numbers, term].append(at)
+            self._by_prefix[item.entry.type, item.numbers, term].append(at)
         if item.replaces is not None and not item.entry.pinned:
-            for term in item.replaces.named:
-                self._by_named[term].append(at)
+            self._named |= item.replaces.named
+            for key in item.replaces.keys(item.terms, self._rank):
+                self._by_replaced[key].append(at)
 
     def twin(self, item: _Item) -> _Item | None:
         """The first kept item of the same type that says the same thing."""
-        kind, numbers = item.entry.type, numbers_in(item.entry.text)
+        kind, numbers = item.entry.type, item.numbers
         found = {at for term in item.prefix for at in self._by_prefix.get((kind, numbers, term), ())}
         return next((self.items[at] for at in sorted(found) if overlap(self.items[at].terms, item.terms) >= DUPLICATE
                      and same_facts(self.items[at].entry.text, item.entry.text)), None)
 
     def replacer(self, item: _Item) -> _Item | None:
         """The first kept decision that replaces the choice `item` states."""
-        found = {at for term in item.terms for at in self._by_named.get(term, ())}
+        found = {at for named in item.terms & self._named for key in probe(item.terms, named, self._rank)
+                 for at in self._by_replaced.get(key, ())}
         return next((self.items[at] for at in sorted(found) if self.items[at].entry.type == item.entry.type
                      and self.items[at].replaces.replaces(self.items[at].terms, item.terms)), None)
 

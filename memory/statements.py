@@ -17,20 +17,23 @@ choice count ("instead of X", "rather than X", "no longer use X", "replace X", "
 "migrated away from X", "deprecate X", "不再使用 X", "而不是 X", "取代 X", "弃用 X"): "moved to Y"
 or "switched to Y" name only the new one, and "X was replaced by Y" puts the old one first, so
 neither replaces anything here. `replaces(newer, older_terms)` holds when the newer decision
-names a term of the older as what it replaces AND covers at least COVERAGE of the older's other
-terms (the same choice: "Use MySQL instead of PostgreSQL for analytics" does not replace "Use
-PostgreSQL for billing"). Pure and deterministic.
+names a term of the older as what it replaces AND it is about the same choice: it holds more than
+COVERAGE of the older's other terms, or what it says the replacement is for (the words after the
+clause, "… for CCR originals") are all in the older. "Use MySQL instead of PostgreSQL for
+analytics" does not replace "Use PostgreSQL for billing", nor "Use Kafka instead of Redis as the
+queue for billing" "Use Redis as the cache for billing". Pure and deterministic.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import regex
 
-COVERAGE = 0.5
+COVERAGE = 0.8
 _NARRATION = regex.compile(
     r"(?i)^\W*(?:let\s+me|let's|i'll|i\s+will|i'm|i\s+am|i've|i\s+have\s+now|now\s+(?:i|let|we)\b|okay\b|ok\b[,.!]|"
     r"alright\b|great\b[,.!]|perfect\b[,.!]|sure\b[,.!]|done\b[,.!]|(?:first|next|then),?\s+i\b|i\s+(?:need|want)\s+to\b|"
@@ -93,6 +96,8 @@ _REPLACES = regex.compile(
     r"|\b(?:switch|migrat|mov|chang|port)\w*\b[^.;,]{0,60}?\bfrom|\bdeprecat(?:e|ed|es|ing)|\bsupersed(?:e|ed|es|ing)|\bdrop(?:ped|s)?\b|\bremov(?:e|ed|es)\b)"
     r"|不再(?:使用|用|采用)?|而不是|而非|取代|替换(?:掉)?|弃用|代替|废弃")
 _CLAUSE_END = regex.compile(r"[.,;:!?。，；：！？()\[\]]|\s(?:with|for|as|in|on|to|by|because|since|so)\s|→")
+_SUBJECT = "\0"  # marks a subject key (see probe)
+_SENTENCE_END = regex.compile(r"[.;!?。；！？]")
 _FILLER = frozenset({"us", "use", "using", "the", "our", "it", "its", "all", "now", "one", "过", "了"})
 
 
@@ -102,23 +107,56 @@ class Replacement:
 
     named: frozenset[str]
     clauses: frozenset[str]  # every term of the clauses that name it
+    subject: frozenset[str]  # the terms after those clauses, to the sentence's end ("… for the billing service")
 
     @classmethod
     def of(cls, text: str, tokens: Callable[[str], list[str]]) -> Replacement:
-        named, clauses = set(), set()
+        named, clauses, subject = set(), set(), set()
         for phrase in _REPLACES.finditer(text):
             rest = text[phrase.end(): phrase.end() + 80]
             end = _CLAUSE_END.search(rest)
-            clause = [t for t in tokens(rest[: end.start() if end else len(rest)]) if t not in _FILLER
-                      and not (len(t) == 1 and _CJK.match(t))]
+            clause = _content(tokens(rest[: end.start() if end else len(rest)]))
             if clause:
                 named.add(clause[0])
                 clauses.update(clause)
-        return cls(frozenset(named), frozenset(clauses))
+                if end is not None:
+                    after = text[phrase.end() + end.start():]
+                    stop = _SENTENCE_END.search(after, 1)
+                    subject.update(_content(tokens(after[: stop.start() if stop else len(after)])))
+        return cls(frozenset(named), frozenset(clauses), frozenset(subject - clauses))
 
     def replaces(self, newer_terms: frozenset[str], older_terms: frozenset[str]) -> bool:
-        """Whether the decision with `newer_terms` (and this replacement) replaces the older one."""
+        """Whether the decision with `newer_terms` (and this replacement) replaces the older one:
+        it names one of the older's terms as replaced, and either holds more than COVERAGE of the
+        older's other terms or says it about a subject all of whose terms the older has."""
         if not self.named & older_terms:
             return False
         rest = older_terms - self.clauses - _FILLER
-        return not rest or len(rest & newer_terms) >= COVERAGE * len(rest)
+        if not rest or len(rest & newer_terms) > COVERAGE * len(rest):
+            return True
+        return bool(self.subject) and self.subject <= older_terms
+
+
+    def keys(self, terms: frozenset[str], rarity: Callable[[str], tuple]) -> list[tuple[str, str]]:
+        """Index keys of the decision with `terms` and this replacement (see `probe`)."""
+        out = [(named, term) for named in self.named for term in terms]
+        if self.subject:
+            rarest = min(self.subject, key=rarity)
+            out += [(named, _SUBJECT + rarest) for named in self.named]
+        return out
+
+
+def probe(older_terms: frozenset[str], named: str, rarity: Callable[[str], tuple]) -> list[tuple[str, str]]:
+    """Keys (see `Replacement.keys`) under one of which every decision naming `named` that
+    replaces the older decision with `older_terms` is indexed: it holds more than COVERAGE of the
+    older's terms S (filler aside; its clause terms are its own terms, so this follows from the
+    rule in `replaces`), so besides `named` it holds one of S's rarest |S| - m + 1 other terms,
+    m the fewest it must hold; or its subject is in the older, its rarest subject term too."""
+    others = sorted((t for t in older_terms if t != named and t not in _FILLER), key=rarity)
+    need = math.floor(COVERAGE * len(others) - (1 - COVERAGE)) + 1  # > COVERAGE * (len(others) + 1) - 1
+    shared = others[: len(others) - need + 1] if need > 0 else [named, *others]
+    return [(named, t) for t in shared] + [(named, _SUBJECT + t) for t in older_terms]
+
+
+def _content(terms: list[str]) -> list[str]:
+    return [t for t in terms if t not in _FILLER and not (len(t) == 1 and _CJK.match(t))]

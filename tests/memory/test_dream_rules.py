@@ -10,6 +10,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from memory import api, dream as dream_module
 from memory.dream import DreamGaveUp, dream, due, maybe_dream
@@ -183,3 +184,56 @@ def test_a_checkpoint_offers_no_statement_dream_would_leave_out(tmp_path):
         {"role": "user", "content": "Add an admin login."}, {"role": "assistant", "content": said}])
     offered = [e.text for e in write_checkpoint(cfg, session, "s1").offered]
     assert any("Flask-Login" in t for t in offered) and not any("/Users/bob" in t for t in offered)
+
+
+def test_a_replacement_for_another_role_of_the_same_component_keeps_the_older(cfg):
+    api.store(cfg, "decision", "Use Redis as the cache for the billing service")
+    api.store(cfg, "decision", "Use Kafka instead of Redis as the queue for the billing service", notes=True)
+    assert dream(cfg).superseded == 0 and len(_texts(cfg)) == 2
+
+
+WORDS = "Redis Kafka PostgreSQL cache queue database billing search service worker 12 7".split()
+decision = st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),
+                     st.sampled_from(["", "instead of", "no longer use", "switched from"]),
+                     st.lists(st.sampled_from(WORDS), max_size=4), st.sampled_from(["", " as the", " for the"]),
+                     st.lists(st.sampled_from(WORDS), max_size=4))
+
+
+FOUND = [0, 0]  # replacers and twins the examples met: the comparison is not vacuous
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(decision, min_size=1, max_size=12))
+def test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair(shapes):
+    from memory.dream import _Item, _Kept
+    from memory.entry import Entry
+    from memory.similar import DUPLICATE, overlap, same_facts, terms
+    from memory.statements import Replacement
+    from memory.tokenize import Tokenizer
+    from memory_helpers import JIEBA_CACHE
+
+    tok = Tokenizer(JIEBA_CACHE)
+    items = []
+    for n, (a, phrase, b, joint, c) in enumerate(shapes):
+        text = " ".join([*a, phrase, *b]).strip() + joint + (" " + " ".join(c) if c else "")
+        replaces = Replacement.of(text, tok.tokens)
+        items.append(_Item(Entry(f"m-{n:08x}", "decision", text), False, (n,), terms(text, tok),
+                           replaces if replaces.named else None))
+    kept = _Kept(items)
+    found = FOUND
+    for item in items:
+        twin = next((k for k in kept.items if overlap(k.terms, item.terms) >= DUPLICATE
+                     and same_facts(k.entry.text, item.entry.text)), None)
+        replacer = next((k for k in kept.items if k.replaces is not None
+                         and k.replaces.replaces(k.terms, item.terms)), None)
+        assert kept.twin(item) is twin
+        assert kept.replacer(item) is replacer
+        found[0] += replacer is not None
+        found[1] += twin is not None
+        kept.add(item)
+
+
+def test_the_index_comparison_met_replacers_and_twins():
+    if FOUND == [0, 0]:
+        test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair()
+    assert FOUND[0] > 0 and FOUND[1] > 0
