@@ -164,3 +164,36 @@ def test_ids_unique_after_any_writes_and_no_operation_changes_an_entry_it_was_no
             for entry_id, text in before.items():
                 if entry_id not in aimed:
                     assert after.get(entry_id) == text, (op, entry_id)
+
+
+def test_mcp_memory_tools_answer_beside_an_undecodable_byte(tmp_path):
+    """Through the official MCP client, as an agent calls them (they answered "Error executing tool")."""
+    import asyncio
+    import json
+    import os
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from memory_helpers import REPO
+
+    home = tmp_path / ".ctxmill"
+    home.mkdir()
+    (home / api.MEMORY_FILE).write_bytes(BAD)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "xdg"),
+           "HOME": str(tmp_path / "user")}
+    results = {}
+
+    async def talk() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp"], env=env, cwd=str(tmp_path))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await asyncio.wait_for(session.initialize(), 120)
+            for name, args in (("memory_search", {"query": "build cache"}),
+                               ("memory_store", {"type": "fact", "text": "The deploy key rotates monthly."}),
+                               ("memory_forget", {"id": "m-0badbeef"})):
+                results[name] = await asyncio.wait_for(session.call_tool(name, args), 120)
+
+    asyncio.run(talk())
+    assert not any(r.is_error for r in results.values()), {k: r.content for k, r in results.items()}
+    assert json.loads(results["memory_search"].content[0].text)["id"] == "m-0badbeef"
+    assert (home / api.MEMORY_FILE).read_bytes().count(b"\xff\xfe") == 0  # the entry holding them was forgotten
