@@ -93,7 +93,8 @@ def _under(path: str, folder: Path) -> bool:
 _REPLACES = regex.compile(
     r"(?i)(?:\binstead\s+of|\brather\s+than|\bno\s+longer\s+(?:use[sd]?|using|need|needs)?|\bnot\s+anymore"
     r"|\breplac(?:e|es|ing)\b(?!\s+(?:it|them|this|that)\b)|\breplaced\b(?!\s+(?:by|with)\b)"
-    r"|\b(?:switch|migrat|mov|chang|port)\w*\b[^.;,]{0,60}?\bfrom|\bdeprecat(?:e|ed|es|ing)|\bsupersed(?:e|ed|es|ing)|\bdrop(?:ped|s)?\b|\bremov(?:e|ed|es)\b)"
+    r"|\b(?:switch|migrat|mov|chang|port)\w*\b[^.;,]{0,60}?\bfrom|\bdeprecat(?:e|ed|es|ing)|\bsupersed(?:e|ed|es|ing)"
+    r"|\bdrop(?:ped|s)?\b|\bremov(?:e|ed|es)\b)"
     r"|不再(?:使用|用|采用)?|而不是|而非|取代|替换(?:掉)?|弃用|代替|废弃")
 _CLAUSE_END = regex.compile(r"[.,;:!?。，；：！？()\[\]]|\s(?:with|for|as|in|on|to|by|because|since|so)\s|→")
 _SUBJECT = "\0"  # marks a subject key (see probe)

@@ -64,6 +64,7 @@ def record(cfg: MemoryConfig, ids, day: str) -> None:
                 uses[entry_id] = Use(old.count + 1, max(old.last, day))
             if len(uses) > MAX_IDS:
                 uses = dict(sorted(uses.items(), key=lambda kv: (kv[1].count, kv[1].last, kv[0]), reverse=True)[:MAX_IDS])
-            atomic_write(path, orjson.dumps({k: list(v) for k, v in sorted(uses.items())}))
+            data = orjson.dumps({k: list(v) for k, v in sorted(uses.items())})
+            atomic_write(path, data, fsync=False)  # a count lost to a crash is harmless
     except OSError:  # a read-only home: the search or injection that counts the use goes on
         return
