@@ -8,9 +8,10 @@ holds complete statements about this project, so it leaves out
   backticks or brackets;
 - host-generic errors: a gotcha whose error is one any machine gives ("command not found", "No
   such file or directory", "Permission denied", "No module named …", "Connection refused") fixed
-  by installing or permitting something, or not fixed at all;
-- other machines' paths: a home folder (`/Users/NAME/…`, `/home/NAME/…`, `C:\\Users\\NAME\\…`)
-  that is neither this project's root nor this user's home.
+  by installing or permitting something, or not fixed at all; and one of the agent's own tools
+  ("File has not been read yet", `<tool_use_error>`, a bare "Exit code 1"), however fixed;
+- other machines' paths: a home folder (`/Users/NAME/…`, `/home/NAME/…`) or a drive path
+  (`C:\\…`, `E:/…`) that is neither under this project's root nor this user's home.
 
 `Replacement.of(text, tokens)`: what a decision says it replaces. Only phrases that name the old
 choice count ("instead of X", "rather than X", "no longer use X", "replace X", "switched [the database] from X",
@@ -35,9 +36,10 @@ import regex
 
 COVERAGE = 0.8
 _NARRATION = regex.compile(
-    r"(?i)^\W*(?:let\s+me|let's|i'll|i\s+will|i'm|i\s+am|i've|i\s+have\s+now|now\s+(?:i|let|we)\b|okay\b|ok\b[,.!]|"
+    r"(?i)^\W*(?:let\s+me|let's|i'll|i\s+will|i'm|i\s+am|i've|i\s+have\s+now|now,?\s+(?:i|let|we)\b|okay\b|ok\b[,.!]|"
     r"alright\b|great\b[,.!]|perfect\b[,.!]|sure\b[,.!]|done\b[,.!]|(?:first|next|then),?\s+i\b|i\s+(?:need|want)\s+to\b|"
-    r"looking\s+at\b|checking\b)")
+    r"looking\s+at\b|checking\b|h+m+\b|u+[hm]+\b)"
+    r"|\blet's\s+(?:try|see|check|look|run|start|open|search|find|use)\b")
 _JOINING_START = regex.compile(r"(?i)^\W*(?:and|or|but|then|so|which|that|because|while|with|also)\b")
 _DANGLING_END = regex.compile(r"(?i)(?:\b(?:the|a|an|and|or|but|to|of|with|for|in|on|by|at|from|is|are|was|that|"
                               r"which)|[,:;(\[{/\\-]|…|\.\.\.)\s*$")
@@ -48,20 +50,25 @@ _GENERIC_ERROR = regex.compile(
     r"no module named|modulenotfounderror|cannot find module|connection refused|could not resolve host|"
     r"temporary failure in name resolution|externally-managed-environment|is not recognized as an internal or external"
     r"|cannot connect to the docker daemon|killed|out of memory|no space left on device|network is unreachable")
+_AGENT_ERROR = regex.compile(
+    r"(?i)<tool_use_error>|inputvalidationerror|has not been read yet|matches of the string to replace"
+    r"|could not find oldstring|string to replace not found|^\W*exit code:? \d+\W*$")
 _ENV_FIX = regex.compile(
     r"(?i)\b(?:apt(?:-get)?|brew|dnf|yum|apk|pacman|choco|winget)\s+install|\bpip3?\s+install|\bnpm\s+(?:i|install)\b"
     r"|\b(?:chmod|chown|sudo)\b|export\s+PATH|\bsource\s+\S*activate|\brestart(?:ed)?\b|\bretr(?:y|ied)\b")
-_GOTCHA = regex.compile(r"^`(?P<error>.*)`\s*→\s*(?:fixed by\s+(?P<fix>.*)|not fixed yet)$", regex.S)
-_HOME_PATH = regex.compile(r"(?<![\w.~])(?:/(?:Users|home)/[^/\s`'\"]+(?:/[^\s`'\"]*)?|[A-Za-z]:\\Users\\[^\\\s`'\"]+)")
+_GOTCHA = regex.compile(r"^`?(?P<error>.*?)`?\s*→\s*(?:fixed by\s+(?P<fix>.*)|not fixed yet)$", regex.S)
+_HOME_PATH = regex.compile(r"(?<![\w.~])(?:/(?:Users|home)/[^/\s`'\"]+(?:/[^\s`'\"]*)?|[A-Za-z]:[\\/][^\s`'\"]*)")
 _PAIRS = ("()", "[]", "{}")
 
 
 def flaw(text: str, kind: str, root: Path | None = None, home: Path | None = None) -> str | None:
     """Why `text` (an entry of type `kind` offered by a checkpoint) is not a memory; None if it is.
     `root`: the project's folder; `home`: this user's home (paths under either are this machine's)."""
-    if _NARRATION.search(text):
+    if _NARRATION.search(text.replace("\u2019", "'")):
         return "narration"
     gotcha = _GOTCHA.match(text) if kind == "gotcha" else None
+    if gotcha and _AGENT_ERROR.search(gotcha.group("error")):
+        return "an error of the agent's own tools"
     if gotcha and _GENERIC_ERROR.search(gotcha.group("error")) and (
             gotcha.group("fix") is None or _ENV_FIX.search(gotcha.group("fix"))):
         return "an error any machine gives, fixed by setting up the machine"

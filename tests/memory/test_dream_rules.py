@@ -98,6 +98,14 @@ def test_flaw_reasons_name_what_is_wrong(tmp_path):
         "another machine's path")
     assert flaw(f"Data in {tmp_path}/x.csv is stale for the loader.", "fact", tmp_path, None) is None
     assert flaw("The loader retries three times before failing.", "fact") is None
+    assert flaw("Now, I will use `curl` to upload the script.", "decision") == "narration"
+    assert flaw("I\u2019ve settled the path: extend the schema first.", "decision") == "narration"
+    assert flaw("<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error> "
+                "→ fixed by Write src/app.py", "gotcha") == "an error of the agent's own tools"
+    assert flaw("ModuleNotFoundError: No module named 'yaml' → fixed by pip install pyyaml", "gotcha").startswith(
+        "an error any machine gives")
+    assert flaw("Fixtures live in E:/work/app/tests for the loader.", "fact", tmp_path, tmp_path).startswith(
+        "another machine's path")
 
 
 def test_dry_run_reports_what_a_run_adds_and_removes_and_writes_nothing(cfg):
