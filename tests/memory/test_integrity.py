@@ -109,6 +109,8 @@ operation = st.one_of(
     st.tuples(st.just("paste"), st.integers(0, 20)),  # copy an existing entry's line, id and all
     st.tuples(st.just("forget"), st.integers(0, 20)),
     st.tuples(st.just("file"), st.sampled_from(["/memories/plan.md", "/memories/log.md"]), st.sampled_from(TEXTS)),
+    st.tuples(st.just("str_replace"), st.sampled_from(["/memories/plan.md", "/memories/log.md"]),
+              st.sampled_from(["step", "started", "one"]), st.sampled_from(["stage", "begun", "two"])),
     st.tuples(st.just("dream")),
 )
 
@@ -139,6 +141,22 @@ def _apply(cfg: MemoryConfig, op: tuple) -> set[str] | None:
         with MemoryFiles(cfg).change() as files:
             files.write(op[1], op[2])
             return set(files.touched)
+    if kind == "str_replace":  # the memory tool's command, as the SDK's runner calls it
+        from types import SimpleNamespace
+
+        from anthropic.lib.tools import ToolError
+
+        from ctxmill.anthropic_memory import CtxmillMemoryTool
+
+        before = {e.id for e in api.list_entries(cfg, "project")}
+        try:
+            CtxmillMemoryTool(cfg).str_replace(SimpleNamespace(command="str_replace", path=op[1], old_str=op[2],
+                                                               new_str=op[3]))
+        except ToolError:  # no such file, or the text is not in it: nothing changes
+            return set()
+        file_entry = next(e for e in api.list_entries(cfg, "project") if e.text.startswith(op[1] + "\n"))
+        assert file_entry.id in before
+        return {file_entry.id}
     if kind == "dream":
         try:
             dream(cfg)
