@@ -124,3 +124,32 @@ def test_a_use_that_cannot_be_written_never_fails_the_search_that_counts_it(cfg)
     index.write_text("not a folder")  # nothing can be written below it
     usage.record(cfg, [entry.id], TODAY.isoformat())
     assert usage.load(cfg) == {}
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["m-1", "m-2", "m-3", "m-4"]), min_size=1, max_size=3),
+                          st.integers(0, 40)), max_size=40), st.integers(30, 400))
+def test_uses_add_up_the_same_whether_or_not_the_log_was_compacted(tmp_path, monkeypatch, records, limit):
+    root = tmp_path / "u"
+    shutil.rmtree(root, ignore_errors=True)
+    cfg = MemoryConfig(project_home=root / ".ctxmill", global_home=root / "g", cache_dir=JIEBA_CACHE)
+    expected: dict = {}
+    monkeypatch.setattr(usage, "COMPACT_BYTES", limit)
+    for ids, age in records:
+        day = (TODAY - timedelta(days=age)).isoformat()
+        usage.record(cfg, ids, day)
+        for entry_id in dict.fromkeys(ids):
+            count, last = expected.get(entry_id, (0, day))
+            expected[entry_id] = (count + 1, max(last, day))
+    assert {k: tuple(v) for k, v in usage.load(cfg).items()} == expected
+
+
+def test_the_usage_log_is_not_written_through_a_link(cfg, tmp_path):
+    entry = _fill(cfg, 1)[0]
+    api.search(cfg, "service port")
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("mine\n")
+    log = api.index_path(cfg).with_name(usage.USAGE_FILE)
+    log.symlink_to(target)
+    usage.record(cfg, [entry.id], TODAY.isoformat())
+    assert target.read_text() == "mine\n"
