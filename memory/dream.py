@@ -3,7 +3,8 @@ into the project's MEMORY.md.
 
 What must hold:
 - only entries that say the same thing merge: one type, token overlap >= DUPLICATE
-  (memory.similar) AND the same particulars (`same_facts`: numbers in order, names, paths); the
+  (memory.similar) AND the same particulars (`same_facts`: numbers in order, names, paths) AND
+  the kept wording holds nearly all the dropped one's terms (`says_as_much`); the
   newest wording stays (newest = latest created date, notes after MEMORY.md, later in the file;
   an undated entry was written by a person and counts as newer than any dated one);
 - an older decision is dropped only when a newer decision replaces the same choice: it names a
@@ -22,8 +23,8 @@ What must hold:
   so does a run past its `deadline` (DreamGaveUp);
 - `dry_run` computes the same result (what would be added and removed, and why) and writes nothing;
 - deterministic: the same files give the same result; a second run changes nothing;
-- scales: candidates for a merge are found through a prefix filter on rare terms and candidates
-  for a replacement through the terms decisions name, not by comparing every pair;
+- scales: candidates for a merge are found through their rarest terms and candidates for a
+  replacement through the terms decisions name, not by comparing every pair;
 - a gotcha folded in from notes.md is one readable line: line breaks written as literal `\\n`
   sequences (an error output JSON-encoded twice, as older checkpoints offered them) and real ones
   become spaces.
@@ -51,7 +52,7 @@ from memory.entry import Entry
 from memory.files import file_path
 from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
 from memory.dream_archive import write_run
-from memory.similar import DUPLICATE, numbers_in, overlap, same_facts, terms
+from memory.similar import LOST_SHARE, numbers_in, says_as_much, terms
 from memory.statements import Replacement, flaw, probe
 
 SCHEDULE_FILE = ".schedule.json"
@@ -61,8 +62,6 @@ RETRY_AFTER = timedelta(days=1)
 HOOK_DEADLINE_S = 4.0
 """A scheduled run gives up after this long by default: session start gives the consolidation 5 s
 (ctxmill.commands.hook.BUDGETS) and a run that gives up says so in the schedule."""
-_MIN_SHARED = DUPLICATE / (2 - DUPLICATE)
-"""Dice >= DUPLICATE needs |A & B| >= _MIN_SHARED * |A| (as |B| >= |A & B|)."""
 
 
 class DreamRefused(RuntimeError):
@@ -95,7 +94,7 @@ class _Item:
     order: tuple  # chronological sort key: larger is newer
     terms: frozenset[str]
     replaces: Replacement | None = field(default=None)  # for decisions: the choice it names as replaced
-    prefix: list[str] = field(default_factory=list)  # its rarest terms (see _Kept)
+    probe: list[str] = field(default_factory=list)  # its rarest terms (see _Kept)
     numbers: tuple[str, ...] = ()  # the numbers it states, in order
 
 
@@ -142,21 +141,22 @@ def _newest_first(items: list[_Item]) -> list[_Item]:
 
 class _Kept:
     """The items kept so far, indexed: by type, the numbers they state (twins state the same, see
-    `same_facts`) and the rarest of their terms (`prefix`: two items whose Dice overlap reaches
-    DUPLICATE share one of them); and, for decisions that replace a choice, by the terms they name
-    with the terms a decision they replace must share with them (memory.statements.probe)."""
+    `same_facts`) and each of their terms, probed with an item's `probe` terms, its rarest
+    floor(LOST_SHARE * n) + 1 (a kept item that says as much holds all but under LOST_SHARE of
+    its n terms, so one of any that many); and, for decisions that replace a choice, by the terms
+    they name with the terms a decision they replace must share with them (memory.statements.probe)."""
 
     def __init__(self, items: list[_Item]):
         frequency = Counter(t for item in items for t in item.terms)
         self._rarity = {t: (n, t) for t, n in frequency.items()}
         self.items: list[_Item] = []
-        self._by_prefix: dict[tuple[str, tuple, str], list[int]] = defaultdict(list)
+        self._by_term: dict[tuple[str, tuple, str], list[int]] = defaultdict(list)
         self._by_replaced: dict[tuple[str, str], list[int]] = defaultdict(list)
         self._named: set[str] = set()
         for item in items:
             item.numbers = numbers_in(item.entry.text)
             ordered = sorted(item.terms, key=self._rarity.__getitem__)
-            item.prefix = ordered[: len(ordered) - math.floor(_MIN_SHARED * len(ordered)) + 1]
+            item.probe = ordered[: math.floor(LOST_SHARE * len(ordered)) + 1] if ordered else []
 
     def _rank(self, term: str) -> tuple:
         return self._rarity.get(term, (0, term))
@@ -164,8 +164,8 @@ class _Kept:
     def add(self, item: _Item) -> None:
         at = len(self.items)
         self.items.append(item)
-        for term in item.prefix:
-            self._by_prefix[item.entry.type, item.numbers, term].append(at)
+        for term in item.terms:
+            self._by_term[item.entry.type, item.numbers, term].append(at)
         if item.replaces is not None and not item.entry.pinned:
             self._named |= item.replaces.named
             for key in item.replaces.keys(item.terms, self._rank):
@@ -174,9 +174,9 @@ class _Kept:
     def twin(self, item: _Item) -> _Item | None:
         """The first kept item of the same type that says the same thing."""
         kind, numbers = item.entry.type, item.numbers
-        found = {at for term in item.prefix for at in self._by_prefix.get((kind, numbers, term), ())}
-        return next((self.items[at] for at in sorted(found) if overlap(self.items[at].terms, item.terms) >= DUPLICATE
-                     and same_facts(self.items[at].entry.text, item.entry.text)), None)
+        found = {at for term in item.probe for at in self._by_term.get((kind, numbers, term), ())}
+        return next((self.items[at] for at in sorted(found)
+                     if says_as_much(self.items[at].terms, self.items[at].entry.text, item.terms, item.entry.text)), None)
 
     def replacer(self, item: _Item) -> _Item | None:
         """The first kept decision that replaces the choice `item` states."""

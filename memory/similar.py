@@ -2,7 +2,10 @@
 
 Two texts are near-duplicates when the Dice coefficient of their term sets (the memory
 tokenizer's stemmed terms, so "Uses BM25" and "use bm25" agree) reaches DUPLICATE.
-Pure and deterministic.
+`says_as_much` is what dream asks before it drops one text for another: near-duplicates with the
+same particulars (`same_facts`), the kept one holding all but under LOST_SHARE of the dropped
+one's terms ("Don't worry about perfection" is not "Don't worry about scale", nor is "Inventory
+ledger must be append-only" said by "This must be append-only"). Pure and deterministic.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import regex
 from memory.tokenize import Tokenizer
 
 DUPLICATE = 0.7
+LOST_SHARE = 0.15
 
 
 def terms(text: str, tokenizer: Tokenizer) -> frozenset[str]:
@@ -71,3 +75,10 @@ def same_facts(a: str, b: str) -> bool:
     numbers_a, words_a, names_a = _facts(a)
     numbers_b, words_b, names_b = _facts(b)
     return numbers_a == numbers_b and names_a <= words_b and names_b <= words_a
+
+
+def says_as_much(kept_terms: frozenset[str], kept_text: str, dropped_terms: frozenset[str], dropped_text: str) -> bool:
+    """Whether the kept text says all the dropped one says (see the module docstring)."""
+    return (overlap(kept_terms, dropped_terms) >= DUPLICATE
+            and len(dropped_terms - kept_terms) < LOST_SHARE * len(dropped_terms) + (not dropped_terms)
+            and same_facts(kept_text, dropped_text))

@@ -4,8 +4,8 @@
 holds complete statements about this project, so it leaves out
 - narration: the agent speaking of what it does ("Let me check…", "Now I'll run…", "Great!");
 - fragments: under three words (six characters of CJK text), a piece that starts with a joining
-  word ("and then…") or ends on one ("…in the"), a cut mark (`…`, `...`), or unbalanced
-  backticks or brackets;
+  word ("and then…") or ends on one ("…in the"), a cut mark (`…`, `...`), one whose subject is
+  elsewhere ("This must be append-only."), or unbalanced backticks or brackets;
 - host-generic errors: a gotcha whose error is one any machine gives ("command not found", "No
   such file or directory", "Permission denied", "No module named …", "Connection refused") fixed
   by installing or permitting something, or not fixed at all; and one of the agent's own tools
@@ -34,13 +34,20 @@ from pathlib import Path
 
 import regex
 
+from memory.similar import overlap
+
 COVERAGE = 0.8
+TOPIC_OVERLAP = 0.3
+"""And the two share this much of their terms (Dice): a long decision that happens to hold most
+of a short one's words is not about the same choice."""
 _NARRATION = regex.compile(
     r"(?i)^\W*(?:let\s+me|let's|i'll|i\s+will|i'm|i\s+am|i've|i\s+have\s+now|now,?\s+(?:i|let|we)\b|okay\b|ok\b[,.!]|"
     r"alright\b|great\b[,.!]|perfect\b[,.!]|sure\b[,.!]|done\b[,.!]|(?:first|next|then),?\s+i\b|i\s+(?:need|want)\s+to\b|"
     r"looking\s+at\b|checking\b|h+m+\b|u+[hm]+\b)"
     r"|\blet's\s+(?:try|see|check|look|run|start|open|search|find|use)\b")
 _JOINING_START = regex.compile(r"(?i)^\W*(?:and|or|but|then|so|which|that|because|while|with|also)\b")
+_REFERS_BACK = regex.compile(r"(?i)^\W*(?:this|that|these|those|they)\s+(?:is|was|are|were|must|should|will|would|can|"
+                             r"could|has|have|had|does|did|needs?|means?)\b")
 _DANGLING_END = regex.compile(r"(?i)(?:\b(?:the|a|an|and|or|but|to|of|with|for|in|on|by|at|from|is|are|was|that|"
                               r"which)|[,:;(\[{/\\-]|…|\.\.\.)\s*$")
 _WORD = regex.compile(r"[\p{L}\p{N}_]+")
@@ -87,6 +94,8 @@ def _fragment(text: str) -> str | None:
         return "a fragment (under three words)"
     if _JOINING_START.search(text) or _DANGLING_END.search(text):
         return "a fragment (cut mid-sentence)"
+    if _REFERS_BACK.search(text):
+        return "a fragment (what it speaks of is elsewhere)"
     if text.count("`") % 2 or any(text.count(a) != text.count(b) for a, b in _PAIRS):
         return "a fragment (unbalanced quotes or brackets)"
     return None
@@ -135,9 +144,10 @@ class Replacement:
 
     def replaces(self, newer_terms: frozenset[str], older_terms: frozenset[str]) -> bool:
         """Whether the decision with `newer_terms` (and this replacement) replaces the older one:
-        it names one of the older's terms as replaced, and either holds more than COVERAGE of the
-        older's other terms or says it about a subject all of whose terms the older has."""
-        if not self.named & older_terms:
+        it names one of the older's terms as replaced, the two share TOPIC_OVERLAP of their terms,
+        and it either holds more than COVERAGE of the older's other terms or says it about a
+        subject all of whose terms the older has."""
+        if not self.named & older_terms or overlap(newer_terms, older_terms) < TOPIC_OVERLAP:
             return False
         rest = older_terms - self.clauses - _FILLER
         if not rest or len(rest & newer_terms) > COVERAGE * len(rest):

@@ -99,6 +99,8 @@ def test_flaw_reasons_name_what_is_wrong(tmp_path):
     assert flaw(f"Data in {tmp_path}/x.csv is stale for the loader.", "fact", tmp_path, None) is None
     assert flaw("The loader retries three times before failing.", "fact") is None
     assert flaw("Now, I will use `curl` to upload the script.", "decision") == "narration"
+    assert flaw("This must be append-only.", "constraint").startswith("a fragment (what it speaks of")
+    assert flaw("This project must stay on Python 3.11.", "constraint") is None
     assert flaw("I\u2019ve settled the path: extend the schema first.", "decision") == "narration"
     assert flaw("<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error> "
                 "→ fixed by Write src/app.py", "gotcha") == "an error of the agent's own tools"
@@ -215,7 +217,7 @@ FOUND = [0, 0]  # replacers and twins the examples met: the comparison is not va
 def test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair(shapes):
     from memory.dream import _Item, _Kept
     from memory.entry import Entry
-    from memory.similar import DUPLICATE, overlap, same_facts, terms
+    from memory.similar import says_as_much, terms
     from memory.statements import Replacement
     from memory.tokenize import Tokenizer
     from memory_helpers import JIEBA_CACHE
@@ -230,8 +232,7 @@ def test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair(sha
     kept = _Kept(items)
     found = FOUND
     for item in items:
-        twin = next((k for k in kept.items if overlap(k.terms, item.terms) >= DUPLICATE
-                     and same_facts(k.entry.text, item.entry.text)), None)
+        twin = next((k for k in kept.items if says_as_much(k.terms, k.entry.text, item.terms, item.entry.text)), None)
         replacer = next((k for k in kept.items if k.replaces is not None
                          and k.replaces.replaces(k.terms, item.terms)), None)
         assert kept.twin(item) is twin
@@ -245,3 +246,13 @@ def test_the_index_comparison_met_replacers_and_twins():
     if FOUND == [0, 0]:
         test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair()
     assert FOUND[0] > 0 and FOUND[1] > 0
+
+
+@pytest.mark.parametrize("older,newer", [("Don't worry about perfection.", "Don't worry about scale."),
+                                         ("Inventory ledger must be append-only.", "This must be append-only."),
+                                         ("Need `lazy_html` as a test dependency.", "Need `lazy_html` dependency.")])
+def test_a_newer_wording_that_says_less_or_something_else_does_not_absorb_the_older(cfg, older, newer):
+    api.store(cfg, "constraint", older)
+    api.store(cfg, "constraint", newer, notes=True)
+    dream(cfg)
+    assert older in _texts(cfg)
