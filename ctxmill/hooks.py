@@ -26,7 +26,6 @@ PROMPT_BUDGET_TOKENS = 300  # memory injected per prompt at most
 PROMPT_MIN_COVERAGE = 0.34  # share of the prompt's distinct search terms a hit must contain
 PROMPT_MIN_TERMS = 2  # and at least this many of them (or all, for shorter prompts)
 PROMPT_RELATIVE = 0.5  # and at least this fraction of the best hit's score
-START_BUDGET_CHARS = 4000
 CURRENT_FILE = "current.json"
 TOOLS_HINT = (
     "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
@@ -79,13 +78,11 @@ def current_session(home: Path) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("transcript_path"), str) else None
 
 
-def _entry_line(entry) -> str:
-    return f"- [{entry.type}] " + " ".join(entry.text.split())
-
-
 def session_start(event: dict) -> dict | None:
+    """The tools hint, project memory within its budget (pinned entries always: memory.inject)
+    and the last checkpoint's summary (its own budget: memory.summary)."""
     from ctxmill.settings import Settings
-    from memory import api
+    from memory.inject import select
     from memory.summary import latest_summary
 
     home = project_home(event)
@@ -93,14 +90,14 @@ def session_start(event: dict) -> dict | None:
         remember_session(home, event)
     cfg = Settings.load(home).memory
     parts = [TOOLS_HINT]
-    pinned = api.pinned(cfg)
-    if pinned:
-        parts.append("Pinned project memory:\n" + "\n".join(_entry_line(e) for e in pinned))
+    memory = select(cfg)
+    if memory.lines:
+        more = f"; {memory.left_out} more entries: memory_search finds them" if memory.left_out else ""
+        parts.append(f"Project memory (ctxmill{more}):\n" + "\n".join(memory.lines))
     summary = latest_summary(home)
     if summary:
         parts.append("Last ctxmill checkpoint (full text: .ctxmill/checkpoint.md):\n" + summary)
-    text = "\n\n".join(parts)
-    return _inject("SessionStart", text[:START_BUDGET_CHARS])
+    return _inject("SessionStart", "\n\n".join(parts))
 
 
 def after_session_start(event: dict) -> None:
@@ -154,7 +151,7 @@ def _memory_hits(cfg, prompt: str) -> str:
         return ""
     tokenize = api.tokenizer(cfg).tokens
     terms = set(tokenize(prompt))
-    lines, used = [], 0
+    lines, injected, used = [], [], 0
     for hit in hits:
         if hit.score < PROMPT_RELATIVE * hits[0].score:
             break
@@ -165,8 +162,20 @@ def _memory_hits(cfg, prompt: str) -> str:
         if used + cost > PROMPT_BUDGET_TOKENS:
             break
         lines.append(line)
+        injected.append(hit.entry.id)
         used += cost
-    return "Relevant project memory (ctxmill):\n" + "\n".join(lines) if lines else ""
+    if not lines:
+        return ""
+    from memory import usage
+
+    usage.record(cfg, injected, _today())  # found useful: ranks them for session start (memory.inject)
+    return "Relevant project memory (ctxmill):\n" + "\n".join(lines)
+
+
+def _today() -> str:
+    from datetime import date
+
+    return date.today().isoformat()
 
 
 def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:

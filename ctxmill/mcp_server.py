@@ -112,6 +112,11 @@ def build_server(settings: Settings) -> MCPServer:
             hits = api.search(memory_cfg, query, limit=max(1, min(int(limit), 50)))
         except api.BadInput as exc:
             raise ToolError(str(exc)) from None
+        from datetime import date
+
+        from memory import usage
+
+        usage.record(memory_cfg, [hit.entry.id for hit in hits], date.today().isoformat())  # ranks session start's memory
         return [hit.to_dict() for hit in hits]
 
     @server.tool()

@@ -284,14 +284,18 @@ def _security_table(section: Any, where: str) -> dict[str, tuple[str, ...]]:
     return lists
 
 
-def _memory_table(section: Any, where: str) -> dict[str, float]:
-    """The `[memory]` table as MemoryConfig field overrides: `recency`, a number in [0, 1]."""
+def _memory_table(section: Any, where: str) -> dict[str, float | int]:
+    """The `[memory]` table as MemoryConfig field overrides: `recency`, a number in [0, 1], and
+    `inject_chars`, the session-start memory budget, a whole number of characters (0 or more)."""
     table = _table(section, f"{where}: memory")
-    if set(table) - {"recency"}:
-        raise ConfigError(f"{where}: unknown key memory.{sorted(set(table) - {'recency'})[0]}")
-    out = {key: _typed(value, float, f"{where}: memory.{key}") for key, value in table.items()}
+    kinds = {"recency": float, "inject_chars": int}
+    if set(table) - set(kinds):
+        raise ConfigError(f"{where}: unknown key memory.{sorted(set(table) - set(kinds))[0]}")
+    out = {key: _typed(value, kinds[key], f"{where}: memory.{key}") for key, value in table.items()}
     if not 0.0 <= out.get("recency", 0.0) <= 1.0:
         raise ConfigError(f"{where}: memory.recency must be between 0 and 1, got {table['recency']!r}")
+    if out.get("inject_chars", 0) < 0:
+        raise ConfigError(f"{where}: memory.inject_chars must be 0 or more, got {table['inject_chars']!r}")
     return out
 
 

@@ -143,14 +143,19 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
     """The bytes of the regular file at `path`. OSError (its `filename` set, its `strerror` one
     line) when `path` is not a regular file (a pipe, a device, a folder: opened without blocking
     and never read) or holds more than `max_bytes`."""
+    with open_regular(path) as source:
+        return read_at_most(source, max_bytes, str(path))
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """The regular file at `path` opened for reading (binary), or OSError as `read_regular` says."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(mode) else "a pipe, socket or device"
         raise OSError(errno.EINVAL, f"not a regular file ({kind})", str(path))
-    with os.fdopen(fd, "rb") as source:
-        return read_at_most(source, max_bytes, str(path))
+    return os.fdopen(fd, "rb")
 
 
 def read_at_most(source: BinaryIO, max_bytes: int, name: str) -> bytes:

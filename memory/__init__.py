@@ -20,7 +20,9 @@ Modules: `api` (the functions above), `config` (`MemoryConfig`, built by the fac
 `markdown` (MEMORY.md, parsed losslessly), `files` (the provider memory tool's files as entries),
 `index_file` (over `pieces`: a file read piece by piece), `bm25`, `tokenize`, `stem`, `cjk`
 (search), `similar` (near-duplicates), `checkpoint` (checkpoint.md), `extract` (what a checkpoint records) and `fixes` (which call fixed
-an error), `summary` (the last checkpoint for session start), `dream` (consolidation).
+an error), `summary` (the last checkpoint for session start), `dream` (consolidation) with `statements`
+(what may enter MEMORY.md, which decision replaces which), `inject` (the memory injected at
+session start, within `MemoryConfig.inject_chars`) and `usage` (how often entries were found useful).
 Of the project it imports `ground/`, `ccr/` and compress's `model`, `formats` and `vocab`; never a
 stage or `ctxmill/` (tests/test_layering.py).
 """

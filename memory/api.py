@@ -60,7 +60,7 @@ def _sources(cfg: MemoryConfig) -> list[Source]:
     return sources
 
 
-def _index_path(cfg: MemoryConfig) -> Path:
+def index_path(cfg: MemoryConfig) -> Path:
     """In the project home when it exists; searching never creates a project's `.ctxmill/`."""
     home = cfg.project_home if cfg.project_home.is_dir() else cfg.global_home
     return home / INDEX_FILE
@@ -82,9 +82,9 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
-    from memory.markdown import parse  # a search with an up-to-date index parses nothing
+    from memory.markdown import decode, parse  # a search with an up-to-date index parses nothing
 
-    return parse(data.decode("utf-8"), scope, str(path), default_type)
+    return parse(decode(data), scope, str(path), default_type)
 
 
 def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added=(), removed=()) -> None:
@@ -93,21 +93,21 @@ def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, ad
     and is saved, so no later search re-reads and re-indexes the whole file. `removed` are the
     entries `before` had and `after` has not, `added` the other way round. Skipped when the index
     was not in step with `before` (the next search re-reads the file)."""
-    index_path = _index_path(cfg)
-    key = (index_path, cfg.bm25, cfg.jieba_cache)
+    where = index_path(cfg)
+    key = (where, cfg.bm25, cfg.jieba_cache)
     index = _indexes.get(key)
-    if index is None or _changed_on_disk(index, index_path):
-        index = SearchIndex.load(index_path, cfg.bm25, tokenizer(cfg)) if index_path.exists() else None
+    if index is None or _changed_on_disk(index, where):
+        index = SearchIndex.load(where, cfg.bm25, tokenizer(cfg)) if where.exists() else None
         if index is None:
             return
         _indexes[key] = index
     try:
         if index.written(path, before, after, added, removed):
-            index.save(index_path)
+            index.save(where)
     except CorruptPiece as exc:  # the next search rebuilds the index
         _indexes.pop(key, None)
-        index_path.unlink(missing_ok=True)
-        _warn_corrupt(index_path, exc)
+        where.unlink(missing_ok=True)
+        _warn_corrupt(where, exc)
 
 
 def _warn_corrupt(index_path: Path, exc: Exception) -> None:
@@ -146,7 +146,7 @@ def store(
 
     from ground.files import atomic_write
     from ground.redact import redact  # only writers pay for compiling the secret patterns
-    from memory.markdown import normalize_text
+    from memory.markdown import encode, normalize_text
 
     text = normalize_text(redact(text, cfg.redact_extra, cfg.redact_allow))
     if not text:
@@ -174,7 +174,7 @@ def store(
             salt += 1
         entry = Entry(entry_id, type, text, created.date().isoformat(), pin, clean_tags)
         stored = doc.add(entry)
-        after = doc.text().encode("utf-8")
+        after = encode(doc.text())
         atomic_write(path, after)
         index_written(cfg, path, before, after, added=[stored])
     return stored
@@ -185,6 +185,7 @@ def _edit_entry(cfg: MemoryConfig, id: str, edit) -> tuple[Entry, Entry | None]:
     the file's lock, and keep the index in step; returns (the entry as it was, what `edit`
     returned: the entry as it is now, or None when removed)."""
     from ground.files import atomic_write
+    from memory.markdown import encode
 
     for source in _sources(cfg):
         if not source.path.exists():
@@ -196,7 +197,7 @@ def _edit_entry(cfg: MemoryConfig, id: str, edit) -> tuple[Entry, Entry | None]:
             if entry is None:
                 continue
             now_entry = edit(doc, entry)
-            after = doc.text().encode("utf-8")
+            after = encode(doc.text())  # bytes that do not decode are written back as they were
             atomic_write(source.path, after)
             index_written(cfg, source.path, before, after, added=[now_entry] if now_entry else [], removed=[entry])
             return entry, now_entry
@@ -234,7 +235,7 @@ def pinned(cfg: MemoryConfig) -> list[Entry]:
 def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
     """The search index, loaded once per process and re-synced with the files on every call
     (reloaded when another process saved a newer index file)."""
-    path = _index_path(cfg)
+    path = index_path(cfg)
     key = (path, cfg.bm25, cfg.jieba_cache)
     cached = None if rebuild else _indexes.get(key)
     if cached is not None and not _changed_on_disk(cached, path):
@@ -309,7 +310,7 @@ def search(cfg: MemoryConfig, query: str, limit: int = 5, scope: str = "all") ->
     try:
         return _search(cfg, open_index(cfg), query, limit, scope)
     except CorruptPiece as exc:  # a piece of the index file read only now did not check out
-        _warn_corrupt(_index_path(cfg), exc)
+        _warn_corrupt(index_path(cfg), exc)
         return _search(cfg, open_index(cfg, rebuild=True), query, limit, scope)
 
 

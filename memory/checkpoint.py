@@ -9,7 +9,8 @@
 Detail the checkpoint leaves out (long requests, error output, older requests, the full last
 reply) goes to the CCR store and is named by a `deep_expand("key")` marker. Decisions,
 constraints and gotchas are offered to memory: appended to notes.md (tag `checkpoint`) unless
-MEMORY.md or notes.md already holds a near-duplicate (memory.similar). Deterministic for a
+MEMORY.md or notes.md already holds a near-duplicate (memory.similar) or it is not a complete
+statement about this project (memory.statements.flaw). Deterministic for a
 given session apart from the date line.
 """
 
@@ -33,6 +34,7 @@ from memory.entry import Entry
 from memory.extract import Extraction, extract
 from memory.fixes import Gotcha
 from memory.similar import DUPLICATE, overlap, terms
+from memory.statements import flaw
 from memory.summary import CHECKPOINT_FILE
 
 RAW_FILE = "checkpoint.raw.json"
@@ -183,8 +185,11 @@ def _distinct(gotchas: list[Gotcha]) -> list[Gotcha]:
     return list(by_error.values())
 
 
-def _critical(w: _Writer, ex: Extraction, raw_path: str) -> list[str]:
+def _critical(w: _Writer, ex: Extraction, raw_path: str, unread: int = 0) -> list[str]:
     lines = w.bullets([s.text for s in ex.critical], "critical notes")
+    if unread:
+        lines.append(f"- {unread} line(s) of the recording were too long to read whole (a huge tool output?): "
+                     "only their start and end are covered")
     fixed = {" ".join(g.error.split()) for g in ex.gotchas}
     recent_errors = [g for g in _distinct(ex.unresolved_errors) if g.turn > ex.turns - w.cfg.next_step_turns
                      and " ".join(g.error.split()) not in fixed]
@@ -193,8 +198,9 @@ def _critical(w: _Writer, ex: Extraction, raw_path: str) -> list[str]:
     return lines
 
 
-def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: str, source: str) -> tuple[str, list[str]]:
-    """The checkpoint Markdown and the CCR keys it names."""
+def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: str, source: str, unread: int = 0
+           ) -> tuple[str, list[str]]:
+    """The checkpoint Markdown and the CCR keys it names; `unread`: lines of the recording cut or left out."""
     w = _Writer(cfg, store)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = {
@@ -205,7 +211,7 @@ def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: s
         "Files changed": _files(ex),
         "Errors → fixes": [_gotcha_line(w, g) for g in _errors(ex)[-cfg.max_items :]],
         "Next steps": _next_steps(w, ex),
-        "Critical context": _critical(w, ex, f"sessions/{session_id}/{RAW_FILE}"),
+        "Critical context": _critical(w, ex, f"sessions/{session_id}/{RAW_FILE}", unread),
     }
     out = [f"# Checkpoint: session {session_id}", "", f"_{stamp} · from `{source}` · ctxmill checkpoint_", ""]
     for name in SECTIONS:
@@ -226,7 +232,10 @@ def offer_to_memory(cfg: CheckpointConfig, ex: Extraction, session_id: str) -> l
     known = [terms(e.text, tok) for e in api.list_entries(cfg.memory, "project")]
     offered: list[Entry] = []
     per_type: dict[str, int] = {}
+    root = cfg.memory.project_home.resolve().parent
     for kind, text in _candidates(ex):
+        if flaw(text, kind, root, Path.home()):  # narration, a fragment, another machine's path…: dream would leave it out
+            continue
         mine = terms(text, tok)
         if per_type.get(kind, 0) >= cfg.offer_limit or any(overlap(mine, k) >= DUPLICATE for k in known):
             continue
@@ -244,13 +253,15 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
                      ) -> CheckpointResult:
     """Write checkpoint.md, sessions/<id>/checkpoint.md and checkpoint.raw.json for a Transcript."""
     from compress.formats.requests import from_provider
+    from compress.formats.sessions import OVERSIZED
 
     request = from_provider(transcript.whole(), transcript.provider)
     ex = extract(request.messages)
     home = cfg.memory.project_home
     folder = home / "sessions" / session_id
     with CCRStore(cfg.ccr_dir, retention=cfg.ccr_retention) as store, store.batch() as batch:
-        markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format)
+        markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format,
+                                transcript.skipped[OVERSIZED])
     raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)
     private_dir(folder)
     raw_path, session_md, latest = folder / RAW_FILE, folder / CHECKPOINT_FILE, home / CHECKPOINT_FILE

@@ -46,6 +46,9 @@ class MemoryConfig:
     redact_allow: tuple[str, ...] = ()
     max_entry_chars: int = 2000
     """An entry longer than this (after redaction) is refused: memory holds the gist, files the detail."""
+    inject_chars: int = 4000
+    """Memory injected at session start, at most (about 1,000 tokens): pinned entries always, then
+    the most useful others that fit (memory.inject); the rest stay searchable."""
 
     @property
     def jieba_cache(self) -> Path:

@@ -19,7 +19,7 @@ from ground.files import atomic_write, private_dir, private_lock
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import SECTIONS, Entry
-from memory.markdown import format_entry, parse
+from memory.markdown import decode, encode, format_entry, parse
 
 ARCHIVE_DIR = "dream-archive"
 REMOVED_FILE = "removed.md"
@@ -69,7 +69,7 @@ def restore(cfg: MemoryConfig, what: str) -> str:
         path = run / REMOVED_FILE
         if not path.exists():
             continue
-        entry = next((e for e in parse(path.read_text("utf-8")).entries() if e.id == what), None)
+        entry = next((e for e in parse(decode(path.read_bytes())).entries() if e.id == what), None)
         if entry is not None:
             return _restore_entry(cfg, entry, run)
     raise NothingToRestore(f"no archived dream run or removed entry named {what!r} "
@@ -81,9 +81,9 @@ def _restore_entry(cfg: MemoryConfig, entry: Entry, run: Path) -> str:
         return f"{entry.id} is in memory already"
     path = cfg.project_home / api.MEMORY_FILE
     with api.lock(path):
-        doc = parse(path.read_text("utf-8") if path.exists() else "", "project", str(path))
+        doc = parse(decode(path.read_bytes()) if path.exists() else "", "project", str(path))
         doc.add(entry)
-        atomic_write(path, doc.text().encode("utf-8"))
+        atomic_write(path, encode(doc.text()))
     return f"restored {entry.id} from {run.name} to MEMORY.md"
 
 

@@ -41,7 +41,7 @@ from ground.files import atomic_write
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, new_id, now
-from memory.markdown import MemoryDocument, normalize_text, parse
+from memory.markdown import MemoryDocument, decode, encode, normalize_text, parse
 
 ROOT = "/memories"
 MAX_PATH_CHARS = 1024
@@ -254,7 +254,7 @@ class MemoryFiles:
             earlier = doc.entries()
             yield files
             if files.changed:
-                data = doc.text().encode("utf-8")
+                data = encode(doc.text())
                 atomic_write(self.path, data)
                 digest = xxhash.xxh3_64_intdigest(data)
                 old = [e for e in earlier if e.id in files.touched]
@@ -278,5 +278,5 @@ class MemoryFiles:
         data = self.path.read_bytes() if self.path.exists() else b""
         digest = xxhash.xxh3_64_intdigest(data)
         if self._parsed is None or self._parsed[0] != digest:
-            self._parsed = (digest, parse(data.decode("utf-8"), self.scope, str(self.path)))
+            self._parsed = (digest, parse(decode(data), self.scope, str(self.path)))
         return data, *self._parsed

@@ -289,9 +289,9 @@ class SearchIndex:
         data = source.path.read_bytes()
         digest = xxhash.xxh64_hexdigest(data)
         if old is None or old[2] != digest:
-            from memory.markdown import parse  # only a changed file is parsed
+            from memory.markdown import decode, parse  # only a changed file is parsed
 
-            doc = parse(data.decode("utf-8", errors="replace"), source.scope, key, source.default_type)
+            doc = parse(decode(data), source.scope, key, source.default_type)
             self._replace_file(key, doc.entries())
         signature = (stat.st_size, stat.st_mtime_ns, digest)
         if signature != old:  # an unsettled file whose bytes did not change is not a change

@@ -16,8 +16,16 @@ carries the id, the created date, `pinned` and `#tags`; a bullet without it is a
 entry whose id is derived from its type and text. Everything else (other headings, prose, code
 fences) is kept as it is.
 
-What must hold: `parse(text).text() == text` for any text, and an entry added with `add`
-parses back to the same entry. Edits touch only the lines of the entries they add or remove.
+What must hold: `parse(text).text() == text` for any text whose entry ids are unique, and an
+entry added with `add` parses back to the same entry. Edits touch only the lines of the entries
+they add or remove. Ids are unique within a document: an entry whose id an earlier entry already
+has (a copy-pasted line) gets a new one on read, derived from the old id, its text and the ids
+taken (so every read of the same text gives the same ids), and `text()` carries it; `add` and
+`replace_entry` never give a second entry an id the document holds.
+
+Files are bytes: `decode` never fails (bytes that are not UTF-8 become lone surrogates, as
+`surrogateescape` does) and `encode` gives those bytes back, so a rewrite keeps bytes it could not
+read. Entry texts show such bytes as U+FFFD.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import regex
+
+import xxhash
 
 from memory.entry import SECTIONS, Entry, content_id
 
@@ -36,6 +46,16 @@ _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
 _TAG = regex.compile(r"#([\w.-]+)")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 _SECTION_TYPES = {name.lower(): kind for kind, name in SECTIONS.items()} | {kind: kind for kind in SECTIONS}
+
+
+def decode(data: bytes) -> str:
+    """A memory file's text; bytes that are not UTF-8 are kept as lone surrogates (see `encode`)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    """The bytes of a text from `decode` (its undecodable bytes as they were)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass
@@ -88,7 +108,7 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         created = date.group(0) if date else None
         pinned = "pinned" in fields.split()
         tags = tuple(_TAG.findall(fields))
-    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    text = _SURROGATE.sub("\ufffd", "\n".join(line.rstrip() for line in text.strip().split("\n")))
     if not text:
         return None
     return Entry(
@@ -102,6 +122,27 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         file=file,
         section=section,
     )
+
+
+def unique_id(wanted: str, text: str, taken: set[str]) -> str:
+    """`wanted` when no entry has it, else an id derived from it and `text` that none has."""
+    entry_id, n = wanted, 0
+    while entry_id in taken:
+        entry_id = "m-" + xxhash.xxh64_hexdigest(f"{wanted}\0{text}\0{n}".encode("utf-8", "surrogatepass"))[:8]
+        n += 1
+    return entry_id
+
+
+def _give_id(block: Block, entry_id: str) -> None:
+    """Give the block's entry `entry_id`, in its source line too (its date, pin and tags stay)."""
+    metas = list(_META.finditer(block.raw))
+    if metas and metas[-1].group(1) == block.entry.id:
+        at = metas[-1]
+        block.raw = block.raw[: at.start(1)] + entry_id + block.raw[at.end(1) :]
+    else:  # a hand-written entry: its id becomes explicit
+        body = block.raw.rstrip()
+        block.raw = f"{body} <!-- {entry_id} -->{block.raw[len(body):]}"
+    block.entry = replace(block.entry, id=entry_id)
 
 
 def format_entry(entry: Entry) -> str:
@@ -133,37 +174,71 @@ class MemoryDocument:
     def entries(self) -> list[Entry]:
         return [block.entry for block in self.blocks if block.entry is not None]
 
+    def ids(self) -> set[str]:
+        return {block.entry.id for block in self.blocks if block.entry is not None}
+
     def remove(self, entry_id: str) -> Entry | None:
-        for i, block in enumerate(self.blocks):
-            if block.entry is not None and block.entry.id == entry_id:
-                del self.blocks[i]
-                return block.entry
-        return None
+        """Take out the entry `entry_id`; returns it, None if absent."""
+        return self.apply({entry_id: None}).get(entry_id)
 
     def replace_entry(self, entry_id: str, new: Entry) -> Entry | None:
         """Put `new` where the entry `entry_id` is (same section); returns `new` as stored, None if absent."""
+        return self.apply({entry_id: new}).get(entry_id)
+
+    def apply(self, changes: dict[str, Entry | None]) -> dict[str, Entry]:
+        """In one pass, put each `changes[id]` where the entry `id` is (same section) or, for None,
+        take that entry out. Returns id -> the entry as stored (for None: the entry taken out)."""
+        taken, done, blocks = self.ids(), {}, []
         for block in self.blocks:
-            if block.entry is not None and block.entry.id == entry_id:
-                stored = replace(new, scope=self.scope, file=self.file, section=block.entry.section)
-                block.raw, block.entry = format_entry(stored), stored
-                return stored
-        return None
+            if block.entry is None or block.entry.id not in changes:
+                blocks.append(block)
+                continue
+            new = changes[block.entry.id]
+            if new is None:
+                done[block.entry.id] = block.entry
+                continue
+            taken.discard(block.entry.id)
+            stored = replace(new, id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
+                             section=block.entry.section)
+            taken.add(stored.id)
+            done[block.entry.id] = stored
+            blocks.append(Block(format_entry(stored), entry=stored))
+        self.blocks = blocks
+        return done
 
     def add(self, entry: Entry) -> Entry:
         """Append `entry` to its type's section (created at the end if missing); returns it as stored."""
-        entry = replace(entry, scope=self.scope, file=self.file, section=SECTIONS[entry.type])
+        return self.add_all([entry])[0]
+
+    def add_all(self, entries: list[Entry]) -> list[Entry]:
+        """`add` each entry, in order (one pass per type); returns them as stored."""
+        taken, stored = self.ids(), {}
+        for kind in dict.fromkeys(e.type for e in entries):
+            group = []
+            for n, entry in enumerate(entries):
+                if entry.type == kind:
+                    entry = replace(entry, id=unique_id(entry.id, entry.text, taken), scope=self.scope, file=self.file,
+                                    section=SECTIONS[kind])
+                    taken.add(entry.id)
+                    group.append((n, entry))
+            for (n, _), done in zip(group, self._add_group(kind, [e for _, e in group])):
+                stored[n] = done
+        return [stored[n] for n in range(len(entries))]
+
+    def _add_group(self, kind: str, entries: list[Entry]) -> list[Entry]:
         if self.blocks and not self.blocks[-1].raw.endswith("\n"):
             self.blocks[-1].raw += "\n"
-        heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == entry.type), None)
+        heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == kind), None)
         if heading is None:
-            return self._add_section(entry)
-        section = replace(entry, section=_HEADING.match(self.blocks[heading].raw).group(2))
+            return self._add_section(kind, entries)
+        name = _HEADING.match(self.blocks[heading].raw).group(2)
+        entries = [replace(entry, section=name) for entry in entries]
         end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
         # After the section's last non-blank block: an entry placed above other text would take an
         # indented line below it as its own continuation. A section that runs into a code fence left
         # open at the end of the file gets the fence closed first, or the entry would be code.
         at = end
-        new = [Block(format_entry(section), entry=section)]
+        new = [Block(format_entry(entry), entry=entry) for entry in entries]
         if at == len(self.blocks) and self.open_fence:
             new[:0] = [Block(self.open_fence + "\n"), Block("\n")]
             self.open_fence = ""
@@ -175,9 +250,9 @@ class MemoryDocument:
         if at < len(self.blocks) and self.blocks[at].raw.strip():
             new.append(Block("\n"))
         self.blocks[at:at] = new
-        return section
+        return entries
 
-    def _add_section(self, entry: Entry) -> Entry:
+    def _add_section(self, kind: str, entries: list[Entry]) -> list[Entry]:
         if not self.blocks:
             self.blocks.append(Block("# Memory\n", level=1))
         if self.open_fence:  # close it, or the new section would be code
@@ -185,13 +260,9 @@ class MemoryDocument:
             self.open_fence = ""
         if self.blocks[-1].raw.strip():
             self.blocks.append(Block("\n"))
-        name = SECTIONS[entry.type]
-        self.blocks += [
-            Block(f"## {name}\n", level=2, section_type=entry.type),
-            Block("\n"),
-            Block(format_entry(entry), entry=entry),
-        ]
-        return entry
+        self.blocks += [Block(f"## {SECTIONS[kind]}\n", level=2, section_type=kind), Block("\n")]
+        self.blocks += [Block(format_entry(entry), entry=entry) for entry in entries]
+        return entries
 
 
 def parse(text: str, scope: str = "project", file: str = "", default_type: str | None = None) -> MemoryDocument:
@@ -224,4 +295,21 @@ def parse(text: str, scope: str = "project", file: str = "", default_type: str |
             continue
         blocks.append(Block(line))
         i += 1
+    _unique_ids(blocks)
     return MemoryDocument(blocks, scope, file, fence)
+
+
+def _unique_ids(blocks: list[Block]) -> None:
+    """Each entry whose id an earlier entry has gets a new one (see the module docstring)."""
+    taken = {b.entry.id for b in blocks if b.entry is not None}
+    if len(taken) == sum(b.entry is not None for b in blocks):
+        return
+    seen: set[str] = set()
+    for block in blocks:
+        if block.entry is None:
+            continue
+        if block.entry.id in seen:
+            entry_id = unique_id(block.entry.id, block.entry.text, taken)
+            taken.add(entry_id)
+            _give_id(block, entry_id)
+        seen.add(block.entry.id)

@@ -110,6 +110,31 @@ def _opencode_targets(root, home) -> dict:
             if t.plugin.exists() or opencode_install.installed_mcp(t) is not None}
 
 
+def memory_fullness(injection) -> tuple[str, str | None]:
+    """How full the session-start memory budget is (memory.inject.Injection); a problem only when
+    the pinned entries alone are over it (they are injected anyway)."""
+    share = f" ({injection.chars / injection.budget:.0%})" if injection.budget else ""
+    name = (f"memory at session start: {len(injection.lines)} of {injection.entries} entries "
+            f"({injection.pinned} pinned), {injection.chars:,} of {injection.budget:,} chars{share}")
+    if injection.left_out:
+        name += f"; {injection.left_out} searchable only"
+    pinned_chars = sum(len(line) + 1 for line in injection.lines[: injection.pinned])
+    if pinned_chars > injection.budget:
+        return name, (f"pinned entries alone take {pinned_chars:,} chars: unpin some (`ctxmill memory list`) "
+                      "or raise `inject_chars` under [memory] in config.toml")
+    return name, None
+
+
+def _memory_budget() -> tuple[str, str | None]:
+    try:
+        from ctxmill.settings import Settings
+        from memory.inject import select
+
+        return memory_fullness(select(Settings.load().memory))
+    except Exception as exc:  # noqa: BLE001 - report, never crash the doctor
+        return "memory at session start", f"{type(exc).__name__}: {exc}"
+
+
 def checks() -> Iterator[tuple[str, str | None]]:
     """(name, problem or None), each as soon as its check has run."""
     from ctxmill.paths import global_home, project_home, project_root, user_ccr_dir
@@ -137,6 +162,7 @@ def checks() -> Iterator[tuple[str, str | None]]:
     for name, path in (("project home", home), ("CCR store", user_ccr_dir()), ("global memory", global_home())):
         yield f"{name} writable ({path})", _writable(path)
     yield _history()
+    yield _memory_budget()
     try:
         import mcp  # noqa: F401
 

@@ -1,5 +1,6 @@
-"""`ctxmill dream [--if-due | --restore ID|RUN | --archive]`: consolidate notes.md into MEMORY.md
-(see memory.dream), or bring back what a run removed (memory.dream_archive)."""
+"""`ctxmill dream [--dry-run | --if-due | --restore ID|RUN | --archive]`: consolidate notes.md into
+MEMORY.md (see memory.dream), show what a run would add and remove, or bring back what a run
+removed (memory.dream_archive)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import argparse
 def register(subparsers) -> None:
     parser = subparsers.add_parser("dream", help="consolidate notes.md and checkpoints into MEMORY.md")
     what = parser.add_mutually_exclusive_group()
+    what.add_argument("--dry-run", action="store_true", help="show what a run would add and remove; change nothing")
     what.add_argument("--if-due", action="store_true", help="only when due (7 days passed or > 20 notes)")
     what.add_argument("--restore", metavar="ID|RUN",
                       help="put back an entry a run removed (its id), or both files as they were before a run")
@@ -20,9 +22,19 @@ def describe(result) -> str:
     if result is None:
         return "not due"
     what = "changed" if result.changed else "nothing to change"
+    if result.dry_run:
+        what = "would change (nothing written)" if result.changed else "nothing to change"
     archive = f"; removed entries and the files as they were: {result.archive}" if result.archive else ""
     return (f"{what}: MEMORY.md {result.before} -> {result.after} entries, {result.notes} notes consumed, "
-            f"{result.merged} merged, {result.superseded} superseded{archive}")
+            f"{result.merged} merged, {result.superseded} superseded, {result.left_out} notes left out{archive}")
+
+
+def changes(result) -> list[str]:
+    """One line per entry a run adds or removes, with why."""
+    flat = lambda text: " ".join(text.split())  # noqa: E731 - one line per entry
+    lines = [f"+ {e.id} [{e.type}] {flat(e.text)}" for e in result.added]
+    lines += [f"- {e.id} [{e.type}] {flat(e.text)}  ({why})" for e, why in result.removed]
+    return lines
 
 
 def list_archive(cfg) -> None:
@@ -57,8 +69,14 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         return 0
     try:
+        if args.dry_run:
+            result = dream(cfg, dry_run=True)
+            print(describe(result))
+            for line in changes(result):
+                print(line)
+            return 0
         if args.if_due:
-            result = maybe_dream(cfg)
+            result = maybe_dream(cfg, limit_s=None)  # a person asked: no time limit
         else:
             result = dream(cfg)
             record_run(cfg, result)

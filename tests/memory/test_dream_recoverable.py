@@ -117,4 +117,4 @@ def test_nothing_is_lost_every_entry_is_in_memory_or_in_an_archive(tmp_path_fact
     kept = {e.id for e in api.list_entries(cfg, "project")}
     archived = {e.id for run in runs(cfg) for e in parse((run / REMOVED_FILE).read_text()).entries()}
     assert stored <= kept | archived
-    assert len(kept) == len(stored) - (result.merged + result.superseded)
+    assert len(kept) == len(stored) - (result.merged + result.superseded + result.left_out)

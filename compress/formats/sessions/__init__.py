@@ -4,20 +4,27 @@
 first parsed lines, or the whole JSON object) and either `read(text)` (JSONL) or
 `read_object(data)` (one JSON object). `read_session(path, fmt=None)` reads one file in any of
 them, recognised from its content unless `fmt` names one; it reads only a regular file of at
-most `max_bytes` (a named pipe or a device is refused unread). Readers never raise on bad content:
+most `max_bytes` (a named pipe or a device is refused unread), line by line: a line over
+`max_line_bytes` (a tool output of hundreds of megabytes) is read past, never held whole, and
+counted in `Transcript.skipped` under OVERSIZED. What is kept of it is its first and last
+`KEEP_BYTES` (at most a quarter of the limit each) with a note of what was cut between them, when that splice is valid JSON (the cut
+falls inside one long string, as in a huge tool output), else nothing (the line is left out).
+So one line never costs more than `max_line_bytes` in memory or parsing. Readers never raise on bad content:
 unreadable lines or items are counted in `Transcript.malformed`. A file that is neither JSON nor
 JSONL of a known format raises `UnknownFormat` with a one-line reason.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import orjson
 
-from ground.files import read_regular
+from ground.files import open_regular
 from compress.formats.sessions import claude_code, claude_flat, codex, craft, opencode, request_body, swe_agent
 from compress.formats.sessions.transcript import Transcript
 
@@ -28,6 +35,11 @@ FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
 SESSION_SUFFIXES = (".jsonl", ".json", ".traj")
 MAX_SESSION_BYTES = 512 * 2**20
 """The largest session file `read_session` reads by default."""
+MAX_LINE_BYTES = 8 * 2**20
+"""The longest line `read_session` keeps by default."""
+OVERSIZED = "line over the length limit (cut or left out)"
+KEEP_BYTES = 32 * 1024
+_CHUNK = 2**20
 _SAMPLE_LINES = 40
 
 
@@ -80,10 +92,56 @@ def read_text(text: str, fmt: str | None = None) -> Transcript:
     return module.read(text)
 
 
-def read_session(path: str | Path, fmt: str | None = None, max_bytes: int = MAX_SESSION_BYTES) -> Transcript:
+def read_session(path: str | Path, fmt: str | None = None, max_bytes: int = MAX_SESSION_BYTES,
+                 max_line_bytes: int = MAX_LINE_BYTES) -> Transcript:
     """Read one session file (OSError when unreadable, not a regular file or larger than
     `max_bytes`; UnknownFormat when not a session)."""
-    return read_text(read_regular(path, max_bytes).decode("utf-8", errors="replace"), fmt)
+    with open_regular(path) as source:
+        if os.fstat(source.fileno()).st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
+        kept, oversized = _bounded_lines(source, max_bytes, max_line_bytes, str(path))
+    transcript = read_text(b"".join(kept).decode("utf-8", errors="replace"), fmt)
+    if oversized:
+        transcript.skipped[OVERSIZED] += oversized
+    return transcript
+
+
+def _bounded_lines(source, max_bytes: int, max_line_bytes: int, name: str) -> tuple[list[bytes], int]:
+    """The lines of `source` (each with its line end), those over `max_line_bytes` shortened (see
+    the module docstring), and how many were. OSError (EFBIG) past `max_bytes` in all."""
+    kept, oversized, total = [], 0, 0
+    keep = min(KEEP_BYTES, max_line_bytes // 4)  # head and tail never overlap
+    while line := source.readline(max_line_bytes + 1):
+        total += len(line)
+        if len(line) > max_line_bytes and not line.endswith(b"\n"):
+            oversized += 1
+            tail, cut = line[-keep:], len(line) - 2 * keep
+            while chunk := source.readline(_CHUNK):
+                total += len(chunk)
+                cut += len(chunk)
+                tail = (tail + chunk)[-keep - 1:]
+                if chunk.endswith(b"\n") or total > max_bytes:
+                    break
+            line = _spliced(line[:keep], tail.rstrip(b"\r\n"), cut) + b"\n"
+        kept.append(line)
+        if total > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", name)
+    return kept, oversized
+
+
+def _spliced(head: bytes, tail: bytes, cut: int) -> bytes:
+    """`head` + a note + `tail` when that is valid JSON (the cut is inside one string; a few bytes
+    are dropped at either side so no escape is split), else b"" (a blank line)."""
+    note = f" [ctxmill: {cut:,} bytes of this line were not read] ".encode()
+    for drop_head in range(7):
+        for drop_tail in range(7):
+            line = head[: len(head) - drop_head] + note + tail[drop_tail:]
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            return line
+    return b""
 
 
 def session_files(folder: str | Path) -> list[Path]:
