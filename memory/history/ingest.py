@@ -53,8 +53,7 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
                 updated: float | None = None) -> Ingested | None:
     """Store the session recorded in `path` (OSError / `compress.formats.sessions.UnknownFormat`
     on bad input). `updated` defaults to the file's modification time."""
-    from compress.formats.sessions import MAX_SESSION_BYTES, read_text
-    from ground.files import read_regular
+    from compress.formats.sessions import read_session
     from memory.checkpoint import session_id_for
 
     if not cfg.enabled:
@@ -67,9 +66,10 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
         known = store.stamp(key)
     if known and known[0] == stamp:  # the file has not changed since it was ingested
         return Ingested(key, 0, known[1], 0)
-    data = read_regular(path, MAX_SESSION_BYTES)
-    transcript = read_text(data.decode("utf-8", errors="replace"), fmt)
+    transcript = read_session(path, fmt)  # line by line: an over-long line is never held whole
+    with open(path, "rb") as head:
+        cwd = recorded_cwd(head.read(1 << 20))
     rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
     with HistoryStore.open(cfg) as store:
-        return store.ingest(key, rows, project=recorded_cwd(data) or project, source=str(path.resolve()),
+        return store.ingest(key, rows, project=cwd or project, source=str(path.resolve()),
                             fmt=transcript.format, updated=info.st_mtime if updated is None else updated, stamp=stamp)
