@@ -27,7 +27,11 @@ MARKER_INPUT = {"file_path": "x.py", "content": '[ctxmill: kept 1 of 9 lines · 
 
 
 def _env(scratch: Path) -> dict[str, str]:
-    return {**os.environ, "CTXMILL_HOME": str(scratch / "home")}
+    """The checks' environment: a scratch home, and the always-on proxy left as it is (it has a
+    check of its own: `ctxmill.always_on.status`)."""
+    from ctxmill.always_on import AUTOSTART_ENV
+
+    return {**os.environ, "CTXMILL_HOME": str(scratch / "home"), AUTOSTART_ENV: "0"}
 
 
 def _event(name: str, scratch: Path) -> dict:

@@ -46,3 +46,26 @@ def ccr_dir(home: Path | None = None) -> Path:
 
 def sessions_dir(home: Path | None = None) -> Path:
     return (home or project_home()) / "sessions"
+
+
+GITIGNORE = """\
+# Written by ctxmill: commit the project's memory and settings, ignore the rest
+# (CCR originals, sessions, logs, indexes, checkpoints, caches).
+*
+!.gitignore
+!MEMORY.md
+!notes.md
+!config.toml
+"""
+
+
+def ensure_gitignore(home: Path) -> Path | None:
+    """Write `<home>/.gitignore` (GITIGNORE) unless the project home already has one; the path when
+    written. A home that does not exist yet is created (private)."""
+    from ground.files import atomic_write, private_dir
+
+    path = private_dir(home) / ".gitignore"
+    if path.exists():
+        return None
+    atomic_write(path, GITIGNORE.encode("utf-8"))
+    return path

@@ -1,10 +1,11 @@
 """`ctxmill doctor`: check each client's installation for real, the token counter and the stores.
 
-Per client (Claude Code, OpenCode) and scope where ctxmill is installed: the files, then each
+Per client (Claude Code, Codex, OpenCode) and scope where ctxmill is installed: the files, then each
 installed hook run as the host runs it, the MCP server started and asked for its tools, and (for
 OpenCode) the engine the plugin starts (`ctxmill.doctor_checks`; a scratch home, so nothing of the
 project changes). Prints one line per check (ok / problem: what is wrong and how to fix it); exit 1
 if any failed. A client installed in neither scope is one problem line saying how to install it.
+Then whether always-on compression is on and its proxy answers (`ctxmill.always_on.status`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _claude_code(root, home) -> list[tuple[str, str | None]]:
         hooks = integrations.installed_hooks(target)
         if not hooks and integrations.installed_mcp(target) is None:
             continue
-        problems = integrations.claude_code_status(target)
+        problems = integrations.claude_code_status(target, _proxy_url("claude-code") if scope == "user" else None)
         name = f"Claude Code ({scope} scope)"
         found.append((f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
                       + (" --project`" if scope == "project" else "`") if problems else None))
@@ -50,6 +51,30 @@ def _claude_code(root, home) -> list[tuple[str, str | None]]:
         n, p = doctor_checks.run_mcp(integrations.installed_mcp(target))
         found.append((f"{name}: {n}", p))
     return found or [("Claude Code", "ctxmill is not installed - run `ctxmill install claude-code` (or --project)")]
+
+
+def _proxy_url(client: str) -> str | None:
+    """The always-on proxy's URL when `client` is set up to use it."""
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    state = always_on.read_state(global_home())
+    return always_on.url(state["port"]) if state and client in state["clients"] else None
+
+
+def _codex(root, home) -> list[tuple[str, str | None]]:  # noqa: ARG001 - the clients' common signature
+    from ctxmill import codex_install, doctor_checks
+    from ctxmill.paths import global_home
+
+    target = codex_install.CodexTarget.for_user(global_home())
+    mcp = codex_install.installed_mcp(target)
+    if mcp is None:
+        return [("Codex", "ctxmill is not installed - run `ctxmill install codex`")]
+    problems = codex_install.codex_status(target, _proxy_url("codex"))
+    found = [("Codex (user scope): files", "; ".join(problems) + " - re-run `ctxmill install codex`" if problems
+              else None)]
+    n, p = doctor_checks.run_mcp(mcp)
+    return [*found, (f"Codex (user scope): {n}", p)]
 
 
 def _opencode(root, home) -> list[tuple[str, str | None]]:
@@ -86,12 +111,15 @@ def checks() -> list[tuple[str, str | None]]:
 
     found: list[tuple[str, str | None]] = []
     home, root = project_home(), project_root()
-    clients = [_claude_code(root, home), _opencode(root, home)]
+    clients = [_claude_code(root, home), _codex(root, home), _opencode(root, home)]
     installed = [c for c in clients if len(c) > 1 or c[0][1] is None or "not installed" not in c[0][1]]
     for client in clients:
         if installed and client not in installed:  # one client is enough: name the other, no problem
             client = [(f"{client[0][0]}: not installed ({client[0][1].split(' - ')[1]})", None)]
         found += client
+    from ctxmill import always_on
+
+    found.append(always_on.status(global_home()))
     try:
         from compress.tokens import exact_counter
         from ctxmill.settings import tiktoken_cache

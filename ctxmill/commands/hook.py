@@ -20,6 +20,8 @@ from ctxmill.hooks import EVENTS
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
            "Stop": 20.0}
+PROXY_WAIT = {"SessionStart": 8.0, "UserPromptSubmit": 1.5}
+"""Seconds a hook waits for the always-on proxy it (re)starts to answer (`ctxmill.always_on`)."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -96,20 +98,50 @@ def answer(event_name: str) -> None:
 
         hooks.after_session_start(event)
 
-    for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
-        try:
-            _within(BUDGETS[event_name], phase)
-        except _OverBudget:
-            _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
-            return
-        except Exception as exc:  # noqa: BLE001 - a hook must never break the host
-            _failed_open(event_name, f"{type(exc).__name__}: {exc}")
-            return
+    proxy = _start_proxy(event_name)
+    try:
+        for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
+            try:
+                _within(BUDGETS[event_name], phase)
+            except _OverBudget:
+                _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
+                return
+            except Exception as exc:  # noqa: BLE001 - a hook must never break the host
+                _failed_open(event_name, f"{type(exc).__name__}: {exc}")
+                return
+    finally:
+        if proxy is not None:
+            proxy.join(PROXY_WAIT[event_name] + 1)
+
+
+def _start_proxy(event_name: str):
+    """A thread making the always-on proxy answer while the hook does its own work (the session's
+    first request waits for SessionStart; a prompt's for UserPromptSubmit): None for other events,
+    or when always-on is off. A proxy still starting when the wait is over keeps starting."""
+    if event_name not in PROXY_WAIT:
+        return None
+    import threading
+
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    home = global_home()
+    if always_on.read_state(home) is None:
+        return None
+
+    def ensure() -> None:
+        problem = always_on.ensure(home, PROXY_WAIT[event_name])
+        if problem:
+            _failed_open(event_name, f"always-on proxy: {problem}")
+
+    thread = threading.Thread(target=ensure, daemon=True)
+    thread.start()
+    return thread
 
 
 def _supervise(child: int, event_name: str) -> None:
     """Wait for the child answering the hook; kill it GRACE seconds past its budget."""
-    limit = BUDGETS[event_name] * (2 if event_name == "SessionStart" else 1) + GRACE
+    limit = max(BUDGETS[event_name] * (2 if event_name == "SessionStart" else 1), PROXY_WAIT.get(event_name, 0)) + GRACE
     try:
         _within(limit, lambda: os.waitpid(child, 0))
     except _OverBudget:

@@ -1,0 +1,192 @@
+"""Always-on compression: the clients' own settings point them at one local proxy per user, which
+the clients start on demand.
+
+`ctxmill install claude-code` / `install codex` (user scope) record the port here
+(`<global home>/always-on.json`: `{"port": P, "clients": [...]}`) and point the client at
+`http://127.0.0.1:P`. Whoever runs when a session starts calls `ensure()`: Claude Code's
+SessionStart and UserPromptSubmit hooks, and `ctxmill mcp` (Codex starts its MCP servers with
+every session). `ensure()` starts `ctxmill proxy --port P --home <global home>` detached (its own
+session, output appended to `<global home>/logs/always-on-proxy.log`) when nothing answers on P;
+the proxy reads its upstreams and limits from `[proxy]` in `<global home>/config.toml`.
+
+What must hold:
+- One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
+  the new proxy answers, dies or runs out of time; a second caller then finds it answering.
+- Fail open: `ensure()` never raises; it returns a one-line problem (None: a ctxmill proxy
+  answers). A port held by another program is never taken over.
+- Cheap when up: a connect to 127.0.0.1 and one small HTTP request, no third-party import.
+- `CTXMILL_PROXY_AUTOSTART=0` turns starting off (`ctxmill doctor` sets it while it runs the
+  installed hooks and MCP server, so a check never leaves a proxy behind).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HOST = "127.0.0.1"
+STATE_FILE = "always-on.json"
+LOCK_FILE = "always-on.lock"
+LOG_FILE = Path("logs") / "always-on-proxy.log"
+START_WAIT = 8.0
+"""Seconds `ensure` waits for a proxy it started to answer (it takes 1-3 s on a busy machine)."""
+AUTOSTART_ENV = "CTXMILL_PROXY_AUTOSTART"
+
+
+def url(port: int) -> str:
+    return f"http://{HOST}:{port}"
+
+
+def read_state(global_home: Path) -> dict | None:
+    """The always-on state (None: no client is set up for it, or the file is unreadable)."""
+    try:
+        state = json.loads((global_home / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(state, dict) and isinstance(state.get("port"), int) and isinstance(state.get("clients"), list)
+    return state if ok and state["clients"] else None
+
+
+def enable(global_home: Path, client: str, port: int) -> None:
+    """Record that `client` is pointed at the proxy on `port` (one port for every client)."""
+    from ground.files import atomic_write
+
+    clients = sorted({*((read_state(global_home) or {}).get("clients", [])), client})
+    atomic_write(global_home / STATE_FILE, json.dumps({"port": port, "clients": clients}).encode())
+
+
+def disable(global_home: Path, client: str) -> None:
+    """Forget `client`; the state file goes with the last client (the running proxy is stopped then)."""
+    from ground.files import atomic_write
+
+    state = read_state(global_home)
+    if state is None or client not in state["clients"]:
+        return
+    rest = [c for c in state["clients"] if c != client]
+    if rest:
+        atomic_write(global_home / STATE_FILE, json.dumps({"port": state["port"], "clients": rest}).encode())
+        return
+    (global_home / STATE_FILE).unlink(missing_ok=True)
+    stop(state["port"])
+
+
+def serving_pid(port: int, timeout: float = 2.0) -> int | None:
+    """The pid of the ctxmill proxy answering on `port` (None: nothing listens, or something else
+    does)."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("GET", "/ctxmill/stats")
+        response = conn.getresponse()
+        pid = json.loads(response.read()).get("pid") if response.status == 200 else None
+    except (OSError, ValueError, AttributeError, http.client.HTTPException):
+        return None
+    finally:
+        conn.close()
+    return pid if isinstance(pid, int) else None
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+            return True
+        except OSError:
+            return False
+
+
+def _spawn(global_home: Path, port: int) -> subprocess.Popen:
+    from ground.files import private_dir, private_file
+
+    log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
+    env = {k: v for k, v in os.environ.items() if k != "CTXMILL_HOME"}
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home",
+                                 str(global_home), "--log-level", "warning"], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=out, cwd=global_home, env=env, start_new_session=True, close_fds=True)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
+    """Make the always-on proxy answer, starting it when down; None when it answers (or always-on
+    is off), else what is wrong, in one line. Never raises."""
+    try:
+        state = read_state(global_home)
+        if state is None:
+            return None
+        port = state["port"]
+        if serving_pid(port) is not None:
+            return None
+        if os.environ.get(AUTOSTART_ENV) == "0":
+            return f"the proxy on {url(port)} is not running ({AUTOSTART_ENV}=0)"
+        return _start(global_home, port, wait)
+    except Exception as exc:  # noqa: BLE001 - fail open: a hook or MCP server must never break on this
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _start(global_home: Path, port: int, wait: float) -> str | None:
+    from filelock import Timeout
+
+    from ground.files import private_lock
+
+    deadline = time.monotonic() + wait
+    try:
+        with private_lock(global_home / LOCK_FILE, timeout=wait):
+            if serving_pid(port) is not None:  # another session started it while this one waited
+                return None
+            if not port_is_free(port):
+                return f"port {port} is taken by another program: `ctxmill install <client> --port N` picks another"
+            proxy = _spawn(global_home, port)
+            while time.monotonic() < deadline:
+                if proxy.poll() is not None:
+                    reason = _last_line(global_home / LOG_FILE) or f"exit {proxy.returncode}"
+                    return f"the proxy did not start: {reason}"
+                if serving_pid(port, timeout=0.5) == proxy.pid:
+                    return None
+                time.sleep(0.05)
+            return f"the proxy did not answer on {url(port)} within {wait:g} s (it may still be starting)"
+    except Timeout:
+        return None if serving_pid(port) is not None else f"another process is starting the proxy on {url(port)}"
+
+
+def stop(port: int, wait: float = 10.0) -> int | None:
+    """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name); its pid,
+    or None when none answered."""
+    pid = serving_pid(port)
+    if pid is None:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and serving_pid(port, timeout=0.5) == pid:
+        time.sleep(0.05)
+    return pid
+
+
+def status(global_home: Path) -> tuple[str, str | None]:
+    """(what doctor says, a problem or None) about always-on compression."""
+    state = read_state(global_home)
+    if state is None:
+        return ("always-on compression: off (requests are compressed only through `ctxmill run`; "
+                "`ctxmill install claude-code` or `ctxmill install codex` turns it on)", None)
+    port, clients = state["port"], ", ".join(state["clients"])
+    pid = serving_pid(port)
+    if pid is not None:
+        return f"always-on compression for {clients}: proxy answers on {url(port)} (pid {pid})", None
+    if not port_is_free(port):
+        return (f"always-on compression for {clients}",
+                f"port {port} is taken by another program - `ctxmill install <client> --port N` picks another")
+    return (f"always-on compression for {clients}: the proxy on {url(port)} is not running now; the next session "
+            "starts it (`ctxmill proxy --ensure` starts it now)", None)
