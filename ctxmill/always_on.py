@@ -101,11 +101,19 @@ def port_is_free(port: int) -> bool:
             return False
 
 
+def _private(name: str) -> bool:
+    """A variable the proxy must not inherit: a secret (it forwards each request's own key and
+    keeps none), a base URL (pointing at itself) or another home."""
+    upper = name.upper()
+    return name == "CTXMILL_HOME" or upper.endswith("_BASE_URL") or \
+        any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"))
+
+
 def _spawn(global_home: Path, port: int) -> subprocess.Popen:
     from ground.files import private_dir, private_file
 
     log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
-    env = {k: v for k, v in os.environ.items() if k != "CTXMILL_HOME"}
+    env = {k: v for k, v in os.environ.items() if not _private(k)}
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home",
                                  str(global_home), "--log-level", "warning"], stdin=subprocess.DEVNULL, stdout=out,
@@ -147,8 +155,10 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
         with private_lock(global_home / LOCK_FILE, timeout=wait):
             if serving_pid(port) is not None:  # another session started it while this one waited
                 return None
-            if not port_is_free(port):
-                return f"port {port} is taken by another program: `ctxmill install <client> --port N` picks another"
+            while not port_is_free(port):  # a proxy that was stopped may still be closing its socket
+                if time.monotonic() >= deadline:
+                    return f"port {port} is taken by another program: `ctxmill install <client> --port N` picks another"
+                time.sleep(0.1)
             proxy = _spawn(global_home, port)
             while time.monotonic() < deadline:
                 if proxy.poll() is not None:
@@ -163,16 +173,29 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
 
 
 def stop(port: int, wait: float = 10.0) -> int | None:
-    """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name); its pid,
-    or None when none answered."""
+    """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name) and wait
+    for it to exit; its pid, or None when none answered."""
     pid = serving_pid(port)
     if pid is None:
         return None
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and serving_pid(port, timeout=0.5) == pid:
+    while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.05)
     return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a child of this process (tests) is gone once it is a zombie
+        return os.waitpid(pid, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return True
 
 
 def status(global_home: Path) -> tuple[str, str | None]:
