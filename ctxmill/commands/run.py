@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from ctxmill.always_on import port_is_free as _free
 from ctxmill.settings import DEFAULT_PORT
 
 HOST = "127.0.0.1"
@@ -56,15 +57,6 @@ def _answers(port: int, pid: int | None = None) -> bool:
     except CliError:
         return False
     return pid is None or stats.get("pid") == pid
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((HOST, port))
-            return True
-        except OSError:
-            return False
 
 
 def _pick_port(wanted: int | None) -> int:

@@ -115,6 +115,9 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
             assert "return a + b" in (project / "app.py").read_text()
             assert _compressed_sessions(srv.standin, seen), f"no request of the session in {name} was compressed"
             seen = len(srv.standin.model_calls())
+        # ENABLE_TOOL_SEARCH=true: deferred tools behind ToolSearch (9 tools sent, not 24)
+        first = next(r for r in srv.standin.model_calls() if r.body.get("tools"))
+        assert "ToolSearch" in {t.get("name") for t in first.body["tools"]}
         stats = setup.stats()
         assert sum(s["saved"] > 0 for s in stats["sessions"]) == 2, stats["sessions"]
         assert all(s["failures"] == 0 for s in stats["sessions"])
