@@ -4,8 +4,8 @@ the clients start on demand.
 `ctxmill install claude-code` / `install codex` (user scope) record the port here
 (`<global home>/always-on.json`: `{"port": P, "clients": [...]}`) and point the client at
 `http://127.0.0.1:P`. Whoever runs when a session starts calls `ensure()`: Claude Code's
-SessionStart and UserPromptSubmit hooks, and `ctxmill mcp` (Codex starts its MCP servers with
-every session). `ensure()` starts `ctxmill proxy --port P --home <global home>` detached (its own
+SessionStart, UserPromptSubmit and PreToolUse hooks, and `ctxmill mcp` (Codex starts its MCP
+servers with every session). `ensure()` starts `ctxmill proxy --port P --home <global home>` detached (its own
 session, output appended to `<global home>/logs/always-on-proxy.log`) when nothing answers on P;
 the proxy reads its upstreams and limits from `[proxy]` in `<global home>/config.toml`.
 
@@ -14,7 +14,8 @@ What must hold:
   the new proxy answers, dies or runs out of time; a second caller then finds it answering.
 - Fail open: `ensure()` never raises; it returns a one-line problem (None: a ctxmill proxy
   answers). A port held by another program is never taken over.
-- Cheap when up: a connect to 127.0.0.1 and one small HTTP request, no third-party import.
+- Cheap when up: one connect to 127.0.0.1, no third-party import (what answers there is checked
+  by `status`, which `ctxmill doctor` shows).
 - `CTXMILL_PROXY_AUTOSTART=0` turns starting off (`ctxmill doctor` sets it while it runs the
   installed hooks and MCP server, so a check never leaves a proxy behind).
 """
@@ -92,6 +93,15 @@ def serving_pid(port: int, timeout: float = 2.0) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
+def _listening(port: int) -> bool:
+    """Something accepts connections on `port` (the hooks' fast check; `serving_pid` says what)."""
+    try:
+        with socket.create_connection((HOST, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def port_is_free(port: int) -> bool:
     with socket.socket() as s:
         try:
@@ -136,7 +146,7 @@ def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
         if state is None:
             return None
         port = state["port"]
-        if serving_pid(port) is not None:
+        if _listening(port):
             return None
         if os.environ.get(AUTOSTART_ENV) == "0":
             return f"the proxy on {url(port)} is not running ({AUTOSTART_ENV}=0)"
@@ -153,7 +163,7 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
     deadline = time.monotonic() + wait
     try:
         with private_lock(global_home / LOCK_FILE, timeout=wait):
-            if serving_pid(port) is not None:  # another session started it while this one waited
+            if _listening(port):  # another session started it while this one waited
                 return None
             while not port_is_free(port):  # a proxy that was stopped may still be closing its socket
                 if time.monotonic() >= deadline:

@@ -5,7 +5,8 @@ running past the event's time budget gives exit 0, no output and one line on std
 to the project log, `.ctxmill/ctxmill.log`, when it can be). The budget is kept twice: SIGALRM
 interrupts the handler's Python code, and the handler runs in a forked child that this process
 kills GRACE seconds past the budget, should it be stuck where no signal handler runs (C code that
-never returns to Python, such as an endless read).
+never returns to Python, such as an endless read). SessionStart, UserPromptSubmit and PreToolUse
+also start the always-on proxy when it is set up and down (`ctxmill.always_on`), alongside.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ctxmill.hooks import EVENTS
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
            "Stop": 20.0}
-PROXY_WAIT = {"SessionStart": 8.0, "UserPromptSubmit": 1.5}
+PROXY_WAIT = {"SessionStart": 8.0, "UserPromptSubmit": 1.5, "PreToolUse": 1.5}
 """Seconds a hook waits for the always-on proxy it (re)starts to answer (`ctxmill.always_on`)."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
@@ -116,8 +117,9 @@ def answer(event_name: str) -> None:
 
 def _start_proxy(event_name: str):
     """A thread making the always-on proxy answer while the hook does its own work (the session's
-    first request waits for SessionStart; a prompt's for UserPromptSubmit): None for other events,
-    or when always-on is off. A proxy still starting when the wait is over keeps starting."""
+    first request waits for SessionStart, a prompt's for UserPromptSubmit, and PreToolUse revives
+    a proxy that stopped mid-turn before the next request): None for other events, or when
+    always-on is off. A proxy still starting when the wait is over keeps starting."""
     if event_name not in PROXY_WAIT:
         return None
     import threading
