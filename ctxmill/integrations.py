@@ -5,13 +5,16 @@ Claude Code (scope user, the default: `~/.claude/`, `~/.claude.json`; scope proj
 event, recognised by its command `… hook EVENT`), slash commands `commands/checkpoint.md` and
 `commands/dream.md`, and the MCP server `ctxmill` under `mcpServers`. Hooks, MCP server and slash
 commands all run the same command (`ctxmill.launch.resolved_command`): `ctxmill` from PATH in
-project files, so a team can check them in.
+project files, so a team can check them in. With a proxy URL (always-on, `ctxmill.always_on`),
+`env` in settings.json points Claude Code at it (ANTHROPIC_BASE_URL, ENABLE_TOOL_SEARCH=true);
+the values it replaced are kept in the manifest and put back by uninstall.
 
 What must hold: installing twice equals installing once; every JSON file is backed up
 (`<file>.ctxmill.bak`) before its first change and written atomically; uninstall removes only
 what install added (our hook entries, our MCP entry, command files that still hold our text) and
-deletes files install created that are left empty. A manifest of created files is kept in the
-ctxmill home (`installed-<host>.json`).
+deletes files install created that are left empty; a file whose backup holds the same data as
+what is left gets the backup back, byte for byte and with its mode (backups keep both). A
+manifest of created files is kept in the ctxmill home (`installed-<host>.json`).
 """
 
 from __future__ import annotations
