@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.integrations import MARK, Change, manifest, remove_commands, save_manifest, write_commands
+from ctxmill.integrations import MARK, Change, back_up, manifest, remove_commands, save_manifest, write_commands
 
 SCHEMA = "https://opencode.ai/config.json"
 PLUGIN_FILE = "ctxmill.js"
@@ -115,9 +114,7 @@ def _edit_config(path: Path, command: list[str] | None, change: Change, created:
         path.unlink()
         change.removed.append(path)
         return None
-    backup = path.with_name(path.name + ".ctxmill.bak")
-    if path.exists() and not backup.exists() and str(path) not in created:
-        shutil.copyfile(path, backup)
+    back_up(path, created)
     atomic_write(path, new.encode("utf-8"))
     change.written.append(path)
     return None

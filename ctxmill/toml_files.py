@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ctxmill.integrations import Change, back_up, restore_backup
+from ctxmill.integrations import Change, back_up, backup_of, restore_backup
 
 
 def load(path: Path):
@@ -41,7 +41,7 @@ def write(path: Path, doc, change: Change, created: set[str] | list[str] = ()) -
 def drop_or_write(path: Path, doc, change: Change) -> None:
     """Uninstall's write (see the module's rules); a file without a backup was created by ctxmill."""
     text = doc.as_string()
-    if not tomllib.loads(text) and not path.with_name(path.name + ".ctxmill.bak").exists():
+    if not tomllib.loads(text) and not backup_of(path).exists():
         path.unlink(missing_ok=True)
         change.removed.append(path)
     elif restore_backup(path, lambda backup: tomllib.loads(backup.read_text("utf-8")) == tomllib.loads(text)):

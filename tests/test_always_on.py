@@ -94,7 +94,9 @@ def test_a_shell_base_url_is_kept_and_no_proxy_takes_always_on_back(dirs):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         proc = _ctxmill(root, user, "install", "claude-code", "--port", str(taken.getsockname()[1]))
-    assert proc.returncode == 2 and "taken by another program" in proc.stderr
+    assert proc.returncode == 0 and "taken by another program" in proc.stderr  # hooks and MCP, no always-on
+    assert "env" not in json.loads((user / ".claude/settings.json").read_text())
+    assert always_on.read_state(user / "data" / "ctxmill") is None
 
 
 @given(st.dictionaries(st.sampled_from(["ANTHROPIC_BASE_URL", "ENABLE_TOOL_SEARCH", "FOO", "PATH"]),

@@ -42,7 +42,9 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _port(args: argparse.Namespace, global_home) -> int:
+def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None]:
+    """(the always-on proxy's port, None) or, when the port is held by another program, (None, why:
+    the rest of the install goes on without always-on)."""
     from ctxmill import always_on
     from ctxmill.errors import CliError
 
@@ -54,8 +56,9 @@ def _port(args: argparse.Namespace, global_home) -> int:
         raise CliError(f"{', '.join(state['clients'])} already use the always-on proxy on port {state['port']}: "
                        "install with that --port, or uninstall them first")
     if always_on.serving_pid(port) is None and not always_on.port_is_free(port):
-        raise CliError(f"port {port} is taken by another program: pick a free one with --port")
-    return port
+        return None, (f"port {port} is taken by another program, so {args.host}'s requests are left alone: "
+                      "re-run with a free --port for always-on compression")
+    return port, None
 
 
 def _change(args: argparse.Namespace, install: bool, root, home, global_home, command, proxy_url):
@@ -91,7 +94,8 @@ def apply(args: argparse.Namespace, install: bool) -> int:
     command, warning = resolved_command(args.scope)
     warnings = [warning] if warning and install else []
     proxied = args.host in UPSTREAM_KEY and args.scope == "user"
-    port = _port(args, ghome) if install and proxied and not args.no_proxy else None  # uninstall: no --port
+    port, taken = _port(args, ghome) if install and proxied and not args.no_proxy else (None, None)
+    warnings += [taken] if taken else []
     upstream_record = ghome / f"upstream-{args.host}.json"
     try:
         change, more = _change(args, install, root, home, ghome, command, port and always_on.url(port))
