@@ -116,9 +116,15 @@ def codex_overrides(url: str, env: Mapping[str, str]) -> list[str]:
 
 def through_proxy(command: list[str], url: str, env: Mapping[str, str]) -> list[str]:
     """The command with the flags its client needs to use the proxy (Codex: `codex_overrides`,
-    before its subcommand, where they apply to every subcommand)."""
+    before its subcommand, where they apply to every subcommand; Claude Code: `--settings` whose
+    `env` wins over the ANTHROPIC_BASE_URL of its settings files, which always-on compression and
+    gateways set there and which would win over this process's environment)."""
     if Path(command[0]).name == "codex":
         return [command[0], *codex_overrides(url, env), *command[1:]]
+    if Path(command[0]).name == "claude":
+        import json
+
+        return [command[0], "--settings", json.dumps({"env": {"ANTHROPIC_BASE_URL": url}}), *command[1:]]
     return command
 
 
