@@ -22,12 +22,8 @@ What must hold:
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,6 +77,8 @@ def disable(global_home: Path, client: str) -> None:
 def serving_pid(port: int, timeout: float = 2.0) -> int | None:
     """The pid of the ctxmill proxy answering on `port` (None: nothing listens, or something else
     does)."""
+    import http.client
+
     conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
     try:
         conn.request("GET", "/ctxmill/stats")
@@ -95,6 +93,8 @@ def serving_pid(port: int, timeout: float = 2.0) -> int | None:
 
 def _listening(port: int) -> bool:
     """Something accepts connections on `port` (the hooks' fast check; `serving_pid` says what)."""
+    import socket
+
     try:
         with socket.create_connection((HOST, port), timeout=1.0):
             return True
@@ -103,6 +103,8 @@ def _listening(port: int) -> bool:
 
 
 def port_is_free(port: int) -> bool:
+    import socket
+
     with socket.socket() as s:
         try:
             s.bind((HOST, port))
@@ -119,7 +121,10 @@ def _private(name: str) -> bool:
         any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"))
 
 
-def _spawn(global_home: Path, port: int) -> subprocess.Popen:
+def _spawn(global_home: Path, port: int):
+    """`ctxmill proxy` for `port`, detached (a subprocess.Popen)."""
+    import subprocess
+
     from ground.files import private_dir, private_file
 
     log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
@@ -185,6 +190,8 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
 def stop(port: int, wait: float = 10.0) -> int | None:
     """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name) and wait
     for it to exit; its pid, or None when none answered."""
+    import signal
+
     pid = serving_pid(port)
     if pid is None:
         return None
