@@ -102,10 +102,39 @@ def _listening(port: int) -> bool:
         return False
 
 
+def listener_uid(port: int) -> int | None:
+    """The user id of the socket listening on TCP `port` (Linux, from /proc/net/tcp and tcp6; None
+    when nothing listens there or the system does not say)."""
+    suffix = f":{port:04X}"
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 7 and fields[1].endswith(suffix) and fields[3] == "0A":  # 0A: LISTEN
+                return int(fields[7])
+    return None
+
+
+def held_by_another_user(port: int) -> str | None:
+    """Why the program listening on `port` must not get this user's requests (it runs as another
+    user, who would see their keys and content), or None."""
+    uid = listener_uid(port)
+    if uid is None or uid == os.getuid():
+        return None
+    return (f"port {port} is held by a program of another user (uid {uid}), which would see your requests and keys: "
+            "`ctxmill install <client> --port N` picks another port")
+
+
 def port_is_free(port: int) -> bool:
+    """A proxy could listen on `port` now. Bound as uvicorn binds (SO_REUSEADDR): the connections a
+    stopped proxy closed linger in TIME_WAIT for a minute and must not count as taking the port."""
     import socket
 
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
             return True
@@ -152,7 +181,7 @@ def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
             return None
         port = state["port"]
         if _listening(port):
-            return None
+            return held_by_another_user(port)
         if os.environ.get(AUTOSTART_ENV) == "0":
             return f"the proxy on {url(port)} is not running ({AUTOSTART_ENV}=0)"
         return _start(global_home, port, wait)
@@ -222,6 +251,8 @@ def status(global_home: Path) -> tuple[str, str | None]:
         return ("always-on compression: off (requests are compressed only through `ctxmill run`; "
                 "`ctxmill install claude-code` or `ctxmill install codex` turns it on)", None)
     port, clients = state["port"], ", ".join(state["clients"])
+    if held_by_another_user(port):
+        return f"always-on compression for {clients}", held_by_another_user(port)
     pid = serving_pid(port)
     if pid is not None:
         return f"always-on compression for {clients}: proxy answers on {url(port)} (pid {pid})", None

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 
-HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
+HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
 MARK = "<!-- installed by ctxmill -->"
 COMMAND_NAMES = ("checkpoint.md", "dream.md")

@@ -32,12 +32,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _ctxmill(root: Path, user: Path, *args: str, **extra: str) -> subprocess.CompletedProcess:
+def _ctxmill(root: Path, user: Path, *args: str, input: str | None = None, **extra: str) -> subprocess.CompletedProcess:
     """`ctxmill ARGS` as the user `user` (HOME) in `root`, with no provider variable but `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXMILL_", "XDG_", "ANTHROPIC_", "OPENAI_", "CODEX_"))}
     env.update(HOME=str(user), XDG_DATA_HOME=str(user / "data"), PYTHONPATH=str(REPO), **extra)
     return subprocess.run([sys.executable, "-m", "ctxmill", *args], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, input=input)
 
 
 def _snapshot(*paths: Path) -> list:
@@ -267,3 +267,53 @@ def test_the_project_home_gitignore_keeps_memory_and_ignores_the_rest(dirs):
     assert sorted(listed) == [".ctxmill/.gitignore", ".ctxmill/MEMORY.md", ".ctxmill/config.toml", ".ctxmill/notes.md"]
     (root / ".ctxmill" / ".gitignore").write_text("mine\n")
     assert ensure_gitignore(root / ".ctxmill") is None and (root / ".ctxmill" / ".gitignore").read_text() == "mine\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0 or not Path("/proc/net/tcp").exists(),
+                    reason="needs root (to listen as another user) and /proc/net/tcp")
+def test_a_port_held_by_another_user_gets_no_request_and_no_prompt(dirs):
+    """Another user's program on the always-on port would see the person's keys: install leaves
+    the client alone, doctor says why, and the prompt hook blocks the prompt."""
+    root, user = dirs
+    ghome = user / "data" / "ctxmill"
+    listener = subprocess.Popen([sys.executable, "-c", "import os, socket, sys, time; os.setuid(65534); "
+                                 "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); "
+                                 "print(s.getsockname()[1], flush=True); time.sleep(60)"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(listener.stdout.readline())
+        assert always_on.listener_uid(port) == 65534
+        proc = _ctxmill(root, user, "install", "claude-code", "--port", str(port))
+        assert proc.returncode == 0 and "another user (uid 65534)" in proc.stderr
+        assert always_on.read_state(ghome) is None
+        always_on.enable(ghome, "claude-code", port)  # e.g. it took the port after install
+        assert "another user" in always_on.status(ghome)[1] and "another user" in always_on.ensure(ghome)
+        event = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+        hook = _ctxmill(root, user, "hook", "UserPromptSubmit", input=event)
+        answer = json.loads(hook.stdout)
+        assert answer["decision"] == "block" and "another user" in answer["reason"]
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_a_port_left_in_time_wait_by_a_stopped_proxy_is_free():
+    """A stopped proxy's closed connections linger in TIME_WAIT; the proxy binds with SO_REUSEADDR,
+    so they must not make the port look taken (they did: restarts gave up for a minute)."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()  # the server side closes first: its end goes to TIME_WAIT
+    time.sleep(0.1)
+    client.close()
+    server.close()
+    assert always_on.port_is_free(port)
+    with socket.socket() as listening:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(("127.0.0.1", port))
+        listening.listen()
+        assert not always_on.port_is_free(port)

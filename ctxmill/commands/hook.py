@@ -21,8 +21,11 @@ from ctxmill.hooks import EVENTS
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
            "Stop": 20.0}
-PROXY_WAIT = {"SessionStart": 8.0, "UserPromptSubmit": 1.5, "PreToolUse": 1.5}
-"""Seconds a hook waits for the always-on proxy it (re)starts to answer (`ctxmill.always_on`)."""
+PROXY_WAIT = {"SessionStart": 20.0, "UserPromptSubmit": 1.5, "PreToolUse": 1.5}
+"""Seconds a hook waits for the always-on proxy it (re)starts to answer (`ctxmill.always_on`): the
+proxy starts in 1-3 s (2.8 s on a loaded 2-core machine); SessionStart leaves room for a busier
+one, since the session's first request follows it at once (a prompt's or a tool's requests are
+retried by the client)."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -99,6 +102,11 @@ def answer(event_name: str) -> None:
 
         hooks.after_session_start(event)
 
+    blocked = _foreign_proxy(event_name)
+    if blocked is not None:
+        sys.stdout.write(json.dumps(blocked) + "\n")
+        sys.stdout.flush()
+        return
     proxy = _start_proxy(event_name)
     try:
         for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
@@ -113,6 +121,22 @@ def answer(event_name: str) -> None:
     finally:
         if proxy is not None:
             proxy.join(PROXY_WAIT[event_name] + 1)
+
+
+def _foreign_proxy(event_name: str) -> dict | None:
+    """UserPromptSubmit's answer when the always-on port is held by another user's program: the
+    prompt is blocked, since its request would go there with the person's key (None: go on)."""
+    if event_name != "UserPromptSubmit":
+        return None
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    try:
+        state = always_on.read_state(global_home())
+        reason = state and always_on.held_by_another_user(state["port"])
+    except Exception:  # noqa: BLE001 - fail open
+        return None
+    return {"decision": "block", "reason": f"ctxmill: {reason}"} if reason else None
 
 
 def _start_proxy(event_name: str):

@@ -55,9 +55,10 @@ def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None
     if state and state["port"] != port and set(state["clients"]) - {args.host}:
         raise CliError(f"{', '.join(state['clients'])} already use the always-on proxy on port {state['port']}: "
                        "install with that --port, or uninstall them first")
-    if always_on.serving_pid(port) is None and not always_on.port_is_free(port):
-        return None, (f"port {port} is taken by another program, so {args.host}'s requests are left alone: "
-                      "re-run with a free --port for always-on compression")
+    held = always_on.held_by_another_user(port)
+    if held or always_on.serving_pid(port) is None and not always_on.port_is_free(port):
+        return None, (f"{held or f'port {port} is taken by another program'}; {args.host}'s requests are left "
+                      "alone: re-run with a free --port for always-on compression")
     return port, None
 
 
