@@ -13,7 +13,9 @@ What must hold:
 - One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
   the new proxy answers, dies or runs out of time; a second caller then finds it answering.
 - Fail open: `ensure()` never raises; it returns a one-line problem (None: a ctxmill proxy
-  answers). A port held by another program is never taken over.
+  answers). A port held by another program is never taken over; one held by another user's
+  program is named as such (`held_by_another_user`): install and the prompt hook then keep the
+  client's requests, and their keys, away from it.
 - Cheap when up: one connect to 127.0.0.1, no third-party import (what answers there is checked
   by `status`, which `ctxmill doctor` shows).
 - `CTXMILL_PROXY_AUTOSTART=0` turns starting off (`ctxmill doctor` sets it while it runs the
