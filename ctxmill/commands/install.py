@@ -78,15 +78,37 @@ def _change(args: argparse.Namespace, install: bool, root, home, global_home, co
     return opencode_install.install_opencode(oc, command) if install else opencode_install.uninstall_opencode(oc)
 
 
+def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
+    """Keep the base URL the client used as the proxy's upstream in the global config and turn
+    always-on on for `host` when install pointed it at the proxy; else undo both. Warnings."""
+    from ctxmill import always_on, toml_files
+    from ctxmill.integrations import manifest_extra, save_manifest
+    from ctxmill.settings import CONFIG_FILE
+
+    record, config, warnings = global_home / f"upstream-{host}.json", global_home / CONFIG_FILE, []
+    kept = manifest_extra(record).get("upstream")  # what an earlier install wrote into the config
+    if not change.proxied or kept != change.upstream:
+        toml_files.drop_upstream(config, UPSTREAM_KEY[host], kept, change)
+        kept = None
+        if change.proxied:
+            kept, note = toml_files.keep_upstream(config, UPSTREAM_KEY[host], change.upstream, change)
+            warnings += [note] if note else []
+    if change.proxied:
+        save_manifest(record, set(), upstream=kept)
+        always_on.enable(global_home, host, port)
+    else:
+        record.unlink(missing_ok=True)
+        always_on.disable(global_home, host)
+    return warnings
+
+
 def apply(args: argparse.Namespace, install: bool) -> int:
     import sys
 
-    from ctxmill import always_on, toml_files
+    from ctxmill import always_on
     from ctxmill.errors import CliError
-    from ctxmill.integrations import manifest_extra, save_manifest
     from ctxmill.launch import resolved_command
     from ctxmill.paths import ensure_gitignore, global_home, project_home, project_root
-    from ctxmill.settings import CONFIG_FILE
 
     if args.host == "codex" and args.scope == "project":
         raise CliError("Codex is installed for your user only (its project config needs the project trusted)")
@@ -97,22 +119,11 @@ def apply(args: argparse.Namespace, install: bool) -> int:
     proxied = args.host in UPSTREAM_KEY and args.scope == "user"
     port, taken = _port(args, ghome) if install and proxied and not args.no_proxy else (None, None)
     warnings += [taken] if taken else []
-    upstream_record = ghome / f"upstream-{args.host}.json"
     try:
         change, more = _change(args, install, root, home, ghome, command, port and always_on.url(port))
         warnings += more
         if proxied:
-            kept = manifest_extra(upstream_record).get("upstream")
-            toml_files.drop_upstream(ghome / CONFIG_FILE, UPSTREAM_KEY[args.host], kept, change)
-            upstream_record.unlink(missing_ok=True)
-            if change.proxied:
-                value, note = toml_files.keep_upstream(ghome / CONFIG_FILE, UPSTREAM_KEY[args.host], change.upstream,
-                                                       change)
-                warnings += [note] if note else []
-                save_manifest(upstream_record, set(), upstream=value)
-                always_on.enable(ghome, args.host, port)
-            else:
-                always_on.disable(ghome, args.host)
+            warnings += _upstream(args.host, ghome, change, port)
         if install and (args.scope == "project" or project_home().is_dir()):
             written = ensure_gitignore(project_home())
             change.written += [written] if written else []
