@@ -302,8 +302,9 @@ def install_claude_code(target: ClaudeCodeTarget, command: list[str], proxy_url:
     settings = _with_our_hooks(_load_json(target.settings), command)
     if proxy_url:
         settings, replaced = _with_proxy_env(settings, proxy_url, extra.get("env", {}))
-        previous = replaced[PROXY_ENV] or os.environ.get(PROXY_ENV)
-        change.upstream = previous if previous and previous.rstrip("/") != proxy_url else None
+        previous = (replaced[PROXY_ENV] or os.environ.get(PROXY_ENV) or "").rstrip("/")
+        ours = (proxy_url, extra.get("proxy_url"))  # a shell inside a session sees the proxy's URL
+        change.upstream = previous if previous and previous not in ours else None
         change.proxied = True
         extra = {"env": replaced, "proxy_url": proxy_url}
     else:

@@ -87,6 +87,9 @@ def test_a_shell_base_url_is_kept_and_no_proxy_takes_always_on_back(dirs):
     assert proc.returncode == 0 and "forwards to https://gw2.example" in proc.stdout
     assert 'upstream_anthropic = "https://gw2.example"' in config.read_text()
     assert json.loads((user / ".claude/settings.json").read_text())["env"]["ENABLE_TOOL_SEARCH"] == "true"
+    again = _ctxmill(root, user, "install", "claude-code", "--port", str(port + 1),  # from a shell inside a session
+                     ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
+    assert again.returncode == 0 and 'upstream_anthropic = "https://gw2.example"' in config.read_text()
     assert _ctxmill(root, user, "install", "claude-code", "--no-proxy").returncode == 0
     assert "env" not in json.loads((user / ".claude/settings.json").read_text())
     assert not config.exists() and always_on.read_state(user / "data" / "ctxmill") is None

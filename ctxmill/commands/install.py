@@ -87,6 +87,8 @@ def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
 
     record, config, warnings = global_home / f"upstream-{host}.json", global_home / CONFIG_FILE, []
     kept = manifest_extra(record).get("upstream")  # what an earlier install wrote into the config
+    if change.proxied and change.upstream is None:  # a reinstall from a shell without the gateway keeps it
+        change.upstream = kept
     if not change.proxied or kept != change.upstream:
         toml_files.drop_upstream(config, UPSTREAM_KEY[host], kept, change)
         kept = None
