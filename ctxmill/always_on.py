@@ -246,6 +246,19 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _upstreams(global_home: Path) -> str:
+    """", forwarding to …" for the upstreams the global config names ("" when it names none)."""
+    from ctxmill.errors import ConfigError
+    from ctxmill.settings import UPSTREAM_KEYS, Settings
+
+    try:
+        named = Settings.load(global_home).proxy_overrides
+    except ConfigError as exc:
+        return f", config: {exc}"
+    chosen = [named[k] for k in UPSTREAM_KEYS if k in named]
+    return f", forwarding to {' and '.join(chosen)}" if chosen else ""
+
+
 def status(global_home: Path) -> tuple[str, str | None]:
     """(what doctor says, a problem or None) about always-on compression."""
     state = read_state(global_home)
@@ -257,7 +270,8 @@ def status(global_home: Path) -> tuple[str, str | None]:
         return f"always-on compression for {clients}", held_by_another_user(port)
     pid = serving_pid(port)
     if pid is not None:
-        return f"always-on compression for {clients}: proxy answers on {url(port)} (pid {pid})", None
+        return (f"always-on compression for {clients}: proxy answers on {url(port)} (pid {pid})"
+                f"{_upstreams(global_home)}", None)
     if not port_is_free(port):
         return (f"always-on compression for {clients}",
                 f"port {port} is taken by another program - `ctxmill install <client> --port N` picks another")

@@ -218,7 +218,8 @@ def test_one_proxy_starts_on_demand_forwards_to_the_configured_upstream_and_a_pr
             pid = always_on.serving_pid(port)
             assert pid is not None and "ctxmill proxy" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
             assert always_on.status(ghome) == (f"always-on compression for claude-code: proxy answers on "
-                                               f"http://127.0.0.1:{port} (pid {pid})", None)
+                                               f"http://127.0.0.1:{port} (pid {pid}), forwarding to {upstream.url}",
+                                               None)
             reply = httpx.post(f"http://127.0.0.1:{port}/v1/messages", trust_env=False, timeout=30, json={
                 "model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
             assert reply.status_code == 200 and fake.received[-1].path == "/v1/messages"
