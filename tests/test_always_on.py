@@ -228,16 +228,19 @@ def test_one_proxy_starts_on_demand_forwards_to_the_configured_upstream_and_a_pr
             monkeypatch.setenv(always_on.AUTOSTART_ENV, "0")
             assert "not running" in always_on.ensure(ghome) and always_on.serving_pid(port) is None
             monkeypatch.delenv(always_on.AUTOSTART_ENV)
-            event = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
-                                "prompt": "go on"})
-            hook = subprocess.run([sys.executable, "-m", "ctxmill", "hook", "UserPromptSubmit"], input=event, text=True,
-                                  capture_output=True, timeout=60, cwd=tmp_path,
-                                  env={**os.environ, "PYTHONPATH": str(REPO)})
-            assert hook.returncode == 0
-            deadline = time.monotonic() + 30  # the hook waits 1.5 s; a busy machine may need longer
-            while always_on.serving_pid(port) is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert always_on.serving_pid(port) not in (None, pid)
+            events = {"UserPromptSubmit": {"prompt": "go on"},  # a prompt, and a tool mid-turn, revive it
+                      "PreToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}}}
+            for name, fields in events.items():
+                event = json.dumps({"session_id": "s", "cwd": str(tmp_path), "hook_event_name": name, **fields})
+                hook = subprocess.run([sys.executable, "-m", "ctxmill", "hook", name], input=event, text=True,
+                                      capture_output=True, timeout=60, cwd=tmp_path,
+                                      env={**os.environ, "PYTHONPATH": str(REPO)})
+                assert hook.returncode == 0
+                deadline = time.monotonic() + 30  # the hook waits 1.5 s; a busy machine may need longer
+                while always_on.serving_pid(port) is None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert always_on.serving_pid(port) not in (None, pid), name
+                pid = always_on.stop(port)
         finally:
             always_on.stop(port)
 
@@ -271,6 +274,11 @@ def test_the_project_home_gitignore_keeps_memory_and_ignores_the_rest(dirs):
     assert sorted(listed) == [".ctxmill/.gitignore", ".ctxmill/MEMORY.md", ".ctxmill/config.toml", ".ctxmill/notes.md"]
     (root / ".ctxmill" / ".gitignore").write_text("mine\n")
     assert ensure_gitignore(root / ".ctxmill") is None and (root / ".ctxmill" / ".gitignore").read_text() == "mine\n"
+    other = root.parent / "other"  # a project that got its .ctxmill/ some other way: the next session adds it
+    (other / ".ctxmill").mkdir(parents=True)
+    event = json.dumps({"session_id": "s", "cwd": str(other), "hook_event_name": "SessionStart", "source": "startup"})
+    assert _ctxmill(other, user, "hook", "SessionStart", input=event).returncode == 0
+    assert (other / ".ctxmill" / ".gitignore").read_text() == GITIGNORE
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0 or not Path("/proc/net/tcp").exists(),
