@@ -5,9 +5,11 @@ the clients start on demand.
 (`<global home>/always-on.json`: `{"port": P, "clients": [...]}`) and point the client at
 `http://127.0.0.1:P`. Whoever runs when a session starts calls `ensure()`: Claude Code's
 SessionStart, UserPromptSubmit and PreToolUse hooks, and `ctxmill mcp` (Codex starts its MCP
-servers with every session). `ensure()` starts `ctxmill proxy --port P --home <global home>` detached (its own
-session, output appended to `<global home>/logs/always-on-proxy.log`) when nothing answers on P;
-the proxy reads its upstreams and limits from `[proxy]` in `<global home>/config.toml`.
+servers with every session). `ensure()` starts `ctxmill proxy --port P --home <global home>`
+detached (its own session, output appended to `<global home>/logs/always-on-proxy.log`) when
+nothing answers on P, under a keeper (`keep`, this module run as a script) that starts it again
+when a signal kills it; the proxy reads its upstreams and limits from `[proxy]` in
+`<global home>/config.toml`.
 
 What must hold:
 - One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
@@ -37,6 +39,9 @@ LOG_FILE = Path("logs") / "always-on-proxy.log"
 START_WAIT = 8.0
 """Seconds `ensure` waits for a proxy it started to answer (it takes 1-3 s on a busy machine)."""
 AUTOSTART_ENV = "CTXMILL_PROXY_AUTOSTART"
+MAX_RESTARTS = 5
+RESTART_WINDOW = 600.0
+RESTART_PAUSE = 0.5
 
 
 def url(port: int) -> str:
@@ -152,8 +157,13 @@ def _private(name: str) -> bool:
         any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"))
 
 
+def _proxy_command(global_home: Path, port: int) -> list[str]:
+    return [sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home", str(global_home),
+            "--log-level", "warning"]
+
+
 def _spawn(global_home: Path, port: int):
-    """`ctxmill proxy` for `port`, detached (a subprocess.Popen)."""
+    """The keeper of the proxy for `port` (`keep`), detached (a subprocess.Popen)."""
     import subprocess
 
     from ground.files import private_dir, private_file
@@ -161,9 +171,41 @@ def _spawn(global_home: Path, port: int):
     log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
     env = {k: v for k, v in os.environ.items() if not _private(k)}
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home",
-                                 str(global_home), "--log-level", "warning"], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=out, cwd=global_home, env=env, start_new_session=True, close_fds=True)
+        return subprocess.Popen([sys.executable, "-m", "ctxmill.always_on", str(port), str(global_home)],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=global_home, env=env,
+                                start_new_session=True, close_fds=True)
+
+
+def keep(global_home: Path, port: int) -> int:
+    """Run the proxy, and start it again when a signal kills it (SIGKILL, the out-of-memory
+    killer, a crash in C code): the client, still retrying its request, gets through within
+    seconds. A stop (SIGTERM or SIGINT, to the proxy or to this keeper) and any exit of the
+    proxy's own (0, or an error it reported at start) end both, and so do MAX_RESTARTS restarts
+    within RESTART_WINDOW seconds. Returns the proxy's last exit code."""
+    import signal
+    import subprocess
+
+    child: subprocess.Popen | None = None
+    stopping = False
+
+    def forward(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+        nonlocal stopping
+        stopping = True
+        if child is not None:
+            child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    starts: list[float] = []
+    while True:
+        starts = [t for t in starts if time.monotonic() - t < RESTART_WINDOW] + [time.monotonic()]
+        child = subprocess.Popen(_proxy_command(global_home, port), stdin=subprocess.DEVNULL)
+        code = child.wait()
+        if stopping or code >= 0 or -code in (signal.SIGTERM, signal.SIGINT) or len(starts) > MAX_RESTARTS:
+            return code  # uvicorn dies of the stop signal it caught, once it has shut down
+        print(f"ctxmill always-on: the proxy was killed (signal {-code}); starting it again", file=sys.stderr,
+              flush=True)
+        time.sleep(RESTART_PAUSE)
 
 
 def _last_line(path: Path) -> str:
@@ -210,7 +252,7 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
                 if proxy.poll() is not None:
                     reason = _last_line(global_home / LOG_FILE) or f"exit {proxy.returncode}"
                     return f"the proxy did not start: {reason}"
-                if serving_pid(port, timeout=0.5) == proxy.pid:
+                if serving_pid(port, timeout=0.5) is not None:
                     return None
                 time.sleep(0.05)
             return f"the proxy did not answer on {url(port)} within {wait:g} s (it may still be starting)"
@@ -277,3 +319,7 @@ def status(global_home: Path) -> tuple[str, str | None]:
                 f"port {port} is taken by another program - `ctxmill install <client> --port N` picks another")
     return (f"always-on compression for {clients}: the proxy on {url(port)} is not running now; the next session "
             "starts it (`ctxmill proxy --ensure` starts it now)", None)
+
+
+if __name__ == "__main__":  # the detached keeper `_spawn` starts: PORT GLOBAL_HOME
+    sys.exit(keep(Path(sys.argv[2]), int(sys.argv[1])))

@@ -329,3 +329,30 @@ def test_a_port_left_in_time_wait_by_a_stopped_proxy_is_free():
         listening.bind(("127.0.0.1", port))
         listening.listen()
         assert not always_on.port_is_free(port)
+
+
+def test_a_killed_proxy_is_started_again_and_a_stop_ends_its_keeper(tmp_path):
+    """SIGKILL (the out-of-memory killer, `kill -9`) mid-session: the keeper starts the proxy again
+    while the client is still retrying; `stop` ends the proxy and its keeper."""
+    import signal
+
+    port = _free_port()
+    always_on.enable(tmp_path, "claude-code", port)
+    try:
+        assert always_on.ensure(tmp_path, wait=30) is None
+        first = always_on.serving_pid(port)
+        keeper = int(Path(f"/proc/{first}/stat").read_text().rsplit(")", 1)[1].split()[1])  # its parent
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while always_on.serving_pid(port) in (None, first) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = always_on.serving_pid(port)
+        assert second not in (None, first)
+        assert always_on.stop(port) == second
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{keeper}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{keeper}").exists() or "Z" in Path(f"/proc/{keeper}/stat").read_text().split(")")[1][:3]
+        assert always_on.serving_pid(port) is None
+    finally:
+        always_on.stop(port)
