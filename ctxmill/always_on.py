@@ -35,6 +35,7 @@ from pathlib import Path
 HOST = "127.0.0.1"
 STATE_FILE = "always-on.json"
 LOCK_FILE = "always-on.lock"
+KEEPER_FILE = "always-on.pid"
 LOG_FILE = Path("logs") / "always-on-proxy.log"
 START_WAIT = 8.0
 """Seconds `ensure` waits for a proxy it started to answer (it takes 1-3 s on a busy machine)."""
@@ -78,7 +79,7 @@ def disable(global_home: Path, client: str) -> None:
         atomic_write(global_home / STATE_FILE, json.dumps({"port": state["port"], "clients": rest}).encode())
         return
     (global_home / STATE_FILE).unlink(missing_ok=True)
-    stop(state["port"])
+    stop(state["port"], global_home)
 
 
 def serving_pid(port: int, timeout: float = 2.0) -> int | None:
@@ -196,16 +197,39 @@ def keep(global_home: Path, port: int) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    from ground.files import atomic_write
+
+    mark = global_home / KEEPER_FILE
+    atomic_write(mark, json.dumps({"pid": os.getpid(), "port": port}).encode())
     starts: list[float] = []
-    while True:
-        starts = [t for t in starts if time.monotonic() - t < RESTART_WINDOW] + [time.monotonic()]
-        child = subprocess.Popen(_proxy_command(global_home, port), stdin=subprocess.DEVNULL)
-        code = child.wait()
-        if stopping or code >= 0 or -code in (signal.SIGTERM, signal.SIGINT) or len(starts) > MAX_RESTARTS:
-            return code  # uvicorn dies of the stop signal it caught, once it has shut down
-        print(f"ctxmill always-on: the proxy was killed (signal {-code}); starting it again", file=sys.stderr,
-              flush=True)
-        time.sleep(RESTART_PAUSE)
+    code = 0
+    try:
+        while not stopping:
+            starts = [t for t in starts if time.monotonic() - t < RESTART_WINDOW] + [time.monotonic()]
+            child = subprocess.Popen(_proxy_command(global_home, port), stdin=subprocess.DEVNULL)
+            code = child.wait()
+            if code >= 0 or -code in (signal.SIGTERM, signal.SIGINT) or len(starts) > MAX_RESTARTS:
+                break  # uvicorn dies of the stop signal it caught, once it has shut down
+            print(f"ctxmill always-on: the proxy was killed (signal {-code}); starting it again", file=sys.stderr,
+                  flush=True)
+            time.sleep(RESTART_PAUSE)
+    finally:
+        if _keeper(global_home, port) == os.getpid():
+            mark.unlink(missing_ok=True)
+    return code
+
+
+def _keeper(global_home: Path, port: int) -> int | None:
+    """The pid of the running keeper of the proxy on `port` (None: none)."""
+    try:
+        mark = json.loads((global_home / KEEPER_FILE).read_text("utf-8"))
+        pid = mark["pid"] if mark.get("port") == port else None
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        if not isinstance(pid, int) or cmdline.exists() and b"ctxmill.always_on" not in cmdline.read_bytes():
+            return None  # a pid the system gave to another program since
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+        return None
+    return pid if _alive(pid) else None
 
 
 def _last_line(path: Path) -> str:
@@ -260,19 +284,22 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
         return None if serving_pid(port) is not None else f"another process is starting the proxy on {url(port)}"
 
 
-def stop(port: int, wait: float = 10.0) -> int | None:
-    """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name) and wait
-    for it to exit; its pid, or None when none answered."""
+def stop(port: int, global_home: Path | None = None, wait: float = 10.0) -> int | None:
+    """Stop the ctxmill proxy answering on `port` (by the pid it reports, never by name) and, with
+    `global_home`, its keeper (by the pid it recorded: also when the proxy is between a kill and
+    its restart); wait for both to exit. The proxy's pid (else the keeper's), or None when neither ran."""
     import signal
 
+    keeper = _keeper(global_home, port) if global_home else None
     pid = serving_pid(port)
-    if pid is None:
-        return None
-    os.kill(pid, signal.SIGTERM)
+    for target in (keeper, pid):  # the keeper forwards the signal to the proxy and ends with it
+        if target is not None:
+            os.kill(target, signal.SIGTERM)
+            break
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline and _alive(pid):
+    while time.monotonic() < deadline and any(p is not None and _alive(p) for p in (keeper, pid)):
         time.sleep(0.05)
-    return pid
+    return pid or keeper
 
 
 def _alive(pid: int) -> bool:

@@ -143,7 +143,7 @@ def _always_on(args: argparse.Namespace) -> int:
     state = always_on.read_state(global_home())
     if args.stop:
         port = args.port if args.port is not None else state["port"] if state else DEFAULT_PORT
-        pid = always_on.stop(port)
+        pid = always_on.stop(port, global_home())
         print(f"stopped the ctxmill proxy on {always_on.url(port)} (pid {pid})" if pid
               else f"no ctxmill proxy answers on {always_on.url(port)}")
         return 0

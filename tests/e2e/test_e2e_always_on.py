@@ -27,6 +27,7 @@ TIMEOUT = 240
 # The whole proxy config: wait for every compression (which requests carry markers must not depend
 # on how busy the machine is) and protect a short tail, so a six-turn session is compressed.
 SHORT = "Report the state of the build in one line."
+KILL = "Kill the ctxmill proxy with SIGKILL, then report."
 CONFIG = '# mine\n[proxy]\nlatency_budget_ms = "none"\n\n[compress]\nprotect_tail_tokens = 0\nprotect_tail_turns = 1\n'
 
 
@@ -36,16 +37,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _script(shell: str, args: str) -> list[Turn]:
+def _script(shell: str, args: str, port: int) -> list[Turn]:
     """The scenario in shell commands only (paths relative to the project): one stand-in serves
-    sessions in any project."""
+    sessions in any project. A session asked for SHORT answers at once; one asked to KILL kills
+    the proxy (as the out-of-memory killer would) and answers in the request after."""
     def run(command: str) -> Call:
         return Call(shell, {args: command, **({"description": "run"} if shell == "Bash" else {})})
 
-    def first(body: dict, index: int) -> Turn:  # a session asked only to report answers at once
-        return Turn(FINAL) if SHORT in json.dumps(body) else Turn("Reading the module.", [run("cat app.py")])
+    kill = ("kill -9 $(python3 -c \"import json, urllib.request; print(json.load(urllib.request.urlopen("
+            f"'http://127.0.0.1:{port}/ctxmill/stats'))['pid'])\")")
 
-    return [first, Turn("", [run("sh build.sh")]), Turn("", [run("grep -n 'def add' app.py")]),
+    def first(body: dict, index: int) -> Turn:
+        asked = json.dumps(body)
+        return Turn(FINAL) if SHORT in asked else Turn("Killing it.", [run(kill)]) if KILL in asked else \
+            Turn("Reading the module.", [run("cat app.py")])
+
+    def second(body: dict, index: int) -> Turn:
+        return Turn(FINAL) if KILL in json.dumps(body) else Turn("", [run("sh build.sh")])
+
+    return [first, second, Turn("", [run("grep -n 'def add' app.py")]),
             Turn("add() subtracts; fixing it.", [run("sed -i 's/return a - b/return a + b/' app.py")]),
             Turn("", [run("sh build.sh")]), Turn(FINAL)]
 
@@ -84,8 +94,8 @@ def _compressed_sessions(standin, since: int) -> list[str]:
 
 
 def test_claude_code_always_on(claude_code, home, serve, tmp_path):
-    srv = serve(_script("Bash", "command"))
     port = _free_port()
+    srv = serve(_script("Bash", "command", port))
     env = path_with_ctxmill(clients.base_env(
         home, ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY="sk-ant-e2e-standin",  # the stand-in plays a gateway
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_ERROR_REPORTING="1",
@@ -102,9 +112,9 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
     assert json.loads(settings.read_text())["env"] == {"MY_VAR": "1", "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
                                                       "ENABLE_TOOL_SEARCH": "true"}
 
-    def claude(project: Path, prompt: str = PROMPT) -> dict:
+    def claude(project: Path, prompt: str = PROMPT, **extra: str) -> dict:
         res = clients.run([str(claude_code.bin), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash"],
-                          env=env, cwd=project, timeout=TIMEOUT)
+                          env={**env, **extra}, cwd=project, timeout=TIMEOUT)
         assert res.returncode == 0, res.describe()
         out = json.loads(res.stdout)
         assert out["subtype"] == "success" and not out["is_error"] and out["result"] == FINAL, res.describe()
@@ -127,6 +137,9 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
         assert srv.standin.problems() == []
         assert "ok       always-on compression for claude-code: proxy answers" in _ctxmill(env, home, "doctor").stdout
 
+        killed = setup.stats()["pid"]  # killed mid-turn: the request after the kill gets through on a retry
+        claude(tmp_path / "one", KILL, CLAUDE_CODE_MAX_RETRIES="10")  # Claude Code's default
+        assert setup.stats()["pid"] != killed
         setup.stop()  # the next session starts the proxy again and answers
         claude(tmp_path / "one", SHORT)
         assert len(srv.standin.model_calls()) > seen
@@ -140,8 +153,8 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
 
 
 def test_codex_always_on(codex, home, serve, tmp_path):
-    srv = serve(_script("exec_command", "cmd"))
     port = _free_port()
+    srv = serve(_script("exec_command", "cmd", port))
     chome = codex_home(tmp_path, srv.url)  # its own provider, with a key and a base URL: kept behind the proxy
     config = chome / "config.toml"
     config.chmod(0o600)
