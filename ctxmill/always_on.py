@@ -13,7 +13,8 @@ when a signal kills it; the proxy reads its upstreams and limits from `[proxy]` 
 
 What must hold:
 - One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
-  the new proxy answers, dies or runs out of time; a second caller then finds it answering.
+  the new proxy answers, dies or runs out of time; a second caller then finds it answering. A
+  keeper restarting a killed proxy is waited for, never doubled.
 - Fail open: `ensure()` never raises; it returns a one-line problem (None: a ctxmill proxy
   answers). A port held by another program is never taken over; one held by another user's
   program is named as such (`held_by_another_user`): install and the prompt hook then keep the
@@ -267,13 +268,14 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
         with private_lock(global_home / LOCK_FILE, timeout=wait):
             if _listening(port):  # another session started it while this one waited
                 return None
-            while not port_is_free(port):  # a proxy that was stopped may still be closing its socket
+            keeper = _keeper(global_home, port)  # restarting a killed proxy: wait for it, start none
+            while keeper is None and not port_is_free(port):  # a stopped proxy may still be closing its socket
                 if time.monotonic() >= deadline:
                     return f"port {port} is taken by another program: `ctxmill install <client> --port N` picks another"
                 time.sleep(0.1)
-            proxy = _spawn(global_home, port)
+            proxy = None if keeper else _spawn(global_home, port)
             while time.monotonic() < deadline:
-                if proxy.poll() is not None:
+                if proxy is not None and proxy.poll() is not None:
                     reason = _last_line(global_home / LOG_FILE) or f"exit {proxy.returncode}"
                     return f"the proxy did not start: {reason}"
                 if serving_pid(port, timeout=0.5) is not None:

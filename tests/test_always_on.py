@@ -355,3 +355,21 @@ def test_a_killed_proxy_is_started_again_and_a_stop_ends_its_keeper(tmp_path):
         assert always_on.serving_pid(port) is None  # nothing came back
     finally:
         always_on.stop(port, tmp_path)
+
+
+def test_a_session_starting_while_the_keeper_restarts_the_proxy_starts_no_second_one(tmp_path):
+    import signal
+
+    port = _free_port()
+    always_on.enable(tmp_path, "codex", port)
+    try:
+        assert always_on.ensure(tmp_path, wait=30) is None
+        keeper = json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"]
+        os.kill(always_on.serving_pid(port), signal.SIGKILL)
+        assert always_on.ensure(tmp_path, wait=30) is None  # waited for the keeper's restart
+        assert json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"] == keeper
+        children = Path(f"/proc/{keeper}/task/{keeper}/children")
+        if children.exists():
+            assert len(children.read_text().split()) == 1
+    finally:
+        always_on.stop(port, tmp_path)
