@@ -28,7 +28,12 @@ MARKER_INPUT = {"file_path": "x.py", "content": '[ctxmill: kept 1 of 9 lines · 
 
 
 def _env(scratch: Path) -> dict[str, str]:
-    return {**os.environ, "CTXMILL_HOME": str(scratch / "home"), "XDG_DATA_HOME": str(scratch / "data")}
+    """The checks' environment: a scratch project and global home, and the always-on proxy left as
+    it is (it has a check of its own: `ctxmill.always_on.status`)."""
+    from ctxmill.always_on import AUTOSTART_ENV
+
+    return {**os.environ, "CTXMILL_HOME": str(scratch / "home"), "XDG_DATA_HOME": str(scratch / "data"),
+            AUTOSTART_ENV: "0"}
 
 
 def _event(name: str, scratch: Path) -> dict:

@@ -101,10 +101,10 @@ def session_start(event: dict) -> dict | None:
 
 
 def after_session_start(event: dict) -> None:
-    """Consolidate memory when due and delete old session state (runs after the answer is
-    written: never delays injection)."""
+    """Consolidate memory when due, delete old session state and give the project home its
+    .gitignore (runs after the answer is written: never delays injection)."""
     from compress.session import prune_sessions
-    from ctxmill.paths import sessions_dir
+    from ctxmill.paths import ensure_gitignore, sessions_dir
     from ctxmill.settings import Settings
     from memory.dream import DreamRefused, maybe_dream
     from memory.summary import CHECKPOINT_FILE
@@ -112,6 +112,7 @@ def after_session_start(event: dict) -> None:
     home = project_home(event)
     if home.is_dir():
         prune_sessions(sessions_dir(home), keep=(CHECKPOINT_FILE,))
+        ensure_gitignore(home)
     try:
         maybe_dream(Settings.load(home).memory)
     except DreamRefused:

@@ -5,13 +5,16 @@ Claude Code (scope user, the default: `~/.claude/`, `~/.claude.json`; scope proj
 event, recognised by its command `… hook EVENT`), slash commands `commands/checkpoint.md` and
 `commands/dream.md`, and the MCP server `ctxmill` under `mcpServers`. Hooks, MCP server and slash
 commands all run the same command (`ctxmill.launch.resolved_command`): `ctxmill` from PATH in
-project files, so a team can check them in.
+project files, so a team can check them in. With a proxy URL (always-on, `ctxmill.always_on`),
+`env` in settings.json points Claude Code at it (ANTHROPIC_BASE_URL, ENABLE_TOOL_SEARCH=true);
+the values it replaced are kept in the manifest and put back by uninstall.
 
 What must hold: installing twice equals installing once; every JSON file is backed up
 (`<file>.ctxmill.bak`) before its first change and written atomically; uninstall removes only
 what install added (our hook entries, our MCP entry, command files that still hold our text) and
-deletes files install created that are left empty. A manifest of created files is kept in the
-ctxmill home (`installed-<host>.json`).
+deletes files install created that are left empty; a file whose backup holds the same data as
+what is left gets the backup back, byte for byte and with its mode (backups keep both). A
+manifest of created files is kept in the ctxmill home (`installed-<host>.json`).
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from pathlib import Path
 
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 
-HOOK_TIMEOUTS = {"SessionStart": 10, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
+HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
 MARK = "<!-- installed by ctxmill -->"
 COMMAND_NAMES = ("checkpoint.md", "dream.md", "distill.md")
+PROXY_ENV = "ANTHROPIC_BASE_URL"
+TOOL_SEARCH_ENV = "ENABLE_TOOL_SEARCH"
 
 
 def claude_commands(command: list[str]) -> dict[str, str]:
@@ -72,6 +77,10 @@ class Change:
 
     written: list[Path] = field(default_factory=list)
     removed: list[Path] = field(default_factory=list)
+    proxied: bool = False
+    """Install pointed the client at the always-on proxy."""
+    upstream: str | None = None
+    """The base URL the client used before install pointed it at the proxy (None: the provider's)."""
 
     def lines(self) -> list[str]:
         return [f"wrote {p}" for p in self.written] + [f"removed {p}" for p in self.removed]
@@ -87,22 +96,39 @@ def _load_json(path: Path) -> dict:
     return data
 
 
-def back_up_once(path: Path, created: set[str] | list[str]) -> None:
-    """Before the first change to a file ctxmill did not create, copy it to `<file>.ctxmill.bak`
+def backup_of(path: Path) -> Path:
+    return path.with_name(path.name + ".ctxmill.bak")
+
+
+def back_up(path: Path, created: set[str] | list[str] = ()) -> None:
+    """Before the first change to a file ctxmill did not create, copy it to `backup_of(path)`
     with the original's mode (these files hold API keys: a 0600 file's backup is 0600 from
     its first byte); a backup already there is kept."""
     from ground.files import copy_keeping_mode
 
-    backup = path.with_name(path.name + ".ctxmill.bak")
+    backup = backup_of(path)
     if path.exists() and not os.path.lexists(backup) and str(path) not in created:
         copy_keeping_mode(path, backup)
+
+
+def restore_backup(path: Path, same_as_backup) -> bool:
+    """Put the backup back in place of `path` (byte-identical, its mode too) when
+    `same_as_backup(backup)` says the content about to be written means the same; True if so."""
+    backup = backup_of(path)
+    try:
+        if not backup.is_file() or backup.is_symlink() or not same_as_backup(backup):
+            return False
+    except (OSError, ValueError):
+        return False
+    backup.replace(path)
+    return True
 
 
 def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
     from ground.files import atomic_write
 
-    back_up_once(path, created)
+    back_up(path, created)
     atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     change.written.append(path)
 
@@ -169,9 +195,13 @@ def _unset_mcp(path: Path, container: str, change: Change, created: set[str]) ->
 
 
 def _drop_or_write(path: Path, data: dict, change: Change, created: set[str]) -> None:
+    """Uninstall's write: a file ctxmill created and left empty goes; one whose backup holds the
+    same data gets the backup back, byte for byte; any other is written."""
     if str(path) in created and not data:
         path.unlink()
         change.removed.append(path)
+    elif restore_backup(path, lambda backup: _load_json(backup) == data):
+        change.written.append(path)
     else:
         _write_json(path, data, change, created)
 
@@ -228,31 +258,91 @@ def manifest(path: Path) -> set[str]:
         return set()
 
 
-def save_manifest(path: Path, created: set[str]) -> None:
+def manifest_extra(path: Path) -> dict:
+    """What else the manifest keeps (e.g. the values install replaced), {} when none."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if k != "created"} if isinstance(data, dict) else {}
+
+
+def save_manifest(path: Path, created: set[str], **extra) -> None:
     from ground.files import atomic_write
 
-    atomic_write(path, json.dumps({"created": sorted(created)}, indent=2).encode("utf-8"))
+    atomic_write(path, json.dumps({"created": sorted(created), **extra}, indent=2).encode("utf-8"))
 
 
-def install_claude_code(target: ClaudeCodeTarget, command: list[str]) -> Change:
+def _with_proxy_env(settings: dict, proxy_url: str, replaced: dict) -> tuple[dict, dict]:
+    """`settings` whose `env` points Claude Code at the proxy, and the values it replaced (None:
+    unset; an earlier install's record is kept). ENABLE_TOOL_SEARCH=true: behind a base URL that is
+    not Anthropic's, Claude Code otherwise sends every tool definition with every request; a
+    value the person set stays."""
+    env = settings.setdefault("env", {})
+    if not isinstance(env, dict):
+        raise ValueError("`env` in Claude Code's settings is not a JSON object")
+    before = dict(replaced)
+    for key, value in ((PROXY_ENV, proxy_url), (TOOL_SEARCH_ENV, "true")):
+        if key not in before:
+            before[key] = env.get(key)
+        if key == PROXY_ENV or before[key] is None:
+            env[key] = value
+    return settings, before
+
+
+def _without_proxy_env(settings: dict, replaced: dict, proxy_url: str | None) -> dict:
+    """Undo `_with_proxy_env`: each value install set and nobody changed since gets back what it replaced."""
+    env = settings.get("env")
+    if not isinstance(env, dict) or not replaced:
+        return settings
+    ours = {PROXY_ENV: proxy_url, TOOL_SEARCH_ENV: "true"}
+    for key, old in replaced.items():
+        if key in ours and env.get(key) == ours[key] and (key == PROXY_ENV or old is None):
+            if old is None:
+                env.pop(key, None)
+            else:
+                env[key] = old
+    if not env:
+        del settings["env"]
+    return settings
+
+
+def install_claude_code(target: ClaudeCodeTarget, command: list[str], proxy_url: str | None = None) -> Change:
+    """Hooks, slash commands and MCP server; with `proxy_url`, Claude Code's requests go to it
+    (`env` in settings.json; `Change.upstream`: the base URL it had, which the proxy forwards to)."""
     change = Change()
     new = sorted(manifest(target.manifest))  # files ctxmill created, this run's appended
+    extra = manifest_extra(target.manifest)
     if not target.settings.parent.exists():
         new.append(str(target.settings.parent))
     if not target.settings.exists():
         new.append(str(target.settings))
-    _write_json(target.settings, _with_our_hooks(_load_json(target.settings), command), change, new)
+    settings = _with_our_hooks(_load_json(target.settings), command)
+    if proxy_url:
+        settings, replaced = _with_proxy_env(settings, proxy_url, extra.get("env", {}))
+        previous = (replaced[PROXY_ENV] or os.environ.get(PROXY_ENV) or "").rstrip("/")
+        ours = (proxy_url, extra.get("proxy_url"))  # a shell inside a session sees the proxy's URL
+        change.upstream = previous if previous and previous not in ours else None
+        change.proxied = True
+        extra = {"env": replaced, "proxy_url": proxy_url}
+    else:
+        settings = _without_proxy_env(settings, extra.get("env", {}), extra.get("proxy_url"))
+        extra = {}
+    _write_json(target.settings, settings, change, new)
     write_commands(target.commands, claude_commands(command), change, new)
     _set_mcp(target.mcp_file, command, change, new)
-    save_manifest(target.manifest, set(new))
+    save_manifest(target.manifest, set(new), **extra)
     return change
 
 
 def uninstall_claude_code(target: ClaudeCodeTarget) -> Change:
     change = Change()
     created = manifest(target.manifest)
+    extra = manifest_extra(target.manifest)
     if target.settings.exists():
-        _drop_or_write(target.settings, _without_our_hooks(_load_json(target.settings)), change, created)
+        settings = _without_proxy_env(_without_our_hooks(_load_json(target.settings)), extra.get("env", {}),
+                                      extra.get("proxy_url"))
+        _drop_or_write(target.settings, settings, change, created)
     if str(target.settings.parent) in created and target.settings.parent.is_dir():
         created.add(str(target.commands))  # inside a folder we created
     remove_commands(target.commands, change, created)
@@ -262,11 +352,16 @@ def uninstall_claude_code(target: ClaudeCodeTarget) -> Change:
     return change
 
 
-def claude_code_status(target: ClaudeCodeTarget) -> list[str]:
-    """Problems of an installation, each with how to fix it ([] when complete)."""
+def claude_code_status(target: ClaudeCodeTarget, proxy_url: str | None = None) -> list[str]:
+    """Problems of an installation, each with how to fix it ([] when complete); with `proxy_url`,
+    settings.json must send Claude Code's requests there."""
     problems = []
     try:
         settings = _load_json(target.settings)
+        env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
+        if proxy_url and env.get(PROXY_ENV) != proxy_url:
+            problems.append(f"{target.settings} does not send Claude Code's requests to {proxy_url} "
+                            f"({PROXY_ENV} is {env.get(PROXY_ENV)!r})")
         groups = settings.get("hooks", {})
         missing = [e for e in EVENTS if not any(_is_ours(h, e) for g in groups.get(e, []) if isinstance(g, dict)
                                                 for h in g.get("hooks", []))]

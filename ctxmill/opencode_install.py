@@ -22,7 +22,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.integrations import (MARK, Change, back_up_once, distill_command, manifest, remove_commands, save_manifest,
+from ctxmill.integrations import (MARK, Change, back_up, distill_command, manifest, remove_commands, save_manifest,
                                   write_commands)
 
 SCHEMA = "https://opencode.ai/config.json"
@@ -117,7 +117,7 @@ def _edit_config(path: Path, command: list[str] | None, change: Change, created:
         path.unlink()
         change.removed.append(path)
         return None
-    back_up_once(path, created)
+    back_up(path, created)
     atomic_write(path, new.encode("utf-8"))
     change.written.append(path)
     return None

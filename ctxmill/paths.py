@@ -55,3 +55,26 @@ def sessions_dir(home: Path | None = None) -> Path:
 def ledger_file(global_home_dir: Path | None = None) -> Path:
     """The savings ledger every face writes (SQLite, `ctxmill.ledger.store`)."""
     return (global_home_dir or global_home()) / "ledger.sqlite3"
+
+
+GITIGNORE = """\
+# Written by ctxmill: commit the project's memory and settings, ignore the rest
+# (CCR originals, sessions, logs, indexes, checkpoints, caches).
+*
+!.gitignore
+!MEMORY.md
+!notes.md
+!config.toml
+"""
+
+
+def ensure_gitignore(home: Path) -> Path | None:
+    """Write `<home>/.gitignore` (GITIGNORE) unless the project home already has one; the path when
+    written. A home that does not exist yet is created (private)."""
+    from ground.files import atomic_write, private_dir
+
+    path = private_dir(home) / ".gitignore"
+    if path.exists():
+        return None
+    atomic_write(path, GITIGNORE.encode("utf-8"))
+    return path

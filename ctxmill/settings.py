@@ -47,6 +47,8 @@ DEFAULT_MAX_BODY = 64 * 2**20
 DEFAULT_LATENCY_BUDGET_MS = 25.0
 DEFAULT_MAX_INFLIGHT = 256 * 2**20
 DEFAULT_MAX_CONNECTIONS = 256
+UPSTREAM_KEYS = ("upstream_anthropic", "upstream_openai")
+"""`[proxy]` keys naming where the proxy forwards (ProxyConfig fields of the same names)."""
 
 _SCALARS = {"epoch_savings_threshold": int, "window_epoch_savings": int, "window_start_min_tokens": int,
             "epoch_horizon": float, "cache_window_blocks": int, "protect_tail_tokens": int,
@@ -318,10 +320,14 @@ def _ccr_table(section: Any, where: str) -> Retention:
 def _proxy_table(section: Any, where: str) -> dict[str, Any]:
     """latency_budget_ms "none" becomes None (always wait)."""
     table = _table(section, f"{where}: proxy")
-    unknown = set(table) - {"latency_budget_ms", "workers", "max_inflight_mb", "max_connections", "client_timeout"}
+    unknown = set(table) - {"latency_budget_ms", "workers", "max_inflight_mb", "max_connections", "client_timeout",
+                            *UPSTREAM_KEYS}
     if unknown:
         raise ConfigError(f"{where}: unknown key proxy.{sorted(unknown)[0]}")
     out: dict[str, Any] = {}
+    for key in UPSTREAM_KEYS:
+        if key in table:
+            out[key] = _origin(table[key], f"{where}: proxy.{key}")
     if "latency_budget_ms" in table:
         try:
             out["latency_budget_ms"] = parse_budget(table["latency_budget_ms"])
@@ -340,6 +346,15 @@ def _proxy_table(section: Any, where: str) -> dict[str, Any]:
     if "client_timeout" in table:
         out["client_timeout"] = float(_positive(table["client_timeout"], f"{where}: proxy.client_timeout"))
     return out
+
+
+def _origin(value: Any, where: str) -> str:
+    """An http(s) URL without a trailing slash (the request path is appended to it)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).hostname:
+        raise ConfigError(f"{where} must be an http(s) URL, got {value!r}")
+    return value.rstrip("/")
 
 
 def _positive(value: Any, where: str) -> float:

@@ -125,3 +125,36 @@ def test_a_run_never_takes_the_proxy_another_run_started_on_its_port_for_its_own
     finally:
         other.terminate()
         other.wait(timeout=30)
+
+
+def test_run_points_claude_code_at_its_proxy_over_the_base_url_of_its_settings_files():
+    """Claude Code's settings files (always-on compression, a gateway) set ANTHROPIC_BASE_URL in
+    their `env`, which wins over the environment: `--settings` wins over them."""
+    from ctxmill.commands.run import through_proxy
+
+    command = through_proxy(["/usr/bin/claude", "-p", "hi"], "http://127.0.0.1:9", {})
+    assert command[:2] == ["/usr/bin/claude", "--settings"] and command[3:] == ["-p", "hi"]
+    assert json.loads(command[2]) == {"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}}
+    assert through_proxy(["python3", "x.py"], "http://127.0.0.1:9", {}) == ["python3", "x.py"]
+
+
+def test_a_project_proxy_forwards_to_the_users_gateway_unless_told_otherwise(tmp_path):
+    """The upstreams `ctxmill install` keeps in the global config serve every project's proxy;
+    the project's config and the flags come first."""
+    import argparse
+
+    from ctxmill.commands.proxy import _proxy_settings
+    from ctxmill.settings import Settings
+
+    project, user = tmp_path / "proj", tmp_path / "user"
+    project.mkdir()
+    user.mkdir()
+    (user / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://gw.example/a"\nworkers = 7\n')
+    args = argparse.Namespace(upstream_anthropic=None, upstream_openai=None, host="127.0.0.1", port=8787,
+                              latency_budget_ms=None, workers=None, max_inflight_mb=None, max_connections=None)
+    got = _proxy_settings(args, Settings(project, user))
+    assert got == {"upstream_anthropic": "https://gw.example/a", "upstream_openai": "https://api.openai.com"}
+    (project / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://mine.example"\n')
+    assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://mine.example"
+    args.upstream_anthropic = "https://flag.example"
+    assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://flag.example"

@@ -1,11 +1,12 @@
 """`ctxmill doctor`: check each client's installation for real, the token counter and the stores.
 
-Per client (Claude Code, OpenCode) and scope where ctxmill is installed: the files, then each
+Per client (Claude Code, Codex, OpenCode) and scope where ctxmill is installed: the files, then each
 installed hook run as the host runs it, the MCP server started and asked for its tools, and (for
 OpenCode) the engine the plugin starts (`ctxmill.doctor_checks`; a scratch home, so nothing of the
 project changes). Prints one line per check as soon as it has run (ok / problem: what is wrong and
 how to fix it), so a slow check never leaves the terminal silent; exit 1
 if any failed. A client installed in neither scope is one problem line saying how to install it.
+Then whether always-on compression is on and its proxy answers (`ctxmill.always_on.status`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _claude_code(root, home) -> Iterator[tuple[str, str | None]]:
     from ctxmill import doctor_checks, integrations
 
     for scope, target in _claude_code_targets(root, home).items():
-        problems = integrations.claude_code_status(target)
+        problems = integrations.claude_code_status(target, _proxy_url("claude-code") if scope == "user" else None)
         name = f"Claude Code ({scope} scope)"
         yield (f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
                + (" --project`" if scope == "project" else "`") if problems else None)
@@ -56,6 +57,35 @@ def _claude_code_targets(root, home) -> dict:
                "project": integrations.ClaudeCodeTarget.for_scope("project", root, home)}
     return {scope: t for scope, t in targets.items()
             if integrations.installed_hooks(t) or integrations.installed_mcp(t) is not None}
+
+
+def _proxy_url(client: str) -> str | None:
+    """The always-on proxy's URL when `client` is set up to use it."""
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    state = always_on.read_state(global_home())
+    return always_on.url(state["port"]) if state and client in state["clients"] else None
+
+
+def _codex_targets(root, home) -> dict:  # noqa: ARG001 - the clients' common signature
+    """{"user": target} when ctxmill is installed for Codex (user scope only)."""
+    from ctxmill import codex_install
+    from ctxmill.paths import global_home
+
+    target = codex_install.CodexTarget.for_user(global_home())
+    return {"user": target} if codex_install.installed_mcp(target) is not None else {}
+
+
+def _codex(root, home) -> Iterator[tuple[str, str | None]]:
+    from ctxmill import codex_install, doctor_checks
+
+    for target in _codex_targets(root, home).values():
+        problems = codex_install.codex_status(target, _proxy_url("codex"))
+        yield ("Codex (user scope): files", "; ".join(problems) + " - re-run `ctxmill install codex`" if problems
+               else None)
+        n, p = doctor_checks.run_mcp(codex_install.installed_mcp(target))
+        yield f"Codex (user scope): {n}", p
 
 
 def _opencode(root, home) -> Iterator[tuple[str, str | None]]:
@@ -141,15 +171,19 @@ def checks() -> Iterator[tuple[str, str | None]]:
 
     home, root = project_home(), project_root()
     clients = [("Claude Code", "claude-code", _claude_code_targets, _claude_code),
+               ("Codex", "codex", _codex_targets, _codex),
                ("OpenCode", "opencode", _opencode_targets, _opencode)]
     installed = {name for name, _, targets, _ in clients if targets(root, home)}
     for name, command, _, run_checks in clients:
         if name in installed:
             yield from run_checks(root, home)
         elif installed:  # one client is enough: name the other, no problem
-            yield f"{name}: not installed (run `ctxmill install {command}` (or --project))", None
+            yield f"{name}: not installed (run `ctxmill install {command}`{_scopes(command)})", None
         else:
-            yield name, f"ctxmill is not installed - run `ctxmill install {command}` (or --project)"
+            yield name, f"ctxmill is not installed - run `ctxmill install {command}`{_scopes(command)}"
+    from ctxmill import always_on
+
+    yield always_on.status(global_home())
     try:
         from compress.tokens import exact_counter
         from ctxmill.settings import tiktoken_cache
@@ -169,6 +203,10 @@ def checks() -> Iterator[tuple[str, str | None]]:
         yield "mcp SDK importable", None
     except ImportError:
         yield "mcp SDK", "not installed - `pip install mcp` (the MCP server needs it)"
+
+
+def _scopes(command: str) -> str:
+    return "" if command == "codex" else " (or --project)"
 
 
 def run(args: argparse.Namespace) -> int:

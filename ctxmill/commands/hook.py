@@ -5,7 +5,8 @@ running past the event's time budget gives exit 0, no output and one line on std
 to the project log, `.ctxmill/ctxmill.log`, when it can be). The budget is kept twice: SIGALRM
 interrupts the handler's Python code, and the handler runs in a forked child that this process
 kills GRACE seconds past the budget, should it be stuck where no signal handler runs (C code that
-never returns to Python, such as an endless read).
+never returns to Python, such as an endless read). SessionStart, UserPromptSubmit and PreToolUse
+also start the always-on proxy when it is set up and down (`ctxmill.always_on`), alongside.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from ctxmill.hooks import EVENTS
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
            "Stop": 20.0}
+PROXY_WAIT = {"SessionStart": 20.0, "UserPromptSubmit": 1.5, "PreToolUse": 1.5}
+"""Seconds a hook waits for the always-on proxy it (re)starts to answer (`ctxmill.always_on`): the
+proxy starts in 1-3 s (2.8 s on a loaded 2-core machine); SessionStart leaves room for a busier
+one, since the session's first request follows it at once (a prompt's or a tool's requests are
+retried by the client)."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -96,20 +102,72 @@ def answer(event_name: str) -> None:
 
         hooks.after_session_start(event)
 
-    for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
-        try:
-            _within(BUDGETS[event_name], phase)
-        except _OverBudget:
-            _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
-            return
-        except Exception as exc:  # noqa: BLE001 - a hook must never break the host
-            _failed_open(event_name, f"{type(exc).__name__}: {exc}")
-            return
+    blocked = _foreign_proxy(event_name)
+    if blocked is not None:
+        sys.stdout.write(json.dumps(blocked) + "\n")
+        sys.stdout.flush()
+        return
+    proxy = _start_proxy(event_name)
+    try:
+        for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
+            try:
+                _within(BUDGETS[event_name], phase)
+            except _OverBudget:
+                _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
+                return
+            except Exception as exc:  # noqa: BLE001 - a hook must never break the host
+                _failed_open(event_name, f"{type(exc).__name__}: {exc}")
+                return
+    finally:
+        if proxy is not None:
+            proxy.join(PROXY_WAIT[event_name] + 1)
+
+
+def _foreign_proxy(event_name: str) -> dict | None:
+    """UserPromptSubmit's answer when the always-on port is held by another user's program: the
+    prompt is blocked, since its request would go there with the person's key (None: go on)."""
+    if event_name != "UserPromptSubmit":
+        return None
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    try:
+        state = always_on.read_state(global_home())
+        reason = state and always_on.held_by_another_user(state["port"])
+    except Exception:  # noqa: BLE001 - fail open
+        return None
+    return {"decision": "block", "reason": f"ctxmill: {reason}"} if reason else None
+
+
+def _start_proxy(event_name: str):
+    """A thread making the always-on proxy answer while the hook does its own work (the session's
+    first request waits for SessionStart, a prompt's for UserPromptSubmit, and PreToolUse revives
+    a proxy that stopped mid-turn before the next request): None for other events, or when
+    always-on is off. A proxy still starting when the wait is over keeps starting."""
+    if event_name not in PROXY_WAIT:
+        return None
+    import threading
+
+    from ctxmill import always_on
+    from ctxmill.paths import global_home
+
+    home = global_home()
+    if always_on.read_state(home) is None:
+        return None
+
+    def ensure() -> None:
+        problem = always_on.ensure(home, PROXY_WAIT[event_name])
+        if problem:
+            _failed_open(event_name, f"always-on proxy: {problem}")
+
+    thread = threading.Thread(target=ensure, daemon=True)
+    thread.start()
+    return thread
 
 
 def _supervise(child: int, event_name: str) -> None:
     """Wait for the child answering the hook; kill it GRACE seconds past its budget."""
-    limit = BUDGETS[event_name] * (2 if event_name == "SessionStart" else 1) + GRACE
+    limit = max(BUDGETS[event_name] * (2 if event_name == "SessionStart" else 1), PROXY_WAIT.get(event_name, 0)) + GRACE
     try:
         _within(limit, lambda: os.waitpid(child, 0))
     except _OverBudget:

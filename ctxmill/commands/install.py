@@ -1,61 +1,144 @@
-"""`ctxmill install claude-code|opencode [--user|--project]` (see ctxmill.integrations, ctxmill.opencode_install).
+"""`ctxmill install claude-code|codex|opencode [--user|--project] [--port N] [--no-proxy]`
+(see ctxmill.integrations, ctxmill.codex_install, ctxmill.opencode_install).
 
 User scope is the default: every project of this user gets ctxmill, and nothing is written into the
 project. `--project` writes files a team can check in; they call `ctxmill` from PATH.
+Claude Code and Codex (user scope) are also pointed at the always-on proxy on 127.0.0.1:N
+(default 8787; `ctxmill.always_on`), which forwards to the base URL they used before (kept as
+`[proxy] upstream_*` in `<global home>/config.toml`); `--no-proxy` leaves their requests alone.
+Every install writes `.ctxmill/.gitignore` in a project that has a `.ctxmill/` (with `--project`:
+always), so what is not the project's memory stays out of git.
 """
 
 from __future__ import annotations
 
 import argparse
 
-HOSTS = ("claude-code", "opencode")
+from ctxmill.settings import DEFAULT_PORT
+
+HOSTS = ("claude-code", "codex", "opencode")
+UPSTREAM_KEY = {"claude-code": "upstream_anthropic", "codex": "upstream_openai"}
 
 
 def add_host_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("host", choices=HOSTS)
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument("--user", dest="scope", action="store_const", const="user",
-                       help="every project of this user (default): ~/.claude/ and ~/.claude.json, ~/.config/opencode/")
+                       help="every project of this user (default): ~/.claude/ and ~/.claude.json, ~/.codex/, "
+                            "~/.config/opencode/")
     scope.add_argument("--project", dest="scope", action="store_const", const="project",
                        help="this project, in files a team can check in: .claude/ and .mcp.json, opencode.json(c) "
-                            "and .opencode/")
+                            "and .opencode/ (not for Codex)")
     parser.set_defaults(scope="user")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("install", help="add ctxmill hooks or plugin, slash commands and MCP server to a host")
+    parser = subparsers.add_parser("install", help="add ctxmill hooks or plugin, slash commands and MCP server to a host,"
+                                                   " and send its requests through the always-on proxy")
     add_host_arguments(parser)
+    parser.add_argument("--port", type=int, help=f"port of the always-on proxy (default {DEFAULT_PORT})")
+    parser.add_argument("--no-proxy", action="store_true",
+                        help="leave the client's requests alone (compress them only through `ctxmill run`)")
     parser.set_defaults(func=run)
+
+
+def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None]:
+    """(the always-on proxy's port, None) or, when the port is held by another program, (None, why:
+    the rest of the install goes on without always-on)."""
+    from ctxmill import always_on
+    from ctxmill.errors import CliError
+
+    state = always_on.read_state(global_home)
+    port = args.port or (state["port"] if state else DEFAULT_PORT)
+    if not 0 < port < 65536:
+        raise CliError(f"--port must be 1..65535, got {port}")
+    if state and state["port"] != port and set(state["clients"]) - {args.host}:
+        raise CliError(f"{', '.join(state['clients'])} already use the always-on proxy on port {state['port']}: "
+                       "install with that --port, or uninstall them first")
+    held = always_on.held_by_another_user(port)
+    if held or always_on.serving_pid(port) is None and not always_on.port_is_free(port):
+        return None, (f"{held or f'port {port} is taken by another program'}; {args.host}'s requests are left "
+                      "alone: re-run with a free --port for always-on compression")
+    return port, None
+
+
+def _change(args: argparse.Namespace, install: bool, root, home, global_home, command, proxy_url):
+    """(what changed, warnings) for one host."""
+    from ctxmill import codex_install, integrations, opencode_install
+
+    if args.host == "claude-code":
+        target = integrations.ClaudeCodeTarget.for_scope(args.scope, root, home)
+        return (integrations.install_claude_code(target, command, proxy_url) if install
+                else integrations.uninstall_claude_code(target)), []
+    if args.host == "codex":
+        target = codex_install.CodexTarget.for_user(global_home)
+        return codex_install.install_codex(target, command, proxy_url) if install \
+            else (codex_install.uninstall_codex(target), [])
+    oc = opencode_install.OpenCodeTarget.for_scope(args.scope, root, home)
+    return opencode_install.install_opencode(oc, command) if install else opencode_install.uninstall_opencode(oc)
+
+
+def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
+    """Keep the base URL the client used as the proxy's upstream in the global config and turn
+    always-on on for `host` when install pointed it at the proxy; else undo both. Warnings."""
+    from ctxmill import always_on, toml_files
+    from ctxmill.integrations import manifest_extra, save_manifest
+    from ctxmill.settings import CONFIG_FILE
+
+    record, config, warnings = global_home / f"upstream-{host}.json", global_home / CONFIG_FILE, []
+    kept = manifest_extra(record).get("upstream")  # what an earlier install wrote into the config
+    if change.proxied and change.upstream is None:  # a reinstall from a shell without the gateway keeps it
+        change.upstream = kept
+    if not change.proxied or kept != change.upstream:
+        toml_files.drop_upstream(config, UPSTREAM_KEY[host], kept, change)
+        kept = None
+        if change.proxied:
+            kept, note = toml_files.keep_upstream(config, UPSTREAM_KEY[host], change.upstream, change)
+            warnings += [note] if note else []
+    if change.proxied:
+        save_manifest(record, set(), upstream=kept)
+        always_on.enable(global_home, host, port)
+    else:
+        record.unlink(missing_ok=True)
+        always_on.disable(global_home, host)
+    return warnings
 
 
 def apply(args: argparse.Namespace, install: bool) -> int:
     import sys
 
-    from ctxmill import integrations, opencode_install
+    from ctxmill import always_on
     from ctxmill.errors import CliError
     from ctxmill.launch import resolved_command
-    from ctxmill.paths import global_home, project_home, project_root
+    from ctxmill.paths import ensure_gitignore, global_home, project_home, project_root
 
-    root = project_root()
-    home = global_home() if args.scope == "user" else project_home()
+    if args.host == "codex" and args.scope == "project":
+        raise CliError("Codex is installed for your user only (its project config needs the project trusted)")
+    root, ghome = project_root(), global_home()
+    home = ghome if args.scope == "user" else project_home()
     command, warning = resolved_command(args.scope)
     warnings = [warning] if warning and install else []
+    proxied = args.host in UPSTREAM_KEY and args.scope == "user"
+    port, taken = _port(args, ghome) if install and proxied and not args.no_proxy else (None, None)
+    warnings += [taken] if taken else []
     try:
-        if args.host == "claude-code":
-            target = integrations.ClaudeCodeTarget.for_scope(args.scope, root, home)
-            change = integrations.install_claude_code(target, command) if install \
-                else integrations.uninstall_claude_code(target)
-        else:
-            oc = opencode_install.OpenCodeTarget.for_scope(args.scope, root, home)
-            change, more = opencode_install.install_opencode(oc, command) if install \
-                else opencode_install.uninstall_opencode(oc)
-            warnings += more
+        change, more = _change(args, install, root, home, ghome, command, port and always_on.url(port))
+        warnings += more
+        if proxied:
+            warnings += _upstream(args.host, ghome, change, port)
+        if install and (args.scope == "project" or project_home().is_dir()):
+            written = ensure_gitignore(project_home())
+            change.written += [written] if written else []
     except ValueError as exc:
         raise CliError(f"{exc} - fix or remove the file, then re-run") from None
     except OSError as exc:
         raise CliError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     for line in change.lines() or ["nothing to do"]:
         print(line)
+    if install and port and always_on.read_state(ghome):
+        print(f"requests go through the always-on proxy on {always_on.url(port)}"
+              + (f", which forwards to {change.upstream}" if change.upstream else "")
+              + " (it starts with the next session; `ctxmill doctor` checks it)")
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     return 1 if any(w.startswith("left ") for w in warnings) else 0

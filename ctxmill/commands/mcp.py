@@ -1,4 +1,5 @@
-"""`ctxmill mcp`: run the ctxmill MCP server on stdio (see ctxmill.mcp_server)."""
+"""`ctxmill mcp`: run the ctxmill MCP server on stdio (see ctxmill.mcp_server); it starts the always-on
+proxy first when that is set up and down (ctxmill.always_on)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,17 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve; first make the always-on proxy answer when it is set up (`ctxmill.always_on`):
+    Codex starts this server with every session, before its first model request."""
+    import logging
+
+    from ctxmill import always_on
     from ctxmill.mcp_server import serve
+    from ctxmill.paths import global_home
     from ctxmill.settings import Settings
 
+    problem = always_on.ensure(global_home())
+    if problem:
+        logging.getLogger("ctxmill.mcp").warning("always-on proxy: %s", problem)
     serve(Settings.load(args.home))
     return 0

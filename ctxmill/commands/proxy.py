@@ -18,14 +18,15 @@ from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("proxy", help="serve the compressing API proxy (Anthropic and OpenAI)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=int, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --host (the proxy forwards your API keys: think twice)")
-    p.add_argument("--upstream-anthropic", default=ANTHROPIC_API, metavar="URL",
-                   help=f"Anthropic API origin (default {ANTHROPIC_API})")
-    p.add_argument("--upstream-openai", default=OPENAI_API, metavar="URL",
-                   help=f"OpenAI API origin; the request path (/v1/…) is appended (default {OPENAI_API})")
+    p.add_argument("--upstream-anthropic", metavar="URL",
+                   help=f"Anthropic API origin (default [proxy] upstream_anthropic in config.toml, else {ANTHROPIC_API})")
+    p.add_argument("--upstream-openai", metavar="URL",
+                   help="OpenAI API origin; the request path (/v1/…) is appended (default [proxy] upstream_openai in "
+                        f"config.toml, else {OPENAI_API})")
     p.add_argument("--home", type=Path, metavar="DIR",
                    help="ctxmill home for sessions and CCR (default: the project's .ctxmill)")
     p.add_argument("--max-body-mb", type=float, default=DEFAULT_MAX_BODY / 2**20, metavar="MB",
@@ -45,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--stats", action="store_true", help="print the stats of the proxy running on --host/--port")
     p.add_argument("--json", action="store_true", help="with --stats: print the raw JSON")
+    p.add_argument("--ensure", action="store_true",
+                   help="start the always-on proxy (see `ctxmill install`) unless it is running; print its URL")
+    p.add_argument("--stop", action="store_true",
+                   help="stop the ctxmill proxy on --port (default: the always-on proxy's port)")
     p.set_defaults(func=run)
 
 
@@ -95,11 +100,21 @@ def format_stats(data: dict) -> str:
 
 
 def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
-    """latency_budget_ms, workers, max_inflight_bytes and max_connections: the flags, else the
-    config file's [proxy] table."""
+    """The upstreams, latency_budget_ms, workers, max_inflight_bytes and max_connections: the
+    flags, else the config file's [proxy] table; an upstream, else the user's global config
+    (where `ctxmill install` keeps the gateway a client used), else the provider's API."""
     from ctxmill.errors import CliError
+    from ctxmill.settings import UPSTREAM_KEYS
 
     overrides = dict(settings.proxy_overrides)
+    if settings.home.resolve() != settings.global_home.resolve():
+        mine = Settings.load(settings.global_home).proxy_overrides
+        overrides = {**{k: mine[k] for k in UPSTREAM_KEYS if k in mine}, **overrides}
+    overrides["upstream_anthropic"] = _check_upstream(
+        args.upstream_anthropic or overrides.get("upstream_anthropic", ANTHROPIC_API), "--upstream-anthropic",
+        args.host, args.port)
+    overrides["upstream_openai"] = _check_upstream(
+        args.upstream_openai or overrides.get("upstream_openai", OPENAI_API), "--upstream-openai", args.host, args.port)
     if args.latency_budget_ms is not None:
         try:
             overrides["latency_budget_ms"] = parse_budget(args.latency_budget_ms)
@@ -120,10 +135,34 @@ def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
     return overrides
 
 
+def _always_on(args: argparse.Namespace) -> int:
+    from ctxmill import always_on
+    from ctxmill.errors import CliError
+    from ctxmill.paths import global_home
+
+    state = always_on.read_state(global_home())
+    if args.stop:
+        port = args.port if args.port is not None else state["port"] if state else DEFAULT_PORT
+        pid = always_on.stop(port, global_home())
+        print(f"stopped the ctxmill proxy on {always_on.url(port)} (pid {pid})" if pid
+              else f"no ctxmill proxy answers on {always_on.url(port)}")
+        return 0
+    if state is None:
+        raise CliError("always-on compression is off: `ctxmill install claude-code` (or codex) turns it on")
+    problem = always_on.ensure(global_home())
+    if problem:
+        raise CliError(problem)
+    print(always_on.url(state["port"]))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from ctxmill.errors import CliError
     from ctxmill.proxy.server import is_loopback
 
+    if args.ensure or args.stop:
+        return _always_on(args)
+    args.port = DEFAULT_PORT if args.port is None else args.port
     if args.stats:
         data = fetch_stats(args.host, args.port)
         if args.json:
@@ -146,8 +185,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = ProxyConfig(
             **_proxy_settings(args, settings),
-            upstream_anthropic=_check_upstream(args.upstream_anthropic, "--upstream-anthropic", args.host, args.port),
-            upstream_openai=_check_upstream(args.upstream_openai, "--upstream-openai", args.host, args.port),
             home=settings.home,
             ccr_dir=settings.ccr_dir,
             max_body_bytes=int(args.max_body_mb * 2**20),

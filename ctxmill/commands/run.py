@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from ctxmill.always_on import port_is_free as _free
 from ctxmill.settings import DEFAULT_PORT
 
 HOST = "127.0.0.1"
@@ -80,15 +81,6 @@ def listener_uids(port: int) -> set[int] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return {int(line[1:]) for line in out.splitlines() if line[:1] == "u" and line[1:].isdigit()}
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((HOST, port))
-            return True
-        except OSError:
-            return False
 
 
 def _pick_port(wanted: int | None) -> int:
@@ -148,9 +140,15 @@ def codex_overrides(url: str, env: Mapping[str, str]) -> list[str]:
 
 def through_proxy(command: list[str], url: str, env: Mapping[str, str]) -> list[str]:
     """The command with the flags its client needs to use the proxy (Codex: `codex_overrides`,
-    before its subcommand, where they apply to every subcommand)."""
+    before its subcommand, where they apply to every subcommand; Claude Code: `--settings` whose
+    `env` wins over the ANTHROPIC_BASE_URL of its settings files, which always-on compression and
+    gateways set there and which would win over this process's environment)."""
     if Path(command[0]).name == "codex":
         return [command[0], *codex_overrides(url, env), *command[1:]]
+    if Path(command[0]).name == "claude":
+        import json
+
+        return [command[0], "--settings", json.dumps({"env": {"ANTHROPIC_BASE_URL": url}}), *command[1:]]
     return command
 
 

@@ -1,4 +1,5 @@
-"""`ctxmill uninstall claude-code|opencode [--user|--project]`: undo `install` (same scope, default user)."""
+"""`ctxmill uninstall claude-code|codex|opencode [--user|--project]`: undo `install` (same scope, default user);
+the always-on proxy stops with the last client that used it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ctxmill.commands.install import add_host_arguments, apply
 def register(subparsers) -> None:
     parser = subparsers.add_parser("uninstall", help="remove exactly what `ctxmill install` added")
     add_host_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, port=None, no_proxy=True)
 
 
 def run(args: argparse.Namespace) -> int:

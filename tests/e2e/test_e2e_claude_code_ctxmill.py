@@ -46,7 +46,7 @@ def test_claude_code_through_ctxmill(claude_code, home, serve, tmp_path):
     scenario = with_ctxmill(scenario_for(project), "mcp__ctxmill__deep_expand", "mcp__ctxmill__memory_store")
     srv = serve(scenario.script)
     env = claude_env(home, srv.url)
-    assert ctxmill(env, project, "install", "claude-code").returncode == 0
+    assert ctxmill(env, project, "install", "claude-code", "--no-proxy").returncode == 0  # `ctxmill run` is the subject
     assert ctxmill(env, project, "memory", "store", "--type", "constraint", SEEDED).returncode == 0
 
     res = run_through(claude_code, project, env, "-p", scenario.prompt)
