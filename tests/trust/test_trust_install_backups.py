@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxmill.integrations import back_up_once
+from ctxmill.integrations import back_up
 from tests.trust.kit import ctxmill
 
 SECRET = {"primaryApiKey": "sk-ant-api03-" + "k" * 40}
@@ -54,13 +54,13 @@ def test_a_backup_keeps_a_looser_original_mode_and_is_made_once(tmp_path):
     os.chmod(original, 0o644)
     before = os.umask(0o022)
     try:
-        back_up_once(original, ())
+        back_up(original, ())
     finally:
         os.umask(before)
     backup = tmp_path / "settings.json.ctxmill.bak"
     assert _mode(backup) == 0o644
     original.write_text('{"changed": 1}')
-    back_up_once(original, ())
+    back_up(original, ())
     assert backup.read_text() == "{}"  # the first backup stays
 
 
@@ -69,5 +69,5 @@ def test_a_backup_never_writes_through_a_link(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("kept")
     (tmp_path / ".claude.json.ctxmill.bak").symlink_to(victim)
-    back_up_once(original, ())  # a backup (or a link) already there is kept
+    back_up(original, ())  # a backup (or a link) already there is kept
     assert victim.read_text() == "kept"
