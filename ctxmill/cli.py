@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "engine": "engine",
     "map": "map",
+    "merge-memory": "merge_memory",
 }
 
 

@@ -1,7 +1,8 @@
 """`ctxmill install claude-code|opencode [--user|--project]` (see ctxmill.integrations, ctxmill.opencode_install).
 
 User scope is the default: every project of this user gets ctxmill, and nothing is written into the
-project. `--project` writes files a team can check in; they call `ctxmill` from PATH.
+project. `--project` writes files a team can check in; they call `ctxmill` from PATH. In a git
+repository it also registers the memory files' merge driver (`ctxmill.git_memory`).
 """
 
 from __future__ import annotations
@@ -54,7 +55,17 @@ def apply(args: argparse.Namespace, install: bool) -> int:
         raise CliError(f"{exc} - fix or remove the file, then re-run") from None
     except OSError as exc:
         raise CliError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
-    for line in change.lines() or ["nothing to do"]:
+    lines = change.lines()
+    if install and args.scope == "project" and (root / ".git").exists():  # the team's memory files merge entry by entry
+        import subprocess
+
+        from ctxmill.git_memory import register
+
+        try:
+            lines = lines + register(root, resolved_command("user")[0])
+        except (OSError, ValueError, subprocess.CalledProcessError) as exc:
+            warnings.append(f"the memory files' git merge driver is not registered: {exc}")
+    for line in lines or ["nothing to do"]:
         print(line)
     for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
