@@ -38,7 +38,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_proxy import conversation  # noqa: E402
+from bench.bench_proxy import _cpu_seconds, _descendants, conversation  # noqa: E402
 from bench.claude_code_requests import claude_code_sessions, session_messages  # noqa: E402
 from ccr.expand import expand_first  # noqa: E402
 from ccr.markers import find_markers  # noqa: E402
@@ -76,6 +76,17 @@ class Replicas:
                     if proc.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError(f"replica {url} did not start")
                     time.sleep(0.2)
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the replicas and their worker processes so far (call before `stop`)."""
+        total = 0.0
+        for proc in self.procs:
+            for pid in (proc.pid, *_descendants(proc.pid)):
+                try:
+                    total += _cpu_seconds(pid)
+                except OSError:
+                    pass
+        return total
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -206,6 +217,7 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--lat-turns", type=int, default=6)
     p.add_argument("--base-tokens", type=int, default=30_000)
+    p.add_argument("--rounds", type=int, default=2, help="latency rounds (this machine's speed drifts)")
     p.add_argument("--skip", default="", help="comma-separated phases to skip: replicas,kill,redis,latency")
     args = p.parse_args()
     skip = set(args.skip.split(","))
@@ -236,6 +248,13 @@ def main() -> None:
             sample = keys[:: max(1, len(keys) // 25)]
             print(f"  markers: {found}/{len(keys)} keys expand from the store; "
                   f"{mcp_expands(url('three:'), sample, folder)}/{len(sample)} sampled through `ctxmill mcp --store`")
+            client = connect(store)
+            sizes = {"session": 0, "ccr": 0}
+            for key in client.scan_iter(match="three:*", count=1000):
+                sizes["session" if key.startswith(b"three:session:") else "ccr"] += client.memory_usage(key) or 0
+            client.close()
+            print(f"  Redis per corpus session: {sizes['session'] / len(sessions) / 2**20:.2f} MiB of session state, "
+                  f"{sizes['ccr'] / len(sessions) / 2**20:.2f} MiB of originals")
             three.stop()
         if "kill" not in skip:
             kill_phase(folder, url("kill:"), upstream.url, fake, sessions[0], reference)
@@ -320,23 +339,26 @@ def latency_phase(folder: Path, redis: RedisServer, url, upstream: str, args) ->
     direct, _, _ = latency_run([upstream], args.clients, args.lat_turns, args.base_tokens, 1000)
     print(f"latency ({args.clients} conversations x {args.lat_turns} turns, ~{args.base_tokens:,}-token start, "
           f"upstream answers at once): direct p50 {percentile(direct, .5):.1f} ms, p99 {percentile(direct, .99):.1f} ms")
-    embedded = Replicas(folder, None, upstream, 1, budget="25")
-    times, errors, seconds = latency_run(embedded.urls, args.clients, args.lat_turns, args.base_tokens, 0)
-    embedded.stop()
-    print(f"  1 proxy, embedded store: p50 {percentile(times, .5):.1f} ms (+{percentile(times, .5) - percentile(direct, .5):.1f}), "
-          f"p99 {percentile(times, .99):.1f} ms (+{percentile(times, .99) - percentile(direct, .99):.1f}), "
-          f"{errors} errors, {len(times) / seconds:.1f} requests/s")
-    for count in (1, 2, 4):
-        before = int(client.info("memory")["used_memory"])
-        replicas = Replicas(folder, url(f"lat{count}:"), upstream, count, budget="25")
-        times, errors, seconds = latency_run(replicas.urls, args.clients, args.lat_turns, args.base_tokens, count)
-        replicas.stop()
-        used = int(client.info("memory")["used_memory"]) - before
-        own = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match=f"lat{count}:*", count=1000))
-        print(f"  {count} replica(s): p50 {percentile(times, .5):.1f} ms (+{percentile(times, .5) - percentile(direct, .5):.1f}), "
-              f"p99 {percentile(times, .99):.1f} ms (+{percentile(times, .99) - percentile(direct, .99):.1f}), "
-              f"{errors} errors, {len(times) / seconds:.1f} requests/s; Redis +{used / 2**20:.1f} MiB "
-              f"({own / 2**20:.1f} MiB in its keys) = {own / args.clients / 2**20:.2f} MiB per conversation")
+    for round_ in range(args.rounds):
+        for count in (0, 1, 2, 4):  # 0: one proxy on the embedded store, for comparison
+            before = int(client.info("memory")["used_memory"])
+            prefix = f"lat{round_}-{count}:"
+            replicas = Replicas(folder, url(prefix) if count else None, upstream, max(count, 1), budget="25")
+            started = replicas.cpu_seconds()
+            times, errors, seconds = latency_run(replicas.urls, args.clients, args.lat_turns, args.base_tokens,
+                                                 100 * round_ + count)
+            cpu = replicas.cpu_seconds() - started
+            replicas.stop()
+            line = (f"  {f'{count} replica(s)' if count else 'embedded store'}: p50 {percentile(times, .5):.1f} ms "
+                    f"(+{percentile(times, .5) - percentile(direct, .5):.1f}), p99 {percentile(times, .99):.1f} ms "
+                    f"(+{percentile(times, .99) - percentile(direct, .99):.1f}), {errors} errors, "
+                    f"{len(times) / seconds:.1f} requests/s, {1000 * cpu / len(times):.1f} ms CPU per request")
+            if count:
+                used = int(client.info("memory")["used_memory"]) - before
+                own = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match=prefix + "*", count=1000))
+                line += (f"; Redis +{used / 2**20:.1f} MiB ({own / 2**20:.1f} MiB in its keys) = "
+                         f"{own / args.clients / 2**20:.2f} MiB per conversation")
+            print(line, flush=True)
     client.close()
 
 

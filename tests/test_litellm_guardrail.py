@@ -4,6 +4,7 @@ front of the scripted stand-in upstream: Anthropic and OpenAI shapes are compres
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -55,21 +56,18 @@ guardrails:
 """
 
 
-@pytest.fixture(scope="module")
-def gateway(upstream, redis_server, tmp_path_factory):
-    """A LiteLLM proxy with the ctxmill guardrail on the shared store; yields (url, store address)."""
-    folder = tmp_path_factory.mktemp("litellm")
+@contextlib.contextmanager
+def litellm_proxy(folder: Path, upstream_url: str, store_url: str, config_toml: str = CONFIG):
+    """A LiteLLM proxy (its own process, loopback) with the ctxmill guardrail; yields (url, master key)."""
     home = folder / ".ctxmill"
-    home.mkdir()
-    (home / "config.toml").write_text(CONFIG)
-    address = fresh_address(redis_server)
-    store_url = f"{redis_server.url}?prefix={address.prefix}"
-    (folder / "config.yaml").write_text(litellm_config(upstream.url, store_url, home))
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config_toml)
+    (folder / "config.yaml").write_text(litellm_config(upstream_url, store_url, home))
     port = free_port()
     binary = shutil.which("litellm", path=str(Path(sys.executable).parent)) or pytest.skip("no litellm command")
     master = "sk-" + secrets.token_hex(32)
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR", "PYTHONPATH": os.getcwd(),
-           "LITELLM_MASTER_KEY": master}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "LITELLM_MASTER_KEY": master}
     log = open(folder / "litellm.log", "wb")
     process = subprocess.Popen([binary, "--config", str(folder / "config.yaml"), "--host", "127.0.0.1",
                                 "--port", str(port)], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -83,11 +81,11 @@ def gateway(upstream, redis_server, tmp_path_factory):
             except httpx.HTTPError:
                 pass
             if process.poll() is not None:
-                pytest.fail("LiteLLM exited: " + (folder / "litellm.log").read_text()[-2000:])
+                raise RuntimeError("LiteLLM exited: " + (folder / "litellm.log").read_text()[-2000:])
             time.sleep(0.5)
         else:
-            pytest.fail("LiteLLM did not start within 120 s: " + (folder / "litellm.log").read_text()[-2000:])
-        yield url, address, master
+            raise RuntimeError("LiteLLM did not start within 120 s: " + (folder / "litellm.log").read_text()[-2000:])
+        yield url, master
     finally:
         process.terminate()
         try:
@@ -96,6 +94,15 @@ def gateway(upstream, redis_server, tmp_path_factory):
             process.kill()
             process.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def gateway(upstream, redis_server, tmp_path_factory):
+    """A LiteLLM proxy with the ctxmill guardrail on the shared store; yields (url, store address, master key)."""
+    address = fresh_address(redis_server)
+    with litellm_proxy(tmp_path_factory.mktemp("litellm"), upstream.url,
+                       f"{redis_server.url}?prefix={address.prefix}") as (url, master):
+        yield url, address, master
 
 
 def prefix_shares(sent: list[list]) -> list[float]:
