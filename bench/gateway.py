@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -210,6 +211,23 @@ def latency_run(urls: list[str], clients: int, turns: int, base_tokens: int, see
     return times, errors, time.perf_counter() - began
 
 
+@contextlib.contextmanager
+def loopback(name: str):
+    """(a temporary folder, a started redis-server, the stand-in upstream and its server), all
+    stopped and removed at the end."""
+    folder = Path(tempfile.mkdtemp(prefix=f"ctxmill-{name}-"))
+    redis = RedisServer(shutil.which("redis-server") or sys.exit("redis-server is not installed"), folder)
+    redis.start()
+    fake = FakeUpstream()
+    upstream = ServerThread(fake.app()).__enter__()
+    try:
+        yield folder, redis, fake, upstream
+    finally:
+        upstream.__exit__(None, None, None)
+        redis.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=3)
@@ -221,12 +239,7 @@ def main() -> None:
     p.add_argument("--skip", default="", help="comma-separated phases to skip: replicas,kill,redis,latency")
     args = p.parse_args()
     skip = set(args.skip.split(","))
-    folder = Path(tempfile.mkdtemp(prefix="ctxmill-gateway-"))
-    redis = RedisServer(shutil.which("redis-server") or sys.exit("redis-server is not installed"), folder)
-    redis.start()
-    fake = FakeUpstream()
-    upstream = ServerThread(fake.app()).__enter__()
-    try:
+    with loopback("gateway") as (folder, redis, fake, upstream):
         sessions = corpus_turns(args.sessions, args.turns)
         print(f"corpus: {len(sessions)} sessions, {sum(map(len, sessions))} requests, "
               f"{sum(len(b) for s in sessions for b in s) / 2**20:.1f} MiB of request bodies")
@@ -262,10 +275,6 @@ def main() -> None:
             redis_phase(folder, redis, url("down:"), upstream.url, fake, sessions[0])
         if "latency" not in skip:
             latency_phase(folder, redis, url, upstream.url, args)
-    finally:
-        upstream.__exit__(None, None, None)
-        redis.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def kill_phase(folder: Path, store: str, upstream: str, fake: FakeUpstream, turns: list[bytes], reference: dict) -> None:

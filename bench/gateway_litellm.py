@@ -11,9 +11,7 @@ Run: python bench/gateway_litellm.py [--sessions 1 --turns 30]
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import orjson
@@ -21,10 +19,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.gateway import HEADERS, Replicas, corpus_turns  # noqa: E402
+from bench.gateway import HEADERS, Replicas, corpus_turns, loopback  # noqa: E402
 from compress.tokens import estimate_tokens  # noqa: E402
-from tests.fake_upstream import FakeUpstream, ServerThread  # noqa: E402
-from tests.redis_fixture import RedisServer  # noqa: E402
 from tests.test_litellm_guardrail import litellm_proxy, prefix_shares, run_conversation  # noqa: E402
 
 
@@ -33,12 +29,7 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=1)
     p.add_argument("--turns", type=int, default=30)
     args = p.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="ctxmill-litellm-"))
-    redis = RedisServer(shutil.which("redis-server") or sys.exit("redis-server is not installed"), folder)
-    redis.start()
-    fake = FakeUpstream()
-    upstream = ServerThread(fake.app()).__enter__()
-    try:
+    with loopback("litellm") as (folder, redis, fake, upstream):
         sessions = [[{**orjson.loads(b), "model": "claude-test"} for b in s] for s in corpus_turns(args.sessions, args.turns)]
         with litellm_proxy(folder / "litellm", upstream.url, f"{redis.url}?prefix=litellm:", "") as (url, master):
             through_litellm = [run_conversation(url, "/v1/messages", turns, fake,
@@ -57,10 +48,6 @@ def main() -> None:
                       f"({100 * (1 - tokens / raw):.1f}% fewer); prefix share of the next request: mean "
                       f"{sum(shares) / len(shares):.4f}, min {min(shares):.4f}")
             print(f"session {i}: identical conversations on both paths: {through_litellm[i] == through_proxy[i]}")
-    finally:
-        upstream.__exit__(None, None, None)
-        redis.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

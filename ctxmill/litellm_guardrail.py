@@ -1,14 +1,8 @@
 """ctxmill inside LiteLLM's proxy: a guardrail whose pre-call hook compresses every request it routes.
 
-In LiteLLM's config.yaml (docs/gateway.md has the whole snippet):
-
-    guardrails:
-      - guardrail_name: ctxmill
-        litellm_params:
-          guardrail: ctxmill.litellm_guardrail.CtxmillGuardrail
-          mode: pre_call
-          default_on: true
-          store: os.environ/CTXMILL_STORE     # optional: redis://… shared with ctxmill's MCP server
+Registered in LiteLLM's config.yaml as `guardrail: ctxmill.litellm_guardrail.CtxmillGuardrail`
+with `mode: pre_call` (docs/gateway.md has the snippet); `store` and `home` among its
+`litellm_params` reach `__init__`.
 
 Must hold:
 - Chat Completions requests (`completion` calls) and Anthropic Messages requests
