@@ -279,17 +279,36 @@ def main() -> None:
 
 def kill_phase(folder: Path, store: str, upstream: str, fake: FakeUpstream, turns: list[bytes], reference: dict) -> None:
     replicas = Replicas(folder, store, upstream, 3)
-    middle, answered = len(turns) // 2, []
+    try:
+        _kill_and_retry(replicas, store, fake, turns, reference)
+    finally:
+        replicas.stop()
+
+
+def _kill_and_retry(replicas: Replicas, store: str, fake: FakeUpstream, turns: list[bytes], reference: dict) -> None:
+    middle, answered, took = len(turns) // 2, [], []
     for k in range(middle):
+        began = time.perf_counter()
         assert post(replicas.urls[k % 3], turns[k], f"kill/{k}") == 200
+        took.append(time.perf_counter() - began)
         answered.append(received(fake, f"kill/{k}"))
     victim = replicas.procs[middle % 3]
     result: dict = {}
     sender = threading.Thread(target=lambda: result.update(
         status=_status_or_error(replicas.urls[middle % 3], turns[middle], f"kill/{middle}")))
+    address = StoreAddress.parse(store)
+    client = connect(address)
+    doomed = [*reversed(_descendants(victim.pid)), victim.pid]  # the worker first: it holds the lock
     sender.start()
-    time.sleep(0.01)
-    _kill_tree(victim.pid)
+    began, held = time.perf_counter(), False
+    from ctxmill.proxy.identity import session_key
+
+    lock = f"{address.prefix}session:proxy-{session_key('anthropic', orjson.loads(turns[middle]))}:lock"
+    while not held and time.perf_counter() - began < 5:  # kill while its run holds the session's lock
+        held = bool(client.exists(lock))
+    delay = time.perf_counter() - began
+    _kill_all(doomed)
+    client.close()
     sender.join(60)
     alive = [u for i, u in enumerate(replicas.urls) if i != middle % 3]
     began = time.perf_counter()
@@ -300,10 +319,11 @@ def kill_phase(folder: Path, store: str, upstream: str, fake: FakeUpstream, turn
                received(fake, f"kill/{k}") == reference.get((0, k)) for k in range(middle + 1, len(turns)))
     keys = sorted(keys_in(answered))
     found = sum(expand_first([], k, shared=StoreAddress.parse(store)).ok for k in keys)
-    print(f"kill: request {middle} in flight on the killed replica: {result.get('status')}; retry on another "
+    print(f"kill: {1000 * delay:.0f} ms after request {middle} was sent (requests took {1000 * percentile(took, .5):.0f} ms "
+          f"at the median), its replica was killed {'holding' if held else 'not holding'} the session's lock: "
+          f"the client got {result.get('status')}; retry on another "
           f"replica {retry} in {waited:.2f} s, same bytes as one process: {same}; later requests same bytes: {rest}; "
           f"{found}/{len(keys)} keys of the requests answered before the kill expand")
-    replicas.stop()
 
 
 def _status_or_error(url: str, body: bytes, tag: str) -> str:
@@ -313,10 +333,10 @@ def _status_or_error(url: str, body: bytes, tag: str) -> str:
         return type(exc).__name__
 
 
-def _kill_tree(pid: int) -> None:
-    """SIGKILL the replica and its worker processes (as a machine that dies takes all of them)."""
-    children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    for child in [pid, *map(int, children)]:
+def _kill_all(pids: list[int]) -> None:
+    """SIGKILL a replica and every process under it (its forkserver and worker), as a machine
+    that dies takes all of them; `pids` listed beforehand, so the kill itself takes no time."""
+    for child in pids:
         try:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
@@ -326,21 +346,23 @@ def _kill_tree(pid: int) -> None:
 def redis_phase(folder: Path, redis: RedisServer, store: str, upstream: str, fake: FakeUpstream,
                 turns: list[bytes]) -> None:
     replicas = Replicas(folder, store, upstream, 2)
-    middle = len(turns) // 2
-    for k in range(middle):
-        post(replicas.urls[k % 2], turns[k], f"down/{k}")
-    redis.stop()
-    statuses, unchanged = [], 0
-    for k in range(middle, len(turns)):
-        statuses.append(post(replicas.urls[k % 2], turns[k], f"down/{k}"))
-        unchanged += received(fake, f"down/{k}") == turns[k]
-    failures = sum(httpx.get(u + "/ctxmill/stats", trust_env=False).json()["totals"]["store_failures"]
-                   for u in replicas.urls)
-    print(f"redis down: {len(statuses)} requests, statuses {sorted(set(statuses))}, "
-          f"{sum(s >= 500 for s in statuses)} 5xx, {unchanged}/{len(statuses)} bodies unchanged, "
-          f"store_failures in stats: {failures}")
-    replicas.stop()
-    redis.start()
+    try:
+        middle = len(turns) // 2
+        for k in range(middle):
+            post(replicas.urls[k % 2], turns[k], f"down/{k}")
+        redis.stop()
+        statuses, unchanged = [], 0
+        for k in range(middle, len(turns)):
+            statuses.append(post(replicas.urls[k % 2], turns[k], f"down/{k}"))
+            unchanged += received(fake, f"down/{k}") == turns[k]
+        failures = sum(httpx.get(u + "/ctxmill/stats", trust_env=False).json()["totals"]["store_failures"]
+                       for u in replicas.urls)
+        print(f"redis down: {len(statuses)} requests, statuses {sorted(set(statuses))}, "
+              f"{sum(s >= 500 for s in statuses)} 5xx, {unchanged}/{len(statuses)} bodies unchanged, "
+              f"store_failures in stats: {failures}")
+    finally:
+        replicas.stop()
+        redis.start()
 
 
 def latency_phase(folder: Path, redis: RedisServer, url, upstream: str, args) -> None:

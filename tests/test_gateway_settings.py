@@ -51,3 +51,20 @@ def test_the_password_never_shows_and_other_schemes_are_refused():
     with pytest.raises(StoreAddressError) as refused:
         StoreAddress.parse("https://app:s3cr3t-pw@db.internal/")
     assert "s3cr3t-pw" not in str(refused.value)
+
+
+def test_a_checkpoint_stores_its_originals_in_the_shared_store(tmp_path, redis_server):
+    from dataclasses import replace
+
+    from ccr.expand import expand_first
+    from ccr.markers import find_markers
+    from memory.checkpoint import write_checkpoint
+    from tests.redis_fixture import fresh_address
+    from tests.test_checkpoint import _cfg, _session
+
+    address = fresh_address(redis_server)
+    cfg = replace(_cfg(tmp_path), ccr_store=address)
+    result = write_checkpoint(cfg, _session(), "s1")
+    keys = [m.key for m in find_markers(result.markdown)]
+    assert keys and all(expand_first([], k, shared=address).ok for k in keys)
+    assert not (cfg.ccr_dir / "ccr.sqlite3").exists()  # nothing went to the embedded store
