@@ -51,19 +51,38 @@ def test_replicas_render_the_bytes_of_one_process_and_every_marker_expands(fake,
     assert stats["store"] == shared.shown and stats["totals"]["store_failures"] == 0
 
 
-def test_expand_on_the_command_line_reads_the_shared_store(fake, start_proxy, redis_server, tmp_path):
+def test_expand_and_the_mcp_server_read_the_shared_store(fake, start_proxy, redis_server, tmp_path):
     shared = fresh_address(redis_server)
     proxy = start_proxy(store=shared, workers=1)
     for body in requests_of(example()):
         send(proxy.url, body)
     key = next(m.key for m in find_markers(fake.received[-1].body.decode()))
     url = f"{redis_server.url}?prefix={shared.prefix}"
+    assert mcp_deep_expand(url, key, tmp_path).startswith("1\t")  # the MCP server on the same store
     found = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key, "--store", url, "--home", str(tmp_path)],
                            capture_output=True, timeout=60)
     assert found.returncode == 0 and found.stdout, found.stderr
     elsewhere = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key, "--home", str(tmp_path)],
                                capture_output=True, timeout=60)
     assert elsewhere.returncode == 1  # not in the user's embedded store: it went to Redis only
+
+
+def mcp_deep_expand(store_url: str, key: str, folder) -> str:
+    """`deep_expand(key, lines="1:2")` through `ctxmill mcp --store` on stdio."""
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def talk() -> str:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp", "--store", store_url],
+                                       cwd=str(folder))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            found = await session.call_tool("deep_expand", {"key": key, "lines": "1:2"})
+            assert not found.is_error, found.content
+            return found.content[0].text
+    return asyncio.run(talk())
 
 
 def test_redis_going_away_fails_open_and_says_so(fake, start_proxy, tmp_path):
