@@ -10,10 +10,14 @@ table's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ctxmill.errors import ConfigError
-from ground.redis_client import StoreAddress, StoreAddressError
+
+TYPE_CHECKING = False  # as in ctxmill.settings: a hook that names no store imports neither typing nor the parser
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ground.redis_client import StoreAddress
 
 KEYS = {"url", "prefix"}
 
@@ -22,6 +26,8 @@ def store_address(flag_or_env: str | None, project_tables: dict[str, Any], proje
                   user_config: Path, user_tables: dict[str, Any]) -> StoreAddress | None:
     """The configured store, or None (the embedded default). `user_tables`: the user's
     config.toml (`user_config`) as parsed. ConfigError names the bad key."""
+    from ground.redis_client import StoreAddress, StoreAddressError
+
     if "store" in project_tables:
         raise ConfigError(f"{project_source}: [store] belongs in the user's config ({user_config}), not a project's")
     where = f"{user_config}: store"
@@ -45,7 +51,7 @@ def store_address(flag_or_env: str | None, project_tables: dict[str, Any], proje
     return address
 
 
-_clients: dict[StoreAddress, Any] = {}
+_clients: dict[Any, Any] = {}
 
 
 def client(address: StoreAddress) -> Any:
