@@ -6,6 +6,7 @@
 - the repository's own git config (`.git/config`, this machine's) gets
   `merge.ctxmill-memory.driver = <command> merge-memory %O %A %B %P`.
 Idempotent: a second run changes nothing. Returns what it changed, one line each.
+`unregister(root)` (`ctxmill uninstall … --project`) takes both away again.
 """
 
 from __future__ import annotations
@@ -41,4 +42,26 @@ def register(root: Path, command: list[str]) -> list[str]:
         if now.stdout.strip() != value:
             subprocess.run(["git", "config", "--local", key, value], cwd=root, check=True, capture_output=True)
             changes.append(f"git config {key}")
+    return changes
+
+
+def unregister(root: Path) -> list[str]:
+    """Undo `register`: its lines leave `.gitattributes` (the file goes when nothing else is in
+    it) and the driver leaves the repository's git config. Returns what it changed."""
+    changes = []
+    attributes = root / ".gitattributes"
+    if attributes.exists():
+        lines = attributes.read_text(encoding="utf-8").splitlines()
+        kept = [line for line in lines if line not in attribute_lines()]
+        if kept != lines:
+            if any(line.strip() for line in kept):
+                attributes.write_text("\n".join(kept) + "\n", encoding="utf-8")
+            else:
+                attributes.unlink()
+            changes.append(f"{attributes}: memory files merge as other files")
+    if (root / ".git").exists():
+        removed = subprocess.run(["git", "config", "--local", "--remove-section", f"merge.{DRIVER}"], cwd=root,
+                                 capture_output=True)
+        if removed.returncode == 0:
+            changes.append(f"git config merge.{DRIVER} removed")
     return changes

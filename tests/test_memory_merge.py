@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmill.git_memory import register
+from ctxmill.git_memory import attribute_lines, register, unregister
 from memory.merge import merge
 from memory.markdown import parse
 
@@ -146,3 +146,17 @@ def test_install_registers_the_driver_in_a_git_repository(tmp_path):
     assert ".ctxmill/MEMORY.md merge=ctxmill-memory" in (repo / ".gitattributes").read_text()
     driver = git(repo, "config", "--get", "merge.ctxmill-memory.driver").stdout
     assert driver.strip().endswith("merge-memory %O %A %B %P")
+
+
+def test_uninstall_takes_the_driver_away_and_keeps_other_attributes(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".gitattributes").write_text("*.png binary\n")
+    register(repo, ["ctxmill"])
+    assert unregister(repo) and (repo / ".gitattributes").read_text() == "*.png binary\n"
+    assert git(repo, "config", "--get", "merge.ctxmill-memory.driver").stdout == ""
+    register(repo, ["ctxmill"])
+    (repo / ".gitattributes").write_text("".join(f"{line}\n" for line in attribute_lines()))
+    unregister(repo)
+    assert not (repo / ".gitattributes").exists()

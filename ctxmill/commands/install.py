@@ -56,15 +56,15 @@ def apply(args: argparse.Namespace, install: bool) -> int:
     except OSError as exc:
         raise CliError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     lines = change.lines()
-    if install and args.scope == "project" and (root / ".git").exists():  # the team's memory files merge entry by entry
+    if args.scope == "project" and (root / ".git").exists():  # the team's memory files merge entry by entry
         import subprocess
 
-        from ctxmill.git_memory import register
+        from ctxmill.git_memory import register, unregister
 
         try:
-            lines = lines + register(root, resolved_command("user")[0])
+            lines = lines + (register(root, resolved_command("user")[0]) if install else unregister(root))
         except (OSError, ValueError, subprocess.CalledProcessError) as exc:
-            warnings.append(f"the memory files' git merge driver is not registered: {exc}")
+            warnings.append(f"the memory files' git merge driver: {exc}")
     for line in lines or ["nothing to do"]:
         print(line)
     for line in warnings:
