@@ -72,7 +72,7 @@ def test_the_lock_is_exclusive_and_a_dead_holders_lease_expires(place):
     started = time.monotonic()
     with place(lease=0.5, wait=5).lock():  # the dead holder's lease (1 s) runs out first
         waited = time.monotonic() - started
-    assert 0.3 < waited <= 1.5
+    assert 0.3 < waited < 5  # after the lease, not by giving up (a busy machine may add some)
 
 
 def test_runs_of_one_session_take_turns(place):
