@@ -106,3 +106,29 @@ def test_redis_going_away_fails_open_and_says_so(fake, start_proxy, tmp_path):
         assert fake.received[-1].body != orjson.dumps(turns[-1])  # compressed again
     finally:
         server.stop()
+
+
+def test_no_secret_the_client_sent_is_at_rest_in_redis(fake, start_proxy, redis_server):
+    from ground.redis_client import connect
+
+    secret = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+    body = example()
+    result = next(b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
+                  if b.get("type") == "tool_result" and isinstance(b.get("content"), str))
+    result["content"] = f"export GITHUB_TOKEN={secret}\n" + result["content"]
+    shared = fresh_address(redis_server)
+    proxy = start_proxy(store=shared, workers=1)
+    for turn in requests_of(body):
+        assert send(proxy.url, turn).status_code == 200
+    client = connect(shared)
+    values = []
+    for key in client.scan_iter(match=shared.prefix + "*"):
+        kind = client.type(key)
+        if kind == b"string":
+            values.append(client.get(key))
+        elif kind == b"hash":
+            values += client.hgetall(key).values()
+    client.close()
+    at_rest = b"\n".join(values)
+    assert secret.encode() not in at_rest
+    assert b"[REDACTED" in at_rest  # what held it was stored, redacted or sealed
