@@ -16,7 +16,10 @@ from typing import Sequence
 
 import regex
 
+from ccr.base import OriginalsStore
 from ccr.store import CCRStore, Retention, db_path
+from ccr.stores import open_store
+from ground.redis_client import StoreAddress
 
 GREP_TIMEOUT_SECONDS = 1.0
 MAX_GREP_LINES = 500
@@ -80,7 +83,7 @@ def _grep(pattern: str, pairs: list[tuple[int, str]], timeout: float) -> list[tu
 
 
 def expand(
-    store: CCRStore,
+    store: OriginalsStore,
     key: str,
     lines: str | None = None,
     grep: str | None = None,
@@ -118,16 +121,17 @@ def expand(
 
 
 def expand_first(directories: Sequence[Path], key: str, lines: str | None = None, grep: str | None = None,
-                 retention: Retention = Retention()) -> ExpandResult:
-    """`expand` in the first store of `directories` that holds `key` (stores that do not exist
-    are skipped); when none does, why: the first store that had it and let it expire (its message
-    says what to re-run), else the first that never had it, else "missing" when no store exists.
-    CCRError when a store cannot be opened."""
+                 retention: Retention = Retention(), shared: StoreAddress | None = None) -> ExpandResult:
+    """`expand` in the first store that holds `key`: the `shared` (Redis) store when configured,
+    then the stores of `directories` (those that do not exist are skipped); when none does, why:
+    the first store that had it and let it expire (its message says what to re-run), else the
+    first that never had it, else "missing" when no store exists. CCRError when a store cannot
+    be opened or read."""
     gone: dict[str, ExpandResult] = {}
-    for directory in dict.fromkeys(directories):
-        if not db_path(directory).exists():
-            continue
-        with CCRStore(directory, retention=retention) as store:
+    places = [shared] if shared is not None else []
+    places += [d for d in dict.fromkeys(directories) if db_path(d).exists()]
+    for place in places:
+        with (open_store(None, retention, place) if place is shared else CCRStore(place, retention=retention)) as store:
             result = expand(store, key, lines=lines, grep=grep)
         if result.status not in ("missing", "expired"):
             return result

@@ -7,18 +7,8 @@ block), an index on last-access time for least-recently-used eviction, and size 
 without listing files. A directory of one-file-per-key would need a lock for the size
 budget, a scan of the directory to evict, and cannot commit a batch atomically.
 
-What must hold:
-- `put` is idempotent: identical text gives the identical key and one row.
-- Inside `batch()` puts are buffered and written in ONE short transaction on exit; if that
-  commit fails, `batch()` raises CCRError and nothing is stored (the caller fails open).
-- `get` never raises for a bad, unknown or expired key: it returns a Lookup whose
-  `message` says in one line what happened and, when known, what to re-run.
-- An entry lives `ttl_seconds` after its last put, get or `refresh` (a session refreshes the
-  keys its requests still name, at most every REFRESH_EVERY of the TTL); the live payload stays
-  under `max_bytes` by evicting the least recently used entries first, never those the same
-  commit wrote (a batch larger than `max_bytes` is kept whole, until a later commit). Expired
-  and evicted entries leave a tombstone (key, hint, times, reason) for `tombstone_seconds`.
-- The directory is created 0700, the database file 0600 (SQLite gives its -wal and -shm
+What must hold: the interface's rules (`ccr.base`), and
+- the directory is created 0700, the database file 0600 (SQLite gives its -wal and -shm
   files the database's mode); none of them is opened through a symbolic link.
 """
 
@@ -30,22 +20,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import Timeout
 
-from ccr.keys import is_valid_key, make_key
+from ccr.base import (DAY, REFRESH_EVERY, CCRError, Found, Lookup, OriginalsStore, Retention, Stats, encode,
+                      invalid_key_message)
+from ccr.keys import is_valid_key
 from ground.files import not_links, private_dir, private_file, private_lock
 
+__all__ = ["DAY", "REFRESH_EVERY", "CCRError", "CCRStore", "Lookup", "Retention", "Stats", "db_path",
+           "invalid_key_message"]
+
 DB_NAME = "ccr.sqlite3"
-DAY = 86400.0
-_HINT_MAX = 300
 _SCHEMA_VERSION = 1
 _BUSY_TIMEOUT_MS = 10_000
 _EVICT_CHUNK = 256
-REFRESH_EVERY = 0.25
-"""A caller's refresh writes at most once per this fraction of the TTL."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -87,44 +77,6 @@ ON CONFLICT (key) DO UPDATE SET
 _TOMBSTONE = "UPDATE entries SET body = NULL, size = 0, gone = ?, reason = ?"
 
 
-@dataclass(frozen=True)
-class Retention:
-    """How long and how much the store keeps (config.toml `[ccr]`: `ttl_hours`, `max_mb`)."""
-
-    ttl_seconds: float = DAY
-    """An entry lives this long after its last put, get or refresh."""
-    max_bytes: int = 512 * 2**20
-    """Live payload cap; the least recently used entries are evicted beyond it."""
-
-
-class CCRError(Exception):
-    """The store could not be opened or a write could not be committed."""
-
-
-@dataclass(frozen=True)
-class Lookup:
-    """Result of CCRStore.get. `text` is set only when status == "ok"; `message` otherwise."""
-
-    key: str
-    status: str  # "ok" | "expired" | "missing" | "invalid"
-    text: str | None
-    message: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class Stats:
-    path: str
-    entries: int
-    tombstones: int
-    live_bytes: int
-    max_bytes: int
-    ttl_seconds: float
-
-
 def _migrate(db: sqlite3.Connection) -> None:
     """Create the schema once (first opener; openers are serialized by a file lock)."""
     if db.execute("PRAGMA user_version").fetchone()[0] != _SCHEMA_VERSION:
@@ -141,40 +93,10 @@ def db_path(directory: Path) -> Path:
     return Path(directory) / DB_NAME
 
 
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
-
-
-def _decode(body: bytes) -> str:
-    return body.decode("utf-8", "surrogatepass")
-
-
-def _clean_hint(hint: str | None) -> str | None:
-    """One printable line (it goes into one-line messages), at most _HINT_MAX chars."""
-    if hint is None:
-        return None
-    line = " ".join(hint.encode("utf-8", "replace").decode("utf-8").split())
-    return line[:_HINT_MAX] or None
-
-
-def _span(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 72 * 3600:
-        return f"{seconds / 3600:.0f} h"
-    return f"{seconds / DAY:.0f} d"
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
-
-
-class CCRStore:
-    """Hash-addressed store of original texts. Share it across processes freely; within a
-    process one instance may be used from several threads (calls are serialized)."""
+class CCRStore(OriginalsStore):
+    """Hash-addressed store of original texts in one SQLite database (the embedded default).
+    Share it across processes freely; within a process one instance may be used from several
+    threads (calls are serialized)."""
 
     def __init__(
         self,
@@ -186,12 +108,8 @@ class CCRStore:
     ) -> None:
         """`path` is the store directory (the face passes paths.ccr_dir(home)); None keeps
         the store in memory (tests)."""
-        self.ttl_seconds = retention.ttl_seconds
-        self.max_bytes = retention.max_bytes
-        self.tombstone_seconds = tombstone_seconds
-        self._clock = clock
+        super().__init__(retention, tombstone_seconds, clock)
         self._lock = threading.RLock()
-        self._local = threading.local()
         self.path = ":memory:" if path is None else str(db_path(Path(path)))
         try:
             if path is None:
@@ -240,38 +158,8 @@ class CCRStore:
 
     # ---------------------------------------------------------------- writes
 
-    def put(self, text: str, hint: str | None = None) -> str:
-        """Store `text` (idempotent) and return its key. `hint` says what to re-run to get
-        the text again once it is gone, e.g. "re-run the tool call `cat src/x.py`".
-        Outside batch() the write is committed before returning; raises CCRError if not."""
-        key = make_key(text)
-        pending = getattr(self._local, "pending", None)
-        if pending is not None:
-            earlier = pending.get(key)
-            pending[key] = (text, _clean_hint(hint) or (earlier[1] if earlier else None))
-        else:
-            self._write({key: (text, _clean_hint(hint))})
-        return key
-
-    @contextmanager
-    def batch(self) -> Iterator[CCRStore]:
-        """Buffer puts and commit them in one transaction on exit. Raises CCRError when the
-        commit fails; an exception inside the block discards the buffered puts. Nested
-        batches join the outermost one."""
-        if getattr(self._local, "pending", None) is not None:
-            yield self
-            return
-        self._local.pending = {}
-        try:
-            yield self
-            pending = self._local.pending
-        finally:
-            self._local.pending = None
-        if pending:
-            self._write(pending)
-
     def _write(self, items: dict[str, tuple[str, str | None]]) -> None:
-        encoded = [(key, hint, _encode(text)) for key, (text, hint) in items.items()]
+        encoded = [(key, hint, encode(text)) for key, (text, hint) in items.items()]
         try:
             with self._transaction() as db:
                 now = self._clock()
@@ -280,13 +168,7 @@ class CCRStore:
         except sqlite3.Error as exc:
             raise CCRError(f"CCR commit of {len(encoded)} entries failed at {self.path}: {exc}") from exc
 
-    def refresh_due(self, since: float) -> bool:
-        """Whether a caller that last refreshed at `since` should refresh again now."""
-        return self._clock() - since >= self.ttl_seconds * REFRESH_EVERY
-
     def refresh(self, keys) -> float:
-        """A full TTL from now for the live entries among `keys` (the markers a session still
-        sends), in one transaction; returns the time of the refresh. Raises CCRError."""
         now = self._clock()
         rows = [(now, k) for k in sorted(set(keys)) if is_valid_key(k)]
         if rows:
@@ -330,41 +212,19 @@ class CCRStore:
 
     # ---------------------------------------------------------------- reads
 
-    def get(self, key: str) -> Lookup:
-        """The original text for `key`, refreshing its TTL; or a one-line reason why not."""
-        if not is_valid_key(key):
-            return Lookup(str(key), "invalid", None, invalid_key_message(key))
-        pending = getattr(self._local, "pending", None)
-        if pending is not None and key in pending:
-            return Lookup(key, "ok", pending[key][0], "")
+    def _lookup(self, key: str, now: float) -> Found | None:
         try:
             with self._lock:
                 row = self._db.execute(
                     "SELECT hint, created, accessed, reason, body, gone FROM entries WHERE key = ?", (key,)
                 ).fetchone()
-                now = self._clock()
                 if row is not None and row[4] is not None and now - row[2] <= self.ttl_seconds:
                     self._db.execute(
                         "UPDATE entries SET accessed = max(accessed, ?) WHERE key = ?", (now, key)
                     )
-                    return Lookup(key, "ok", _decode(row[4]), "")
         except sqlite3.Error as exc:
             raise CCRError(f"CCR read failed at {self.path}: {exc}") from exc
-        if row is None:
-            return Lookup(key, "missing", None, _missing_message(key, self.tombstone_seconds))
-        hint, created, accessed, reason, _, gone = row
-        # kept unused this long: by whoever dropped it (a tombstone), else under this store's TTL
-        unused = self.ttl_seconds if gone is None else gone - accessed
-        return Lookup(key, "expired", None, self._gone_message(key, hint, created, reason, now, unused))
-
-    def _gone_message(self, key: str, hint: str | None, created: float, reason: str | None, now: float,
-                      unused: float) -> str:
-        if reason == "evicted":
-            what = f"was evicted to keep the store under {_mib(self.max_bytes)} (stored {_span(now - created)} ago)"
-        else:
-            what = f"has expired (stored {_span(now - created)} ago, kept {_span(unused)})"
-        again = f"{hint} to see it again" if hint else "the original text is no longer available"
-        return f'ctxmill: deep_expand("{key}") {what}; {again}'
+        return None if row is None else Found(row[4], row[0], row[1], row[2], row[3], row[5])
 
     def stats(self) -> Stats:
         with self._lock:
@@ -376,21 +236,3 @@ class CCRStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-    def __enter__(self) -> CCRStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def invalid_key_message(key: object) -> str:
-    shown = repr(key)[:48] if isinstance(key, str) else type(key).__name__
-    return f"ctxmill: deep_expand({shown}) is not a CCR key (expected 32 lowercase hex characters)"
-
-
-def _missing_message(key: str, tombstone_seconds: float) -> str:
-    return (
-        f'ctxmill: deep_expand("{key}") is not in this store '
-        f"(never stored here, or gone for more than {_span(tombstone_seconds)})"
-    )

@@ -5,23 +5,24 @@ message prefix up to and including it (the same thing a provider's prompt cache 
 Between epochs a known prefix is rendered exactly as before, so the compressed request k is a
 byte prefix of request k+1 apart from new messages.
 
-On disk (`<dir>/state.jsonl`): line 1 is the epoch header; each further line is a message record
+At rest (`<dir>/state.jsonl`, or the same bytes in Redis: `compress.session_store`): line 1 is
+the epoch header; each further line is a message record
 or a header update. A record holds its rendering sealed against the raw message
 (`compress.sealed`): no secret the client sent is at rest, and the client's next request,
 which holds the raw message again, opens it byte for byte. A record whose rendering cannot be
 sealed is not written: a later process knows the prefix only up to it. An epoch rewrites the
 file (temp file + rename); a run between epochs appends. A torn last line (crash while
 appending) is ignored on load. Every process that loads, runs on or saves a session's state
-holds the directory's file lock (`state_lock(dir)`; `Session.open(dir)` holds it from load to
-save), so they take turns. A process that keeps a session in memory between runs reloads it
-when `changed_on_disk()`.
+holds its place's lock (`place.lock()`, for a directory `state_lock(dir)`; `Session.open(where)`
+holds it from load to save), so they take turns. A process that keeps a session in memory
+between runs reloads it when `changed_on_disk()`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
+import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -30,7 +31,8 @@ import orjson
 import xxhash
 
 from compress.sealed import seal, unseal
-from ground.files import atomic_write, open_private, private_lock
+from compress.session_store import LOCK_FILE, STATE_FILE, RedisState, StateFiles
+from ground.files import private_lock
 from ground.jsonbytes import dumps
 
 if TYPE_CHECKING:
@@ -38,14 +40,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ctxmill.compress")
 
-STATE_FILE = "state.jsonl"
-LOCK_FILE = "state.lock"
+__all__ = ["STATE_FILE", "VERSION", "Header", "Record", "Session", "known_prefix", "prefix_hashes",
+           "prune_sessions", "state_lock"]
 VERSION = 2
+Place = StateFiles | RedisState
 
 
 def state_lock(path: Path) -> FileLock:
     """The file lock of the session directory `path`: held around every load, run and save."""
-    return private_lock(Path(path) / LOCK_FILE)
+    return StateFiles(path).lock()
+
+
+def _place(where: Path | Place) -> Place:
+    return where if isinstance(where, (StateFiles, RedisState)) else StateFiles(Path(where))
 
 
 @dataclass(slots=True)
@@ -97,7 +104,8 @@ class Header:
 
 @dataclass
 class Session:
-    path: Path | None = None
+    place: Place | None = None
+    """Where the state is kept (None: memory only)."""
     header: Header = field(default_factory=Header)
     records: dict[str, Record] = field(default_factory=dict)
     request_ends: list[int] = field(default_factory=list)
@@ -110,20 +118,25 @@ class Session:
     """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
     _pending: list[bytes | tuple[str, Record]] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
-    _signature: tuple[int, int] | None = field(default=None, repr=False)
-    """The state file's (mtime, size) when this session last loaded or saved it."""
+    _signature: object = field(default=None, repr=False)
+    """The place's signature when this session last loaded or saved it."""
 
     @classmethod
     def memory(cls) -> "Session":
         return cls()
 
+    @property
+    def path(self) -> Path | None:
+        """The session directory, when the state is kept in files."""
+        return self.place.directory if isinstance(self.place, StateFiles) else None
+
     @classmethod
-    def load(cls, path: Path) -> "Session":
-        session = cls(path=Path(path))
-        session._signature = _file_signature(session.path)
-        try:
-            data = (session.path / STATE_FILE).read_bytes()
-        except FileNotFoundError:
+    def load(cls, where: Path | Place) -> "Session":
+        """The state kept at `where` (a session directory or a place); an empty session when
+        there is none or it is unreadable. Errors of the place itself (Redis down) propagate."""
+        session = cls(place=_place(where))
+        data, session._signature = session.place.read()
+        if data is None:
             return session
         lines = data.split(b"\n")
         try:
@@ -153,11 +166,11 @@ class Session:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, path: Path) -> Iterator["Session"]:
-        """Load under the session's file lock and save on a clean exit."""
-        path = Path(path)
-        with state_lock(path):
-            session = cls.load(path)
+    def open(cls, where: Path | Place) -> Iterator["Session"]:
+        """Load under the session's lock and save on a clean exit."""
+        place = _place(where)
+        with place.lock():
+            session = cls.load(place)
             yield session
             session.save()
 
@@ -199,30 +212,25 @@ class Session:
     # -- persistence ---------------------------------------------------------------
 
     def changed_on_disk(self) -> bool:
-        """Whether another process wrote the state file since this session loaded or saved it."""
-        return self.path is not None and _file_signature(self.path) != self._signature
+        """Whether another process wrote the state since this session loaded or saved it."""
+        return self.place is not None and self.place.signature() != self._signature
 
     def save(self) -> None:
-        if self.path is None:
+        if self.place is None:
             self._pending.clear()
             self._rewrite = False
             return
-        target = self.path / STATE_FILE
-        if self._rewrite or not target.exists():
+        if self._rewrite or not self.place.exists():
             lines = [dumps(asdict(self.header))]
             lines += [self._line(item) for item in self.records.items()]
             lines += [dumps({"end": n}) for n in self.request_ends]
-            atomic_write(target, b"\n".join(line for line in lines if line) + b"\n")
+            self._signature = self.place.rewrite(b"\n".join(line for line in lines if line) + b"\n")
         elif lines := [line for line in map(self._line, self._pending) if line]:
-            with open(open_private(target, os.O_RDWR | os.O_APPEND), "ab+") as fh:  # never through a link
-                torn = fh.tell() > 0 and fh.seek(-1, os.SEEK_END) >= 0 and fh.read(1) != b"\n"
-                # After a crash mid-append, end the torn line first so the new records stay whole.
-                fh.write((b"\n" if torn else b"") + b"\n".join(lines) + b"\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            self._signature = self.place.append(b"\n".join(lines) + b"\n")
+        else:
+            self._signature = self.place.signature()
         self._pending.clear()
         self._rewrite = False
-        self._signature = _file_signature(self.path)
 
     def _line(self, item: bytes | tuple[str, Record]) -> bytes:
         """A pending line as written: a record sealed now (b"" when it cannot be)."""
@@ -235,14 +243,6 @@ class Session:
         line = {"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens, "c": r.compressible,
                 "s": r.settled}
         return dumps({**line, "k": list(r.keys)} if r.keys else line)
-
-
-def _file_signature(path: Path) -> tuple[int, int] | None:
-    try:
-        st = (path / STATE_FILE).stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
 
 
 def prefix_hashes(raw_messages: list[Any]) -> list[str]:

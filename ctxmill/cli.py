@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "history": "history",
     "import": "history",
     "distill": "distill",
+    "merge-memory": "merge_memory",
 }
 
 

@@ -89,7 +89,8 @@ def build_server(settings: Settings) -> MCPServer:
         from ccr.store import CCRError
 
         try:
-            result = expand_first(settings.ccr_read_dirs, key, lines=lines, grep=grep, retention=settings.ccr)
+            result = expand_first(settings.ccr_read_dirs, key, lines=lines, grep=grep, retention=settings.ccr,
+                                  shared=settings.store)
         except CCRError as exc:
             raise ToolError(str(exc)) from None
         if not result.ok:

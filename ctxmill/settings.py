@@ -30,12 +30,14 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a me
 if TYPE_CHECKING:
     from typing import Any
 
-    from ccr.store import CCRStore, Retention
+    from ccr.base import OriginalsStore
+    from ccr.store import Retention
     from compress.config import CompressConfig
     from compress.pipeline import Chain
     from compress.tiers import TierThresholds
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
+    from ground.redis_client import StoreAddress
     from memory.history.config import HistoryConfig
     from repomap.api import RepoMapConfig
 
@@ -68,14 +70,17 @@ class Settings:
     """The project's config.toml as parsed; each table is checked by the property that reads it."""
     user_tables: dict[str, Any] = field(default_factory=dict, repr=False)
     """The user's config.toml (in the global home) as parsed: the settings no project may change."""
+    store_url: str | None = None
+    """The shared store's URL from `--store` or CTXMILL_STORE (see `store`)."""
 
     @classmethod
-    def load(cls, home: Path | None = None) -> Settings:
+    def load(cls, home: Path | None = None, store: str | None = None) -> Settings:
         """The settings of the project at `home` (default: `ctxmill.paths.project_home()`);
-        ConfigError when its config.toml or the user's is unreadable."""
+        `store`: a face's `--store URL`. ConfigError when its config.toml or the user's is unreadable."""
         home = home or paths.project_home()
         global_home = paths.global_home()
-        return cls(home, global_home, _read(home / CONFIG_FILE), _read(global_home / CONFIG_FILE))
+        return cls(home, global_home, _read(home / CONFIG_FILE), _read(global_home / CONFIG_FILE),
+                   store_url=store or os.environ.get("CTXMILL_STORE") or None)
 
     @property
     def source(self) -> str:
@@ -99,11 +104,21 @@ class Settings:
             _ignored(self, "[ccr]", "the shared store's retention")
         return _ccr_table(self.user_tables.get("ccr", {}), str(self.global_home / CONFIG_FILE))
 
-    def open_ccr(self) -> CCRStore:
-        """The CCR store originals are written to (`ccr_dir`), with the configured retention (CCRError when it cannot open)."""
-        from ccr.store import CCRStore
+    def open_ccr(self) -> OriginalsStore:
+        """The CCR store originals are written to (`ccr_dir`, or the shared `store`), with the
+        configured retention (CCRError when it cannot open)."""
+        from ccr.stores import open_store
 
-        return CCRStore(self.ccr_dir, retention=self.ccr)
+        return open_store(self.ccr_dir, self.ccr, self.store)
+
+    @cached_property
+    def store(self) -> StoreAddress | None:
+        """The shared store (Redis / Valkey) for session state and CCR originals, or None: the
+        embedded files and SQLite (`ctxmill.shared_store.store_address` says where it is read)."""
+        from ctxmill.shared_store import store_address
+
+        user_config = self.global_home / CONFIG_FILE
+        return store_address(self.store_url, self.tables, self.source, user_config, self.user_tables)
 
     @cached_property
     def tiktoken_cache(self) -> Path | None:
@@ -163,7 +178,7 @@ class Settings:
     def checkpoint(self) -> CheckpointConfig:
         from memory.checkpoint import CheckpointConfig
 
-        return CheckpointConfig(memory=self.memory, ccr_dir=self.ccr_dir, ccr_retention=self.ccr)
+        return CheckpointConfig(memory=self.memory, ccr_dir=self.ccr_dir, ccr_retention=self.ccr, ccr_store=self.store)
 
     @cached_property
     def proxy_overrides(self) -> dict[str, Any]:
@@ -200,6 +215,9 @@ class ProxyConfig:
     compress: CompressConfig = field(default_factory=lambda: _compress_config())
     ccr: Retention | None = None
     """The CCR store's retention (None: the store's defaults)."""
+    store: StoreAddress | None = None
+    """A shared Redis store for session state and originals, so replicas render the same bytes
+    (None: files under `home` and the SQLite CCR store)."""
     chain: Chain | None = None
     """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
     when it starts, so every stage function must be a module-level (picklable) function."""

@@ -25,7 +25,10 @@ import orjson
 import regex
 
 from ccr.markers import format_marker
-from ccr.store import CCRStore, Retention
+from ccr.base import OriginalsStore
+from ccr.store import Retention
+from ccr.stores import open_store
+from ground.redis_client import StoreAddress
 from ground.files import atomic_write, private_dir
 from ground.redact import redact
 from memory import api
@@ -45,11 +48,13 @@ _SAFE_ID = regex.compile(r"[^\w.-]+")
 
 @dataclass(frozen=True)
 class CheckpointConfig:
-    """memory: where MEMORY.md / notes.md / checkpoints live (memory.project_home); ccr_dir: the CCR store."""
+    """memory: where MEMORY.md / notes.md / checkpoints live (memory.project_home); ccr_dir: the CCR store
+    (ccr_store: a shared Redis store instead, `ccr.stores.open_store`)."""
 
     memory: MemoryConfig
     ccr_dir: Path
     ccr_retention: Retention = Retention()
+    ccr_store: StoreAddress | None = None
     max_requests: int = 8  # user requests listed under Progress (older ones go to CCR)
     max_items: int = 20  # per section
     line_chars: int = 240  # one bullet; longer text is cut and its original stored in CCR
@@ -87,7 +92,7 @@ class _Writer:
     """Renders sections; cuts long text and keeps the original in the CCR batch. Every text is
     redacted before it is cut or stored, so no part of a secret reaches the checkpoint or CCR."""
 
-    def __init__(self, cfg: CheckpointConfig, store: CCRStore) -> None:
+    def __init__(self, cfg: CheckpointConfig, store: OriginalsStore) -> None:
         self.cfg, self.store, self.keys = cfg, store, []
 
     def clean(self, text: str) -> str:
@@ -198,7 +203,7 @@ def _critical(w: _Writer, ex: Extraction, raw_path: str, unread: int = 0) -> lis
     return lines
 
 
-def render(cfg: CheckpointConfig, ex: Extraction, store: CCRStore, session_id: str, source: str, unread: int = 0
+def render(cfg: CheckpointConfig, ex: Extraction, store: OriginalsStore, session_id: str, source: str, unread: int = 0
            ) -> tuple[str, list[str]]:
     """The checkpoint Markdown and the CCR keys it names; `unread`: lines of the recording cut or left out."""
     w = _Writer(cfg, store)
@@ -259,7 +264,7 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     ex = extract(request.messages)
     home = cfg.memory.project_home
     folder = home / "sessions" / session_id
-    with CCRStore(cfg.ccr_dir, retention=cfg.ccr_retention) as store, store.batch() as batch:
+    with open_store(cfg.ccr_dir, cfg.ccr_retention, cfg.ccr_store) as store, store.batch() as batch:
         markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format,
                                 transcript.skipped[OVERSIZED])
     raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.redis_fixture import redis_server  # noqa: F401 - a real redis-server, shared by the run
+
 # CI runs are derandomized so a submission's result does not depend on the seed; developers get
 # fresh random examples on every run.
 settings.register_profile("ci", derandomize=True, print_blob=True)

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from ccr.keys import make_key
 from ccr.store import DAY, CCRError, CCRStore, Retention, db_path
+from tests.redis_fixture import fresh_address
 
 HOUR = 3600.0
 
@@ -27,9 +28,25 @@ def clock():
     return FakeClock()
 
 
+@pytest.fixture(scope="session", params=["sqlite", "redis"])
+def backend(request):
+    """Opens a new, empty store of each backend (the checks of `ccr.base` hold for both)."""
+    if request.param == "sqlite":
+        return CCRStore.in_memory
+    from ccr.redis_store import RedisCCRStore
+    from ground.redis_client import connect
+
+    server = request.getfixturevalue("redis_server")
+
+    def open_redis(**options):
+        address = fresh_address(server)
+        return RedisCCRStore(connect(address), address.prefix, **options)
+    return open_redis
+
+
 @pytest.fixture
-def store(clock):
-    with CCRStore.in_memory(clock=clock) as s:
+def store(clock, backend):
+    with backend(clock=clock) as s:
         yield s
 
 
@@ -84,8 +101,8 @@ def test_expired_entries_become_tombstones_that_keep_the_hint(store, clock):
     assert "re-run `make test` to see it again" in store.get(key).message
 
 
-def test_tombstones_are_pruned_and_then_the_key_is_missing(clock):
-    store = CCRStore.in_memory(clock=clock, tombstone_seconds=30 * DAY)
+def test_tombstones_are_pruned_and_then_the_key_is_missing(clock, backend):
+    store = backend(clock=clock, tombstone_seconds=30 * DAY)
     key = store.put("old")
     clock.advance(2 * DAY)
     store.put("sweep 1")
@@ -105,8 +122,8 @@ def test_putting_expired_text_again_revives_it(store, clock):
     assert store.get(key).text == "again"
 
 
-def test_least_recently_used_is_evicted_at_the_size_cap(clock):
-    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
+def test_least_recently_used_is_evicted_at_the_size_cap(clock, backend):
+    store = backend(clock=clock, retention=Retention(max_bytes=1000))
     keys = []
     for i in range(3):
         keys.append(store.put(f"{i}" * 300, hint=f"re-run `gen {i}`"))
@@ -123,9 +140,9 @@ def test_least_recently_used_is_evicted_at_the_size_cap(clock):
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 400), st.booleans()), min_size=1, max_size=30))
-def test_live_bytes_stay_under_the_cap_and_match_the_entries(operations):
+def test_live_bytes_stay_under_the_cap_and_match_the_entries(backend, operations):
     clock = FakeClock()
-    store = CCRStore.in_memory(clock=clock, retention=Retention(max_bytes=1000))
+    store = backend(clock=clock, retention=Retention(max_bytes=1000))
     kept = {}
     for i, (size, read_back) in enumerate(operations):
         text = chr(0x41 + i % 26) * size + str(i)

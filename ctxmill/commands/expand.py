@@ -12,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctxmill.shared_store import add_flag
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -24,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grep", metavar="PATTERN", help="only lines matching this regex")
     parser.add_argument("--home", type=Path, metavar="DIR",
                         help="ctxmill home whose own store is also searched (default: the project's .ctxmill)")
+    add_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -46,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not is_valid_key(args.key):
         raise CliError(invalid_key_message(args.key).removeprefix("ctxmill: "))
-    settings = Settings.load(Path(args.home) if args.home else None)
+    settings = Settings.load(Path(args.home) if args.home else None, store=args.store)
     try:
         result = expand_first(settings.ccr_read_dirs, args.key, lines=args.lines, grep=args.grep,
-                              retention=settings.ccr)
+                              retention=settings.ccr, shared=settings.store)
     except CCRError as exc:
         print(f"ctxmill: {exc}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ import signal
 import sys
 
 from ctxmill.hooks import EVENTS
+from ctxmill.shared_store import add_flag
 
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
@@ -39,6 +40,7 @@ class _OverBudget(Exception):
 def register(subparsers) -> None:
     parser = subparsers.add_parser("hook", help="answer a Claude Code hook (reads hook JSON on stdin)")
     parser.add_argument("event", choices=EVENTS)
+    add_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -178,6 +180,8 @@ def _supervise(child: int, event_name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.store:  # the handlers build their Settings deep inside; the flag stands for CTXMILL_STORE
+        os.environ["CTXMILL_STORE"] = args.store
     if not hasattr(os, "fork"):
         answer(args.event)
         return 0

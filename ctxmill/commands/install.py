@@ -2,7 +2,8 @@
 (see ctxmill.integrations, ctxmill.codex_install, ctxmill.opencode_install).
 
 User scope is the default: every project of this user gets ctxmill, and nothing is written into the
-project. `--project` writes files a team can check in; they call `ctxmill` from PATH.
+project. `--project` writes files a team can check in; they call `ctxmill` from PATH. In a git
+repository it also registers the memory files' merge driver (`ctxmill.git_memory`).
 Claude Code and Codex (user scope) are also pointed at the always-on proxy on 127.0.0.1:N
 (default 8787; `ctxmill.always_on`), which forwards to the base URL they used before (kept as
 `[proxy] upstream_*` in `<global home>/config.toml`); `--no-proxy` leaves their requests alone.
@@ -133,7 +134,17 @@ def apply(args: argparse.Namespace, install: bool) -> int:
         raise CliError(f"{exc} - fix or remove the file, then re-run") from None
     except OSError as exc:
         raise CliError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
-    for line in change.lines() or ["nothing to do"]:
+    lines = change.lines()
+    if args.scope == "project" and (root / ".git").exists():  # the team's memory files merge entry by entry
+        import subprocess
+
+        from ctxmill.git_memory import register, unregister
+
+        try:
+            lines = lines + (register(root, resolved_command("user")[0]) if install else unregister(root))
+        except (OSError, ValueError, subprocess.CalledProcessError) as exc:
+            warnings.append(f"the memory files' git merge driver: {exc}")
+    for line in lines or ["nothing to do"]:
         print(line)
     if install and port and always_on.read_state(ghome):
         print(f"requests go through the always-on proxy on {always_on.url(port)}"

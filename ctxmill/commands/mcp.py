@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ctxmill.shared_store import add_flag
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("mcp", help="run the MCP server on stdio (deep_expand, memory_*, checkpoint)")
     parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
+    add_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -26,5 +29,5 @@ def run(args: argparse.Namespace) -> int:
     problem = always_on.ensure(global_home())
     if problem:
         logging.getLogger("ctxmill.mcp").warning("always-on proxy: %s", problem)
-    serve(Settings.load(args.home))
+    serve(Settings.load(args.home, store=args.store))
     return 0

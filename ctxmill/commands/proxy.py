@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ctxmill.shared_store import add_flag
 from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
                               DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, OPENAI_API, ProxyConfig, Settings, parse_budget)
 
@@ -43,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         " or [proxy] latency_budget_ms in config.toml)")
     p.add_argument("--workers", type=int, metavar="N",
                    help="pipeline worker processes (default min(2, CPUs), or [proxy] workers in config.toml)")
+    add_flag(p)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--stats", action="store_true", help="print the stats of the proxy running on --host/--port")
     p.add_argument("--json", action="store_true", help="with --stats: print the raw JSON")
@@ -181,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ctxmill.proxy.server import serve
 
-    settings = Settings.load(args.home)
+    settings = Settings.load(args.home, store=args.store)
     try:
         config = ProxyConfig(
             **_proxy_settings(args, settings),
@@ -190,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=int(args.max_body_mb * 2**20),
             compress=settings.compress,
             ccr=settings.ccr,
+            store=settings.store,
         )
     except ValueError as exc:  # the in-flight limit below --max-body-mb
         raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None

@@ -63,7 +63,7 @@ class Proxy:
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
             sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
-            ccr_retention=config.ccr,
+            ccr_retention=config.ccr, store=config.store,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
             max_kept_bytes=config.max_inflight_bytes, log_file=log_file()), config.workers)
         budget = config.latency_budget_ms
@@ -100,11 +100,12 @@ class Proxy:
             log.warning("GET /ctxmill/stats → 403: %s", why)
             return JSONResponse({"error": f"ctxmill proxy: refused: {why}"}, status_code=403)
         sessions = self.pool.snapshot()
-        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "epochs", "deferred", "input_tokens",
-                "cache_read_tokens", "cache_write_tokens", "output_tokens")
+        keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "store_failures", "epochs",
+                "deferred", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
         totals = {k: sum(s[k] for s in sessions) for k in keys}
+        store = self.config.store.shown if self.config.store is not None else "embedded"
         return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot(),
-                             "pid": os.getpid()})
+                             "store": store, "pid": os.getpid()})
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -130,8 +131,7 @@ class Proxy:
                 pending = outcome.pending
                 return await self.forward(request, target, outcome.data or raw, started)
             async with self.pool.use(key) as entry:
-                stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(target.shape)
-                outcome = await self.compress(entry, raw, entry.calibrated_tokens(len(raw), stand_in),
+                outcome = await self.compress(entry, raw, self.calibrated(entry, target.shape, len(raw)),
                                               declared_context_window(request.headers.items()))
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
@@ -185,6 +185,14 @@ class Proxy:
             return Response(status_code=400)  # nobody is left to read it
 
     # -- compression ------------------------------------------------------------------
+
+    def calibrated(self, entry: ProxySession, shape: str, size: int) -> int | None:
+        """The request's size as the provider counts it, from this replica's usage reports. With a
+        shared store: None (the pipeline's own estimate), so every replica decides the same tier."""
+        if self.config.store is not None:
+            return None
+        stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(shape)
+        return entry.calibrated_tokens(size, stand_in)
 
     async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None,
                        context_window: int | None = None) -> Outcome:

@@ -34,11 +34,14 @@ def is_loopback(host: str) -> bool:
 def uvicorn_options(config: ProxyConfig) -> dict[str, Any]:
     """How uvicorn serves the proxy: its HTTP protocol bound by the client limits
     (ctxmill.proxy.connections); access logging off (the proxy logs one line per request, no
-    query, no headers)."""
+    query, no headers); websocket upgrades never taken by uvicorn itself (`ws="none"`: with a
+    websocket library installed, e.g. by LiteLLM, uvicorn would answer them instead of the
+    proxy forwarding them untouched)."""
     from ctxmill.proxy.connections import ClientLimits, guarded_protocol
 
     return {"http": guarded_protocol(ClientLimits(config.client_timeout, config.max_connections)),
-            "access_log": False, "server_header": False, "date_header": False, "timeout_graceful_shutdown": 5}
+            "access_log": False, "server_header": False, "date_header": False, "timeout_graceful_shutdown": 5,
+            "ws": "none"}
 
 
 def fit_descriptors(config: ProxyConfig) -> ProxyConfig:

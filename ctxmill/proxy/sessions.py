@@ -42,7 +42,8 @@ from typing import Any
 import orjson
 
 from compress.formats.usage import Usage
-from ctxmill.proxy.stats import RunSummary, SessionStats, read_stats, session_directory, write_stats
+from ctxmill.proxy.stats import (STORE_FAILURE, RunSummary, SessionStats, read_stats, session_directory,
+                                 write_stats)
 
 CALIBRATION_RANGE = (0.25, 4.0)
 HOUR = 3600.0
@@ -124,6 +125,7 @@ class ProxySession:
         summary = outcome.summary
         if outcome.error or summary is None or summary.error:
             s.failures += 1
+            s.store_failures += summary is not None and summary.error.startswith(STORE_FAILURE)
             return
         s.tokens_before += summary.tokens_before
         s.tokens_after += summary.tokens_before if outcome.deferred else summary.tokens_after

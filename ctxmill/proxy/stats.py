@@ -20,6 +20,8 @@ from ground.files import atomic_write
 log = logging.getLogger("ctxmill.proxy")
 
 STATS_FILE = "proxy-stats.json"
+STORE_FAILURE = "shared store failed: "
+"""How a run's error starts when the shared store (Redis) failed; the request went as it came."""
 
 
 def session_directory(root: Path | None, key: str) -> Path | None:
@@ -55,6 +57,8 @@ class SessionStats:
     tokens_before: int = 0
     tokens_after: int = 0
     failures: int = 0
+    store_failures: int = 0
+    """Runs failed open because the shared store could not be reached (counted in failures too)."""
     epochs: int = 0
     """Runs that re-rendered history (each one costs a prompt-cache write)."""
     deferred: int = 0

@@ -5,9 +5,11 @@ owns the session (`WorkerPool` sends a session always to the same one) and gets 
 compressed bytes and a small `RunSummary`. Must hold:
 - A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU) and runs
   one request at a time; a session's runs are therefore in request order.
-- Each run holds the session directory's file lock (`compress.session.state_lock`, the
-  one `Session.open` takes) and reloads the state when another process changed it since this
-  worker last saved it.
+- Each run holds the session's lock (its place's: the directory's file lock, the one
+  `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
+  takes) and reloads the state when another process changed it since this worker last saved it.
+  With a shared store, state and originals live in Redis, so any replica renders the same bytes;
+  a store failure fails the run open (`RunSummary.error` starts with `STORE_FAILURE`).
 - State is written by one saver thread after the result went back; the session's next run, an
   eviction and `flush` wait for that write. Stats bytes sent with a run are written beside it.
 - Nothing raises out of `compress_request` / `count_request`: failures come back as
@@ -29,16 +31,21 @@ from typing import Iterator
 
 import orjson
 
+from ccr.base import CCRError
 from ccr.keys import make_key
-from ccr.store import CCRStore, Retention
+from ccr.store import Retention
+from ccr.stores import open_store
 from compress.config import CompressConfig
 from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
-from compress.session import Session, state_lock
+from compress.session import Session
+from compress.session_store import StateBusy
 from ctxmill.proxy.identity import working_directory
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
-from ctxmill.proxy.stats import RunSummary, session_directory, write_stats
+from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, session_directory, write_stats
+from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
+from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
 
@@ -61,15 +68,20 @@ class WorkerSetup:
     """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
     ccr_retention: Retention | None = None
     """The CCR store's TTL and size cap (None: the store's defaults)."""
+    store: StoreAddress | None = None
+    """A shared Redis store for session state and originals (None: files and SQLite)."""
 
 
 class SessionState:
     """One session's `compress.Session`, kept in this worker's memory between runs and in step
     with its directory through `compress.session` (its file lock and `changed_on_disk`)."""
 
-    def __init__(self, key: str, directory: Path | None) -> None:
+    def __init__(self, key: str, directory: Path | None, store: StoreAddress | None = None) -> None:
         self.key = key
         self.directory = directory
+        """Where the stats are written (and the state, without a shared store)."""
+        self.place = (session_place(store, directory, f"proxy-{key}")  # type: ignore[arg-type]
+                      if store is not None or directory is not None else None)
         self.saving: Future | None = None
         self.size = 0
         """The byte size of the session's last request (what its state keeps in memory, roughly)."""
@@ -86,9 +98,12 @@ class SessionState:
             report = result.report
             data = None if result.body is body or report.error else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
-            log.warning("session %s: compression failed, original sent: %s: %s",
-                        self.key[:12], type(exc).__name__, exc)
-            return RunSummary(None, error=f"{type(exc).__name__}: {exc}"[:500])
+            store = STORE_FAILURE if _store_failure(exc) else ""
+            if store:
+                self._session = None  # reloaded from the store once it answers again
+            log.warning("session %s: %scompression failed, original sent: %s: %s",
+                        self.key[:12], store, type(exc).__name__, exc)
+            return RunSummary(None, error=f"{store}{type(exc).__name__}: {exc}"[:500])
         model = body.get("model") if isinstance(body, dict) else None
         return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
                           report.summary_line(), report.error, model if isinstance(model, str) else "",
@@ -97,9 +112,7 @@ class SessionState:
     def persist(self, stats: bytes | None) -> None:
         """Write the state `compress` left in memory. If another process rewrote the state file
         since this worker loaded it, theirs wins: ours is dropped and reloaded on the next run."""
-        if self.directory is None:
-            return
-        if self._session is not None:
+        if self.place is not None and self._session is not None:
             try:
                 with self._locked():
                     if self._session.changed_on_disk():
@@ -110,7 +123,7 @@ class SessionState:
             except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
                 self._session = None
                 log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
-        if stats is not None:
+        if stats is not None and self.directory is not None:
             write_stats(self.directory, stats)
 
     def wait_saved(self) -> None:
@@ -119,12 +132,17 @@ class SessionState:
             self.saving = None
 
     def _locked(self) -> contextlib.AbstractContextManager:
-        return state_lock(self.directory) if self.directory is not None else contextlib.nullcontext()
+        return self.place.lock() if self.place is not None else contextlib.nullcontext()
 
     def _current(self) -> Session:
         if self._session is None or self._session.changed_on_disk():
-            self._session = Session.load(self.directory) if self.directory is not None else Session.memory()
+            self._session = Session.load(self.place) if self.place is not None else Session.memory()
         return self._session
+
+
+def _store_failure(exc: BaseException) -> bool:
+    """Whether `exc` says the shared store failed (unreachable, busy), not the pipeline."""
+    return isinstance(exc, (CCRError, StateBusy)) or type(exc).__module__.split(".")[0] == "redis"
 
 
 class Worker:
@@ -133,9 +151,7 @@ class Worker:
 
     def __init__(self, setup: WorkerSetup) -> None:
         self.setup = setup
-        retention = setup.ccr_retention or Retention()
-        self.store = (CCRStore(setup.ccr_root, retention=retention) if setup.ccr_root is not None
-                      else CCRStore.in_memory(retention=retention))
+        self.store = open_store(setup.ccr_root, setup.ccr_retention or Retention(), setup.store)
         self.saver = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-save")
         self.states: OrderedDict[str, SessionState] = OrderedDict()
 
@@ -143,7 +159,7 @@ class Worker:
         state = self.states.get(key)
         if state is None:
             root = self.setup.sessions_root if persist else None
-            state = self.states[key] = SessionState(key, session_directory(root, key))
+            state = self.states[key] = SessionState(key, session_directory(root, key), self.setup.store)
         self.states.move_to_end(key)
         return state
 

@@ -1,0 +1,93 @@
+"""Session state in Redis: the same bytes as the files, the same renderings, a lock with a lease."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from ccr.store import CCRStore
+from compress.pipeline import run
+from compress.session import Session
+from compress.session_store import RedisState, StateBusy
+from ground.jsonbytes import dumps
+from ground.redact import secret_spans
+from ground.redis_client import connect
+from tests.helpers import SMALL_TAIL
+from tests.redis_fixture import fresh_address
+from tests.test_session import _Memory, _reminder_turns, feed
+
+
+@pytest.fixture
+def place(redis_server):
+    address = fresh_address(redis_server)
+    client = connect(address)
+    yield lambda name="s", **options: RedisState(client, address.prefix, name, **options)
+    client.close()
+
+
+def test_a_session_reloaded_from_redis_each_turn_renders_as_one_kept_in_memory(place, tmp_path):
+    body = _reminder_turns(8)
+    config = replace(SMALL_TAIL, epoch_savings_threshold=400)
+    in_memory = [dumps(r.body) for _, r in feed(body, config, _Memory())]
+    in_redis = [dumps(r.body) for _, r in feed(body, config, lambda: Session.open(place()))]
+    in_files = [dumps(r.body) for _, r in feed(body, config, lambda: Session.open(tmp_path / "s"))]
+    assert in_redis == in_memory == in_files
+    stored, _ = place().read()
+    # the same format, byte for byte after the header (whose refresh time is the clock's)
+    assert stored.split(b"\n")[1:] == (tmp_path / "s" / "state.jsonl").read_bytes().split(b"\n")[1:]
+
+
+def test_redis_holds_no_secret_the_client_sent(place):
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    body = _reminder_turns(6)
+    body["messages"][2]["content"][0]["content"] = f"token={secret}\n" + "".join(f"log line {i}\n" for i in range(400))
+    with Session.open(place()) as session:
+        run(body, session=session, store=CCRStore.in_memory(), config=SMALL_TAIL)
+    stored, _ = place().read()
+    assert b"REDACTED" in stored  # a rendering that kept the secret was stored, sealed
+    assert secret_spans(stored.decode(), (), ()) == [] and secret.encode() not in stored
+
+
+def test_another_process_writing_the_state_is_seen(place):
+    mine = Session.load(place())
+    with place().lock():
+        run(_reminder_turns(4), session=mine, store=CCRStore.in_memory(), config=SMALL_TAIL)
+        mine.save()
+    assert not mine.changed_on_disk()
+    with Session.open(place()) as theirs:
+        theirs.set_next_trial(123)
+    assert mine.changed_on_disk()
+    assert Session.load(place()).header.next_trial_at == 123
+
+
+def test_the_lock_is_exclusive_and_a_dead_holders_lease_expires(place):
+    held = place(lease=1.0).lock()
+    held.__enter__()  # a replica takes the lock and dies: it never releases it
+    with pytest.raises(StateBusy):
+        with place(lease=0.5, wait=0.2).lock():
+            pass
+    started = time.monotonic()
+    with place(lease=0.5, wait=5).lock():  # the dead holder's lease (1 s) runs out first
+        waited = time.monotonic() - started
+    assert 0.3 < waited < 5  # after the lease, not by giving up (a busy machine may add some)
+
+
+def test_runs_of_one_session_take_turns(place):
+    order: list[str] = []
+
+    def worker(name: str) -> None:
+        with place().lock():
+            order.append(f"{name} in")
+            time.sleep(0.05)
+            order.append(f"{name} out")
+
+    threads = [threading.Thread(target=worker, args=(str(i),)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert len(order) == 8
+    assert all(order[i].split()[0] == order[i + 1].split()[0] for i in range(0, 8, 2))
