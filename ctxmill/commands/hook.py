@@ -180,7 +180,7 @@ def _supervise(child: int, event_name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.store:  # the handlers build their Settings deep inside; the flag stands for CTXMILL_STORE
+    if getattr(args, "store", None):  # the handlers build their Settings deep inside; the flag stands for CTXMILL_STORE
         os.environ["CTXMILL_STORE"] = args.store
     if not hasattr(os, "fork"):
         answer(args.event)
