@@ -174,7 +174,7 @@ class OriginalsStore:
                     f"(stored {_span(now - found.created)} ago)")
         else:
             # kept unused this long: by whoever dropped it (a tombstone), else under this store's TTL
-            unused = found.gone - found.accessed if found.gone is not None and found.accessed else self.ttl_seconds
+            unused = found.gone - found.accessed if found.gone is not None else self.ttl_seconds
             what = f"has expired (stored {_span(now - found.created)} ago, kept {_span(unused)})"
         again = f"{found.hint} to see it again" if found.hint else "the original text is no longer available"
         return f'ctxmill: deep_expand("{key}") {what}; {again}'

@@ -357,6 +357,18 @@ def test_a_killed_proxy_is_started_again_and_a_stop_ends_its_keeper(tmp_path):
         always_on.stop(port, tmp_path)
 
 
+def _until_exited(pid: int, seconds: float = 10.0) -> None:
+    """Wait until `pid` has exited (gone, or a zombie: its sockets are closed)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except (OSError, IndexError):
+            return
+        time.sleep(0.01)
+
+
 def test_a_session_starting_while_the_keeper_restarts_the_proxy_starts_no_second_one(tmp_path):
     import signal
 
@@ -365,7 +377,9 @@ def test_a_session_starting_while_the_keeper_restarts_the_proxy_starts_no_second
     try:
         assert always_on.ensure(tmp_path, wait=30) is None
         keeper = json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"]
-        os.kill(always_on.serving_pid(port), signal.SIGKILL)
+        killed = always_on.serving_pid(port)
+        os.kill(killed, signal.SIGKILL)
+        _until_exited(killed)  # a kill is delivered asynchronously: till then its socket still accepts
         assert always_on.ensure(tmp_path, wait=30) is None  # waited for the keeper's restart
         assert json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"] == keeper
         children = Path(f"/proc/{keeper}/task/{keeper}/children")

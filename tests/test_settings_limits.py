@@ -25,8 +25,12 @@ EXAMPLE = REPO / "fixtures" / "example-request.json"
     ("[proxy]\nmax_inflight_mb = inf", "proxy_overrides", "proxy.max_inflight_mb must be a positive number, got inf"),
     ("[proxy]\nclient_timeout = inf", "proxy_overrides", "proxy.client_timeout must be a positive number, got inf"),
 ])
-def test_infinite_settings_are_one_clear_error(tmp_path, text, read, message):
-    (tmp_path / "config.toml").write_text(text)
+def test_infinite_settings_are_one_clear_error(tmp_path, monkeypatch, text, read, message):
+    """[ccr] is read from the user's own config.toml, the rest from the project's."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    where = tmp_path / "xdg" / "ctxmill" if read == "ccr" else tmp_path
+    (where / "config.toml").write_text(text)
     settings = Settings.load(tmp_path)
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         getattr(settings, read)
@@ -35,7 +39,8 @@ def test_infinite_settings_are_one_clear_error(tmp_path, text, read, message):
 def test_the_cli_says_it_in_one_line(tmp_path):
     home = tmp_path / ".ctxmill"
     home.mkdir()
-    (home / "config.toml").write_text("[ccr]\nmax_mb = inf\n")
+    (tmp_path / "d" / "ctxmill").mkdir(parents=True)
+    (tmp_path / "d" / "ctxmill" / "config.toml").write_text("[ccr]\nmax_mb = inf\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "d")}
     done = subprocess.run([sys.executable, "-m", "ctxmill", "compress", str(EXAMPLE)], cwd=tmp_path, env=env,
                           capture_output=True, timeout=120)
