@@ -62,14 +62,35 @@ def _assignment(names: str, min_len: int) -> str:
             rf"|{assign}(?:{quoted}|{escaped}|{bare}))(?P<more>(?=[ \t]*+[\"'=:])|(?<=[=:])(?=[ \t]))?")
 
 
+_FLAG_VALUE = r"[\"']?+(?P<secret>[^\s\"'$<{\[-][^\s\"']{0,255}+)"
+"""A command-line flag's value, quoted or not; not a `$VAR`, a template or another flag."""
+
+
+_NL = r"(?:\r?\n|(?:\\{1,7}+r)?+\\{1,7}+n)"
+"""A line break, also as a JSON string writes it (one or more levels deep)."""
+_LINE_START = r"(?:^|(?<=\\n|[\"']))"
+"""The start of a line (in `(?m)`), also after a JSON-escaped line break or an opening quote."""
+_B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
+"""Where a token may start: no word character before it, or an escaped `\\n`, `\\r` or `\\t`
+(a token at the start of a line of text inside a JSON string)."""
+_B_JWT = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
+_LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
+"""A character of a line that does not start a line break, escaped or not."""
+
+
+_NETRC_VALUE = r"(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"
+"""A value up to a blank, a quote or an escaped line break."""
+
+
 def _after_command(commands: str, rest: str) -> str:
-    """`rest` on the same line after one of the words `commands`, at most 200 characters
-    later (`mysql -u root -pSECRET`). The window stops at the next of those words, so each
+    """`rest` on the same line after one of the words `commands` (also glued to what comes
+    before it, a line joined to the previous one), at most 200 characters later
+    (`mysql -u root -pSECRET`). The window stops at the next of those words, so each
     character is in one window at most (`mysql mysql mysql …` stays linear); a flag after
     the second word is found from there. Nor does it cross a placeholder: a key block
     redacted across lines joins them, and what follows must not become a flag's value on
     the next pass (redaction stays idempotent)."""
-    word = rf"\b(?:{commands})\b"
+    word = rf"(?:{commands})\b"
     return rf"(?i){word}(?:(?!{word}|\[REDACTED:)[^\n]){{0,200}}?{rest}"
 
 
@@ -85,42 +106,108 @@ RULES: tuple[Rule, ...] = (
          rf"(?:{_KEY_LABEL})?+"),
     # the rest of a key block whose head was cut away (a trimmed output keeps only its tail)
     Rule("private_key", ("private key",), rf"(?m)^{_LINE_NUMBER}{_KEY_LABEL}", "key_tail"),
-    Rule("jwt", ("eyj",), r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+    Rule("jwt", ("eyj",), _B_JWT + r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
     Rule("aws_access_key", ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa"),
-         r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+         _B + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
     Rule("aws_secret_key", ("secret",),
          r"(?i)aws_?secret_?(?:access_?)?key[\"']?+[ \t]*+[:=][ \t]*+[\"']?+(?P<secret>[A-Za-z0-9/+=]{40})\b"),
     Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+)"),
-    Rule("gitlab_token", ("glpat-", "gldt-", "glrt-"), r"\bgl(?:pat|dt|rt)-[A-Za-z0-9_-]{20,}+"),
-    Rule("anthropic_key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{20,}+"),
-    Rule("openai_key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?+[A-Za-z0-9_-]{20,}+"),
+         _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+)"),
+    Rule("gitlab_token", ("glpat-", "gldt-", "glrt-", "glft-", "glsoat-", "glptt-", "glcbt-", "gloas-", "glimt-",
+                          "glagent-", "gr1348941"),
+         _B + r"(?:gl(?:pat|dt|rt|ft|soat|ptt|cbt|oas|imt|agent)-|GR1348941)[A-Za-z0-9_-]{20,}+"),
+    Rule("anthropic_key", ("sk-ant-",), _B + r"sk-ant-[A-Za-z0-9_-]{20,}+"),
+    Rule("openai_key", ("sk-",), _B + r"sk-(?:proj-|svcacct-|admin-)?+[A-Za-z0-9_-]{20,}+"),
     Rule("stripe_key", ("k_live_", "k_test_", "hsec_"),
-         r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+)"),
-    Rule("slack_token", ("xox", "xapp-"), r"\b(?:xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-[A-Za-z0-9-]{20,}+)"),
+         _B + r"(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+)"),
+    Rule("slack_token", ("xox", "xapp-"), _B + r"(?:xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-[A-Za-z0-9-]{20,}+)"),
     Rule("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}+"),
-    Rule("google_api_key", ("aiza",), r"\bAIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    Rule("google_oauth_token", ("a29.",), r"\bya29\.[A-Za-z0-9_-]{20,}+"),
-    Rule("npm_token", ("pm_",), r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    Rule("huggingface_token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}+"),
-    Rule("sendgrid_key", ("sg.",), r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-    Rule("pypi_token", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}+"),
-    Rule("docker_token", ("kr_pat_",), r"\bdckr_pat_[A-Za-z0-9_-]{20,}+"),
-    Rule("url_password", ("://",), r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s:/@]{0,256}+:(?P<secret>[^\s@/\[]{1,256}+)@"),
+    Rule("google_api_key", ("aiza",), _B + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    Rule("google_oauth_token", ("a29.",), _B + r"ya29\.[A-Za-z0-9_-]{20,}+"),
+    Rule("npm_token", ("pm_",), _B + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    Rule("huggingface_token", ("hf_",), _B + r"hf_[A-Za-z0-9]{30,}+"),
+    Rule("sendgrid_key", ("sg.",), _B + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+    Rule("pypi_token", ("pypi-",), _B + r"pypi-AgE[A-Za-z0-9_-]{50,}+"),
+    Rule("docker_token", ("kr_pat_",), _B + r"dckr_pat_[A-Za-z0-9_-]{20,}+"),
+    Rule("age_secret_key", ("age-secret-key-1",), _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
+    Rule("shopify_token", ("shpat_", "shpss_", "shpca_", "shppa_"), _B + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
+    # detect-secrets' TelegramBotTokenDetector pattern, bounded by what may not touch it
+    Rule("telegram_token", (":",), r"(?<![0-9])\d{8,10}+:[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    Rule("vault_token", ("hvs.", "hvb.", "hvr."), _B + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
+    Rule("sentry_dsn", ("://",), _B + r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://(?P<secret>[0-9a-f]{32}+(?::[0-9a-f]{32}+)?+)@"),
+    Rule("azure_sas", ("sig=",), r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/=]{20,}+)"),
+    Rule("azure_client_secret", ("q~",), r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
+    Rule("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), _B + r"do[por]_v1_[a-f0-9]{64}\b"),
+    Rule("ai_api_key", ("gsk_", "r8_", "pplx-", "xai-", "lsv2_", "tvly-"),
+         _B + r"(?:gsk_[A-Za-z0-9]{48,}+|r8_[A-Za-z0-9]{37}\b|pplx-[A-Za-z0-9]{48}\b|xai-[A-Za-z0-9]{80,}+"
+         r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b|tvly-[A-Za-z0-9-]{20,}+)"),
+    Rule("saas_token", ("lin_api_", "ntn_", "secret_", "pmak-", "nrak-", "glsa_", "glc_", "dp.", "pul-", ".atlasv1.",
+                        "sbp_", "sb_secret_", "nfp_", "rnd_", "sntrys_", "sntryu_", "atbb", "atatt3", "rubygems_",
+                        "oy2", "dapi", "gocspx-", "1//0", "sk.eyj", "sq0", "-us", "hrku-"),
+         _B + r"(?:lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}+|secret_[A-Za-z0-9]{43}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
+         r"|NRAK-[A-Z0-9]{27}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+=*+"
+         r"|dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9_.-]{40,}+|pul-[a-f0-9]{40}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}+"
+         r"|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,}+|nfp_[A-Za-z0-9]{36}|rnd_[A-Za-z0-9]{32}"
+         r"|sntrys_[A-Za-z0-9+/=_]{50,}+|sntryu_[a-f0-9]{64}|ATBB[A-Za-z0-9_=.-]{32,}+|ATATT3[A-Za-z0-9_=-]{50,}+"
+         r"|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}|dapi[a-f0-9]{32}(?:-\d)?+|GOCSPX-[A-Za-z0-9_-]{28}"
+         r"|sk\.eyJ[A-Za-z0-9_-]{50,}+\.[A-Za-z0-9_-]{20,}+|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}+"
+         r"|[0-9a-f]{32}-us\d{1,2}|HRKU-[A-Za-z0-9_-]{60,}+)\b|(?<![A-Za-z0-9_-])1//0[A-Za-z0-9_-]{40,}+"),
+    Rule("webhook_url", ("discord",),
+         r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{1,20}+/[A-Za-z0-9_-]{40,}+"),
+    Rule("private_key", ("private-lines",),  # PuTTY .ppk
+         rf"(?m){_LINE_START}Private-Lines:[ \t]*+\d{{1,4}}+[ \t]*+{_NL}"
+         rf"(?P<secret>[A-Za-z0-9+/=]++(?![-:])(?:{_NL}[A-Za-z0-9+/=]++(?![-:]))*+)"),
+    Rule("kubeconfig_key", ("client-key-data",),
+         r"(?i)client-key-data[\"']?+[ \t]*+:[ \t]*+[\"']?+(?P<secret>[A-Za-z0-9+/]{20,}+=*+)"),
+    Rule("docker_auth", ('"auth',), r"\"auth\\{0,7}+\"[ \t]*+:[ \t]*+\\{0,7}+\"(?P<secret>[A-Za-z0-9+/]{12,}+=*+)\\{0,7}+\""),
+    Rule("npm_token", ("_auth",),
+         r"_auth[ \t]*+=[ \t]*+(?P<secret>[A-Za-z0-9+/]{8,}+=*+)(?![\w(.\[])"),
+    Rule("config_secret", ("define(",),
+         r"(?i)define\([ \t]*+[\"'][A-Za-z0-9_]{1,60}+(?<=password|secret|key|token|salt)[\"'][ \t]*+,[ \t]*+"
+         r"[\"'](?P<secret>[^\"'\n]{4,}+)[\"']"),
+    Rule("url_password", ("://",), _B + r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://(?!\[REDACTED:)[^\s:/@]{0,256}+:(?P<secret>[^\s@/\[]{1,256}+)@"),
     Rule("mysql_password", ("sql", "ariadb"),
          _after_command("mysql|mysqldump|mysqladmin|mariadb", r"[ \t]-p[\"']?+(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)")),
     Rule("cli_password", ("pass", "token", "secret", "key"),
-         r"(?i)(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
+         r"(?i)(?<![\w-])--(?:[a-z]{1,20}+-)?(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
          r"(?P<secret>[^\s\"'$<{\[-][^\s\"']{2,255}+)"),
+    Rule("cli_password", ("curl",), _after_command(
+        "curl", r"[ \t](?:-u|--user)(?:[ \t]++|=)?+(?:\"[^\"\n:]{0,256}+:(?P<secret>(?!\$)[^\"\n]{1,256}+)\""
+                r"|'[^'\n:]{0,256}+:(?P<secret>(?!\$)[^'\n]{1,256}+)'|[^\s\"':]{0,256}+:(?P<secret>(?!\$)[^\s\"']{1,256}+))")),
+    Rule("cli_password", ("sshpass", "login", "mongo"), _after_command(
+        r"sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]++registry|az)[ \t]++login"
+        r"|mongo(?:sh|dump|restore|import|export)?+", rf"[ \t]-p(?:[ \t]++|=)?+{_FLAG_VALUE}")),
+    Rule("cli_password", ("redis-cli",), _after_command("redis-cli", rf"[ \t]-a[ \t]++{_FLAG_VALUE}")),
+    Rule("cli_password", ("ldap",), _after_command(r"ldap[a-z]{3,12}+", rf"[ \t]-w[ \t]++{_FLAG_VALUE}")),
+    Rule("cli_password", ("storepass", "keypass", "pass:"),
+         rf"(?i)(?<![\w-])-(?:(?:src|dest)?(?:storepass|keypass)[ \t]++{_FLAG_VALUE}"
+         r"|pass(?:in|out)?+[ \t]++[\"']?+pass:(?P<secret>[^\s\"']{1,256}+))"),
+    Rule("netrc_password", ("pass",),
+         r"(?i)(?:machine[ \t]++[^\s\\]{1,256}+[ \t]++|default[ \t]++)(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){0,3}+"
+         rf"password[ \t]++{_NETRC_VALUE}"),
+    Rule("netrc_password", ("pass",),
+         rf"(?im){_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}+{_NL}[ \t]*+password[ \t]++"
+         rf"{_NETRC_VALUE}"),
+    Rule("pgpass_password", (":",),
+         rf"(?m){_LINE_START}[ \t]*+(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))(?!\d++:)"
+         r"(?:\*|[A-Za-z0-9._-]{1,253}+):(?:\d{1,5}+|\*):[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:"
+         r"(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"),
+    Rule("cookie", ("cookie",),
+         r"(?i)(?<![\w-])(?:set-)?cookie[\"']?+[ \t]*+[:=][ \t]*+\\{0,7}+[\"']?+"
+         r"(?P<secret>(?![$<{])[^\s;,=:\"'\\]{1,256}+=[^\n\"'\\]++)"),
+    Rule("token", ("authorization",),
+         r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+(?:token|apikey|api-key|sso-key|bot|key|ssws|splunk|dsn)"
+         r"[ \t]++(?P<secret>(?!\$)[A-Za-z0-9_\-.~+/:=]{12,}+)"),
     Rule("basic_auth", ("basic",),
          r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
     Rule("token", ("bearer",), r"(?i)bearer[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{20,512}+=*+)"),
-    Rule("password", ("pass", "pwd"), _assignment("password|passwd|pwd|passphrase|(?<=_)pass", 4), "assignment"),
+    Rule("password", ("pass", "pwd", "psk"),
+         _assignment("password|passwd|pwd|passphrase|(?<=_)pass|(?<![A-Za-z])psk", 4), "assignment"),
     Rule("api_key", ("key", "token", "secret"),
          _assignment("(?<=(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?)"
-                     "(?:key|token|secret)", 6), "assignment"),
+                     "(?:key|token|secret)(?:[_-]base)?+", 6), "assignment"),
     Rule("token", ("token", "secret", "ential"), _assignment("token|secret|credentials?", 12), "assignment"),
 )
 
-MULTI_LINE = frozenset({"private_key"})
+MULTI_LINE = frozenset({"private_key", "netrc_password"})
 """Kinds whose match spans lines; every other rule matches within one line."""

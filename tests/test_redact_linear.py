@@ -69,7 +69,7 @@ def test_key_tail_walk_finds_what_the_regex_finds(text):
     assert found == [m.span() for m in regex.finditer(KEY_TAIL_REFERENCE, text)]
 
 
-MYSQL_REFERENCE = (r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb)\b(?:(?!\[REDACTED:)[^\n]){0,200}?[ \t]-p[\"']?+"
+MYSQL_REFERENCE = (r"(?i)(?:mysql|mysqldump|mysqladmin|mariadb)\b(?:(?!\[REDACTED:)[^\n]){0,200}?[ \t]-p[\"']?+"
                    r"(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)")
 """The mysql rule with a plain window: right, but every command word rescans 200 characters."""
 
