@@ -64,6 +64,7 @@ def _assignment(names: str, min_len: int) -> str:
 
 _FLAG_VALUE = r"[\"']?+(?P<secret>[^\s\"'$<{\[-][^\s\"']{0,255}+)"
 """A command-line flag's value, quoted or not; not a `$VAR`, a template or another flag."""
+_DASH_P = rf"[ \t]-p(?:[ \t]++|=)?+{_FLAG_VALUE}"
 
 
 _NL = r"(?:\r?\n|(?:\\{1,7}+r)?+\\{1,7}+n)"
@@ -131,8 +132,9 @@ RULES: tuple[Rule, ...] = (
     Rule("docker_token", ("kr_pat_",), _B + r"dckr_pat_[A-Za-z0-9_-]{20,}+"),
     Rule("age_secret_key", ("age-secret-key-1",), _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
     Rule("shopify_token", ("shpat_", "shpss_", "shpca_", "shppa_"), _B + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
-    # detect-secrets' TelegramBotTokenDetector pattern, bounded by what may not touch it
-    Rule("telegram_token", (":",), r"(?<![0-9])\d{8,10}+:[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    # detect-secrets' TelegramBotTokenDetector pattern, with the "AA" every bot token's secret
+    # starts with (a one-character trigger ":" would send every line of code through it)
+    Rule("telegram_token", (":aa",), r"(?<![0-9])\d{8,10}+:AA[0-9A-Za-z_-]{33}(?![0-9A-Za-z_-])"),
     Rule("vault_token", ("hvs.", "hvb.", "hvr."), _B + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
     Rule("sentry_dsn", ("://",), _B + r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://(?P<secret>[0-9a-f]{32}+(?::[0-9a-f]{32}+)?+)@"),
     Rule("azure_sas", ("sig=",), r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/=]{20,}+)"),
@@ -141,17 +143,34 @@ RULES: tuple[Rule, ...] = (
     Rule("ai_api_key", ("gsk_", "r8_", "pplx-", "xai-", "lsv2_", "tvly-"),
          _B + r"(?:gsk_[A-Za-z0-9]{48,}+|r8_[A-Za-z0-9]{37}\b|pplx-[A-Za-z0-9]{48}\b|xai-[A-Za-z0-9]{80,}+"
          r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}\b|tvly-[A-Za-z0-9-]{20,}+)"),
-    Rule("saas_token", ("lin_api_", "ntn_", "secret_", "pmak-", "nrak-", "glsa_", "glc_", "dp.", "pul-", ".atlasv1.",
-                        "sbp_", "sb_secret_", "nfp_", "rnd_", "sntrys_", "sntryu_", "atbb", "atatt3", "rubygems_",
-                        "oy2", "dapi", "gocspx-", "1//0", "sk.eyj", "sq0", "-us", "hrku-"),
-         _B + r"(?:lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}+|secret_[A-Za-z0-9]{43}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
-         r"|NRAK-[A-Z0-9]{27}|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+=*+"
-         r"|dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9_.-]{40,}+|pul-[a-f0-9]{40}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}+"
-         r"|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,}+|nfp_[A-Za-z0-9]{36}|rnd_[A-Za-z0-9]{32}"
-         r"|sntrys_[A-Za-z0-9+/=_]{50,}+|sntryu_[a-f0-9]{64}|ATBB[A-Za-z0-9_=.-]{32,}+|ATATT3[A-Za-z0-9_=-]{50,}+"
-         r"|rubygems_[a-f0-9]{48}|oy2[a-z0-9]{43}|dapi[a-f0-9]{32}(?:-\d)?+|GOCSPX-[A-Za-z0-9_-]{28}"
-         r"|sk\.eyJ[A-Za-z0-9_-]{50,}+\.[A-Za-z0-9_-]{20,}+|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}+"
-         r"|[0-9a-f]{32}-us\d{1,2}|HRKU-[A-Za-z0-9_-]{60,}+)\b|(?<![A-Za-z0-9_-])1//0[A-Za-z0-9_-]{40,}+"),
+    # SaaS tokens recognised by their prefix, one rule each (one alternation of them all was slow)
+    Rule("saas_token", ("lin_api_",), _B + r"lin_api_[A-Za-z0-9]{40}\b"),
+    Rule("saas_token", ("ntn_",), _B + r"ntn_[A-Za-z0-9]{40,}+"),
+    Rule("saas_token", ("secret_",), _B + r"secret_[A-Za-z0-9]{43}\b"),
+    Rule("saas_token", ("pmak-",), _B + r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}\b"),
+    Rule("saas_token", ("nrak-",), _B + r"NRAK-[A-Z0-9]{27}\b"),
+    Rule("saas_token", ("glsa_",), _B + r"glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}\b"),
+    Rule("saas_token", ("glc_",), _B + r"glc_[A-Za-z0-9+/]{32,}+=*+"),
+    Rule("saas_token", ("dp.",), _B + r"dp\.(?:st|pt|sa|ct|scim|audit)\.[A-Za-z0-9_.-]{40,}+"),
+    Rule("saas_token", ("pul-",), _B + r"pul-[a-f0-9]{40}\b"),
+    Rule("saas_token", (".atlasv1.",), _B + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}+"),
+    Rule("saas_token", ("sbp_",), _B + r"sbp_[a-f0-9]{40}\b"),
+    Rule("saas_token", ("sb_secret_",), _B + r"sb_secret_[A-Za-z0-9_-]{20,}+"),
+    Rule("saas_token", ("nfp_",), _B + r"nfp_[A-Za-z0-9]{36}\b"),
+    Rule("saas_token", ("rnd_",), _B + r"rnd_[A-Za-z0-9]{32}\b"),
+    Rule("saas_token", ("sntrys_",), _B + r"sntrys_[A-Za-z0-9+/=_]{50,}+"),
+    Rule("saas_token", ("sntryu_",), _B + r"sntryu_[a-f0-9]{64}\b"),
+    Rule("saas_token", ("atbb",), _B + r"ATBB[A-Za-z0-9_=.-]{32,}+"),
+    Rule("saas_token", ("atatt3",), _B + r"ATATT3[A-Za-z0-9_=-]{50,}+"),
+    Rule("saas_token", ("rubygems_",), _B + r"rubygems_[a-f0-9]{48}\b"),
+    Rule("saas_token", ("oy2",), _B + r"oy2[a-z0-9]{43}\b"),
+    Rule("saas_token", ("dapi",), _B + r"dapi[a-f0-9]{32}(?:-\d)?+\b"),
+    Rule("saas_token", ("gocspx-",), _B + r"GOCSPX-[A-Za-z0-9_-]{28}(?![A-Za-z0-9_-])"),
+    Rule("saas_token", ("sk.eyj",), _B + r"sk\.eyJ[A-Za-z0-9_-]{50,}+\.[A-Za-z0-9_-]{20,}+"),
+    Rule("saas_token", ("sq0",), _B + r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}+"),
+    Rule("saas_token", ("hrku-",), _B + r"HRKU-[A-Za-z0-9_-]{60,}+"),
+    Rule("saas_token", ("1//0",), r"(?<![A-Za-z0-9_-])1//0[A-Za-z0-9_-]{40,}+"),  # Google refresh token
+    Rule("saas_token", ("-us",), _B + r"[0-9a-f]{32}-us\d{1,2}\b"),  # Mailchimp (detect-secrets' pattern)
     Rule("webhook_url", ("discord",),
          r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{1,20}+/[A-Za-z0-9_-]{40,}+"),
     Rule("private_key", ("private-lines",),  # PuTTY .ppk
@@ -174,24 +193,28 @@ RULES: tuple[Rule, ...] = (
     Rule("cli_password", ("curl",), _after_command(
         "curl", r"[ \t](?:-u|--user)(?:[ \t]++|=)?+(?:\"[^\"\n:]{0,256}+:(?P<secret>(?!\$)[^\"\n]{1,256}+)\""
                 r"|'[^'\n:]{0,256}+:(?P<secret>(?!\$)[^'\n]{1,256}+)'|[^\s\"':]{0,256}+:(?P<secret>(?!\$)[^\s\"']{1,256}+))")),
-    Rule("cli_password", ("sshpass", "login", "mongo"), _after_command(
-        r"sshpass|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]++registry|az)[ \t]++login"
-        r"|mongo(?:sh|dump|restore|import|export)?+", rf"[ \t]-p(?:[ \t]++|=)?+{_FLAG_VALUE}")),
+    Rule("cli_password", ("sshpass",), _after_command("sshpass", _DASH_P)),
+    Rule("cli_password", ("mongo",), _after_command("mongo(?:sh|dump|restore|import|export)?+", _DASH_P)),
+    Rule("cli_password", ("login",), _after_command(
+        r"login(?<=(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]{1,8}registry|az)[ \t]{1,8}login)", _DASH_P)),
     Rule("cli_password", ("redis-cli",), _after_command("redis-cli", rf"[ \t]-a[ \t]++{_FLAG_VALUE}")),
     Rule("cli_password", ("ldap",), _after_command(r"ldap[a-z]{3,12}+", rf"[ \t]-w[ \t]++{_FLAG_VALUE}")),
     Rule("cli_password", ("storepass", "keypass", "pass:"),
          rf"(?i)(?<![\w-])-(?:(?:src|dest)?(?:storepass|keypass)[ \t]++{_FLAG_VALUE}"
          r"|pass(?:in|out)?+[ \t]++[\"']?+pass:(?P<secret>[^\s\"']{1,256}+))"),
     Rule("netrc_password", ("pass",),
-         r"(?i)(?:machine[ \t]++[^\s\\]{1,256}+[ \t]++|default[ \t]++)(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){0,3}+"
+         r"(?i)(?:machine[ \t]++[^\s\\]{1,256}+[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){0,3}+"
+         r"|default[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){1,3}+)"
          rf"password[ \t]++{_NETRC_VALUE}"),
     Rule("netrc_password", ("pass",),
-         rf"(?im){_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}+{_NL}[ \t]*+password[ \t]++"
-         rf"{_NETRC_VALUE}"),
-    Rule("pgpass_password", (":",),
-         rf"(?m){_LINE_START}[ \t]*+(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))(?!\d++:)"
-         r"(?:\*|[A-Za-z0-9._-]{1,253}+):(?:\d{1,5}+|\*):[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:"
-         r"(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"),
+         rf"(?im)password(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
+         rf"[ \t]++{_NETRC_VALUE}"),
+    # host:port:database:user:password on the usual ports or any (`*`); the match starts at the
+    # port (a literal the engine finds fast), the host is checked behind it (not a MAC address)
+    Rule("pgpass_password", (":5432:", ":5433:", ":6432:", ":*:"),
+         rf"(?m):(?:543[23]|6432|\*):(?<={_LINE_START}[ \t]*+(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))"
+         r"(?!\d++:)(?:\*|[A-Za-z0-9._-]{1,253}):(?:543[23]|6432|\*):)"
+         r"[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"),
     Rule("cookie", ("cookie",),
          r"(?i)(?<![\w-])(?:set-)?cookie[\"']?+[ \t]*+[:=][ \t]*+\\{0,7}+[\"']?+"
          r"(?P<secret>(?![$<{])[^\s;,=:\"'\\]{1,256}+=[^\n\"'\\]++)"),

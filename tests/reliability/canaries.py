@@ -9,6 +9,7 @@ every input path.
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from dataclasses import dataclass
@@ -119,8 +120,6 @@ def _canaries() -> list[Canary]:
         ("azure_sas", v(72, 32, _ALNUM) + "%2B" + v(73, 8) + "%3D",
          "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&sp=r&se=2026-01-01T00:00:00Z&sig={}"),
         ("azure_client_secret", v(74, 3) + "8Q~" + v(75, 34, _ALNUM + "_~.-"), "Client secret value: {}"),
-        ("gcp_service_account", _pem_block(76, "PRIVATE KEY"),
-         '{{"type": "service_account", "private_key_id": "k1", "private_key": "{}"}}'),
         # keys and tokens recognised by their shape
         ("putty_key", "\n".join(v(80 + i, 64, _ALNUM + "+/") for i in range(2)),
          "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: ci\nPublic-Lines: 1\n"
@@ -141,8 +140,11 @@ def _canaries() -> list[Canary]:
          "notify: {}"),
         ("gitlab_runner", "glrt-" + v(97, 20, _ALNUM + "_-"), "runner token {}"),
     ]
+    body = _pem_block(76, "PRIVATE KEY").split("\n")[1:-1]
+    service_account = json.dumps({"type": "service_account", "private_key_id": "k1", "private_key":
+                                  "\n".join(["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----", ""])})
     return [Canary(name, secret, template.replace("{}", secret).replace("{{", "{").replace("}}", "}"))
-            for name, secret, template in items]
+            for name, secret, template in items] + [Canary("gcp_service_account", "\n".join(body), service_account)]
 
 
 CANARIES: list[Canary] = _canaries()
