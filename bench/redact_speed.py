@@ -128,23 +128,24 @@ def measure(name: str, make: Callable[[int], str], size: int, repeat: int) -> di
             "leaked": _PLANTED.secret in redact(planted), "lost": redact(text) != out}
 
 
-_FILLERS = ["A", "a", "0", "-", "_", "=", ":", " ", "\n", '"', "\\", "eyJ", "://", " -p"]
+_FILLERS = ["A", "0", "-", "=", ":", " ", "\n", '"', "\\", "://"]
 
 
 def grid_shapes() -> dict[str, Callable[[int], str]]:
-    """Every trigger of every rule (as written, upper case, title case), alone and followed by
-    0, 1 or 3 of each filler, repeated; and followed by one long run of the filler."""
+    """Every trigger of every rule (as written and in upper case) repeated alone and followed
+    by 1 or 3 of each filler; and followed by one long run of the filler."""
     shapes: dict[str, Callable[[int], str]] = {}
     for trigger in sorted({t for rule in RULES for t in rule.triggers}):
-        for form in {trigger, trigger.upper(), trigger.title()}:
+        for form in {trigger, trigger.upper()}:
+            shapes[f"{form!r}*"] = lambda n, u=form: _fill(u, n)
             for filler in _FILLERS:
-                for k in (0, 1, 3):
+                for k in (1, 3):
                     shapes[f"({form!r} + {filler!r}*{k})*"] = lambda n, u=form + filler * k: _fill(u, n)
                 shapes[f"{form!r} + {filler!r}*N"] = lambda n, f=form, c=filler: f + c * (n // len(c))
     return shapes
 
 
-def grid(size: int, repeat: int, small: int = 64_000, keep: int = 5) -> list[dict]:
+def grid(size: int, repeat: int, small: int = 32_000, keep: int = 5) -> list[dict]:
     """Time every grid shape at `small` characters; the `keep` slowest again at `size`."""
     timed = []
     for name, make in grid_shapes().items():

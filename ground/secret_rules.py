@@ -79,7 +79,7 @@ _LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
 """A character of a line that does not start a line break, escaped or not."""
 
 
-_NETRC_VALUE = r"(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"
+_NETRC_VALUE = r"(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"
 """A value up to a blank, a quote or an escaped line break."""
 
 
@@ -210,11 +210,12 @@ RULES: tuple[Rule, ...] = (
          rf"(?im)password(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
          rf"[ \t]++{_NETRC_VALUE}"),
     # host:port:database:user:password on the usual ports or any (`*`); the match starts at the
-    # port (a literal the engine finds fast), the host is checked behind it (not a MAC address)
+    # port (a literal the engine finds fast), the host is checked behind it (not a MAC address;
+    # after a line start, a quote or a blank: a tool call shown on one line joins the lines)
     Rule("pgpass_password", (":5432:", ":5433:", ":6432:", ":*:"),
-         rf"(?m):(?:543[23]|6432|\*):(?<={_LINE_START}[ \t]*+(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))"
+         rf"(?m):(?:543[23]|6432|\*):(?<=(?:{_LINE_START}|(?<=[\s`]))(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))"
          r"(?!\d++:)(?:\*|[A-Za-z0-9._-]{1,253}):(?:543[23]|6432|\*):)"
-         r"[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:(?P<secret>(?:[^\s\\\"']|\\(?![\\nr\"])){1,256}+)"),
+         r"[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"),
     Rule("cookie", ("cookie",),
          r"(?i)(?<![\w-])(?:set-)?cookie[\"']?+[ \t]*+[:=][ \t]*+\\{0,7}+[\"']?+"
          r"(?P<secret>(?![$<{])[^\s;,=:\"'\\]{1,256}+=[^\n\"'\\]++)"),
