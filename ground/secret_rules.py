@@ -74,6 +74,9 @@ _LINE_START = r"(?:^|(?<=\\n|[\"']))"
 _B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrt]))"
 """Where a token may start: no word character before it, or an escaped `\\n`, `\\r` or `\\t`
 (a token at the start of a line of text inside a JSON string)."""
+_SCHEME = rf"://(?<={_B}[A-Za-z][A-Za-z0-9+.-]{{0,30}}://)"
+"""`scheme://`, found from its `://` (a literal the engine finds fast) with the scheme checked
+behind it."""
 _B_JWT = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 _LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
 """A character of a line that does not start a line break, escaped or not."""
@@ -136,7 +139,7 @@ RULES: tuple[Rule, ...] = (
     # starts with (a one-character trigger ":" would send every line of code through it)
     Rule("telegram_token", (":aa",), r"(?<![0-9])\d{8,10}+:AA[0-9A-Za-z_-]{33}(?![0-9A-Za-z_-])"),
     Rule("vault_token", ("hvs.", "hvb.", "hvr."), _B + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
-    Rule("sentry_dsn", ("://",), _B + r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://(?P<secret>[0-9a-f]{32}+(?::[0-9a-f]{32}+)?+)@"),
+    Rule("sentry_dsn", ("://",), rf"{_SCHEME}(?P<secret>[0-9a-f]{{32}}+(?::[0-9a-f]{{32}}+)?+)@"),
     Rule("azure_sas", ("sig=",), r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/=]{20,}+)"),
     Rule("azure_client_secret", ("q~",), r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
     Rule("digitalocean_token", ("dop_v1_", "doo_v1_", "dor_v1_"), _B + r"do[por]_v1_[a-f0-9]{64}\b"),
@@ -184,7 +187,7 @@ RULES: tuple[Rule, ...] = (
     Rule("config_secret", ("define(",),
          r"(?i)define\([ \t]*+[\"'][A-Za-z0-9_]{1,60}+(?<=password|secret|key|token|salt)[\"'][ \t]*+,[ \t]*+"
          r"[\"'](?P<secret>[^\"'\n]{4,}+)[\"']"),
-    Rule("url_password", ("://",), _B + r"[A-Za-z][A-Za-z0-9+.-]{0,30}+://(?!\[REDACTED:)[^\s:/@]{0,256}+:(?P<secret>[^\s@/\[]{1,256}+)@"),
+    Rule("url_password", ("://",), rf"{_SCHEME}(?!\[REDACTED:)[^\s:/@]{{0,256}}+:(?P<secret>[^\s@/\[]{{1,256}}+)@"),
     Rule("mysql_password", ("sql", "ariadb"),
          _after_command("mysql|mysqldump|mysqladmin|mariadb", r"[ \t]-p[\"']?+(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)")),
     Rule("cli_password", ("pass", "token", "secret", "key"),
