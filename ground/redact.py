@@ -137,17 +137,18 @@ def _assignment(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
     this one does). A bare value followed by `(` or `[` is dropped: every name nested in it
     fails the same way."""
     secret, bare, call, more = (pattern.groupindex[g] for g in ("secret", "bare", "call", "more"))
-    at = lo
+    find, at = text.find, lo
     while at < hi:
         for match in pattern.finditer(text, at, hi):
-            if match.start(call) >= 0:
+            regs = match.regs
+            if regs[call][0] >= 0:
                 continue
-            start, end = match.span(secret)
+            start, end = regs[secret]
             yield start, end
-            if match.start(bare) < 0 and ("=" in text[start:end] or ":" in text[start:end]):
+            if regs[bare][0] < 0 and (find("=", start, end) >= 0 or find(":", start, end) >= 0):
                 at = start
                 break
-            if match.start(more) >= 0:
+            if regs[more][0] >= 0:
                 at = max(start, end - NAME_REACH)
                 break
         else:
@@ -207,8 +208,11 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
     found: list[tuple[int, int, int, str]] = []
     for rank, (kind, search, spans) in enumerate(_scans(text, redact_extra)):
         for lo, hi in spans:
-            found += ((start, end, rank, kind) for start, end in search(lo, hi) if end > start and not (
-                allowed and any(a.fullmatch(text, start, end) for a in allowed)))
+            if allowed:
+                found += ((start, end, rank, kind) for start, end in search(lo, hi)
+                          if end > start and not any(a.fullmatch(text, start, end) for a in allowed))
+            else:
+                found += ((start, end, rank, kind) for start, end in search(lo, hi) if end > start)
     found.sort()
     merged: list[tuple[int, int, str]] = []
     ranks: list[int] = []
