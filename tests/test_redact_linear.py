@@ -107,3 +107,18 @@ def test_dense_assignments_are_each_redacted():
     out = redact(text)
     assert out.startswith("pwd=[REDACTED:password] pwd=[REDACTED:password] ")
     assert out.endswith("pwd=" * 5_000 + "(x)")
+
+
+def test_every_bench_shape_keeps_its_planted_canary_out_and_is_idempotent():
+    """The adversarial shapes of bench/redact_speed.py (which times them at 1 MB), at 20,000
+    characters: a canary in the middle is redacted, a second pass changes nothing."""
+    from bench.redact_speed import SHAPES
+    from tests.reliability.canaries import CANARIES
+
+    canary = next(c for c in CANARIES if c.name == "github_classic")
+    for name, make in SHAPES.items():
+        text = make(20_000)
+        middle = len(text) // 2
+        once = redact(text[:middle] + "\n" + canary.text + "\n" + text[middle:])
+        assert canary.secret not in once, name
+        assert redact(once) == once, name
