@@ -62,8 +62,9 @@ def _assignment(names: str, min_len: int) -> str:
             rf"|{assign}(?:{quoted}|{escaped}|{bare}))(?P<more>(?=[ \t]*+[\"'=:])|(?<=[=:])(?=[ \t]))?")
 
 
-_FLAG_VALUE = r"[\"']?+(?P<secret>[^\s\"'$<{\[-][^\s\"']{0,255}+)"
-"""A command-line flag's value, quoted or not; not a `$VAR`, a template or another flag."""
+_FLAG_VALUE = r"(?:\\{0,7}+[\"'])?+(?P<secret>[^\s\"'$<{\[\\-](?:[^\s\"'\\]|\\(?![\"'\\])){0,255}+)"
+"""A command-line flag's value, quoted or not (also JSON-escaped, `\\"…\\"`); not a `$VAR`, a
+template or another flag."""
 _DASH_P = rf"[ \t]-p(?:[ \t]++|=)?+{_FLAG_VALUE}"
 
 
@@ -200,6 +201,14 @@ RULES: tuple[Rule, ...] = (
     Rule("cli_password", ("mongo",), _after_command("mongo(?:sh|dump|restore|import|export)?+", _DASH_P)),
     Rule("cli_password", ("login",), _after_command(
         r"login(?<=(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]{1,8}registry|az)[ \t]{1,8}login)", _DASH_P)),
+    Rule("cli_password", ("ssh-keygen",), _after_command("ssh-keygen", rf"[ \t]-[NP][ \t]++{_FLAG_VALUE}")),
+    Rule("cli_password", ("secret set",), _after_command(r"gh[ \t]++secret[ \t]++set", rf"[ \t](?:--body|-b)(?:[ \t]++|=){_FLAG_VALUE}")),
+    Rule("cli_password", ("configure",),
+         r"(?i)aws[ \t]++configure[ \t]++set[ \t]++(?:[\w.-]{0,40}+\.)?+(?:aws_secret_access_key|aws_session_token)[ \t]++"
+         + _FLAG_VALUE),
+    Rule("cli_password", ("stdin", "with-token"),  # echo TOKEN | docker login --password-stdin, gh auth login --with-token
+         r"(?i)echo[ \t]++[\"']?+(?P<secret>[^\s\"'$<{|\[-][^\s\"'|]{3,255}+)[\"']?+[ \t]*+\|(?:(?!echo)[^\n;&|]){0,200}?"
+         r"--(?:password-stdin|with-token)"),
     Rule("cli_password", ("redis-cli",), _after_command("redis-cli", rf"[ \t]-a[ \t]++{_FLAG_VALUE}")),
     Rule("cli_password", ("ldap",), _after_command(r"ldap[a-z]{3,12}+", rf"[ \t]-w[ \t]++{_FLAG_VALUE}")),
     Rule("cli_password", ("storepass", "keypass", "pass:"),

@@ -99,6 +99,10 @@ def _canaries() -> list[Canary]:
         ("ldapsearch_w", v(52, 14), 'ldapsearch -x -D "cn=admin,dc=example,dc=org" -w {} -b dc=example,dc=org'),
         ("keytool_storepass", v(53, 14), "keytool -importkeystore -srckeystore in.p12 -srcstorepass {} -destkeystore out.jks"),
         ("openssl_pass", v(54, 14), "openssl pkcs12 -export -in cert.pem -inkey key.pem -passout pass:{} -out bundle.p12"),
+        ("ssh_keygen_passphrase", v(98, 16), 'ssh-keygen -t ed25519 -N "{}" -f ~/.ssh/deploy_key'),
+        ("gh_secret_set", v(99, 24), "$ gh secret set DEPLOY_TOKEN --body {} --repo acme/api"),
+        ("aws_configure_set", v(100, 40, _ALNUM + "/+"), "$ aws configure set aws_secret_access_key {} --profile ci"),
+        ("echo_with_token", v(101, 24), "$ echo {} | gh auth login --with-token"),
         ("wget_http_password", v(55, 14), "wget --http-user=me --http-password={} https://files.example.com/a.tgz"),
         # files and headers
         ("netrc", v(56, 14), "$ cat ~/.netrc\nmachine api.heroku.com\n  login me@example.com\n  password {}"),
