@@ -88,6 +88,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "mysql repeated": lambda n: _fill("mysql ", n),
     "curl -u without a colon": lambda n: _fill("curl -u a ", n),
     "docker login repeated": lambda n: _fill("docker login ", n),
+    "echo into a pipe, no stdin flag": lambda n: _fill("echo abcd | ", n),
+    "ssh-keygen -N repeated": lambda n: _fill("ssh-keygen -N ", n),
     "scheme:// repeated": lambda n: _fill("a://", n),
     "URL user parts, no @": lambda n: _fill("a.a.a.a.a.a.a.a.a.a.a.a.a://" + "u" * 256 + ":" + "p" * 255 + " ", n),
     "machine repeated (netrc)": lambda n: _fill("machine h ", n),
