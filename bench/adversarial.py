@@ -71,7 +71,8 @@ def redaction_time() -> int:
     rows = run(with_grid=True)
     slowed = [r for r in rows if over_budget(r)]
     worst = max(rows, key=lambda r: r["s_per_mb"])
-    print(f"\n| face | what | tried | lost | leaked | slowed past budget ({BUDGET:.0f} s per MB) |\n|---|---|---:|---:|---:|---:|")
+    print(f"\n| face | what | tried | lost | leaked | slowed past budget ({BUDGET:.0f} s per MB) |\n"
+          "|---|---|---:|---:|---:|---:|")
     print(f"| redaction time | 1 MB adversarial and realistic inputs (slowest {worst['s_per_mb']:.2f} s/MB: "
           f"{worst['shape']}) | {len(rows)} | {sum(r['lost'] for r in rows)} | {sum(r['leaked'] for r in rows)} "
           f"| {len(slowed)} |")

@@ -177,7 +177,8 @@ _SEARCHES: dict[str, Callable[[regex.Pattern, str, int, int], Spans]] = {
     "plain": _plain, "assignment": _assignment, "key_tail": _key_tail}
 
 
-def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str, Callable[[int, int], Spans], list[tuple[int, int]]]]:
+def _scans(text: str, extra: Iterable[str | tuple[str, str]]
+           ) -> list[tuple[str, Callable[[int, int], Spans], list[tuple[int, int]]]]:
     """(kind, search of a span, spans of `text` to search) for the rules worth running: a
     built-in only where one of its triggers occurs (on those lines for one-line rules), every
     extra everywhere (as a plain search)."""

@@ -202,7 +202,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cli_password", ("login",), _after_command(
         r"login(?<=(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]{1,8}registry|az)[ \t]{1,8}login)", _DASH_P)),
     Rule("cli_password", ("ssh-keygen",), _after_command("ssh-keygen", rf"[ \t]-[NP][ \t]++{_FLAG_VALUE}")),
-    Rule("cli_password", ("secret set",), _after_command(r"gh[ \t]++secret[ \t]++set", rf"[ \t](?:--body|-b)(?:[ \t]++|=){_FLAG_VALUE}")),
+    Rule("cli_password", ("secret set",),
+         _after_command(r"gh[ \t]++secret[ \t]++set", rf"[ \t](?:--body|-b)(?:[ \t]++|=){_FLAG_VALUE}")),
     Rule("cli_password", ("configure",),
          r"(?i)aws[ \t]++configure[ \t]++set[ \t]++(?:[\w.-]{0,40}+\.)?+(?:aws_secret_access_key|aws_session_token)[ \t]++"
          + _FLAG_VALUE),
