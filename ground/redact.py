@@ -129,15 +129,15 @@ def _assignment(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
     """The values of every match of an assignment pattern at any place, nested ones included
     (what an overlapped search finds, minus matches whose bare value is followed by `(` or
     `[`), reading each value a bounded number of times. Matches are taken left to right; a
-    match starting inside an earlier one (before its value) has the same value. A name
-    nested in a value can reach past it only (a) in a quoted value holding `=` or `:` (search
-    again from the value's start: a nested match ends at or after the closing quote) or (b)
-    ending within NAME_REACH of the value's end with a quote or an assignment after it
-    (search again from there; a name deeper in a bare value has a bare value ending where
-    this one does). A bare value followed by `(` or `[` is dropped: every name nested in it
-    fails the same way."""
-    secret, bare, call, more = (pattern.groupindex[g] for g in ("secret", "bare", "call", "more"))
-    find, at = text.find, lo
+    match starting inside an earlier one (before its value) has the same value. A quoted
+    value is not part of its match (the pattern reads it in a lookahead), so the search goes
+    on from the value's start and finds the names nested in it; a nested match ends at or
+    after the closing quote. A name nested in a bare value reaches past it only when it ends
+    within NAME_REACH of the value's end and a quote or an assignment follows (group `more`):
+    the search resumes there; a name deeper in has a bare value ending where this one does.
+    A bare value followed by `(` or `[` is dropped: every name nested in it fails the same way."""
+    secret, call, more = (pattern.groupindex[g] for g in ("secret", "call", "more"))
+    at = lo
     while at < hi:
         for match in pattern.finditer(text, at, hi):
             regs = match.regs
@@ -145,9 +145,6 @@ def _assignment(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
                 continue
             start, end = regs[secret]
             yield start, end
-            if regs[bare][0] < 0 and (find("=", start, end) >= 0 or find(":", start, end) >= 0):
-                at = start
-                break
             if regs[more][0] >= 0:
                 at = max(start, end - NAME_REACH)
                 break

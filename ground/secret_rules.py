@@ -47,19 +47,21 @@ def _assignment(names: str, min_len: int) -> str:
     """`NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME := value` where NAME ends in one
     of `names` (any prefix: `DB_PASSWORD`, `PGPASSWORD`); the value is the `secret` group: a
     quoted string up to its quote (also inside JSON strings, `\\"NAME\\": \\"value\\"` and
-    `NAME = \\"value\\"`) or, after an unquoted name, a bare run (group `bare`) that is not a
-    call or an index (`'password': continue` is code, not a dict entry): group `call` is set
-    when `(` or `[` follows the run, and the search drops that match. Group `more` is set
-    when a quote or an assignment follows the match, or blanks follow a value ending in `=`
-    or `:` (a name nested in the value may then reach past it). Names (with their
-    separator) are at most NAME_REACH - 9 characters."""
+    `NAME = \\"value\\"`), read in a lookahead so that the match ends where the value starts
+    (the next search reads the value again: a name nested in it may start a match), or, after
+    an unquoted name, a bare run that is not a call or an index (`'password':
+    continue` is code, not a dict entry): group `call` is set when `(` or `[` follows the run,
+    and the search drops that match; group `more` when a quote or an assignment follows it, or
+    blanks follow a run ending in `=` or `:` (a name nested in the run may then reach past
+    it). Names (with their separator) are at most NAME_REACH - 9 characters."""
     assign = r"[ \t]*+(?::=|=|:(?!:))[ \t]*+"
-    quoted = (rf"(?:\"{_NOT_A_VALUE}(?P<secret>[^\"\n]{{{min_len},}}+)\""
-              rf"|'{_NOT_A_VALUE}(?P<secret>[^'\n]{{{min_len},}}+)')")
-    escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?P<secret>[^\"\\\n]{{{min_len},}}+)\\{{1,7}}+\""
-    bare = rf"(?P<bare>{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},}}+))(?P<call>(?=[(\[]))?"
+    quoted = (rf"(?:\"{_NOT_A_VALUE}(?=(?P<secret>[^\"\n]{{{min_len},}}+)\")"
+              rf"|'{_NOT_A_VALUE}(?=(?P<secret>[^'\n]{{{min_len},}}+)'))")
+    escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?=(?P<secret>[^\"\\\n]{{{min_len},}}+)\\{{1,7}}+\")"
+    bare = (rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},}}+)(?P<call>(?=[(\[]))?"
+            r"(?P<more>(?=[ \t]*+[\"'=:])|(?<=[=:])(?=[ \t]))?")
     return (rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}"
-            rf"|{assign}(?:{quoted}|{escaped}|{bare}))(?P<more>(?=[ \t]*+[\"'=:])|(?<=[=:])(?=[ \t]))?")
+            rf"|{assign}(?:{quoted}|{escaped}|{bare}))")
 
 
 _FLAG_VALUE = r"(?:\\{0,7}+[\"'])?+(?P<secret>[^\s\"'$<{\[\\-](?:[^\s\"'\\]|\\(?![\"'\\])){0,255}+)"
