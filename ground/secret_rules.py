@@ -85,7 +85,7 @@ _LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
 """A character of a line that does not start a line break, escaped or not."""
 
 
-_NETRC_VALUE = r"(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"
+_NETRC_VALUE = r"(?!\[REDACTED:)(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"
 """A value up to a blank, a quote or an escaped line break."""
 
 
@@ -189,7 +189,7 @@ RULES: tuple[Rule, ...] = (
          r"_auth[ \t]*+=[ \t]*+(?P<secret>[A-Za-z0-9+/]{8,}+=*+)(?![\w(.\[])"),
     Rule("config_secret", ("define(",),
          r"(?i)define\([ \t]*+[\"'][A-Za-z0-9_]{1,60}+(?<=password|secret|key|token|salt)[\"'][ \t]*+,[ \t]*+"
-         r"[\"'](?P<secret>[^\"'\n]{4,}+)[\"']"),
+         r"[\"'](?!\[REDACTED:)(?P<secret>[^\"'\n]{4,}+)[\"']"),
     Rule("url_password", ("://",), rf"{_SCHEME}(?!\[REDACTED:)[^\s:/@]{{0,256}}+:(?P<secret>[^\s@/\[]{{1,256}}+)@"),
     Rule("mysql_password", ("sql", "ariadb"),
          _after_command("mysql|mysqldump|mysqladmin|mariadb", r"[ \t]-p[\"']?+(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)")),
@@ -197,8 +197,8 @@ RULES: tuple[Rule, ...] = (
          r"(?i)(?<![\w-])--(?:[a-z]{1,20}+-)?(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
          r"(?P<secret>[^\s\"'$<{\[-][^\s\"']{2,255}+)"),
     Rule("cli_password", ("curl",), _after_command(
-        "curl", r"[ \t](?:-u|--user)(?:[ \t]++|=)?+(?:\"[^\"\n:]{0,256}+:(?P<secret>(?!\$)[^\"\n]{1,256}+)\""
-                r"|'[^'\n:]{0,256}+:(?P<secret>(?!\$)[^'\n]{1,256}+)'|[^\s\"':]{0,256}+:(?P<secret>(?!\$)[^\s\"']{1,256}+))")),
+        "curl", r"[ \t](?:-u|--user)(?:[ \t]++|=)?+(?:\"[^\"\n:]{0,256}+:(?P<secret>(?!\$|\[REDACTED:)[^\"\n]{1,256}+)\""
+                r"|'[^'\n:]{0,256}+:(?P<secret>(?!\$|\[REDACTED:)[^'\n]{1,256}+)'|[^\s\"':]{0,256}+:(?P<secret>(?!\$|\[REDACTED:)[^\s\"']{1,256}+))")),
     Rule("cli_password", ("sshpass",), _after_command("sshpass", _DASH_P)),
     Rule("cli_password", ("mongo",), _after_command("mongo(?:sh|dump|restore|import|export)?+", _DASH_P)),
     Rule("cli_password", ("login",), _after_command(
@@ -216,7 +216,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cli_password", ("ldap",), _after_command(r"ldap[a-z]{3,12}+", rf"[ \t]-w[ \t]++{_FLAG_VALUE}")),
     Rule("cli_password", ("storepass", "keypass", "pass:"),
          rf"(?i)(?<![\w-])-(?:(?:src|dest)?(?:storepass|keypass)[ \t]++{_FLAG_VALUE}"
-         r"|pass(?:in|out)?+[ \t]++[\"']?+pass:(?P<secret>[^\s\"']{1,256}+))"),
+         r"|pass(?:in|out)?+[ \t]++[\"']?+pass:(?!\[REDACTED:)(?P<secret>[^\s\"']{1,256}+))"),
     Rule("netrc_password", ("pass",),
          r"(?i)(?:machine[ \t]++[^\s\\]{1,256}+[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){0,3}+"
          r"|default[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){1,3}+)"
@@ -230,10 +230,10 @@ RULES: tuple[Rule, ...] = (
     Rule("pgpass_password", (":5432:", ":5433:", ":6432:", ":*:"),
          rf"(?m):(?:543[23]|6432|\*):(?<=(?:{_LINE_START}|(?<=[\s`]))(?![0-9A-Fa-f]{{2}}(?::[0-9A-Fa-f]{{2}}){{5}}(?![^\s\"']))"
          r"(?!\d++:)(?:\*|[A-Za-z0-9._-]{1,253}):(?:543[23]|6432|\*):)"
-         r"[^\s:\\]{1,256}+:[^\s:\\]{1,256}+:(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"),
+         r"[^\s:\\\[]{1,256}+:[^\s:\\\[]{1,256}+:(?!\[REDACTED:)(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"),
     Rule("cookie", ("cookie",),
          r"(?i)(?<![\w-])(?:set-)?cookie[\"']?+[ \t]*+[:=][ \t]*+\\{0,7}+[\"']?+"
-         r"(?P<secret>(?![$<{])[^\s;,=:\"'\\]{1,256}+=[^\n\"'\\]++)"),
+         r"(?P<secret>(?![$<{\[])[^\s;,=:\"'\\]{1,256}+=[^\n\"'\\]++)"),
     Rule("token", ("authorization",),
          r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+(?:token|apikey|api-key|sso-key|bot|key|ssws|splunk|dsn)"
          r"[ \t]++(?P<secret>(?!\$)[A-Za-z0-9_\-.~+/:=]{12,}+)"),
