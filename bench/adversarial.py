@@ -5,7 +5,9 @@ proxy, the hooks and the MCP server, slow clients, secret canaries at rest) and 
 detection test with CTXMILL_TALLY set, so each adversarial test records what it tried, lost and
 leaked (tests/reliability/tally.py), and prints one table row per kind of attempt, a total per
 face (– where no test of the row measures that count), the commit, the date and the run's wall
-time. The tests assert lost == leaked == 0 themselves; this only counts.
+time. The tests assert lost == leaked == 0 themselves; this only counts. The "redaction
+time" face is a bench, not a test (`redaction_time`): it prints its own row with a column for
+inputs slowed past the budget.
 """
 
 from __future__ import annotations
@@ -52,10 +54,29 @@ def main() -> int:
         totals[face] = [_add(a, b) for a, b in zip(totals[face], counts)]
     for face, counts in sorted(totals.items()):
         print(f"| **{face}** | **all** | " + " | ".join(f"**{_shown(n)}**" for n in counts) + " |")
+    slow = redaction_time()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     print(f"\ncommit {commit.stdout.strip() or '?'}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
           f"{time.monotonic() - started:.0f} s, pytest exit {done.returncode}")
-    return done.returncode
+    return done.returncode or slow
+
+
+def redaction_time() -> int:
+    """The "redaction time" face (bench/redact_speed.py in process): every adversarial shape at
+    1 MB, a canary planted in each. tried = shapes; lost = shapes whose output differs between
+    two runs; leaked = planted canaries left in the output; slowed = shapes over 1 s per MB."""
+    sys.path.insert(0, str(ROOT))
+    from bench.redact_speed import BUDGET, over_budget, run
+
+    rows = run(with_grid=True)
+    slowed = [r for r in rows if over_budget(r)]
+    worst = max(rows, key=lambda r: r["s_per_mb"])
+    print(f"\n| face | what | tried | lost | leaked | slowed past budget ({BUDGET:.0f} s per MB) |\n"
+          "|---|---|---:|---:|---:|---:|")
+    print(f"| redaction time | 1 MB adversarial and realistic inputs (slowest {worst['s_per_mb']:.2f} s/MB: "
+          f"{worst['shape']}) | {len(rows)} | {sum(r['lost'] for r in rows)} | {sum(r['leaked'] for r in rows)} "
+          f"| {len(slowed)} |")
+    return 1 if slowed or any(r["lost"] or r["leaked"] for r in rows) else 0
 
 
 

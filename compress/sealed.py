@@ -14,8 +14,8 @@ message and leaves every secret in the client's copy:
   concatenated parts: `[source, start, size]` is `size` characters at `start` of the
   `source`-th string of the raw message (`ground.jsonvalues.strings_in` order), a string is
   itself. A secret is one part when the raw message holds it whole; else it is taken line by
-  line (a key block cut short by a marker), and a line found nowhere may be kept as it is only
-  if it holds no secret by itself (the marker);
+  line, `\\n` in a JSON string included (a key block cut short by a marker), and a line found
+  nowhere may be kept as it is only if it holds no secret by itself (the marker);
 - a key with a secret: `["k", i]`, the raw dict's i-th key; any other JSON value: `["v", value]`.
 
 `seal(rendered, raw)` returns the form, or None when a secret of the rendering does not occur in
@@ -26,6 +26,7 @@ Deterministic, so equal renderings seal to equal bytes.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -137,20 +138,20 @@ class _Sealer:
         try:
             return [[*self.raw.locate(secret), len(secret)]]
         except _Unsealable:
-            if "\n" not in secret:
+            if not _LINE_BREAK.search(secret):
                 raise
         out: list = []
-        for line in secret.splitlines(keepends=True):
-            body = line.rstrip("\r\n")
-            if body:
+        pieces = _LINE_BREAK.split(secret)
+        for i, body in enumerate(pieces):
+            if i % 2:  # a line break, as it is or JSON-escaped
+                out.append(body)
+            elif body:
                 try:
                     out.append([*self.raw.locate(body), len(body)])
                 except _Unsealable:
                     if secret_spans(body, self.extra, self.allow):
                         raise
                     out.append(body)
-            if len(line) > len(body):
-                out.append(line[len(body):])
         return out
 
     def key(self, key: str, source: dict) -> Any:
@@ -160,6 +161,11 @@ class _Sealer:
             if k == key:
                 return ["k", i]
         raise _Unsealable
+
+
+_LINE_BREAK = re.compile(r"(\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|(?:\\+r)?\\+n)")
+"""A line break inside a secret (what `str.splitlines` splits at), also as a JSON string writes
+it (a key block in a service account file): a secret cut short is located line by line."""
 
 
 def _merged(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

@@ -1,120 +1,36 @@
 """Secret redaction: replace credentials in text with `[REDACTED:<kind>]` before it is stored.
 
-The one place for the rules (`_BUILTIN`, `covered_kinds()`): private key blocks (PEM, OpenSSH,
-PGP), JWTs, tokens recognised by their prefix (AWS, GitHub, GitLab, Anthropic, OpenAI, Stripe,
-Slack, Google, npm, Hugging Face, SendGrid, PyPI, Docker), passwords in URLs (with or without a
-user), `mysql -pPASS`, `--password X`, `Authorization: Basic|Bearer`, and assignments whose name
-ends in a secret word (`DB_PASSWORD=`, `PGPASSWORD=`, `POSTGRES_PASSWORD:`, `"SecretAccessKey":`,
-`NPM_TOKEN=`, `client_secret:` …; placeholders, booleans, `$VARS` and calls are left alone).
+The rules live in `ground/secret_rules.py` (`RULES`, `covered_kinds()`); docs/redaction.md
+lists the kinds. `redact(text, redact_extra=(), redact_allow=())`; `redact_extra` adds
+regexes, each either a pattern string (kind `custom`) or a `(kind, pattern)` pair; a pattern
+with a group named `secret` redacts only that group. `redact_allow` lists regexes for values
+that must stay (e.g. a public test key): a match whose redacted part fully matches one of them
+is kept. `secret_spans(text, …)` gives the same decisions as (start, end, kind) spans of `text`.
 
-`redact(text, redact_extra=(), redact_allow=())`; `redact_extra` adds regexes, each either a
-pattern string (kind `custom`) or a `(kind, pattern)` pair; a pattern with a group named
-`secret` redacts only that group. `redact_allow` lists regexes for values that must stay (e.g. a
-public test key): a match whose redacted part fully matches one of them is kept.
-`secret_spans(text, …)` gives the same decisions as (start, end, kind) spans of `text`.
+Redaction runs on the hot path (every original committed to CCR), so each built-in rule has
+literal triggers: it runs only when one of them occurs in the lower-cased text. Text with no
+trigger costs one `lower()` and one scan for all triggers (see bench/secrets_cost.py).
+Every rule runs on the original text; overlapping matches merge into one placeholder (the
+kind of the rule listed first).
 
-Redaction runs on the hot path (every original committed to CCR), so each built-in pattern
-has literal triggers: it runs only when one of them occurs in the lower-cased text. Text with
-no trigger costs one `lower()` and one scan for all triggers (see bench/secrets_cost.py).
-Every pattern runs on the original text; overlapping matches merge into one placeholder
-(the kind of the rule listed first).
-
-Every built-in pattern is written so matching stays linear in the text length: possessive or
-bounded quantifiers only, no nested unbounded repetition. Redaction is idempotent: the
-placeholder itself never matches a pattern. This module imports nothing from the project, so
-every engine can reuse it.
+What must hold: the output depends on the text (and the two lists) alone; the built-in rules
+take time linear in the text, whatever it holds (tests/test_redact_linear.py checks the
+searches against their plain definitions, bench/redact_speed.py times 1 MB adversarial
+inputs); redaction is idempotent (a placeholder never matches). The patterns given in
+`redact_extra` / `redact_allow` are the user's: their cost is theirs. This module imports
+nothing from the project outside `ground`, so every engine can reuse it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import regex
 
-_NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|(?:true|false|none|null|nil|undefined|string|str|bool"
-                r"|required|optional|changeme|password|secret|token|xxx+|\.\.\.)(?![\w.-]))")
-"""What follows `password=` and the like without being a secret: placeholders, `$VARS`,
-template fields, paths, types, booleans, the word itself, an earlier redaction."""
-
-
-_OVERLAPPING: set[str] = set()
-"""Patterns whose matches may overlap (an assignment's value can hold the next one's name,
-`credential: "SessionToken": "…"`): they are searched at every place, not after each match."""
-
-
-def _assignment(names: str, min_len: int) -> str:
-    """`NAME = value`, `NAME: value`, `"NAME": "value"`, `NAME := value` where NAME ends in one
-    of `names` (any prefix: `DB_PASSWORD`, `PGPASSWORD`); the value is the `secret` group: a
-    quoted string up to its quote (also inside JSON strings, `\\"NAME\\": \\"value\\"`) or,
-    after an unquoted name, an unquoted run that is not a call or an index
-    (`'password': continue` is code, not a dict entry)."""
-    assign = r"[ \t]*+(?::=|=|:(?!:))[ \t]*+"
-    quoted = (rf"(?:\"{_NOT_A_VALUE}(?P<secret>[^\"\n]{{{min_len},512}}+)\""
-              rf"|'{_NOT_A_VALUE}(?P<secret>[^'\n]{{{min_len},512}}+)')")
-    escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?P<secret>[^\"\\\n]{{{min_len},512}}+)\\{{1,7}}+\""
-    bare = rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},512}}+)(?![(\[])"
-    pattern = rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}|{assign}(?:{quoted}|{bare}))"
-    _OVERLAPPING.add(pattern)
-    return pattern
-
-
-# (kind, literal triggers (lower case), pattern), specific rules first: when matches overlap,
-# the first rule's kind names the merged placeholder. A trigger is any literal every match
-# holds; they start with few distinct letters (p e a s g x h : k t b), which keeps the one
-# scan for all of them fast on text that holds none.
-# A group named `secret` is replaced alone.
-_BUILTIN: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    (
-        "private_key", ("private key",),
-        r"-----BEGIN (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----(?:[^-]++|-(?!----END))*+"
-        r"(?:-----END (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----)?+",
-    ),
-    (  # the rest of a key block whose head was cut away (a trimmed output keeps only its tail)
-        "private_key", ("private key",),
-        r"(?m)(?:^(?:[ \t]{0,12}+\d{1,9}+(?:\t|→|:[ \t]))?+[A-Za-z0-9+/=]{4,}+[ \t]*+\n)++"
-        r"(?:[ \t]{0,12}+\d{1,9}+(?:\t|→|:[ \t]))?+-----END (?:[A-Z0-9]{1,20}+ ){0,4}PRIVATE KEY(?: BLOCK)?-----",
-    ),
-    ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
-    ("aws_access_key", ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa"),
-     r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
-    ("aws_secret_key", ("secret",),
-     r"(?i)aws_?secret_?(?:access_?)?key[\"']?+[ \t]*+[:=][ \t]*+[\"']?+(?P<secret>[A-Za-z0-9/+=]{40})\b"),
-    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-     r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+)"),
-    ("gitlab_token", ("glpat-", "gldt-", "glrt-"), r"\bgl(?:pat|dt|rt)-[A-Za-z0-9_-]{20,}+"),
-    ("anthropic_key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{20,}+"),
-    ("openai_key", ("sk-",), r"\bsk-(?:proj-|svcacct-|admin-)?+[A-Za-z0-9_-]{20,}+"),
-    ("stripe_key", ("k_live_", "k_test_", "hsec_"), r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+)"),
-    ("slack_token", ("xox", "xapp-"), r"\b(?:xox[abposre]-[A-Za-z0-9-]{10,}+|xapp-[A-Za-z0-9-]{20,}+)"),
-    ("slack_webhook", ("hooks.slack.com",), r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{10,}+"),
-    ("google_api_key", ("aiza",), r"\bAIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
-    ("google_oauth_token", ("a29.",), r"\bya29\.[A-Za-z0-9_-]{20,}+"),
-    ("npm_token", ("pm_",), r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    ("huggingface_token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}+"),
-    ("sendgrid_key", ("sg.",), r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
-    ("pypi_token", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}+"),
-    ("docker_token", ("kr_pat_",), r"\bdckr_pat_[A-Za-z0-9_-]{20,}+"),
-    ("url_password", ("://",), r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s:/@]{0,256}+:(?P<secret>[^\s@/\[]{1,256}+)@"),
-    ("mysql_password", ("sql", "ariadb"),
-     r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?[ \t]-p[\"']?+(?P<secret>[^\s\"'\[-][^\s\"']{0,127}+)"),
-    ("cli_password", ("pass", "token", "secret", "key"),
-     r"(?i)(?<![\w-])--(?:password|passwd|pass|token|secret|api-key)(?:=|[ \t]++)[\"']?+"
-     r"(?P<secret>[^\s\"'$<{\[-][^\s\"']{2,255}+)"),
-    ("basic_auth", ("basic",), r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
-    ("token", ("bearer",), r"(?i)bearer[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{20,512}+=*+)"),
-    ("password", ("pass", "pwd"), _assignment("password|passwd|pwd|passphrase|(?<=_)pass", 4)),
-    ("api_key", ("key", "token", "secret"),
-     _assignment("(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?"
-                 "(?:key|token|secret)|apikey", 6)),
-    ("token", ("token", "secret", "ential"), _assignment("token|secret|credentials?", 12)),
-)
-
-
-MULTI_LINE = frozenset({"private_key"})
-"""Rules whose match spans lines; every other built-in matches within one line."""
+from ground.secret_rules import KEY_LINE, MULTI_LINE, NAME_REACH, RULES
 
 
 @lru_cache(maxsize=256)
@@ -122,10 +38,32 @@ def _compiled(pattern: str) -> regex.Pattern:
     return regex.compile(pattern, regex.V0)
 
 
-_TRIGGERS = tuple(sorted({t for _, triggers, _ in _BUILTIN for t in triggers}, key=len, reverse=True))
-_ANY_TRIGGER = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
-"""All triggers in one scan (the stdlib engine is fastest at plain literal alternations); it
-reports one trigger per place, the longest, and resumes after it."""
+def _trie(words: Iterable[str]) -> str:
+    """One regex matching any of `words`, written as a trie (`s(?:k\\-(?:ant\\-|)|g\\.)`): at
+    each place the engine follows one branch instead of trying every word, and a longer word
+    is tried before its prefix, so a match is the longest word at its place."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def branch(node: dict) -> str:
+        alternatives = [re.escape(ch) + branch(child) for ch, child in sorted(node.items()) if ch]
+        if not alternatives:
+            return ""
+        if "" in node:
+            alternatives.append("")
+        return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+    return branch(tree)
+
+
+_TRIGGERS = tuple(sorted({t for rule in RULES for t in rule.triggers}, key=len, reverse=True))
+_ANY_TRIGGER = re.compile(_trie(_TRIGGERS))
+"""All triggers in one scan (the stdlib engine, fastest at literal tries); it reports one
+trigger per place, the longest, and resumes after it."""
 _MAY_START_INSIDE = {t: sorted({u for i in range(len(t)) for u in _TRIGGERS
                                  if (u, i) != (t, 0) and (t[i:].startswith(u) or u.startswith(t[i:]))})
                      for t in _TRIGGERS}
@@ -141,10 +79,13 @@ def _trigger_hits(lower: str) -> dict[str, list[int] | None]:
     more than DENSE times. One scan finds which triggers occur (and how often); `str.find`
     gives the places of the sparse ones, those starting inside another included."""
     counts = Counter(_ANY_TRIGGER.findall(lower))
+    checked = set(counts)
     for found in list(counts):
         for other in _MAY_START_INSIDE[found]:
-            if other not in counts and other in lower:
-                counts[other] = DENSE + 1  # rare: its rules scan the whole text
+            if other not in checked:
+                checked.add(other)
+                if other in lower:
+                    counts[other] = DENSE + 1  # rare: its rules scan the whole text
     hits: dict[str, list[int] | None] = {}
     for trigger, n in counts.items():
         if n > DENSE:
@@ -173,15 +114,76 @@ def _lines_around(text: str, positions: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str, regex.Pattern, list[tuple[int, int]]]]:
-    """(kind, pattern, spans of `text` to search) for the patterns worth running: a built-in
-    only where one of its triggers occurs (on those lines for one-line rules), every extra
-    everywhere."""
+Spans = Iterator[tuple[int, int]]
+"""The (start, end) parts of the text one rule redacts, left to right."""
+
+
+def _plain(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
+    """Non-overlapping matches; the `secret` group where the pattern has one and it matched."""
+    has_group = "secret" in pattern.groupindex
+    for match in pattern.finditer(text, lo, hi):
+        yield match.span("secret") if has_group and match.start("secret") >= 0 else match.span()
+
+
+def _assignment(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
+    """The values of every match of an assignment pattern at any place, nested ones included
+    (what an overlapped search finds, minus matches whose bare value is followed by `(` or
+    `[`), reading each value a bounded number of times. Matches are taken left to right; a
+    match starting inside an earlier one (before its value) has the same value. A quoted
+    value is not part of its match (the pattern reads it in a lookahead), so the search goes
+    on from the value's start and finds the names nested in it; a nested match ends at or
+    after the closing quote. A name nested in a bare value reaches past it only when it ends
+    within NAME_REACH of the value's end and a quote or an assignment follows (group `more`):
+    the search resumes there; a name deeper in has a bare value ending where this one does.
+    A bare value followed by `(` or `[` is dropped: every name nested in it fails the same way."""
+    secret, call, more = (pattern.groupindex[g] for g in ("secret", "call", "more"))
+    at = lo
+    while at < hi:
+        for match in pattern.finditer(text, at, hi):
+            regs = match.regs
+            if regs[call][0] >= 0:
+                continue
+            start, end = regs[secret]
+            yield start, end
+            if regs[more][0] >= 0:
+                at = max(start, end - NAME_REACH)
+                break
+        else:
+            return
+
+
+_KEY_LINE = regex.compile(KEY_LINE, regex.V0)
+
+
+def _key_tail(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
+    """For each END line `pattern` finds, the run of key lines right above it through the END
+    marker (at least one line). The runs above two END lines never share a line (an END line
+    is not a key line), so each line is read at most once."""
+    for match in pattern.finditer(text, lo, hi):
+        start = match.start()
+        while start > lo:
+            above = max(text.rfind("\n", lo, start - 1) + 1, lo)
+            if not _KEY_LINE.fullmatch(text, above, start - 1):
+                break
+            start = above
+        if start < match.start():
+            yield start, match.end()
+
+
+_SEARCHES: dict[str, Callable[[regex.Pattern, str, int, int], Spans]] = {
+    "plain": _plain, "assignment": _assignment, "key_tail": _key_tail}
+
+
+def _scans(text: str, extra: Iterable[str | tuple[str, str]]
+           ) -> list[tuple[str, Callable[[int, int], Spans], list[tuple[int, int]]]]:
+    """(kind, search of a span, spans of `text` to search) for the rules worth running: a
+    built-in only where one of its triggers occurs (on those lines for one-line rules), every
+    extra everywhere (as a plain search)."""
     lower = text.lower()
     whole = [(0, len(text))]
     hits = _trigger_hits(lower)
     found = []
-    for kind, triggers, pattern in _BUILTIN:
+    for kind, triggers, pattern, search in RULES:
         places = [hits[t] for t in triggers if t in hits]
         if not places:
             continue
@@ -190,10 +192,10 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]) -> list[tuple[str,
             spans = whole
         else:
             spans = _lines_around(text, sorted({p for of_trigger in places for p in of_trigger}))
-        found.append((kind, _compiled(pattern), spans))
+        found.append((kind, partial(_SEARCHES[search], _compiled(pattern), text), spans))
     for item in extra:
         kind, pattern = ("custom", item) if isinstance(item, str) else item
-        found.append((kind, _compiled(pattern), whole))
+        found.append((kind, partial(_plain, _compiled(pattern), text), whole))
     return found
 
 
@@ -202,14 +204,13 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
     """The (start, end, kind) spans of `text` that `redact` replaces, sorted, non-overlapping."""
     allowed = [_compiled(a) for a in redact_allow]
     found: list[tuple[int, int, int, str]] = []
-    for rank, (kind, pattern, spans) in enumerate(_scans(text, redact_extra)):
-        has_group = "secret" in pattern.groupindex
-        overlapped = pattern.pattern in _OVERLAPPING
+    for rank, (kind, search, spans) in enumerate(_scans(text, redact_extra)):
         for lo, hi in spans:
-            for match in pattern.finditer(text, lo, hi, overlapped=overlapped):
-                start, end = match.span("secret") if has_group and match.start("secret") >= 0 else match.span()
-                if end > start and not any(a.fullmatch(text, start, end) for a in allowed):
-                    found.append((start, end, rank, kind))
+            if allowed:
+                found += ((start, end, rank, kind) for start, end in search(lo, hi)
+                          if end > start and not any(a.fullmatch(text, start, end) for a in allowed))
+            else:
+                found += ((start, end, rank, kind) for start, end in search(lo, hi) if end > start)
     found.sort()
     merged: list[tuple[int, int, str]] = []
     ranks: list[int] = []
@@ -245,4 +246,4 @@ def replace_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
 
 def covered_kinds() -> list[str]:
     """The kinds of secret the built-in patterns recognise (documentation and tests)."""
-    return list(dict.fromkeys(kind for kind, _, _ in _BUILTIN))
+    return list(dict.fromkeys(rule.kind for rule in RULES))

@@ -80,3 +80,13 @@ def test_the_tail_of_a_key_block_whose_head_was_cut_is_removed_too():
     assert redact(tail) == "step 299 ok\n[REDACTED:private_key]\nnext"
     numbered = "  12→QUJDRA==\n  13→-----END RSA PRIVATE KEY-----"
     assert "QUJD" not in redact(numbered)
+
+
+def test_a_quoted_value_inside_a_json_string_is_redacted():
+    """The red team's shape: an assignment with a quoted value inside a JSON tool result."""
+    import json
+
+    text = json.dumps({"v": 'password = "RtEaMpw1234567"'})
+    assert redact(text) == json.dumps({"v": 'password = "[REDACTED:password]"'})
+    terraform = json.dumps({"stdout": 'token = "nXz41Vq.atlasv1.' + "Qw3" * 25 + '"'})
+    assert "atlasv1" not in redact(terraform)

@@ -9,6 +9,7 @@ every input path.
 
 from __future__ import annotations
 
+import json
 import random
 import string
 from dataclasses import dataclass
@@ -88,9 +89,66 @@ def _canaries() -> list[Canary]:
         ("session_secret", v(43, 32), "SESSION_SECRET={}"),
         ("pypi", "pypi-AgEIcHlwaS5vcmc" + v(44, 60, _ALNUM + "_-"), "password = {}"),
         ("docker_pat", "dckr_pat_" + v(45, 27, _ALNUM + "_-"), "echo {} | docker login -u me --password-stdin"),
+        # command lines
+        ("curl_user", v(46, 14), "$ curl -sf -u deploy:{} https://ci.example.com/api/json"),
+        ("curl_user_quoted", v(47, 14), "curl --user 'admin:{}' -X POST https://jenkins.internal/job/x/build"),
+        ("sshpass", v(48, 14), "$ sshpass -p '{}' ssh deploy@10.0.0.5 uptime"),
+        ("docker_login_p", v(49, 14), "$ docker login -u ci -p {} registry.gitlab.com"),
+        ("mongosh_p", v(50, 14), 'mongosh "mongodb://db:27017/app" -u admin -p {} --authenticationDatabase admin'),
+        ("redis_cli_a", v(51, 14), "$ redis-cli -h cache.internal -a {} PING"),
+        ("ldapsearch_w", v(52, 14), 'ldapsearch -x -D "cn=admin,dc=example,dc=org" -w {} -b dc=example,dc=org'),
+        ("keytool_storepass", v(53, 14), "keytool -importkeystore -srckeystore in.p12 -srcstorepass {} -destkeystore out.jks"),
+        ("openssl_pass", v(54, 14), "openssl pkcs12 -export -in cert.pem -inkey key.pem -passout pass:{} -out bundle.p12"),
+        ("ssh_keygen_passphrase", v(98, 16), 'ssh-keygen -t ed25519 -N "{}" -f ~/.ssh/deploy_key'),
+        ("gh_secret_set", v(99, 24), "$ gh secret set DEPLOY_TOKEN --body {} --repo acme/api"),
+        ("aws_configure_set", v(100, 40, _ALNUM + "/+"), "$ aws configure set aws_secret_access_key {} --profile ci"),
+        ("echo_with_token", v(101, 24), "$ echo {} | gh auth login --with-token"),
+        ("wget_http_password", v(55, 14), "wget --http-user=me --http-password={} https://files.example.com/a.tgz"),
+        # files and headers
+        ("netrc", v(56, 14), "$ cat ~/.netrc\nmachine api.heroku.com\n  login me@example.com\n  password {}"),
+        ("netrc_one_line", v(57, 14), "machine github.com login octocat password {}"),
+        ("pgpass", v(58, 14), "$ cat ~/.pgpass\ndb.internal:5432:app:app_user:{}"),
+        ("pgpass_echo", v(59, 14), 'echo "*:*:*:postgres:{}" > ~/.pgpass && chmod 600 ~/.pgpass'),
+        ("cookie", v(60, 32), "> Cookie: sessionid={}; csrftoken=Qm9vb3Rz"),
+        ("set_cookie", v(61, 32), "< Set-Cookie: _app_session={}; path=/; secure; HttpOnly; SameSite=Lax"),
+        ("authorization_token", v(62, 40), "Authorization: Token {}"),
+        ("kubeconfig_client_key", "LS0tLS1CRUdJTiBSU0Eg" + v(63, 80, _ALNUM + "+/"), "    client-key-data: {}"),
+        ("docker_config_auth", v(64, 40, _ALNUM + "+/"), '{{"auths": {{"ghcr.io": {{"auth": "{}"}}}}}}'),
+        ("npmrc_auth", v(65, 32, _ALNUM + "+/"), "_auth = {}"),
+        ("php_define", v(66, 24), "define( 'DB_PASSWORD', '{}' );"),
+        ("wpa_psk", v(67, 20), '    psk="{}"'),
+        ("rails_secret_key_base", v(68, 64, string.hexdigits.lower()[:16]), "SECRET_KEY_BASE={}"),
+        ("json_escaped_password", v(69, 14), '{{"v": "password = \\"{}\\""}}'),
+        ("terraform_in_json", v(70, 14) + ".atlasv1." + v(71, 67, _ALNUM + "_-"),
+         '{{"stdout": "credentials \\"app.terraform.io\\" {{\\n  token = \\"{}\\"\\n}}"}}'),
+        ("azure_sas", v(72, 32, _ALNUM) + "%2B" + v(73, 8) + "%3D",
+         "https://acct.blob.core.windows.net/c/f.txt?sv=2022-11-02&sp=r&se=2026-01-01T00:00:00Z&sig={}"),
+        ("azure_client_secret", v(74, 3) + "8Q~" + v(75, 34, _ALNUM + "_~.-"), "Client secret value: {}"),
+        # keys and tokens recognised by their shape
+        ("putty_key", "\n".join(v(80 + i, 64, _ALNUM + "+/") for i in range(2)),
+         "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: ci\nPublic-Lines: 1\n"
+         "AAAAC3NzaC1lZDI1NTE5AAAAIO\nPrivate-Lines: 2\n{}\nPrivate-MAC: 0a1b2c3d"),
+        ("age_key", "AGE-SECRET-KEY-1" + v(83, 58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"), "# created: 2026-01-01\n{}"),
+        ("shopify", "shpat_" + v(84, 32, string.hexdigits.lower()[:16]), "X-Shopify-Session: {}"),
+        ("telegram", v(85, 10, string.digits[1:]) + ":AA" + v(86, 33, _ALNUM + "_-"),
+         "GET https://api.telegram.org/bot{}/getMe"),
+        ("vault", "hvs." + v(87, 90, _ALNUM + "_-"), "token                  {}"),
+        ("sentry_dsn", v(88, 32, string.hexdigits.lower()[:16]), "dsn: https://{}@o450000.ingest.sentry.io/5500000"),
+        ("digitalocean", "dop_v1_" + v(89, 64, string.hexdigits.lower()[:16]), "doctl auth init -t {}"),
+        ("groq", "gsk_" + v(90, 52), "client = Groq(key={})"),
+        ("atlassian", "ATATT3" + v(91, 180, _ALNUM + "_-"), "jira token: {}"),
+        ("mailchimp", v(92, 32, string.hexdigits.lower()[:16]) + "-us21", "mailchimp: {}"),
+        ("google_refresh", "1//0" + v(93, 60, _ALNUM + "_-"), "refresh: {}"),
+        ("gcp_oauth_client_secret", "GOCSPX-" + v(94, 28, _ALNUM + "_-"), "oauth client: {}"),
+        ("discord_webhook", "https://discord.com/api/webhooks/" + v(95, 18, string.digits) + "/" + v(96, 68, _ALNUM + "_-"),
+         "notify: {}"),
+        ("gitlab_runner", "glrt-" + v(97, 20, _ALNUM + "_-"), "runner token {}"),
     ]
+    body = _pem_block(76, "PRIVATE KEY").split("\n")[1:-1]
+    service_account = json.dumps({"type": "service_account", "private_key_id": "k1", "private_key":
+                                  "\n".join(["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----", ""])})
     return [Canary(name, secret, template.replace("{}", secret).replace("{{", "{").replace("}}", "}"))
-            for name, secret, template in items]
+            for name, secret, template in items] + [Canary("gcp_service_account", "\n".join(body), service_account)]
 
 
 CANARIES: list[Canary] = _canaries()

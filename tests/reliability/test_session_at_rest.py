@@ -181,3 +181,22 @@ def test_a_secret_cut_short_is_kept_only_as_a_place_in_the_raw_message():
         sealed = seal(rendered, raw)
         assert sealed is not None and secret[:9] not in dumps(sealed).decode()
         assert dumps(unseal(orjson.loads(dumps(sealed)), raw)) == dumps(rendered)
+
+
+def test_a_key_block_in_a_json_string_in_a_call_and_its_output_is_sealed(tmp_path):
+    """Found by the hypothesis test above: a service-account file (a key block whose lines are
+    `\\n` inside a JSON string) as a call's command and in its output, the output trimmed. The
+    trimmed key block was located in the raw message only line by real line, so its record
+    was not written and the reloaded session rendered the next output differently."""
+    canary = next(c for c in CANARIES if c.name == "gcp_service_account")
+    filler = "\n".join(f"build step {i}: ok" for i in range(94))
+    calls = [("Bash", {"command": canary.text}, canary.text + "\n\n" + filler),
+             ("Bash", {"command": "cat .env"}, "AWS_ACCESS_KEY_ID=AKIAPTGZ4JFEBZ9SDO78\n\n" + filler)]
+    store, live = CCRStore.in_memory(), Session.memory()
+    for request in _turns(anthropic_body(calls)):
+        expected = run(request, session=live, store=store, config=OPEN_CONFIG)
+        with Session.open(tmp_path) as disk:
+            assert dumps(run(request, session=disk, store=store, config=OPEN_CONFIG).body) == dumps(expected.body)
+        assert leaked((tmp_path / STATE_FILE).read_bytes()) == []
+    assert run(request, session=Session.load(tmp_path), store=store, config=OPEN_CONFIG).report.frozen == len(
+        request["messages"])
