@@ -4,7 +4,7 @@
                                   [--headroom /tmp/peer-headroom/bin/python] [--no-headroom]
 
 Uses whatever `compress.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
-model of `compress.replay.costmodel`, so re-running it after stages change refreshes the numbers.
+model of `replay.costmodel`, so re-running it after stages change refreshes the numbers.
 The headroom-ai column (its model-free `compress()` applied to every request, priced with the
 same counter and cost model in the same run) appears when headroom-ai is installed in a
 separate venv (`python3 -m venv /tmp/peer-headroom && /tmp/peer-headroom/bin/pip install
@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT))
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
-from compress.replay.headroom_peer import Headroom  # noqa: E402
-from compress.replay.needed import AGE_BUCKETS, Needed  # noqa: E402
-from compress.replay.runner import ReplayReport, replay  # noqa: E402
+from replay.headroom_peer import Headroom  # noqa: E402
+from replay.needed import AGE_BUCKETS, Needed  # noqa: E402
+from replay.runner import ReplayReport, replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
