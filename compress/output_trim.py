@@ -50,6 +50,12 @@ class TrimOptions:
     """On top, for a cold read: at least `cold_after_turns` assistant turns old, and no call
     changed its file within that many turns after it (`trim_outputs.cold_reads`; 0 turns: off).
     A file the agent does not change soon after reading it is seldom changed later."""
+    keep_fresh_reads: bool = True
+    fresh_max_line_chars: int = 2_000
+    """A read of source code that is neither stale nor cold stays whole (line numbers thinned on
+    arrival): it is the agent's copy of a file it may be working on, and the texts its edits
+    replace are copied out of it; unless a line is longer than `fresh_max_line_chars`
+    (minified code is not copied line by line)."""
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:

@@ -1,5 +1,5 @@
-"""supersede_inputs: bodies of writes and edits that a later change made stale, or that have
-settled on disk, become notes."""
+"""supersede_inputs: bodies of writes and edits whose files a later read or whole write shows
+again, or that have settled on disk, become notes; a later edit alone leaves them whole."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def note_of(text: str):
 REPLACED = "40-line old_string of {path} stored; this edit replaced it, the file no longer holds it"
 
 CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
-"""Only bodies whose files a later call changed are superseded."""
+"""Only bodies whose files a later call showed again are superseded."""
 
 
 def run(body: dict, config=CHANGED_AGAIN_ONLY):
@@ -43,13 +43,13 @@ def run(body: dict, config=CHANGED_AGAIN_ONLY):
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
-def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape):
+def test_bodies_shown_again_become_notes_and_the_latest_write_stays_until_read(shape):
     body = BODIES[shape]([
         ("Write", {"file_path": APP, "content": V1}, "File created"),
         ("Read", {"file_path": APP}, V1),
         ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW, "replace_all": False}, "ok"),
         ("Write", {"file_path": APP, "content": V2}, "File written"),
-        ("Read", {"file_path": APP}, V2),
+        ("Bash", {"command": "pytest -q"}, "3 passed"),
     ])
     out, report, store = run(body)
     write, _, edit, latest, _ = inputs(out)
@@ -58,20 +58,42 @@ def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape
     assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was rewritten at turn 4"
     assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the note beside it says where and why
     assert edit["replace_all"] is False
-    assert latest == {"file_path": APP, "content": V2}  # the latest write stays whole, though re-read later
+    assert latest == {"file_path": APP, "content": V2}  # nothing shows the file again: the agent's only copy
     assert check_run(body, out, store) == 3
     assert report.stages_saved["supersede_inputs"] > 0
+
+    reread = BODIES[shape]([*[("Write", {"file_path": APP, "content": V2}, "ok")],
+                            ("Read", {"file_path": APP}, V2), ("Bash", {"command": "pytest -q"}, "3 passed")])
+    noted, _, store = run(reread)
+    assert note_of(inputs(noted)[0]["content"]).summary == "120-line body of /repo/src/app.py stored; the file was re-read at turn 2"
+    check_run(reread, noted, store)
+
+
+def test_a_later_edit_leaves_the_body_the_agent_copies_from_whole():
+    """The agent edits its own Write body again without reading the file: the body is the only
+    copy of the lines the next edit replaces, so the edit does not supersede it."""
+    heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
+    first_edit = ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")
+    body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""), first_edit,
+                           ("Edit", {"file_path": APP, "old_string": NEW, "new_string": OLD}, "ok"),
+                           ("Bash", {"command": "pytest -q"}, "3 passed")])
+    out, _, store = run(body)
+    bash, edit, _, _ = inputs(out)
+    assert bash["command"] == heredoc and edit["new_string"] == NEW
+    check_run(body, out, store)
 
 
 def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
     heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
     body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""),
-                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")])
+                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok"),
+                           ("Read", {"file_path": APP}, V1)])
     out, _, store = run(body)
-    bash, edit = inputs(out)
-    assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was edited again at turn 2"
-    assert bash["description"] == "write app" and edit["new_string"] == NEW
-    assert note_of(edit["old_string"]).summary == REPLACED.format(path=APP)  # the newest edit: only what it replaced
+    bash, edit, _ = inputs(out)
+    assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was re-read at turn 3"
+    assert bash["description"] == "write app"
+    assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was re-read at turn 3"
+    assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the read shows it again
     check_run(body, out, store)
 
 
@@ -81,17 +103,19 @@ def test_a_bare_file_name_is_not_matched_to_an_absolute_path():
     assert run(body)[0] is body
 
 
-def test_failed_and_read_only_followers_do_not_supersede():
+def test_failed_followers_do_not_supersede():
     body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
-                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "String not found", True),
-                           ("Read", {"file_path": APP}, V1)])
+                           ("Write", {"file_path": APP, "content": V2}, "Error: permission denied", True),
+                           ("Read", {"file_path": APP}, "Error: permission denied", True)])
     assert run(body)[0] is body
 
 
-def test_patches_are_noted_only_when_every_file_changed_later():
+def test_patches_are_noted_only_when_every_file_is_shown_again():
     patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x\n" * 400 + "*** Update File: src/b.py\n+y\n*** End Patch"
     later_a = ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok")
-    later_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
+    edited_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
+    assert inputs(run(anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, edited_b]))[0])[0]["input"] == patch
+    later_b = ("Read", {"file_path": "/repo/src/b.py"}, "z")
     only_a = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a])
     assert run(only_a)[0] is only_a
     both = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, later_b])
