@@ -10,9 +10,12 @@ options, `CompressConfig.stage_options`); every session is replayed once per poi
 - leave-one-project-out: for each project, the point chosen on the other projects, scored on
   the held-out project's sessions; the held-out scores summed over all projects.
 
-Choice rule (`choose`): the lowest effective cost (sums of costs over the sessions, not means of
-ratios) among the points that keep at least `MIN_NEEDED` of the needed lines; when none does,
-the point that keeps the most, then the cheapest. Ties go to the earlier point of the grid.
+Choice rule (`choose`), on sums of costs over the sessions (not means of ratios): the cheapest
+point (effective cost) among those that meet both overall targets, at least `MIN_NEEDED` of the
+needed lines kept and an effective cost at most `MAX_COST_VS_CAP` times the decide-once cap's;
+when none does, the point that keeps the most needed lines among those that cost no more than
+the cap (then the cheapest of them); when none does either, the cheapest. Ties go to the earlier
+point of the grid.
 What must hold: a held-out project's sessions never enter the choice made for it.
 """
 
@@ -26,6 +29,7 @@ from replay.needed import Needed
 from replay.runner import ReplayReport
 
 MIN_NEEDED = 0.95
+MAX_COST_VS_CAP = 0.85
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,15 @@ def choose(grid: Grid, sessions: Iterable[str]) -> str:
     """The point chosen on `sessions` (the rule in the module docstring)."""
     chosen = list(sessions)
     scores = {name: score(reports[s] for s in chosen) for name, reports in grid.items()}
-    passing = [name for name, sc in scores.items() if sc.needed.fraction() >= MIN_NEEDED]
-    if passing:
-        return min(passing, key=lambda name: scores[name].effective_ratio)
-    return min(scores, key=lambda name: (-scores[name].needed.fraction(), scores[name].effective_ratio))
+    any_point = next(iter(grid.values()))
+    cap = score((any_point[s] for s in chosen), "cap")  # the cap does not depend on the point
+    cheapest = sorted(scores, key=lambda name: scores[name].effective_ratio)
+    meeting = [n for n in cheapest if scores[n].needed.fraction() >= MIN_NEEDED
+               and scores[n].effective_ratio <= MAX_COST_VS_CAP * cap.effective_ratio]
+    if meeting:
+        return meeting[0]
+    affordable = [n for n in cheapest if scores[n].effective_ratio <= cap.effective_ratio]
+    return max(affordable, key=lambda n: scores[n].needed.fraction()) if affordable else cheapest[0]
 
 
 def by_project(sessions: Iterable[str]) -> dict[str, list[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.loo import MIN_NEEDED, choose, project_of, target_misses, validate
+from replay.loo import MAX_COST_VS_CAP, MIN_NEEDED, choose, project_of, target_misses, validate
 from replay.needed import Needed
 from replay.pricing import SideStats
 from replay.runner import ReplayReport
@@ -33,14 +33,17 @@ def test_project_is_the_owner_and_repo_prefix_of_the_file_name():
     assert project_of("swe-agent/function_calling_simple.traj") == "function_calling_simple"
 
 
-def test_choice_is_the_cheapest_point_keeping_enough_needed_lines_else_the_one_keeping_most():
+def test_choice_meets_both_targets_cheapest_else_keeps_most_within_the_caps_cost():
     grid = {"cheap-lossy": {"a": _report("a", 50, 100, 80)},
             "dear-safe": {"a": _report("a", 70, 100, 99)},
-            "dearest-safe": {"a": _report("a", 90, 100, 100)}}
-    assert choose(grid, ["a"]) == "dear-safe"
-    lossy = {"x": {"a": _report("a", 50, 100, 80)}, "y": {"a": _report("a", 90, 100, 90)}}
-    assert choose(lossy, ["a"]) == "y"
-    assert MIN_NEEDED == 0.95
+            "dearest-safe": {"a": _report("a", 80, 100, 100)}}
+    assert choose(grid, ["a"]) == "dear-safe"  # cap 100: both meet 0.95 and 0.85 x the cap
+    over = {"cheap-lossy": {"a": _report("a", 50, 100, 80)}, "safe": {"a": _report("a", 90, 100, 96)},
+            "safest-but-dearer-than-cap": {"a": _report("a", 110, 100, 100)}}
+    assert choose(over, ["a"]) == "safe"  # none meets both: most needed at no more than the cap's cost
+    dear = {"x": {"a": _report("a", 130, 100, 100)}, "y": {"a": _report("a", 120, 100, 90)}}
+    assert choose(dear, ["a"]) == "y"  # every point costs more than the cap: the cheapest
+    assert (MIN_NEEDED, MAX_COST_VS_CAP) == (0.95, 0.85)
 
 
 @settings(max_examples=60, deadline=None)
