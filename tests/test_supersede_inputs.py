@@ -36,6 +36,8 @@ REPLACED = "40-line old_string of {path} stored; this edit replaced it, the file
 
 CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
 """Only bodies whose files a later call showed again are superseded."""
+SETTLED_AFTER_2 = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
+"""Bodies also settle once their files are left alone for 2 turns (the default is 12)."""
 
 
 def run(body: dict, config=CHANGED_AGAIN_ONLY):
@@ -130,7 +132,7 @@ def test_a_settled_patch_whose_files_changed_in_part_does_not_claim_no_later_cha
     body = anthropic_body([("apply_patch", {"input": patch}, "Done"),
                            ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok"),
                            ("Bash", {"command": "pytest -q"}, "ok")])
-    out, _, store = run(body, OPEN_CONFIG)
+    out, _, store = run(body, SETTLED_AFTER_2)
     assert note_of(inputs(out)[0]["input"]).summary == "405-line patch of src/a.py (+1 more files) stored; edit made at turn 1"
     check_run(body, out, store)
 
@@ -160,7 +162,7 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
                            ("Edit", {"file_path": "/repo/src/b.py", "old_string": OLD, "new_string": NEW}, snippet),
                            ("Bash", {"command": "pytest -q"}, "3 passed"),
                            ("Bash", {"command": "git status"}, "clean")])
-    out, _, store = run(body, OPEN_CONFIG)  # the default: settled after 2 turns
+    out, _, store = run(body, SETTLED_AFTER_2)
     write, edit, *_ = inputs(out)
     assert note_of(write["content"]).summary == ("120-line body of /repo/src/app.py stored; written at turn 1,"
                                                  " no later change to the file")
@@ -175,6 +177,24 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
     young = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 4}})
     write, edit, *_ = inputs(run(body, young)[0])
     assert find_markers(write["content"]) and edit["new_string"] == NEW  # the edit is 3 turns old: whole
+
+
+def test_a_body_settles_only_once_its_file_is_quiet():
+    """A write whose file the agent goes on editing is not settled, however old: the next edit
+    copies its old text out of the body; once no call touched the file for `settled_after_turns`
+    turns, it is."""
+    edit = ("Edit", {"file_path": APP, "old_string": "def v1_3", "new_string": "def v1_3b"}, "ok")
+    busy = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
+                           ("Bash", {"command": "pytest -q"}, "1 failed"), ("Bash", {"command": "pytest -x"}, "1 failed"),
+                           edit, ("Bash", {"command": "pytest -q"}, "ok")])
+    config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 3}})
+    out, _, _ = run(busy, config)
+    assert inputs(out)[0]["content"] == V1  # 5 turns old, but its file was edited 2 turns ago
+    quiet = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), edit,
+                            *[("Bash", {"command": f"pytest -k t{i}"}, "ok") for i in range(3)]])
+    out, _, store = run(quiet, config)
+    assert note_of(inputs(out)[0]["content"]).summary.endswith("written at turn 1")
+    check_run(quiet, out, store)
 
 
 def test_a_frozen_write_stays_until_the_next_epoch():

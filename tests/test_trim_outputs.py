@@ -241,6 +241,7 @@ def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
     assert trim_outputs.cold_reads(list(from_provider(warm).messages), 12, 14) == set()
     assert trim_outputs.cold_reads(list(from_provider(young).messages), 12, 6) == set()
     assert trim_outputs.cold_reads(list(from_provider(cold).messages), 0, 14) == set()
-    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+    after_12 = config(stage_options={"trim_outputs": {"cold_after_turns": 12}})
+    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, after_12)[0].body)[0]
             for name, body in (("cold", cold), ("warm", warm), ("young", young))}
     assert len(kept["cold"]) < len(kept["warm"]) == len(kept["young"]) == len(text)

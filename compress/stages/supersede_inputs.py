@@ -11,9 +11,10 @@ one-line note when the call is superseded:
   at turn 52 · deep_expand("…")>>`. A later edit alone does not: the agent, which does not see
   the disk, copies the next edit's old text out of this body (and a moved file's lines live on
   at the new path);
-- settled: it is at least `settled_after_turns` (option, default 2) assistant turns old and has
-  left the protected tail. The change is on disk, so the body is history; the note says when it
-  was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
+- settled: no call has touched its files (read, written, edited) for at least
+  `settled_after_turns` (option, default 12, chosen with the corpus replay and judged
+  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
+  the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
 - history at birth (before either, protected tail included): in the request that first
@@ -70,7 +71,7 @@ SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
 """Later touches after which a write's or edit's body is no longer the agent's only copy of its
 lines: a read or a whole write shows the file again, a deletion leaves nothing to copy."""
 
-DEFAULTS = {"min_chars": 500, "settled_after_turns": 2}
+DEFAULTS = {"min_chars": 500, "settled_after_turns": 12}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
@@ -201,7 +202,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             continue
         afterwards = [later(pos, path) for path in changed]
         shown_again = all(any(t.action in SHOWN_AGAIN for _, t in touches) for touches in afterwards)
-        settled = settled_after > 0 and ctx.age(messages[use]) >= settled_after
+        quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
+        settled = settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if not (ctx.past_tail[use] and (shown_again or settled)):
             answered = item.call.result_msg >= 0 and use not in signed
