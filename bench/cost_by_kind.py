@@ -1,7 +1,7 @@
 """Where the modelled cost goes, by kind of content, for raw, the decide-once cap and ctxmill:
 `python bench/cost_by_kind.py [--corpus DIR] [--out bench/results/cost_by_kind.md] [name filter ...]`.
 
-Replays every corpus session with `replay(..., by_kind=True)` (`compress.replay.by_kind`: each
+Replays every corpus session with `replay(..., by_kind=True)` (`replay.by_kind`: each
 content block's tokens at the cache-read price when the provider read it from cache, else at the
 write price; the rest of a request's cost is its head) and sums the sessions. Shares are of the
 raw side's total cost (sums of costs), so a row says how much of what an uncompressed session
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
-from compress.replay.by_kind import KINDS, summed  # noqa: E402
-from compress.replay.runner import replay  # noqa: E402
+from replay.by_kind import KINDS, summed  # noqa: E402
+from replay.runner import replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 SIDES = ("raw", "cap", "ctxmill")

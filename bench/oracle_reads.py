@@ -2,12 +2,12 @@
 decisions: `python bench/oracle_reads.py [--corpus DIR] [name filter ...]`.
 
 Three sides know what no transform knows when an output arrives, and are replayed beside raw, the
-cap and ctxmill with the same counter and cost model (`compress.replay.runner.replay`), per
+cap and ctxmill with the same counter and cost model (`replay.runner.replay`), per
 session and in totals (sums of costs):
 
-- oracle: the cap (`compress.replay.cap`: every tool result over 2,000 characters keeps its
+- oracle: the cap (`replay.cap`: every tool result over 2,000 characters keeps its
   first and last 1,000, decided on arrival), except that a file read also keeps every line that
-  some edit of the session later copies (`compress.replay.needed.copied_lines`). It bounds what
+  some edit of the session later copies (`replay.needed.copied_lines`). It bounds what
   any read policy built on arrival decisions can reach.
 - hindsight: every tool call and result rendered from its arrival on as ctxmill renders it in the
   last request of its history (`final_blocks`): ctxmill's decisions with perfect timing, no
@@ -35,9 +35,9 @@ from compress.line_numbers import NUMBER_PREFIX  # noqa: E402
 from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
 from compress.pipeline import run  # noqa: E402
-from compress.replay.cap import KEEP, LIMIT  # noqa: E402
-from compress.replay.needed import Needed, copied_lines  # noqa: E402
-from compress.replay.runner import replay  # noqa: E402
+from replay.cap import KEEP, LIMIT  # noqa: E402
+from replay.needed import Needed, copied_lines  # noqa: E402
+from replay.runner import replay  # noqa: E402
 from compress.session import Session  # noqa: E402
 from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402

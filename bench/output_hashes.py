@@ -88,7 +88,7 @@ def _extraction_fingerprint(transcript) -> str:
 
 
 def _replay_fingerprint(transcript) -> str:
-    from compress.replay.runner import replay
+    from replay.runner import replay
 
     data = replay(transcript).to_dict()
     for key in ("seconds", "ms_p50", "ms_p95", "ms_max"):

@@ -2,9 +2,16 @@
 
     python bench/replay_corpus.py [--corpus DIR] [--out bench/results/replay.md]
                                   [--headroom /tmp/peer-headroom/bin/python] [--no-headroom]
+                                  [--grid default|small]
 
 Uses whatever `compress.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
-model of `compress.replay.costmodel`, so re-running it after stages change refreshes the numbers.
+model of `replay.costmodel`, so re-running it after stages change refreshes the numbers.
+Every session is replayed once per point of the grid (`GRIDS`: the thresholds the replay helps
+choose, as stage options of the chain config) and the choice is judged leave-one-project-out
+(`replay.loo`): per project and in totals, the in-sample figures (the point chosen on all
+projects) beside the held-out ones (each project scored with the point chosen without it),
+and which sessions miss the targets the docs state. The per-session table and the headroom-ai
+column are for the default configuration.
 The headroom-ai column (its model-free `compress()` applied to every request, priced with the
 same counter and cost model in the same run) appears when headroom-ai is installed in a
 separate venv (`python3 -m venv /tmp/peer-headroom && /tmp/peer-headroom/bin/pip install
@@ -14,6 +21,7 @@ headroom-ai`); otherwise it is left out. The corpus is ../shared/corpus (or $CTX
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -25,13 +33,37 @@ sys.path.insert(0, str(ROOT))
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
-from compress.replay.headroom_peer import Headroom  # noqa: E402
-from compress.replay.needed import AGE_BUCKETS, Needed  # noqa: E402
-from compress.replay.runner import ReplayReport, replay  # noqa: E402
+from replay.headroom_peer import Headroom  # noqa: E402
+from compress.config import CompressConfig  # noqa: E402
+from compress.output_trim import TrimOptions  # noqa: E402
+from compress.stages import supersede_inputs  # noqa: E402
+from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
+from replay.needed import AGE_BUCKETS  # noqa: E402
+from replay.runner import ReplayReport, replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
+KNOBS = {("trim_outputs", "cold_after_turns"): (9, 30), ("supersede_inputs", "settled_after_turns"): (2, 12)}
+"""The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
+replays every combination; `--grid default` only the shipped values."""
+SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": supersede_inputs.DEFAULTS}
+
+
+def grid_points(grid: str) -> tuple[list[Point], str]:
+    """The points to replay and the name of the shipped one."""
+    def name(values) -> str:
+        return ", ".join(f"{option} {value}" for (_, option), value in zip(KNOBS, values))
+
+    shipped = tuple(SHIPPED[stage][option] for stage, option in KNOBS)
+    combos = list(itertools.product(*KNOBS.values())) if grid == "small" else [shipped]
+    points = []
+    for values in combos:
+        options: dict[str, dict] = {}
+        for (stage, option), value in zip(KNOBS, values):
+            options.setdefault(stage, {})[option] = value
+        points.append(Point(name(values), options))
+    return points, name(shipped)
 
 
 def _pct(raw: int, out: int) -> str:
@@ -65,20 +97,15 @@ def table(reports: list[ReplayReport], sides: tuple[str, ...]) -> str:
 
 def totals(reports: list[ReplayReport], label: str, sides: tuple[str, ...]) -> list[str]:
     """Sums of costs (not means of ratios) and needed lines over `reports`, per side."""
-    raw = sum(r.raw.cost for r in reports)
-    if not raw:
-        return []
     rows = []
     for name in sides:
-        chosen = [r.sides()[name] for r in reports if name in r.sides()]
-        if len(chosen) < len(reports):
+        if not reports or any(name not in r.sides() for r in reports):
             continue
-        needed = Needed()
-        for side in chosen:
-            needed.merge(side.needed)
-        rows.append(f"| {label} ({len(reports)}) | {name} | {sum(s.cost for s in chosen) / raw:.3f} | "
-                    f"{sum(s.effective_cost for s in chosen) / raw:.3f} | {needed.fraction():.3f} "
-                    f"({sum(needed.total.values()):,}) | " + " | ".join(f"{needed.fraction(b):.3f}" for b in AGE_BUCKETS) + " |")
+        sc = score(reports, name)
+        needed = sc.needed
+        rows.append(f"| {label} ({len(reports)}) | {name} | {sc.modelled_ratio:.3f} | {sc.effective_ratio:.3f} | "
+                    f"{needed.fraction():.3f} ({sum(needed.total.values()):,}) | "
+                    + " | ".join(f"{needed.fraction(b):.3f}" for b in AGE_BUCKETS) + " |")
     return rows
 
 
@@ -96,12 +123,45 @@ def usage_lines(reports: list[ReplayReport]) -> list[str]:
             "|---|---|---|---|---|", *out]
 
 
+def _cells(sc: Score) -> str:
+    return (f"{sc.modelled_ratio:.3f} / {sc.effective_ratio:.3f} / {sc.needed.fraction():.3f} "
+            f"({sc.needed.fraction('11+'):.3f})")
+
+
+def validation_lines(grid: Grid, shipped: str) -> list[str]:
+    """Per point, per project and overall: in-sample beside leave-one-project-out, and the targets."""
+    v = validate(grid)
+    lines = ["Thresholds judged leave-one-project-out (`replay.loo`). Cells: modelled / effective / needed lines "
+             "kept (needed from sources 11+ messages old). Grid, all sessions:", "",
+             "| point | ctxmill | shipped |", "|---|---|---|"]
+    lines += [f"| {name} | {_cells(score(reports.values()))} | {'yes' if name == shipped else ''} |"
+              for name, reports in grid.items()]
+    lines += ["", f"In-sample choice (on all projects): {v.in_sample}.", "",
+              "| project | sessions | req | cap | in-sample | held-out choice | leave-one-project-out |",
+              "|---|---|---|---|---|---|---|"]
+    for project, members in sorted(v.projects.items()):
+        ins = v.reports(grid, False, members)
+        lines.append(f"| {project[:40]} | {len(members)} | {sum(r.requests for r in ins)} | {_cells(score(ins, 'cap'))} | "
+                     f"{_cells(score(ins))} | {v.held_out[project]} | {_cells(score(v.reports(grid, True, members)))} |")
+    ins, loo = v.reports(grid, False), v.reports(grid, True)
+    lines += ["", "| all sessions | cap | in-sample | leave-one-project-out |", "|---|---|---|---|",
+              f"| {len(ins)} | {_cells(score(ins, 'cap'))} | {_cells(score(ins))} | {_cells(score(loo))} |", ""]
+    for label, chosen in (("in-sample", ins), ("leave-one-project-out", loo)):
+        misses = target_misses(chosen)
+        lines.append(f"Targets missed, {label}: {len(misses) or 'none'}")
+        lines += [f"- {miss}" for miss in misses]
+        lines.append("")
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "replay.md")
     ap.add_argument("--headroom", type=Path, default=DEFAULT_PEER_PYTHON, help="python of headroom-ai's venv")
     ap.add_argument("--no-headroom", action="store_true")
+    ap.add_argument("--grid", choices=("default", "small"), default="small",
+                    help="thresholds to replay: the shipped ones only, or every combination of KNOBS")
     args = ap.parse_args()
     folder = args.corpus / "transcripts"
     if not folder.is_dir():
@@ -109,22 +169,28 @@ def main() -> int:
         return 0
     peer = None if args.no_headroom or not args.headroom.exists() else "headroom"
     sides = SIDES if peer else SIDES[:2]
+    points, shipped = grid_points(args.grid)
     started = time.perf_counter()
-    reports = []
+    grid: dict[str, dict[str, ReplayReport]] = {point.name: {} for point in points}
     for path in session_files(folder):
         try:
             transcript = read_session(path)
         except UnknownFormat:
             continue
-        worker = Headroom(args.headroom, SHAPES[transcript.provider].MESSAGES_FIELD) if peer else None
-        try:
-            report = replay(transcript, source=str(path), peers={peer: worker} if worker else None)
-        finally:
-            if worker:
-                worker.close()
-        print(f"{path.name[:60]:60} {report.requests:4d} req  " + "  ".join(
-            f"{name} {_side_cell(report, name)}" for name in sides) + f"  {report.seconds:.1f}s", file=sys.stderr)
-        reports.append(report)
+        for point in points:
+            ours = point.name == shipped
+            worker = Headroom(args.headroom, SHAPES[transcript.provider].MESSAGES_FIELD) if peer and ours else None
+            try:
+                report = replay(transcript, source=str(path), config=CompressConfig(stage_options=point.options),
+                                peers={peer: worker} if worker else None)
+            finally:
+                if worker:
+                    worker.close()
+            print(f"{path.name[:60]:60} {report.requests:4d} req  [{point.name}]  " + "  ".join(
+                f"{name} {_side_cell(report, name)}" for name in sides if name in report.sides())
+                + f"  {report.seconds:.1f}s", file=sys.stderr)
+            grid[point.name][str(path)] = report
+    reports = list(grid[shipped].values())
     stages = ", ".join(s.name for s in DEFAULT_STAGES)
     counter = reports[0].counter if reports else "?"
     big = [r for r in reports if r.requests >= 100]
@@ -140,6 +206,7 @@ def main() -> int:
         f"needed lines kept.",
         "", table(reports, sides), "", "Totals (sums of costs, not means of ratios):", "", *summary,
         *usage_lines(reports),
+        "", *validation_lines(grid, shipped),
         "", f"Replayed in {time.perf_counter() - started:.0f} s.",
     ])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -45,11 +45,20 @@ class TrimOptions:
     non_source_scale: float = 0.2
     """On top of the tier's scale for reads of files that are not source code
     (`compress.vocab.files.is_source`): docs, data and logs are rarely copied into edits."""
-    cold_after_turns: int = 9
+    cold_after_turns: int = 30
     cold_scale: float = 0.2
     """On top, for a cold read: at least `cold_after_turns` assistant turns old, and no call
     changed its file within that many turns after it (`trim_outputs.cold_reads`; 0 turns: off).
-    A file the agent does not change soon after reading it is seldom changed later."""
+    Agents often read a file while exploring and edit it much later, copying old texts out of
+    that read: 30 turns, chosen with the corpus replay and judged leave-one-project-out
+    (docs/replay-results.md; 9 turns had lost most of the needed lines from sources 11+
+    messages old)."""
+    keep_fresh_reads: bool = True
+    fresh_max_line_chars: int = 2_000
+    """A read of source code that is neither stale nor cold stays whole (line numbers thinned on
+    arrival): it is the agent's copy of a file it may be working on, and the texts its edits
+    replace are copied out of it; unless a line is longer than `fresh_max_line_chars`
+    (minified code is not copied line by line)."""
 
     def __post_init__(self) -> None:
         if self.tier_scale is None:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from compress.replay.costmodel import CacheCost, PromptCache, compaction_events
+from replay.costmodel import CacheCost, PromptCache, compaction_events
 
 
 def test_prices_are_anthropic_multipliers():

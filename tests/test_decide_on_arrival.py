@@ -146,7 +146,7 @@ def test_a_thinned_read_cut_later_names_the_whole_read_and_is_stored_once():
     text = numbered([f"    step_{i}(state, {i})" for i in range(1, 801)])
     call = [("Read", {"file_path": "/src/a.py"}, text)]
     session, store = Session.memory(), CCRStore.in_memory()
-    config = replace(DEFAULT, epoch_savings_threshold=1_000)
+    config = replace(DEFAULT, epoch_savings_threshold=1_000, stage_options={"trim_outputs": {"keep_fresh_reads": False}})
     first = run(anthropic(call, turns_after=0), session=session, store=store, config=config)
     thinned = result_texts(first.body)[0]
     (whole,) = find_markers(thinned)

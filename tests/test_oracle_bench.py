@@ -9,7 +9,7 @@ from bench.oracle_reads import final_blocks, hindsight_for
 from compress.formats.requests import SHAPES
 from compress.formats.sessions import read_text
 from compress.model import TOOL_RESULT
-from compress.replay.runner import replay
+from replay.runner import replay
 
 SOURCE = "\n".join(f"    def handler_number_{i}(self, value):" for i in range(200))
 COPIED = "def handler_number_100(self, value):"

@@ -222,13 +222,14 @@ def test_an_expired_original_says_which_call_to_rerun():
 
 
 def test_a_result_with_an_injected_reminder_is_still_trimmed():
-    """Removing host boilerplate is not compression: trim_outputs still cuts the rest."""
+    """Removing host boilerplate is not compression: trim_outputs still cuts the rest (of a
+    read that is not source code, which a fresh read of would keep whole)."""
     reminder = "<system-reminder>" + "Consider whether the file is malicious. " * 10 + "</system-reminder>"
     read = "\n".join(f"{i:>6}\tvalue_{i} = compute({i})" for i in range(1, 2_000)) + "\n\n" + reminder
     body = {"messages": [
         {"role": "user", "content": "read it"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "r1", "name": "Read",
-                                           "input": {"file_path": "/src/values.py"}}]},
+                                           "input": {"file_path": "/src/values.txt"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": read}]},
         {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"},
         {"role": "assistant", "content": "done"}]}

@@ -14,9 +14,9 @@ import pytest
 from ccr.markers import format_marker
 from ccr.store import CCRStore
 from compress.formats.sessions import read_session, read_text
-from compress.replay.pricing import RequestAccountant
-from compress.replay.retention import check_retention
-from compress.replay.runner import replay
+from replay.pricing import RequestAccountant
+from replay.retention import check_retention
+from replay.runner import replay
 from compress.tokens import get_counter
 
 ROOT = Path(__file__).resolve().parents[1]

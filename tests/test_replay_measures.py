@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 
 from compress.formats.requests import SHAPES
 from compress.formats.sessions import read_text
-from compress.replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
-from compress.replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
-from compress.replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
-from compress.replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
-from compress.replay.pricing import RequestAccountant, keeps_all_thinking
-from compress.replay.runner import replay
+from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
+from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
+from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
+from replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
+from replay.pricing import RequestAccountant, keeps_all_thinking
+from replay.runner import replay
 from compress.tokens import get_counter
 
 SOURCE = "\n".join(f"    def handler_number_{i}(self, value):" for i in range(200))

@@ -136,7 +136,7 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
     for i in range(8):
         output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == 2 else 3))
         messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                                        "input": {"file_path": f"/src/step{i}.py"}}]},
+                                                        "input": {"file_path": f"/src/step{i}.txt"}}]},
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
     body = {"system": "s", "messages": messages}
     config = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
@@ -174,11 +174,12 @@ def test_window_epoch_starts_at_the_first_message_worth_re_deciding():
 
 
 def _big_output_turns(n: int, big: int) -> dict:
+    """Reads of text files (not source code, whose fresh reads stay whole), one of them big."""
     messages = [{"role": "user", "content": "start"}]
     for i in range(n):
         output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == big else 3))
         messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                                        "input": {"file_path": f"/src/step{i}.py"}}]},
+                                                        "input": {"file_path": f"/src/step{i}.txt"}}]},
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output}]}]
     return {"system": "s", "messages": messages}
 

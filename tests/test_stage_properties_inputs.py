@@ -15,7 +15,7 @@ from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
 from compress.line_numbers import unnumbered_lines
 from compress.vocab.tools import OLD_TEXT_KEYS
-from compress.vocab.touches import CHANGES, same_file
+from compress.vocab.touches import CHANGES, CREATE, DELETE, READ, WRITE, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
 from tests.strategies import agent_sessions, requests
 
@@ -35,10 +35,14 @@ def _changed_inputs_were_stale_or_failed(before: dict, after: dict) -> None:
         if call not in ok:
             continue  # purge_errors
         changed = [t.path for t in touched_files(use.tool_name, use.input) if t.action in CHANGES]
-        later = [t for c in ok[ok.index(call) + 1:] for t in touched_files(c.name, old[c.use_msg].blocks[c.use_block].input)
-                 if t.action in CHANGES]
-        settled = anchor - old[call.use_msg].turn >= settled_after
-        if not (settled or all(any(same_file(p, t.path) for t in later) for p in changed)):
+        later = [(old[c.use_msg].turn, t) for c in ok[ok.index(call) + 1:]
+                 for t in touched_files(c.name, old[c.use_msg].blocks[c.use_block].input)]
+        # settled: no call touched its files for `settled_after` turns; shown again: each file
+        # later read, written whole, re-created or deleted (a later edit alone does not count)
+        quiet_since = max([old[call.use_msg].turn, *(turn for turn, t in later if any(same_file(p, t.path) for p in changed))])
+        settled = anchor - quiet_since >= settled_after
+        shown = all(any(same_file(p, t.path) and t.action in (READ, WRITE, CREATE, DELETE) for _, t in later) for p in changed)
+        if not (settled or shown):
             # still current: only the texts the edit replaced may be notes, and only once it succeeded
             assert call.result_msg >= 0
             result = old[call.result_msg].blocks[call.result_block].result_text

@@ -1,5 +1,5 @@
-"""supersede_inputs: bodies of writes and edits that a later change made stale, or that have
-settled on disk, become notes."""
+"""supersede_inputs: bodies of writes and edits whose files a later read or whole write shows
+again, or that have settled on disk, become notes; a later edit alone leaves them whole."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ def note_of(text: str):
 REPLACED = "40-line old_string of {path} stored; this edit replaced it, the file no longer holds it"
 
 CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
-"""Only bodies whose files a later call changed are superseded."""
+"""Only bodies whose files a later call showed again are superseded."""
+SETTLED_AFTER_2 = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
+"""Bodies also settle once their files are left alone for 2 turns (the default is 12)."""
 
 
 def run(body: dict, config=CHANGED_AGAIN_ONLY):
@@ -43,13 +45,13 @@ def run(body: dict, config=CHANGED_AGAIN_ONLY):
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
-def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape):
+def test_bodies_shown_again_become_notes_and_the_latest_write_stays_until_read(shape):
     body = BODIES[shape]([
         ("Write", {"file_path": APP, "content": V1}, "File created"),
         ("Read", {"file_path": APP}, V1),
         ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW, "replace_all": False}, "ok"),
         ("Write", {"file_path": APP, "content": V2}, "File written"),
-        ("Read", {"file_path": APP}, V2),
+        ("Bash", {"command": "pytest -q"}, "3 passed"),
     ])
     out, report, store = run(body)
     write, _, edit, latest, _ = inputs(out)
@@ -58,20 +60,42 @@ def test_superseded_write_and_edit_become_notes_and_the_latest_write_stays(shape
     assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was rewritten at turn 4"
     assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the note beside it says where and why
     assert edit["replace_all"] is False
-    assert latest == {"file_path": APP, "content": V2}  # the latest write stays whole, though re-read later
+    assert latest == {"file_path": APP, "content": V2}  # nothing shows the file again: the agent's only copy
     assert check_run(body, out, store) == 3
     assert report.stages_saved["supersede_inputs"] > 0
+
+    reread = BODIES[shape]([*[("Write", {"file_path": APP, "content": V2}, "ok")],
+                            ("Read", {"file_path": APP}, V2), ("Bash", {"command": "pytest -q"}, "3 passed")])
+    noted, _, store = run(reread)
+    assert note_of(inputs(noted)[0]["content"]).summary == "120-line body of /repo/src/app.py stored; the file was re-read at turn 2"
+    check_run(reread, noted, store)
+
+
+def test_a_later_edit_leaves_the_body_the_agent_copies_from_whole():
+    """The agent edits its own Write body again without reading the file: the body is the only
+    copy of the lines the next edit replaces, so the edit does not supersede it."""
+    heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
+    first_edit = ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")
+    body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""), first_edit,
+                           ("Edit", {"file_path": APP, "old_string": NEW, "new_string": OLD}, "ok"),
+                           ("Bash", {"command": "pytest -q"}, "3 passed")])
+    out, _, store = run(body)
+    bash, edit, _, _ = inputs(out)
+    assert bash["command"] == heredoc and edit["new_string"] == NEW
+    check_run(body, out, store)
 
 
 def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
     heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
     body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""),
-                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok")])
+                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok"),
+                           ("Read", {"file_path": APP}, V1)])
     out, _, store = run(body)
-    bash, edit = inputs(out)
-    assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was edited again at turn 2"
-    assert bash["description"] == "write app" and edit["new_string"] == NEW
-    assert note_of(edit["old_string"]).summary == REPLACED.format(path=APP)  # the newest edit: only what it replaced
+    bash, edit, _ = inputs(out)
+    assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was re-read at turn 3"
+    assert bash["description"] == "write app"
+    assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was re-read at turn 3"
+    assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the read shows it again
     check_run(body, out, store)
 
 
@@ -81,17 +105,19 @@ def test_a_bare_file_name_is_not_matched_to_an_absolute_path():
     assert run(body)[0] is body
 
 
-def test_failed_and_read_only_followers_do_not_supersede():
+def test_failed_followers_do_not_supersede():
     body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
-                           ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "String not found", True),
-                           ("Read", {"file_path": APP}, V1)])
+                           ("Write", {"file_path": APP, "content": V2}, "Error: permission denied", True),
+                           ("Read", {"file_path": APP}, "Error: permission denied", True)])
     assert run(body)[0] is body
 
 
-def test_patches_are_noted_only_when_every_file_changed_later():
+def test_patches_are_noted_only_when_every_file_is_shown_again():
     patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x\n" * 400 + "*** Update File: src/b.py\n+y\n*** End Patch"
     later_a = ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok")
-    later_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
+    edited_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
+    assert inputs(run(anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, edited_b]))[0])[0]["input"] == patch
+    later_b = ("Read", {"file_path": "/repo/src/b.py"}, "z")
     only_a = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a])
     assert run(only_a)[0] is only_a
     both = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, later_b])
@@ -106,7 +132,7 @@ def test_a_settled_patch_whose_files_changed_in_part_does_not_claim_no_later_cha
     body = anthropic_body([("apply_patch", {"input": patch}, "Done"),
                            ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok"),
                            ("Bash", {"command": "pytest -q"}, "ok")])
-    out, _, store = run(body, OPEN_CONFIG)
+    out, _, store = run(body, SETTLED_AFTER_2)
     assert note_of(inputs(out)[0]["input"]).summary == "405-line patch of src/a.py (+1 more files) stored; edit made at turn 1"
     check_run(body, out, store)
 
@@ -136,7 +162,7 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
                            ("Edit", {"file_path": "/repo/src/b.py", "old_string": OLD, "new_string": NEW}, snippet),
                            ("Bash", {"command": "pytest -q"}, "3 passed"),
                            ("Bash", {"command": "git status"}, "clean")])
-    out, _, store = run(body, OPEN_CONFIG)  # the default: settled after 2 turns
+    out, _, store = run(body, SETTLED_AFTER_2)
     write, edit, *_ = inputs(out)
     assert note_of(write["content"]).summary == ("120-line body of /repo/src/app.py stored; written at turn 1,"
                                                  " no later change to the file")
@@ -151,6 +177,24 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
     young = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 4}})
     write, edit, *_ = inputs(run(body, young)[0])
     assert find_markers(write["content"]) and edit["new_string"] == NEW  # the edit is 3 turns old: whole
+
+
+def test_a_body_settles_only_once_its_file_is_quiet():
+    """A write whose file the agent goes on editing is not settled, however old: the next edit
+    copies its old text out of the body; once no call touched the file for `settled_after_turns`
+    turns, it is."""
+    edit = ("Edit", {"file_path": APP, "old_string": "def v1_3", "new_string": "def v1_3b"}, "ok")
+    busy = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
+                           ("Bash", {"command": "pytest -q"}, "1 failed"), ("Bash", {"command": "pytest -x"}, "1 failed"),
+                           edit, ("Bash", {"command": "pytest -q"}, "ok")])
+    config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 3}})
+    out, _, _ = run(busy, config)
+    assert inputs(out)[0]["content"] == V1  # 5 turns old, but its file was edited 2 turns ago
+    quiet = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), edit,
+                            *[("Bash", {"command": f"pytest -k t{i}"}, "ok") for i in range(3)]])
+    out, _, store = run(quiet, config)
+    assert note_of(inputs(out)[0]["content"]).summary.endswith("written at turn 1")
+    check_run(quiet, out, store)
 
 
 def test_a_frozen_write_stays_until_the_next_epoch():

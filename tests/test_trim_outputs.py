@@ -17,7 +17,9 @@ from compress.vocab.signals.errors import is_error_line
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 
-NOMINAL = config(stage_options={"trim_outputs": {"tier_scale": {}}})
+CUT_FRESH = {"keep_fresh_reads": False}
+"""Fresh source reads are cut too: how the budgets shape a read."""
+NOMINAL = config(stage_options={"trim_outputs": {"tier_scale": {}, **CUT_FRESH}})
 """Budgets as configured, unscaled: what the per-kind selectors keep at scale 1."""
 
 
@@ -88,16 +90,29 @@ def test_file_list_grouped_by_directory_with_counts():
     assert_markers_resolve(after, text, store)
 
 
-def test_old_source_reads_keep_more_than_the_nominal_budgets():
-    """A source-file read is the agent's working material: outside the protected tail it keeps
-    `tier_scale` times the configured budgets (3 at the always tier), less as pressure grows."""
+def test_a_fresh_source_read_stays_whole_and_keeps_more_than_the_nominal_budgets_when_cut():
+    """A source-file read that is neither stale nor cold is the agent's copy of a file it may be
+    working on: it stays whole. Cut anyway (`keep_fresh_reads` off), it keeps `tier_scale` times
+    the configured budgets (3 at the always tier), less as pressure grows."""
     text = numbered(python_file(200))
     body = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
-    always = result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+    assert result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0] == text
+    cut = {"stage_options": {"trim_outputs": CUT_FRESH}}
+    always = result_texts(run_stage(body, trim_outputs.STAGE, config(**cut))[0].body)[0]
     nominal = result_texts(run_stage(body, trim_outputs.STAGE, NOMINAL)[0].body)[0]
-    high = result_texts(run_stage(body, trim_outputs.STAGE, config("high"))[0].body)[0]
+    high = result_texts(run_stage(body, trim_outputs.STAGE, config("high", **cut))[0].body)[0]
     assert len(nominal) < len(high) < len(always) < len(text)
     assert find_markers(always) and high.split("\n")[0] == text.split("\n")[0]
+
+
+def test_a_fresh_read_with_a_huge_line_is_still_cut():
+    """Minified code is not copied into edits line by line: a line over `fresh_max_line_chars`
+    makes a fresh read an ordinary output."""
+    text = "1\t" + "x" * 300_000
+    result, store = run_stage(anthropic([("Read", {"file_path": "/web/min.js"}, text)]), trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    assert len(after) < 2_000 and "chars cut" in after
+    assert_markers_resolve(after, text, store)
 
 
 def test_image_parts_and_base64_runs_become_markers():
@@ -132,13 +147,13 @@ def test_stale_reads_are_cut_harder():
     fresh_after = result_texts(run_stage(fresh, trim_outputs.STAGE)[0].body)[0]
     stale_after = result_texts(run_stage(reread, trim_outputs.STAGE)[0].body)[0]
     edited_after = result_texts(run_stage(edited, trim_outputs.STAGE)[0].body)[0]
-    assert len(stale_after) < len(fresh_after) == len(edited_after)
+    assert len(stale_after) < len(fresh_after) == len(edited_after) == len(text)
 
 
 def test_older_outputs_get_less_at_higher_tiers():
     text = numbered(python_file(80))
     body = anthropic([("Read", {"file_path": "/a.py"}, text)], turns_after=8)
-    sizes = [len(result_texts(run_stage(body, trim_outputs.STAGE, config(tier))[0].body)[0])
+    sizes = [len(result_texts(run_stage(body, trim_outputs.STAGE, config(tier, stage_options={"trim_outputs": CUT_FRESH}))[0].body)[0])
              for tier in ("always", "medium", "high")]
     assert sizes[0] > sizes[1] > sizes[2]
 
@@ -226,6 +241,7 @@ def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
     assert trim_outputs.cold_reads(list(from_provider(warm).messages), 12, 14) == set()
     assert trim_outputs.cold_reads(list(from_provider(young).messages), 12, 6) == set()
     assert trim_outputs.cold_reads(list(from_provider(cold).messages), 0, 14) == set()
-    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE)[0].body)[0]
+    after_12 = config(stage_options={"trim_outputs": {"cold_after_turns": 12}})
+    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, after_12)[0].body)[0]
             for name, body in (("cold", cold), ("warm", warm), ("young", young))}
     assert len(kept["cold"]) < len(kept["warm"]) == len(kept["young"]) == len(text)

@@ -5,12 +5,16 @@ A call writes or edits files (`compress.vocab.calls.touched_files`: Write `conte
 bodies, shell heredocs such as `cat > f <<'EOF'`). Its body strings go to CCR and each becomes a
 one-line note when the call is superseded:
 
-- changed again: every file it changes is changed again by a later call; the note names the
-  first later touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read at
-  turn 52 · deep_expand("…")>>`;
-- settled: it is at least `settled_after_turns` (option, default 2) assistant turns old and has
-  left the protected tail. The change is on disk, so the body is history; the note says when it
-  was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
+- shown again: every file it changes is later read, written whole, re-created or deleted
+  (`SHOWN_AGAIN`), so a newer copy of the file, or none, stands in the request; the note names
+  the first such touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
+  at turn 52 · deep_expand("…")>>`. A later edit alone does not: the agent, which does not see
+  the disk, copies the next edit's old text out of this body (and a moved file's lines live on
+  at the new path);
+- settled: no call has touched its files (read, written, edited) for at least
+  `settled_after_turns` (option, default 12, chosen with the corpus replay and judged
+  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
+  the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
 - history at birth (before either, protected tail included): in the request that first
@@ -34,9 +38,8 @@ into a file is left behind.
 
 What must hold:
 - Writes and edits younger than `settled_after_turns` or still in the protected tail keep
-  their inputs whole, but for history at birth, unless a later call changed their
-  files again (a later read alone never supersedes; the note only names it when it is the first
-  later touch). Notes of history at birth depend only on the call and its result, so every
+  their inputs whole, but for history at birth, unless a later call showed their files again
+  (a later edit alone never supersedes). Notes of history at birth depend only on the call and its result, so every
   epoch renders them the same (`Stage.decides_on_arrival`).
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
@@ -64,7 +67,11 @@ from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.tools import OLD_TEXT_KEYS, PATH_KEYS, ToolKind, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
-DEFAULTS = {"min_chars": 500, "settled_after_turns": 2}
+SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
+"""Later touches after which a write's or edit's body is no longer the agent's only copy of its
+lines: a read or a whole write shows the file again, a deletion leaves nothing to copy."""
+
+DEFAULTS = {"min_chars": 500, "settled_after_turns": 12}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
@@ -194,10 +201,11 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if not ctx.mutable[use] or not changed:
             continue
         afterwards = [later(pos, path) for path in changed]
-        changed_again = all(any(t.action in CHANGES for _, t in touches) for touches in afterwards)
-        settled = settled_after > 0 and ctx.age(messages[use]) >= settled_after
+        shown_again = all(any(t.action in SHOWN_AGAIN for _, t in touches) for touches in afterwards)
+        quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
+        settled = settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
-        if not (ctx.past_tail[use] and (changed_again or settled)):
+        if not (ctx.past_tail[use] and (shown_again or settled)):
             answered = item.call.result_msg >= 0 and use not in signed
             result = messages[item.call.result_msg].blocks[item.call.result_block].result_text if answered else ""
             born = _history_at_birth(item.block, result, min_chars) if answered else {}
@@ -210,8 +218,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         strings = _bodies(item.block, min_chars)
         if not strings:
             continue
-        if changed_again:
-            next_pos, next_touch = min((touches[0] for touches in afterwards), key=lambda pt: pt[0])
+        if shown_again:
+            next_pos, next_touch = min((next(pt for pt in touches if pt[1].action in SHOWN_AGAIN) for touches in afterwards),
+                                       key=lambda pt: pt[0])
             when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
         else:
             made = next(t.action for t in item.touches if t.action in CHANGES)

@@ -11,7 +11,9 @@ line numbers decide_on_arrival thinned is still one):
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
 
-Budgets (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
+A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
+of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). Budgets
+(lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
 later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
@@ -136,8 +138,12 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     kind = tool_kind(block.tool_name, tool_input)
     reading = kind is ToolKind.FILE_READ
     path = first_path(block.tool_name, tool_input) if reading else ""
-    scale = opts.scale(ctx.tier, ctx.age(msg), stale, not reading or is_source(path), cold)
+    source = not reading or is_source(path)
     text = block.result_text
+    if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
+            max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
+        return block
+    scale = opts.scale(ctx.tier, ctx.age(msg), stale, source, cold)
     over = len(text) > opts.min_chars * scale
     if over or (has_base64_run(text, opts.base64_min_chars) and base64_pattern(opts.base64_min_chars).search(text)):
         budget = opts.budget(scale, kind)

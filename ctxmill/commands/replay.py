@@ -81,7 +81,7 @@ def _summary_line(report) -> str:
 
 def _totals(reports) -> str:
     """Sums of costs over the sessions (not means of ratios), per side."""
-    from compress.replay.needed import AGE_BUCKETS, Needed
+    from replay.needed import AGE_BUCKETS, Needed
 
     raw = sum(r.raw.cost for r in reports)
     if not raw:
@@ -101,7 +101,7 @@ def _totals(reports) -> str:
 
 def _kind_totals(reports) -> list[str]:
     """Each side's cost by kind, summed over the sessions, as shares of the raw cost."""
-    from compress.replay.by_kind import summed, table_lines
+    from replay.by_kind import summed, table_lines
 
     return table_lines(summed(r.by_kind for r in reports), sum(r.raw.cost for r in reports))
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
-    from compress.replay.runner import replay
+    from replay.runner import replay
     from compress.tokens import get_counter
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
 def _peers(python: str | None) -> dict:
     if not python:
         return {}
-    from compress.replay.headroom_peer import Headroom, available
+    from replay.headroom_peer import Headroom, available
     from ctxmill.errors import CliError
 
     if not available(python):

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from compress.formats.requests import SHAPES
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
-from compress.replay.pricing import Priced, RequestAccountant
+from replay.pricing import Priced, RequestAccountant
 from compress.vocab.calls import touched_files
 from compress.vocab.tools import PROTECTED_TOOLS, ToolKind, is_protected_tool, tool_kind
 from compress.vocab.touches import CHANGES

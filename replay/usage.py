@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from compress.replay.pricing import Priced
+from replay.pricing import Priced
 
 
 @dataclass

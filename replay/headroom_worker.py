@@ -1,4 +1,4 @@
-"""Runs inside headroom-ai's own venv (started by `compress.replay.headroom_peer`): one request per line.
+"""Runs inside headroom-ai's own venv (started by `replay.headroom_peer`): one request per line.
 
 stdin: one JSON message list per line; stdout: headroom.compress()'s message list per line,
 model-free (kompress_model="disabled"). Standalone: it imports nothing of ctxmill. The

@@ -20,8 +20,8 @@ from compress.memo import PerObject
 from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
-from compress.replay.needed import Needed
-from compress.replay.costmodel import ANTHROPIC, CacheCost, Prices, PromptCache, compaction_events
+from replay.needed import Needed
+from replay.costmodel import ANTHROPIC, CacheCost, Prices, PromptCache, compaction_events
 from compress.tokens import TokenCounter
 from ground.jsonbytes import dumps
 

@@ -3,7 +3,7 @@
 Request k holds everything the agent had up to its k-th model call. Each request runs through
 `compress.pipeline.run` with ONE in-memory session and ONE in-memory CCR store, as a live
 agent would, and both the raw and the compressed request are priced with the same exact token
-counter and the same prompt-cache model (`compress.replay.pricing`). Reported per session:
+counter and the same prompt-cache model (`replay.pricing`). Reported per session:
 tokens raw vs compressed (sum, peak), tiers and epochs, modelled cache cost and its ratio,
 host compactions, retention of what must survive, pipeline time, and, where the recording
 has provider usage, how close the raw model comes to it.
@@ -22,13 +22,13 @@ from compress.formats.sessions.transcript import Transcript
 from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
 from compress.model import Message
-from compress.replay.by_kind import CostByKind, table_lines
-from compress.replay.cap import DecideOnceCap
-from compress.replay.costmodel import Prices, prices_for
-from compress.replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
-from compress.replay.pricing import Priced, RequestAccountant, SideStats
-from compress.replay.retention import RECENT_TURNS, Retention, check_retention
-from compress.replay.usage import UsageCheck, check_usage
+from replay.by_kind import CostByKind, table_lines
+from replay.cap import DecideOnceCap
+from replay.costmodel import Prices, prices_for
+from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
+from replay.pricing import Priced, RequestAccountant, SideStats
+from replay.retention import RECENT_TURNS, Retention, check_retention
+from replay.usage import UsageCheck, check_usage
 from compress.session import Session
 from compress.tokens import TokenCounter, get_counter
 
@@ -45,7 +45,7 @@ class ReplayReport:
     raw: SideStats = field(default_factory=SideStats)
     compressed: SideStats = field(default_factory=SideStats)
     cap: SideStats = field(default_factory=SideStats)
-    """The decide-once cap (`compress.replay.cap`) priced the same way."""
+    """The decide-once cap (`replay.cap`) priced the same way."""
     tiers: dict[str, int] = field(default_factory=dict)
     tier_changes: int = 0
     epochs: int = 0
@@ -63,7 +63,7 @@ class ReplayReport:
     host_compactions: int = 0
     seconds: float = 0.0
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Side -> kind of content -> modelled cost (`compress.replay.by_kind`; empty unless asked)."""
+    """Side -> kind of content -> modelled cost (`replay.by_kind`; empty unless asked)."""
 
     @property
     def cost_ratio(self) -> float:
@@ -234,7 +234,7 @@ def _reply(messages: list[Any], start: int, parse: Callable[[Any], Message]) -> 
 
 
 def _reread(prices: Prices, priced: Priced, raw: RequestAccountant, raw_messages: list[Any]) -> Callable[[set[int]], float]:
-    """The price of re-reading what a call lost (see `compress.replay.needed`)."""
+    """The price of re-reading what a call lost (see `replay.needed`)."""
     def cost(lost: set[int]) -> float:
         sources = sum(raw.message_tokens(raw_messages[i]) for i in lost)
         return prices.read * priced.tokens + (prices.write + CARRY_CALLS * prices.read) * sources
