@@ -67,14 +67,30 @@ def test_every_marker_resolves_to_its_original(body):
 
 @PROPS
 @given(requests)
-def test_latest_model_reply_is_untouched(body):
+def test_latest_model_reply_keeps_its_thinking_text_and_calls(body):
+    """In the latest turn's replies, thinking and text stay as sent, every call keeps its id and
+    name, and a call's input changes only into a ctxmill note (`supersede_inputs`: an edit's
+    replaced text, history at birth; a reply that carries thinking is echoed whole)."""
     result = compress(body)
     request = from_provider(body)
     field = SHAPES[request.provider].MESSAGES_FIELD
     latest = request.messages[-1].turn if request.messages else 0
     for i, msg in enumerate(request.messages):
-        if msg.role == "assistant" and msg.turn == latest:
-            assert result.body[field][i] == body[field][i]
+        if msg.role != "assistant" or msg.turn != latest:
+            continue
+        sent, now = body[field][i], result.body[field][i]
+        if msg.has_thinking or not isinstance(sent.get("content"), list):
+            assert now == sent
+            continue
+        assert [b.get("type") for b in now["content"]] == [b.get("type") for b in sent["content"]]
+        for before, after in zip(sent["content"], now["content"]):
+            if before.get("type") != TOOL_USE:
+                assert after == before
+                continue
+            assert (after["id"], after["name"]) == (before["id"], before["name"])
+            changed = {k: v for k, v in after["input"].items() if before["input"].get(k) != v}
+            assert set(after["input"]) == set(before["input"])
+            assert all(isinstance(v, str) and "<<ctxmill:" in v for v in changed.values()), changed
 
 
 def _reminder_session():

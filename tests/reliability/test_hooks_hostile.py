@@ -226,6 +226,7 @@ def _pipeline_placeholders() -> list[str]:
     long_line = "x = " + "1234567890" * 3000
     blob = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 400).decode()
     calls = [("Read", {"file_path": "/repo/app.py"}, source), ("Bash", {"command": "find /repo"}, listing),
+             ("Bash", {"command": "python -m pytest -q"}, source),  # a long command output: lines omitted
              ("Bash", {"command": "cat wide.py"}, long_line + "\n" + source[:2000]),
              ("Bash", {"command": "cat image.b64"}, "saved file\n" + blob),
              ("Read", {"file_path": "/repo/app.py"}, source)]
@@ -235,7 +236,7 @@ def _pipeline_placeholders() -> list[str]:
 
 def test_the_guard_refuses_every_placeholder_the_pipeline_writes():
     lines = _pipeline_placeholders()
-    assert any("lines omitted]" in line for line in lines) and any("chars cut]" in line for line in lines)
+    assert any("lines omitted" in line for line in lines) and any("chars cut]" in line for line in lines)
     let_through = []
     for line in lines:
         for tool, tool_input in (("Write", {"file_path": "/repo/app.py", "content": f"x = 1\n{line}\n"}),
