@@ -25,12 +25,13 @@ def history_config(settings: Any) -> HistoryConfig:
     the user's (their own config.toml), as the store is shared by every project."""
     from memory.history.config import HistoryConfig
 
-    from ctxmill.settings import CONFIG_FILE, _ignored
+    from ctxmill.config_tables import CONFIG_FILE, ignored
 
     project = _table_values(settings.tables.get("history", {}), f"{settings.source}: history")
     user = _table_values(settings.user_tables.get("history", {}), f"{settings.global_home / CONFIG_FILE}: history")
     if set(project) - {"enabled"}:
-        _ignored(settings, "[history] " + ", ".join(sorted(set(project) - {"enabled"})), "the shared history store's budget")
+        ignored(settings.source, settings.global_home / CONFIG_FILE,
+                "[history] " + ", ".join(sorted(set(project) - {"enabled"})), "the shared history store's budget")
     values = {**user, **({"enabled": project["enabled"]} if "enabled" in project else {})}
     return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
                          redact_extra=settings.redaction["redact_extra"],

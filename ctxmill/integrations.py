@@ -25,6 +25,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxmill.backups import back_up, restore_backup
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 
 HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
@@ -94,34 +95,6 @@ def _load_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ValueError(f"{path} does not hold a JSON object")
     return data
-
-
-def backup_of(path: Path) -> Path:
-    return path.with_name(path.name + ".ctxmill.bak")
-
-
-def back_up(path: Path, created: set[str] | list[str] = ()) -> None:
-    """Before the first change to a file ctxmill did not create, copy it to `backup_of(path)`
-    with the original's mode (these files hold API keys: a 0600 file's backup is 0600 from
-    its first byte); a backup already there is kept."""
-    from ground.files import copy_keeping_mode
-
-    backup = backup_of(path)
-    if path.exists() and not os.path.lexists(backup) and str(path) not in created:
-        copy_keeping_mode(path, backup)
-
-
-def restore_backup(path: Path, same_as_backup) -> bool:
-    """Put the backup back in place of `path` (byte-identical, its mode too) when
-    `same_as_backup(backup)` says the content about to be written means the same; True if so."""
-    backup = backup_of(path)
-    try:
-        if not backup.is_file() or backup.is_symlink() or not same_as_backup(backup):
-            return False
-    except (OSError, ValueError):
-        return False
-    backup.replace(path)
-    return True
 
 
 def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:

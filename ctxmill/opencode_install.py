@@ -22,8 +22,8 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.integrations import (MARK, Change, back_up, distill_command, manifest, remove_commands, save_manifest,
-                                  write_commands)
+from ctxmill.backups import back_up
+from ctxmill.integrations import MARK, Change, distill_command, manifest, remove_commands, save_manifest, write_commands
 
 SCHEMA = "https://opencode.ai/config.json"
 PLUGIN_FILE = "ctxmill.js"

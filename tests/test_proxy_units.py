@@ -121,7 +121,8 @@ def test_cli_stats_queries_a_running_proxy():
 
 def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
     from ctxmill.errors import ConfigError
-    from ctxmill.settings import Settings, parse_budget
+    from ctxmill.config_tables import parse_budget
+    from ctxmill.settings import Settings
 
     assert Settings.load(tmp_path).proxy_overrides == {}
     (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')

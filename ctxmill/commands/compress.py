@@ -65,7 +65,7 @@ def read_request(source: str) -> object:
 def run(args: argparse.Namespace) -> int:
     import contextlib
 
-    from ccr.store import CCRError, CCRStore
+    from ccr.store import CCRError
     from compress.formats.requests import InvalidRequest, detect
     from compress.pipeline import run as run_pipeline
     from compress.session import Session

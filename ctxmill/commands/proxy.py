@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ctxmill.shared_store import add_flag
 from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
-                              DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, OPENAI_API, ProxyConfig, Settings, parse_budget)
+                              DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, OPENAI_API, ProxyConfig, Settings)
+from ctxmill.config_tables import parse_budget
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -106,7 +107,7 @@ def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
     flags, else the config file's [proxy] table; an upstream, else the user's global config
     (where `ctxmill install` keeps the gateway a client used), else the provider's API."""
     from ctxmill.errors import CliError
-    from ctxmill.settings import UPSTREAM_KEYS
+    from ctxmill.config_tables import UPSTREAM_KEYS
 
     overrides = dict(settings.proxy_overrides)
     if settings.home.resolve() != settings.global_home.resolve():

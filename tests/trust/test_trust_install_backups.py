@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxmill.integrations import back_up
+from ctxmill.backups import back_up
 from tests.trust.kit import ctxmill
 
 SECRET = {"primaryApiKey": "sk-ant-api03-" + "k" * 40}
