@@ -54,7 +54,8 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
     settings = Settings.load(tmp_path)
     config = settings.compress
     assert config.window_epoch_savings == 1000 and config.window_start_min_tokens == 200
-    assert config.options("trim_outputs")["cold_scale"] == 0.2
+    assert config.options("trim_outputs")["cold_scale"] == 0.2 and config.options("trim_outputs")["cold_after_turns"] == 30
+    assert config.options("supersede_inputs")["settled_after_turns"] == 12
     assert settings.memory.recency == 0.2 and settings.repomap.budget == 512
     assert settings.ccr.max_bytes == 300 * 2**20
     proxy_and_security = "".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
