@@ -15,6 +15,8 @@ Must hold:
 - Only the conversation fields are handed to the pipeline and only they are replaced; LiteLLM's
   own fields (metadata, logging objects, …) are never read or changed.
 - Fail open: any failure returns the request unchanged (logged); nothing raises to LiteLLM.
+- Every routed request goes to the savings ledger (`record`, face "litellm"), written on the
+  run thread after the request has gone on.
 - Runs happen one at a time on one thread per LiteLLM process (the worker's contract), off the
   event loop.
 """
@@ -67,6 +69,7 @@ class CtxmillGuardrail(CustomGuardrail):
             key = conversation_key(shape, body, headers_of(data))
             loop = asyncio.get_running_loop()
             summary = await loop.run_in_executor(self.runs, self.worker.compress, key, orjson.dumps(body), None, None)
+            self.runs.submit(record, key, shape, summary)
             if summary.error:
                 log.warning("ctxmill: request passed through unchanged: %s", summary.error)
             if summary.data is not None:
@@ -75,6 +78,18 @@ class CtxmillGuardrail(CustomGuardrail):
         except Exception as exc:  # noqa: BLE001 - fail open: LiteLLM sends the request as it came
             log.warning("ctxmill: request passed through unchanged: %s: %s", type(exc).__name__, exc)
         return data
+
+
+def record(session: str, shape: str, summary: Any) -> None:
+    """Add a routed request to the savings ledger (`ctxmill.ledger`; a failed run saved nothing).
+    The provider's usage does not reach a pre-call hook: costs are modelled from the tokens."""
+    from ctxmill.ledger import project_of, record_request
+
+    ran = summary.data is not None and not summary.error
+    record_request(face="litellm", session=session, project=project_of(summary.folder), model=summary.model,
+                   vendor="anthropic" if shape == "anthropic" else "openai", tokens_before=summary.tokens_before,
+                   tokens_after=summary.tokens_after if ran else summary.tokens_before,
+                   stages=summary.stages if ran else None)
 
 
 def headers_of(data: dict) -> dict[str, str]:

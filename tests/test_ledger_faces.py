@@ -136,3 +136,19 @@ def test_mcp_deep_expand_records_an_expansion(tmp_path, monkeypatch):
     anyio.run(call)
     data = ledger_summary(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3")
     assert data["totals"]["expansions"] == 1 and data["totals"]["requests"] == 0
+
+
+def test_the_litellm_guardrail_writes_the_ledger(tmp_path, monkeypatch):
+    """A routed request is recorded with its project and tokens; a failed run saved nothing."""
+    import pytest
+
+    pytest.importorskip("litellm", reason="LiteLLM is not installed (pip install -e '.[litellm]')")
+    from ctxmill.litellm_guardrail import record
+    from ctxmill.proxy.stats import RunSummary
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    record("s1", "anthropic", RunSummary(b"{}", 1000, 400, model="claude-sonnet-4-5", folder="/home/dev/shop-app"))
+    record("s2", "openai_chat", RunSummary(None, 800, 0, error="boom", model="gpt-5"))
+    data = ledger_summary(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3")
+    assert (data["totals"]["tokens_before"], data["totals"]["tokens_after"]) == (1800, 1200)
+    assert {p["project"] for p in data["projects"]} >= {"shop-app"}
