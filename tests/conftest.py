@@ -18,17 +18,25 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("CTXMILL_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
+AUTOSTART = "CTXMILL_PROXY_AUTOSTART"  # ctxmill.always_on.AUTOSTART_ENV (not imported: conftest stays light)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_global_home(tmp_path_factory):
     """The global home (the user's CCR store, global memory) of every test and every process it
-    starts is a temporary folder, never the developer's ~/.local/share/ctxmill."""
-    before = os.environ.get("XDG_DATA_HOME")
+    starts is a temporary folder, never the developer's ~/.local/share/ctxmill; and no hook or MCP
+    server a test starts launches the always-on proxy (a test that installs a client would
+    otherwise leave one on the default port for every later test): the tests of always-on
+    compression turn it back on for themselves."""
+    saved = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", AUTOSTART)}
     os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("xdg-data"))
+    os.environ[AUTOSTART] = "0"
     yield
-    if before is None:
-        os.environ.pop("XDG_DATA_HOME", None)
-    else:
-        os.environ["XDG_DATA_HOME"] = before
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture

@@ -26,6 +26,12 @@ from tests.fake_upstream import FakeUpstream, ServerThread
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def autostart(monkeypatch):
+    """The suite keeps hooks from starting proxies (tests/conftest.py); these tests are about it."""
+    monkeypatch.delenv(always_on.AUTOSTART_ENV, raising=False)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

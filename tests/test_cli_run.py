@@ -10,6 +10,7 @@ import sys
 import tomllib
 
 from tests.conftest import REPO
+from tests.proxy_fixtures import fake, upstream  # noqa: F401 - fixtures
 
 SHOW = "import os, sys; print(os.environ['ANTHROPIC_BASE_URL'], os.environ['OPENAI_BASE_URL']); sys.exit(3)"
 
@@ -158,3 +159,24 @@ def test_a_project_proxy_forwards_to_the_users_gateway_unless_told_otherwise(tmp
     assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://mine.example"
     args.upstream_anthropic = "https://flag.example"
     assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://flag.example"
+
+
+def test_run_says_what_its_proxy_saved_when_the_command_exits(tmp_path, fake):
+    """The command sends one conversation through the proxy `run` started; `run` then prints one
+    line with the requests and tokens before and after."""
+    from tests.proxy_helpers import example
+
+    (tmp_path / "body.json").write_text(json.dumps({**example(), "model": "claude-sonnet-4-5"}))
+    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')  # wait for the compression
+    send = ("import os, urllib.request; body = open('body.json', 'rb').read(); "
+            "request = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', data=body, "
+            "headers={'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01'}); "
+            "urllib.request.urlopen(request, timeout=60).read()")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill"),
+           "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", str(_free_port()), "--home", str(tmp_path),
+                           "--upstream-anthropic", fake.url, "--", sys.executable, "-c", send],
+                          env=env, capture_output=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    line = done.stderr.decode().strip().splitlines()[-1]
+    assert line.startswith("ctxmill: 1 request through the proxy, 21,") and "tokens (-" in line, line

@@ -47,6 +47,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _saved_line(port: int) -> str:
+    """What the proxy this run started did, in one line (said before it is stopped)."""
+    from ctxmill.commands.proxy import fetch_stats
+    from ctxmill.errors import CliError
+
+    try:
+        totals = fetch_stats(HOST, port)["totals"]
+    except (CliError, KeyError, TypeError):
+        return "ctxmill: the proxy's figures could not be read; `ctxmill stats` has what it recorded"
+    before, after = totals.get("tokens_before", 0), totals.get("tokens_after", 0)
+    saved = f" ({100 * (after - before) / before:+.1f}%)" if before else ""
+    count = totals.get("requests", 0)
+    return (f"ctxmill: {count:,} request{'' if count == 1 else 's'} through the proxy, {before:,} → {after:,} "
+            f"tokens{saved}; `ctxmill stats` for the cost")
+
+
 def _answers(port: int, pid: int | None = None) -> bool:
     """A ctxmill proxy of this user answers on `port` (with `pid`: the one that process serves,
     not another run's that took the port first)."""
@@ -189,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"command not found: {command[0]}") from None
     finally:
         if started is not None:
+            print(_saved_line(port), file=sys.stderr)
             started.terminate()
             try:
                 started.wait(timeout=10)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxmill import always_on
 from tests.e2e import clients
 from tests.e2e.scenarios import FINAL, PROMPT, make_project
 from tests.e2e.standin import Call, Turn
@@ -100,6 +101,7 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
         home, ANTHROPIC_BASE_URL=srv.url, ANTHROPIC_API_KEY="sk-ant-e2e-standin",  # the stand-in plays a gateway
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_ERROR_REPORTING="1",
         CLAUDE_CODE_DISABLE_TERMINAL_TITLE="1", CLAUDE_CODE_MAX_RETRIES="1"))
+    env.pop(always_on.AUTOSTART_ENV, None)  # the suite keeps hooks from starting proxies; this test is about it
     setup = Session(home, env, port)
     settings = home / ".claude" / "settings.json"
     settings.parent.mkdir()
@@ -159,6 +161,7 @@ def test_codex_always_on(codex, home, serve, tmp_path):
     config = chome / "config.toml"
     config.chmod(0o600)
     env = path_with_ctxmill(clients.base_env(home, CODEX_HOME=str(chome), STANDIN_API_KEY="sk-e2e-standin"))
+    env.pop(always_on.AUTOSTART_ENV, None)  # the suite keeps hooks from starting proxies; this test is about it
     setup = Session(home, env, port)
     before = _snapshot(config, setup.ghome / "config.toml")
     installed = _ctxmill(env, home, "install", "codex", "--port", str(port))

@@ -45,7 +45,7 @@ def test_history_search_and_a_distilled_skill_in_claude_code(claude_code, home, 
         return subprocess.run([sys.executable, "-m", "ctxmill", *args], cwd=project, env=env, input=stdin,
                               capture_output=True, text=True, timeout=120)
 
-    assert ctxmill("install", "claude-code").returncode == 0
+    assert ctxmill("install", "claude-code", "--no-proxy").returncode == 0  # history needs no proxy
     past = [exchange([FACT, f"Deploy with GITHUB_TOKEN={SECRET}"], ROUTINE)] + [
         exchange([f"Tidy the parser, part {n}"], ROUTINE) for n in (1, 2)]
     for n, items in enumerate(past):  # oldest first: three sessions back, two back, one back
