@@ -4,6 +4,7 @@ any of them, and a Redis that goes away fails open (bodies unchanged, said in th
 from __future__ import annotations
 
 import random
+import os
 import subprocess
 import sys
 
@@ -59,11 +60,12 @@ def test_expand_and_the_mcp_server_read_the_shared_store(fake, start_proxy, redi
     key = next(m.key for m in find_markers(fake.received[-1].body.decode()))
     url = f"{redis_server.url}?prefix={shared.prefix}"
     assert mcp_deep_expand(url, key, tmp_path).startswith("1\t")  # the MCP server on the same store
+    own = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "own")}  # an embedded store no other test wrote to
     found = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key, "--store", url, "--home", str(tmp_path)],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, env=own)
     assert found.returncode == 0 and found.stdout, found.stderr
     elsewhere = subprocess.run([sys.executable, "-m", "ctxmill", "expand", key, "--home", str(tmp_path)],
-                               capture_output=True, timeout=60)
+                               capture_output=True, timeout=60, env=own)
     assert elsewhere.returncode == 1  # not in the user's embedded store: it went to Redis only
 
 
