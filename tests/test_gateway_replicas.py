@@ -3,8 +3,8 @@ any of them, and a Redis that goes away fails open (bodies unchanged, said in th
 
 from __future__ import annotations
 
-import random
 import os
+import random
 import subprocess
 import sys
 
