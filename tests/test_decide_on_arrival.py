@@ -150,7 +150,7 @@ def test_a_thinned_read_cut_later_names_the_whole_read_and_is_stored_once():
     first = run(anthropic(call, turns_after=0), session=session, store=store, config=config)
     thinned = result_texts(first.body)[0]
     (whole,) = find_markers(thinned)
-    later = run(anthropic(call, turns_after=6), session=session, store=store, config=config)
+    later = run(anthropic(call, turns_after=12), session=session, store=store, config=config)
     after = result_texts(later.body)[0]
     assert later.report.mode == "epoch" and len(after) < len(thinned) / 3
     assert "kept" in find_markers(after)[-1].summary
