@@ -16,12 +16,13 @@ TRANSCRIPT_TAIL_BYTES = 256 * 1024
 INDEX_SECONDS = 0.8
 """Time a prompt may spend indexing changed files; a larger first index goes on at the next
 prompts (the hook's own budget is 2 s), and the map is given once the index is complete."""
-FILE_KEYS = ("file_path", "path", "notebook_path", "filePath")
 
 
 def recent_files(transcript: str | None) -> list[str]:
     """Paths the session's latest tool calls named, most recent first (a bounded tail read)."""
     import orjson
+
+    from compress.vocab.tools import PATH_KEYS
 
     if not transcript:
         return []
@@ -42,8 +43,8 @@ def recent_files(transcript: str | None) -> list[str]:
             continue
         for block in reversed(content) if isinstance(content, list) else ():
             tool_input = block.get("input") if isinstance(block, dict) and block.get("type") == "tool_use" else None
-            if isinstance(tool_input, dict):
-                found.extend(v for k in FILE_KEYS if isinstance(v := tool_input.get(k), str))
+            if isinstance(tool_input, dict):  # the file a file tool names: its first path key present
+                found.extend(next(([v] for k in PATH_KEYS if isinstance(v := tool_input.get(k), str)), []))
     return list(dict.fromkeys(found))
 
 
