@@ -20,7 +20,7 @@ from typing import Any
 
 import regex
 
-from compress.vocab.shell import command_words, looks_only, main_command, same_command
+from compress.vocab.commands import command_words, looks_only, main_command, same_command
 from compress.vocab.signals.errors import says_nothing, telling_error_line
 from compress.vocab.tools import BOOKKEEPING_TOOLS, ToolKind, base_name
 

@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.vocab.calls import touched_files
+from compress.vocab.calls import copied_texts, touched_files
 from compress.vocab.shell import shell_heredocs
+from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, normalize_path, same_file
 
 PATCH = """*** Begin Patch
@@ -79,6 +80,49 @@ def test_heredocs_know_their_targets():
     docs = shell_heredocs(command)
     assert [(d.delimiter, d.body, d.targets) for d in docs] == [
         ("A", "alpha", ("a.txt",)), ("B", "print(2)", ()), ("C", "\tbeta", ("/x/b.txt",))]
+
+
+def test_codex_on_windows_powershell():
+    """Codex's `shell_command` runs PowerShell: Get-Content reads, a here-string piped to
+    Set-Content writes its body, paths take backslashes."""
+    read = {"command": "Get-Content fullstack\\src\\app.ts -TotalCount 200", "workdir": "C:\\Users\\w"}
+    assert tool_kind("shell_command", read) is ToolKind.FILE_READ
+    assert touched_files("shell_command", read) == [FileTouch("fullstack/src/app.ts", READ)]
+    assert touched_files("shell_command", {"command": "gc -Path a.ts -Encoding utf8"}) == [FileTouch("a.ts", READ)]
+    write = {"command": "@'\nconst a = 1;\n'@ | Set-Content -NoNewline src\\a.ts"}
+    assert touched_files("shell_command", write) == [FileTouch("src/a.ts", WRITE)]
+    assert [(d.body, d.targets) for d in shell_heredocs(write["command"])] == [("const a = 1;", ("src/a.ts",))]
+    numbered = ("@'\n$i=1; Get-Content src\\x.ts | ForEach-Object { '{0,4}: {1}' -f $i, $_; $i++ }\n"
+                "'@ | powershell -NoProfile -Command -")  # a script piped to PowerShell is parsed as one
+    assert shell_heredocs(numbered) == ()
+    assert touched_files("shell_command", {"command": numbered}) == [FileTouch("src/x.ts", READ)]
+    assert tool_kind("shell_command", {"command": numbered}) is ToolKind.FILE_READ
+    assert tool_kind("shell_command", {"command": "npm.cmd test"}) is ToolKind.COMMAND
+
+
+@pytest.mark.parametrize("command, kind", [
+    ("nl -ba src/x.py | sed -n '1,80p'", ToolKind.FILE_READ),
+    ("Get-Content a.ts | Select-Object -Skip 10 -First 50", ToolKind.FILE_READ),
+    ("cat a.py | grep foo", ToolKind.COMMAND),
+    ("cat a.py && rm a.py", ToolKind.COMMAND),
+    ("rg foo src", ToolKind.SEARCH),
+    ("Get-ChildItem -Recurse src", ToolKind.FILE_LIST),
+])
+def test_a_read_piped_through_a_window_is_still_a_read(command, kind):
+    assert tool_kind("exec_command", {"cmd": command}) is kind
+
+
+def test_copied_texts_of_edits_and_patches():
+    """What an edit or patch copies out of the model's view of a file: old strings, a patch's
+    context and removed lines and its @@ anchors (not its added lines, not a new file's)."""
+    assert copied_texts("Edit", {"file_path": "a", "old_string": "x = 1", "new_string": "x = 2"}) == ["x = 1"]
+    patch = ("*** Begin Patch\n*** Add File: n.py\n+fresh\n*** Update File: a.py\n@@ def f():\n"
+             "     keep = 1\n-    old = 2\n+    new = 2\n*** End Patch")
+    expected = ["def f():\n    keep = 1\n    old = 2"]
+    assert copied_texts("apply_patch", {"input": patch}) == expected
+    assert copied_texts("shell", {"command": ["apply_patch", patch]}) == expected
+    assert copied_texts("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}\nEOF"}) == expected
+    assert copied_texts("Bash", {"command": "ls"}) == []
 
 
 def test_normalize_and_same_file():

@@ -15,8 +15,8 @@ from typing import Any
 
 from compress.vocab.shell import shell_touches
 from compress.vocab.tools import (PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name, command_of,
-                                  file_tool_action, tool_kind)
-from compress.vocab.touches import FileTouch, normalize_path, patch_touches
+                                  file_tool_action, replaced_texts, tool_kind)
+from compress.vocab.touches import FileTouch, is_patch, normalize_path, patch_old_lines, patch_touches
 
 
 def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
@@ -35,6 +35,21 @@ def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
     path = normalize_path(_first_str(tool_input, PATH_KEYS), cwd)
     action = file_tool_action(base, tool_input) if path else None
     return [FileTouch(path, action)] if action else []
+
+
+def copied_texts(tool_name: str, tool_input: Any) -> list[str]:
+    """The texts one call copies out of what the model has seen of a file: the old texts of an
+    edit (`compress.vocab.tools.replaced_texts`), or the context and removed lines of an
+    apply_patch body (a patch tool's, a Codex argv's, or one run from a shell command)."""
+    patch = ""
+    if base_name(tool_name) in PATCH_TOOLS:
+        patch = _patch_text(tool_input)
+    elif (argv := _argv(tool_input)) and posixpath.basename(argv[0]) in PATCH_TOOLS:
+        patch = argv[-1]
+    elif tool_kind(tool_name) is ToolKind.COMMAND and "apply_patch" in (command := command_of(tool_input)) \
+            and is_patch(command):
+        patch = command
+    return ["\n".join(patch_old_lines(patch))] if patch else replaced_texts(tool_input)
 
 
 def first_path(tool_name: str, tool_input: Any) -> str:

@@ -6,10 +6,10 @@ Reads Bash `command` and Codex `cmd` strings: heredocs (`cat > f <<'EOF'`), redi
 later relative paths join). Parsing is deliberately shallow (no variables, globs, subshell
 tracking); anything it cannot read gives no touch rather than a wrong one. Linear in the command.
 
-What a command runs, for telling a fix from a look: `command_words` (each simple command from
-its program on, `bash -c SCRIPT` read as commands), `looks_only` (it only looks or checks: ls,
-cat, grep, git status, a test or type-check run, `x --version` …), `main_command` (the program and
-subcommand it is run for), `same_command` (two commands run the same thing).
+PowerShell as Codex runs it on Windows (`shell_command`) is read too: `Get-Content` reads,
+`Set-Content`/`Out-File`/`Add-Content` writes, a here-string (`@'…'@`) piped to one is its body,
+and a here-string piped to `powershell -Command -` is read as the script it is. What a command
+runs (a fix or a look) is `compress.vocab.commands`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,19 @@ class Heredoc:
     targets: tuple[str, ...]
 
 
-_WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"})
+WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"})
+"""Programs that run the command after them (`sudo cat f` reads f)."""
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc", "diff", "source", "."})
-_VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "cp": {"-t"}, "mv": {"-t"}}
+_VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "cp": {"-t"}, "mv": {"-t"},
+                  "get-content": {"-totalcount", "-head", "-tail", "-first", "-last", "-encoding", "-readcount",
+                                  "-delimiter"}}
+_VALUE_OPTIONS["set-content"] = {"-encoding", "-value", "-stream", "-delimiter", "-width", "-filepath"}
+_POWERSHELL_READERS = {"get-content": "get-content", "gc": "get-content"}
+_POWERSHELL_WRITERS = {"set-content": WRITE, "out-file": WRITE, "add-content": EDIT}
+"""PowerShell cmdlets that write (append to) the file their first operand or `-Path` names; a
+here-string piped to one (`@'…'@ | Set-Content f`) is its body (`shell_heredocs`)."""
+"""PowerShell's file reader and its alias, compared lower-cased (Codex on Windows runs
+`Get-Content path -TotalCount 200` through `shell_command`); its paths may use backslashes."""
 
 
 @lru_cache(maxsize=2048)
@@ -43,10 +53,12 @@ def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]
     """The files a shell command touches (heredoc targets included). Cached: agents repeat
     commands, and every run of the pipeline reads the whole history."""
     script, _ = _split_heredocs(command)
+    if script.split(None, 1)[:1] and script.split(None, 1)[0].lower() in _POWERSHELL_READERS:
+        script = script.replace("\\", "/")  # PowerShell: backslashes separate paths, they escape nothing
     touches: list[FileTouch] = []
     if "apply_patch" in script and is_patch(command):
         touches += patch_touches(command, cwd)
-    for words in _simple_commands(script):
+    for words in simple_commands(script):
         cwd = _touch_command(words, cwd, touches)
     return tuple(touches)
 
@@ -56,7 +68,7 @@ def shell_heredocs(command: str, cwd: str | None = None) -> tuple[Heredoc, ...]:
     """Every heredoc of a shell command, in order, with the files its command writes."""
     script, bodies = _split_heredocs(command)
     targets: dict[int, tuple[str, ...]] = {}
-    for words in _simple_commands(script):
+    for words in simple_commands(script):
         touches: list[FileTouch] = []
         cwd = _touch_command(words, cwd, touches)
         for word in words:
@@ -70,6 +82,11 @@ _SENTINEL = "\x00"
 each body is tied to its own simple command; inside quotes it stays part of a quoted word."""
 
 
+def script_of(command: str) -> str:
+    """The command without its heredoc bodies (a PowerShell script piped to PowerShell inlined)."""
+    return _split_heredocs(command)[0]
+
+
 def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
     """The command without heredoc bodies (a sentinel word after each opener), and
     (delimiter, body) of each heredoc in order."""
@@ -80,6 +97,15 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
     while i < len(lines):
         line = lines[i]
         i += 1
+        if (quote := _here_string_quote(line)) and (end := _here_string_end(lines, i, quote)) is not None:
+            if _runs_script(lines[end]):  # `@'…'@ | powershell -Command -`: the body is the script
+                script += [body_line.replace("\\", "/") for body_line in lines[i:end]]  # PowerShell paths
+                i = end + 1
+                continue
+            script.append(f"{line.rstrip()[:-2]}{_here_string_command(lines[end], len(bodies))}")
+            bodies.append((quote + "@", "\n".join(lines[i:end])))
+            i = end + 1
+            continue
         openers = _heredoc_openers(line)
         for n, (_, _, end) in reversed(list(enumerate(openers, len(bodies)))):
             line = f"{line[:end]} {_SENTINEL}{n} {line[end:]}"
@@ -94,6 +120,33 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
                 body.append(lines[i - 1])
             bodies.append((delimiter, "\n".join(body)))
     return "\n".join(script), bodies
+
+
+def _here_string_quote(line: str) -> str:
+    """The quote of a PowerShell here-string opened at the end of `line` (`@'` or `@"`), else ''."""
+    end = line.rstrip()
+    return end[-1] if end.endswith(("@'", '@"')) else ""
+
+
+def _here_string_end(lines: list[str], start: int, quote: str) -> int | None:
+    """The line from `start` on that closes a here-string (it starts with `'@` / `"@`), if any."""
+    return next((j for j in range(start, len(lines)) if lines[j].startswith(quote + "@")), None)
+
+
+def _runs_script(closing: str) -> bool:
+    """A here-string's closing line pipes it to PowerShell as the script to run."""
+    words = closing[2:].lower().replace("|", " ").split()
+    return bool(words) and words[0] in ("powershell", "pwsh", "powershell.exe", "pwsh.exe") and words[-2:] == [
+        "-command", "-"]
+
+
+def _here_string_command(closing: str, n: int) -> str:
+    """The script a here-string's closing line leaves: what it is piped to, with its sentinel
+    (`'@ | Set-Content -NoNewline src\\a.ts` -> `Set-Content -NoNewline src/a.ts \x00n`), so the
+    body is tied to the command that writes it; PowerShell paths take `/` for `\\`."""
+    rest = closing[2:].strip()
+    target = rest[1:].strip().replace("\\", "/") if rest.startswith("|") else rest
+    return f"{target} {_SENTINEL}{n}" if rest.startswith("|") else f" {_SENTINEL}{n} {rest}"
 
 
 def _heredoc_openers(line: str) -> list[tuple[str, bool, int]]:
@@ -147,7 +200,7 @@ def _unquote(word: str) -> str:
     return _QUOTED.sub(_unquote_part, word) if "'" in word or '"' in word or "\\" in word else word
 
 
-def _simple_commands(script: str) -> list[list[str]]:
+def simple_commands(script: str) -> list[list[str]]:
     """Words of each simple command (split at `&&`, `||`, `;`, `|`, `&`, parentheses and
     newlines), quotes removed; nothing when the script is unreadable (unbalanced quotes).
     Comment lines and line continuations are dropped first. Linear time."""
@@ -190,7 +243,7 @@ def _touch_command(words: list[str], cwd: str | None, touches: list[FileTouch]) 
         if not word.startswith(_SENTINEL) and not (word.isdigit() and words[i + 1:i + 2] and words[i + 1] in _REDIRECTS):
             args.append(word)
         i += 1
-    while args and (args[0] in _WRAPPERS or "=" in args[0] and not args[0].startswith(("=", "-"))):
+    while args and (args[0] in WRAPPERS or "=" in args[0] and not args[0].startswith(("=", "-"))):
         args = args[1:]
     if args:
         name, rest = posixpath.basename(args[0]), args[1:]
@@ -215,7 +268,7 @@ def _operands(name: str, args: list[str]) -> list[str]:
         elif arg == "--":
             continue
         elif arg.startswith("-") and arg != "-":
-            skip = arg in takes_value
+            skip = (arg.lower() if name in ("get-content", "set-content") else arg) in takes_value
         else:
             out.append(arg)
     return out
@@ -225,6 +278,12 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
     def paths(values: list[str]) -> list[str]:
         return [p for p in (normalize_path(v, cwd) for v in values if v != "-") if p]
 
+    if name.lower() in _POWERSHELL_WRITERS:
+        operands = _operands("set-content", args)
+        return [FileTouch(p, _POWERSHELL_WRITERS[name.lower()]) for p in paths(operands[:1])]
+    if name.lower() in _POWERSHELL_READERS:
+        operands = _operands(_POWERSHELL_READERS[name.lower()], args)
+        return [FileTouch(p, READ) for p in paths(operands)]
     operands = _operands(name, args)
     if name in _READERS:
         return [FileTouch(p, READ) for p in paths(operands)]
@@ -250,101 +309,3 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
         return [t for s in sources for t in (FileTouch(s, source_action),
                                             FileTouch(posixpath.join(target, posixpath.basename(s)), target_action))]
     return []
-
-
-# -- what a command runs ------------------------------------------------------------------------
-
-_LOOK_COMMANDS = frozenset({
-    "ls", "cat", "head", "tail", "grep", "rg", "ag", "find", "fd", "wc", "echo", "printf", "pwd", "which", "type",
-    "file", "stat", "du", "df", "ps", "env", "printenv", "date", "whoami", "id", "uname", "tree", "less", "more",
-    "sort", "uniq", "cut", "jq", "diff", "true", "test", "[", "sleep", "basename", "dirname", "realpath", "readlink",
-    "nl", "bat", "column", "awk", "history",
-    # PowerShell
-    "get-childitem", "get-content", "test-path", "get-command", "select-object", "select-string", "format-table",
-    "format-list", "write-output", "write-host", "get-process", "test-netconnection", "start-sleep", "out-string",
-    "measure-object", "where-object", "foreach-object", "sort-object", "get-item", "resolve-path", "join-path",
-})
-"""Programs that only look."""
-_LOOK_SUBCOMMANDS = {
-    "git": {"status", "log", "diff", "show", "branch", "remote", "ls-files", "check-ignore", "rev-parse", "ls-remote",
-            "blame", "describe", "config"},
-    "bd": {"show", "ready", "list"}, "gh": {"auth"}, "launchctl": {"list"},
-    # checks: they tell whether something is wrong, they do not fix it
-    "mix": {"test", "dialyzer", "credo", "compile"}, "cargo": {"check", "test", "clippy", "build"},
-    "go": {"test", "vet", "build"}, "npm": {"test"}, "pnpm": {"test", "typecheck", "lint"},
-    "yarn": {"test", "typecheck", "lint"}, "bun": {"test", "typecheck"}, "npx": {"vitest", "jest", "tsc", "eslint"},
-}
-"""Subcommands that only look or check."""
-_CHECKS = frozenset({"pytest", "tsc", "mypy", "pyright", "rspec", "jest", "vitest", "eslint", "ruff", "flake8", "pylint",
-                     "shellcheck", "rubocop"})
-"""Checkers, which only look unless told to fix (`--fix`, `-A`, `--write`)."""
-_FIXING = frozenset({"--fix", "-A", "-a", "--write", "--autocorrect"})
-_SHELLS = frozenset({"bash", "sh", "zsh"})
-
-
-def command_words(command: str, _depth: int = 0) -> list[list[str]]:
-    """Each simple command's words from its program on: wrappers, VAR=value and `cd` left out,
-    the program by its base name lower-cased, the script of `bash -c SCRIPT` read as commands."""
-    out: list[list[str]] = []
-    for words in _simple_commands(command):
-        while words and (words[0] in _WRAPPERS or "=" in words[0] and not words[0].startswith(("=", "-"))):
-            words = words[1:]
-        if not words or words[0] == "cd":
-            continue
-        name = posixpath.basename(words[0].replace("\\", "/")).lower()
-        if name in _SHELLS and "-c" in words[1:-1] and _depth < 2:
-            out += command_words(words[words.index("-c") + 1], _depth + 1)
-            continue
-        out.append([name] + words[1:])
-    return out
-
-
-def _looks(words: list[str]) -> bool:
-    name, args = words[0], words[1:]
-    if name in _LOOK_COMMANDS:
-        return not (name == "sed" and "-i" in args)
-    if "--version" in args or "--help" in args or args[:1] in (["-v"], ["-V"], ["version"]):
-        return True
-    if name in _LOOK_SUBCOMMANDS and args[:1] and args[0] in _LOOK_SUBCOMMANDS[name]:
-        return True
-    if name.startswith("python") and args[:1] == ["-m"] and args[1:2] and args[1] in _CHECKS:
-        return not _FIXING.intersection(args)
-    if name in _CHECKS:
-        return not _FIXING.intersection(args)
-    return name == "curl" and not {"-X", "-d", "--data", "-T", "-o", "-O", "--request"}.intersection(args)
-
-
-def looks_only(command: str) -> bool:
-    """Every part of the command only looks or checks (ls, cat, grep, git status, a test run …)."""
-    parts = command_words(command)
-    return bool(parts) and all(_looks(words) for words in parts)
-
-
-def _pair(words: list[str]) -> tuple[str, str]:
-    return words[0], next((a for a in words[1:] if not a.startswith("-")), "")
-
-
-_FILTERS = frozenset({"head", "tail", "grep", "rg", "sort", "uniq", "cut", "jq", "wc", "tee", "awk", "sed", "column",
-                      "less", "more", "tr", "xargs", "echo", "printf", "true", "select-string", "select-object",
-                      "format-table", "format-list", "out-string", "where-object", "measure-object"})
-"""Programs that filter or decorate another's output in a pipeline."""
-
-
-def main_command(command: str) -> tuple[str, str] | None:
-    """(program, subcommand or script) a command is run for: its last part that does more than
-    look, else its first part that is not a filter (`x --version | head`), else its first part."""
-    parts = command_words(command)
-    acting = [words for words in parts if not _looks(words)]
-    if acting:
-        return _pair(acting[-1])
-    runs = [words for words in parts if words[0] not in _FILTERS] or parts
-    return _pair(runs[0]) if runs else None
-
-
-def same_command(command: str, wanted: tuple[str, str]) -> bool:
-    """`command` runs `wanted` (program and subcommand, a script compared by its base name)."""
-    for words in command_words(command):
-        name, sub = _pair(words)
-        if name == wanted[0] and (sub == wanted[1] or posixpath.basename(sub) == posixpath.basename(wanted[1])):
-            return True
-    return False

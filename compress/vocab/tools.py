@@ -2,8 +2,9 @@
 
 Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part (`base_name`),
 so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
-told by its command (`cat f` reads a file, `rg x` searches). Kept light (no regex, no shell
-parsing): the faces import it for the protected-tools default.
+told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
+file's lines, `compress.vocab.commands.reads_one_file`, is a read too). Kept light (no regex, shell
+parsing imported only for compound commands): the faces import it for the protected-tools default.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class ToolKind(Enum):
 
 _BY_KIND = {
     ToolKind.FILE_READ: {"read", "read_file", "view", "cat", "open", "open_file", "readfile", "view_file", "notebookread"},
-    ToolKind.COMMAND: {"bash", "shell", "exec_command", "run_terminal_cmd", "execute_command", "local_shell",
+    ToolKind.COMMAND: {"bash", "shell", "shell_command", "exec_command", "run_terminal_cmd", "execute_command", "local_shell",
                        "run_command", "terminal", "powershell", "container.exec", "execute_bash"},
     ToolKind.SEARCH: {"grep", "rg", "search", "search_files", "codebase_search", "search_dir", "search_file",
                       "find_in_files", "grep_search", "ripgrep"},
@@ -36,10 +37,12 @@ _BY_KIND = {
 _KIND_OF = {name: kind for kind, names in _BY_KIND.items() for name in names}
 
 _COMMAND_PREFIXES = (
-    (ToolKind.FILE_READ, ("cat ", "head ", "tail ", "sed -n", "less ", "bat ", "nl ")),
-    (ToolKind.SEARCH, ("grep ", "rg ", "ag ", "git grep", "ack ")),
-    (ToolKind.FILE_LIST, ("ls", "find ", "tree", "fd ", "git ls-files")),
+    (ToolKind.FILE_READ, ("cat ", "head ", "tail ", "sed -n", "less ", "bat ", "nl ", "get-content ", "gc ")),
+    (ToolKind.SEARCH, ("grep ", "rg ", "ag ", "git grep", "ack ", "select-string ", "findstr ")),
+    (ToolKind.FILE_LIST, ("ls", "find ", "tree", "fd ", "git ls-files", "get-childitem", "gci ", "dir ")),
 )
+"""What a single shell command is, by how it starts (lower-cased: PowerShell's cmdlets are
+case-insensitive; Codex on Windows runs them through `shell_command`)."""
 
 _BY_FILE_ACTION = {
     READ: {"read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat", "notebookread",
@@ -54,10 +57,10 @@ _FILE_ACTION_OF = {name: action for action, names in _BY_FILE_ACTION.items() for
 _EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """Anthropic's `str_replace_based_edit_tool` (`str_replace_editor…`): its `command` -> action."""
 PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
+"""Tools (and Codex argv programs) whose input is an apply_patch body."""
 BOOKKEEPING_TOOLS = frozenset({"taskoutput", "bashoutput", "todowrite", "todoread", "todo_write", "askuserquestion",
                                "question", "skill", "toolsearch", "enterplanmode", "exitplanmode", "killshell"})
 """Tools that keep the session's books (todos, questions, plans, background output), not the project's."""
-"""Tools (and Codex argv programs) whose input is an apply_patch body."""
 PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
 """Input keys of file tools that name the file (the first present one is used)."""
 PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
@@ -118,10 +121,15 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
     kind = _KIND_OF.get(base_name(name), ToolKind.OTHER)
     if kind is ToolKind.COMMAND:
         command = command_of(tool_input)
-        if "|" not in command and "&&" not in command and ";" not in command:
+        low = command.lower()
+        if "|" not in low and "&&" not in low and ";" not in low and "\n" not in low:
             for candidate, prefixes in _COMMAND_PREFIXES:
-                if command.startswith(prefixes):
+                if low.startswith(prefixes):
                     return candidate
+        elif command:
+            from compress.vocab.commands import reads_one_file  # shell parsing only for compound commands
+            if reads_one_file(command):
+                return ToolKind.FILE_READ
     return kind
 
 

@@ -81,5 +81,21 @@ def patch_touches(patch: str, cwd: str | None) -> list[FileTouch]:
     return touches
 
 
+def patch_old_lines(patch: str) -> list[str]:
+    """The lines an apply_patch body says the file holds now: the context (` `) and removed
+    (`-`) lines of its `*** Update File:` sections, and `@@` anchors; the model copies them
+    out of what it has seen of the file, as an edit's `old_string`."""
+    lines: list[str] = []
+    updating = False
+    for line in patch.splitlines():
+        if line.startswith("*** "):
+            updating = line.startswith("*** Update File:") or (updating and line.startswith("*** Move to:"))
+        elif updating and line.startswith("@@"):
+            lines.append(line[2:].strip())
+        elif updating and line[:1] in (" ", "-"):
+            lines.append(line[1:])
+    return [line for line in lines if line]
+
+
 def is_patch(text: str) -> bool:
     return "*** Begin Patch" in text or any(h in text for h, _ in _PATCH_HEADERS)

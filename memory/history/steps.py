@@ -51,7 +51,7 @@ _PROGRAM = re.compile(r"^\w[\w.+-]{0,39}$")
 
 def command_steps(command: str, depth: int = 0) -> list[str]:
     """The steps of one shell command line (empty when it is unreadable or only noise)."""
-    from compress.vocab.shell import command_words
+    from compress.vocab.commands import command_words
     from compress.vocab.tools import PATCH_TOOLS
 
     out = []
