@@ -22,9 +22,9 @@ from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE  # noqa: E402
 from replay.needed import MIN_LINE_CHARS  # noqa: E402
-from compress.vocab.calls import touched_files  # noqa: E402
 from compress.vocab.files import is_prose, is_source  # noqa: E402
-from compress.vocab.tools import ToolKind, replaced_texts, tool_kind  # noqa: E402
+from compress.vocab.calls import copied_texts, touched_files  # noqa: E402
+from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 
@@ -44,7 +44,7 @@ def session_reads(path: Path) -> list[tuple[list[str], int, bool]]:
         for block in msg.blocks:
             if block.kind == TOOL_USE:
                 calls[block.tool_id] = (block.tool_name, block.input)
-                lines = [x.strip() for text in replaced_texts(block.input) for x in text.splitlines()
+                lines = [x.strip() for text in copied_texts(block.tool_name, block.input) for x in text.splitlines()
                          if len(x.strip()) >= MIN_LINE_CHARS]
                 if lines:
                     edits.append((i, _path(block.tool_name, block.input), lines))

@@ -2,7 +2,7 @@
 
 For every model call k the model's reply is known. Each line (stripped, at least
 `MIN_LINE_CHARS` characters) of the old text of the reply's edit calls
-(`compress.vocab.tools.replaced_texts`) that was present in raw request k is a line the agent
+and patches (`compress.vocab.calls.copied_texts`) that was present in raw request k is a line the agent
 copied out of its context. A side *kept* it when it is still present verbatim in that side's
 request k. Its source is the newest raw message holding it; its age, the number of messages
 after that source in request k (bucketed 0-3 / 4-10 / 11+).
@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from compress.memo import PerObject
 from compress.model import TOOL_USE, Message
-from compress.vocab.tools import replaced_texts
+from compress.vocab.calls import copied_texts
 from ground.jsonvalues import strings_in
 
 MIN_LINE_CHARS = 12
@@ -37,7 +37,7 @@ def copied_lines(reply: Message | None) -> list[str]:
     if reply is None or reply.role != "assistant":
         return []
     lines = (line.strip() for b in reply.blocks if b.kind == TOOL_USE
-             for text in replaced_texts(b.input) for line in text.splitlines())
+             for text in copied_texts(b.tool_name, b.input) for line in text.splitlines())
     return list(dict.fromkeys(line for line in lines if len(line) >= MIN_LINE_CHARS))
 
 
