@@ -97,6 +97,9 @@ def test_codex_on_windows_powershell():
     assert shell_heredocs(numbered) == ()
     assert touched_files("shell_command", {"command": numbered}) == [FileTouch("src/x.ts", READ)]
     assert tool_kind("shell_command", {"command": numbered}) is ToolKind.FILE_READ
+    counted = "$i=0; Get-Content src\\a.vue | ForEach-Object { $i++; '{0,4}: {1}' -f $i, $_ }"
+    assert tool_kind("shell_command", {"command": counted}) is ToolKind.FILE_READ
+    assert touched_files("shell_command", {"command": counted}) == [FileTouch("src/a.vue", READ)]
     assert tool_kind("shell_command", {"command": "npm.cmd test"}) is ToolKind.COMMAND
 
 

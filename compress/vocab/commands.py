@@ -87,7 +87,12 @@ def reads_one_file(command: str) -> bool:
     if not touches or any(t.action != READ for t in touches) or len({t.path for t in touches}) != 1:
         return False
     parts = simple_commands(script_of(command))
-    return bool(parts) and all(_shows_lines(words) for words in parts)
+    for words in parts:
+        if not _shows_lines(words):
+            return False
+        if words[0].lower() in ("foreach-object", "%"):
+            return True  # the rest is its script block: it formats each line (no file touched but the read)
+    return bool(parts)
 
 
 def _shows_lines(words: list[str]) -> bool:

@@ -53,7 +53,7 @@ def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]
     """The files a shell command touches (heredoc targets included). Cached: agents repeat
     commands, and every run of the pipeline reads the whole history."""
     script, _ = _split_heredocs(command)
-    if script.split(None, 1)[:1] and script.split(None, 1)[0].lower() in _POWERSHELL_READERS:
+    if _is_powershell(script):
         script = script.replace("\\", "/")  # PowerShell: backslashes separate paths, they escape nothing
     touches: list[FileTouch] = []
     if "apply_patch" in script and is_patch(command):
@@ -61,6 +61,15 @@ def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]
     for words in simple_commands(script):
         cwd = _touch_command(words, cwd, touches)
     return tuple(touches)
+
+
+_POWERSHELL_WORDS = ("get-content", "set-content", "add-content", "out-file", "foreach-object", "select-object")
+
+
+def _is_powershell(script: str) -> bool:
+    """The script uses PowerShell's file cmdlets (its backslashes are path separators)."""
+    low = script.lower()
+    return any(word in low for word in _POWERSHELL_WORDS) or low.split(None, 1)[:1] == ["gc"]
 
 
 @lru_cache(maxsize=2048)
