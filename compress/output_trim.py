@@ -24,6 +24,9 @@ from compress.trimming import (Budget, Selection, cut_long_line, group_file_list
 from compress.vocab.tools import ToolKind
 
 
+COLD_SINCE = ("read", "last_change")
+
+
 @dataclass(frozen=True)
 class TrimOptions:
     min_chars: int = 3_000
@@ -53,6 +56,12 @@ class TrimOptions:
     that read: 30 turns, chosen with the corpus replay and judged leave-one-project-out
     (docs/replay-results.md; 9 turns had lost most of the needed lines from sources 11+
     messages old)."""
+    cold_since: str = "last_change"
+    """What `cold_after_turns` counts from: "last_change", the newest read or change of its file
+    (cold once the file has been left alone that long, `trim_outputs.idle_reads`), or "read", the
+    read itself (cold when no call changed its file within that many turns after it, and warm
+    for good otherwise, `trim_outputs.cold_reads`). Chosen with the corpus replay and judged
+    leave-one-project-out (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
     fresh_max_line_chars: int = 2_000
     """A read of source code that is neither stale nor cold stays whole (line numbers thinned on
@@ -61,6 +70,8 @@ class TrimOptions:
     (minified code is not copied line by line)."""
 
     def __post_init__(self) -> None:
+        if self.cold_since not in COLD_SINCE:
+            raise ValueError(f"trim_outputs.cold_since must be one of {', '.join(COLD_SINCE)}, got {self.cold_since!r}")
         if self.tier_scale is None:
             object.__setattr__(self, "tier_scale", {"always": 3.0, "medium": 2.0, "high": 1.6})
 

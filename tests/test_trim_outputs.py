@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -228,8 +230,8 @@ def test_reads_of_files_that_are_not_source_code_get_less():
 
 
 def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
-    """Cold: at least `cold_after_turns` turns old and no change to its file within that many
-    turns after the read. A later edit (soon enough) keeps a read warm."""
+    """`cold_since` "read": cold when at least `cold_after_turns` turns old and no change to
+    its file within that many turns after the read. A later edit (soon enough) keeps a read warm."""
     text = numbered(python_file(80))
     read = ("Read", {"file_path": "/src/app.py"}, text)
     edit = ("Edit", {"file_path": "/src/app.py", "old_string": "a", "new_string": "b"}, "ok")
@@ -241,7 +243,26 @@ def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
     assert trim_outputs.cold_reads(list(from_provider(warm).messages), 12, 14) == set()
     assert trim_outputs.cold_reads(list(from_provider(young).messages), 12, 6) == set()
     assert trim_outputs.cold_reads(list(from_provider(cold).messages), 0, 14) == set()
-    after_12 = config(stage_options={"trim_outputs": {"cold_after_turns": 12}})
+    after_12 = config(stage_options={"trim_outputs": {"cold_after_turns": 12, "cold_since": "read"}})
     kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, after_12)[0].body)[0]
             for name, body in (("cold", cold), ("warm", warm), ("young", young))}
     assert len(kept["cold"]) < len(kept["warm"]) == len(kept["young"]) == len(text)
+
+
+def test_with_cold_since_last_change_a_read_goes_cold_once_its_file_is_left_alone():
+    """`cold_since` "last_change": cold when neither the read nor a change of its file came in
+    the last `cold_after_turns` turns, however soon after the read the file was changed."""
+    text = numbered(python_file(80))
+    read = ("Read", {"file_path": "/src/app.py"}, text)
+    edit = ("Edit", {"file_path": "/src/app.py", "old_string": "a", "new_string": "b"}, "ok")
+    other = ("Edit", {"file_path": "/src/other.py", "old_string": "a", "new_string": "b"}, "ok")
+    edited_then_left = list(from_provider(anthropic([read, edit], turns_after=14)).messages)
+    last = edited_then_left[-1].turn
+    assert trim_outputs.idle_reads(edited_then_left, 12, last) == {"toolu_000"}
+    assert trim_outputs.cold_reads(edited_then_left, 12, last) == set()  # "read": warm for good
+    assert trim_outputs.idle_reads(edited_then_left, 12, 13) == set()  # the edit is recent
+    untouched = list(from_provider(anthropic([read, other], turns_after=12)).messages)
+    assert trim_outputs.idle_reads(untouched, 12, 14) == trim_outputs.cold_reads(untouched, 12, 14) == {"toolu_000"}
+    assert trim_outputs.idle_reads(untouched, 0, 14) == set()
+    with pytest.raises(ValueError, match="cold_since"):
+        TrimOptions(cold_since="never")

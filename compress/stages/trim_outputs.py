@@ -18,7 +18,8 @@ epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[ti
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
 later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
 code `non_source_scale`, and a read whose file was not changed soon after it ("cold",
-`cold_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
+`cold_reads`; or, with `cold_since` "last_change", whose file was left alone that long,
+`idle_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
 epoch re-decides it, and is then read from the provider's cache until a later epoch reaches it
 again. All knobs are stage options (`config.options("trim_outputs")`, names as in
 `TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
@@ -67,6 +68,30 @@ def stale_reads(messages: list[Message]) -> set[str]:
     return stale
 
 
+def idle_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str]:
+    """Tool ids of file reads whose file neither that read nor any change (write, edit, move,
+    delete) touched in the last `turns` assistant turns up to `anchor_turn`: the file was left
+    alone, however soon after the read it was changed. `turns` 0: none."""
+    if turns <= 0:
+        return set()
+    last: dict[str, int] = {}
+    reads: list[tuple[str, list[str], int]] = []
+    for msg in messages:
+        if msg.turn > anchor_turn:
+            break
+        for block in msg.blocks:
+            if block.kind != TOOL_USE:
+                continue
+            touches = touched_files(block.tool_name, block.input)
+            for touch in touches:
+                if touch.action in CHANGES:
+                    last[touch.path] = msg.turn
+            if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
+                reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
+    return {tool_id for tool_id, paths, turn in reads
+            if anchor_turn - max([turn, *(last.get(p, 0) for p in paths)]) >= turns}
+
+
 def cold_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str]:
     """Tool ids of file reads at least `turns` assistant turns older than `anchor_turn` whose
     file no call changed (wrote, edited, moved, deleted) within `turns` turns after the read.
@@ -89,6 +114,10 @@ def cold_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str
                 reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
     return {tool_id for tool_id, paths, turn in reads
             if not any(turn <= at <= turn + turns for path in paths for at in changed[path])}
+
+
+COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
+"""`TrimOptions.cold_since` -> the rule that tells which reads are cold."""
 
 
 # -- images and base64 -----------------------------------------------------------------
@@ -122,7 +151,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
-    cold = cold_reads(messages, opts.cold_after_turns, ctx.anchor_turn)
+    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):
