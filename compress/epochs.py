@@ -62,12 +62,21 @@ def forced_reason(session: Session, provider: str, tier: Tier, frozen: int) -> s
     return ""
 
 
+def lookback_for(provider: str, config: CompressConfig) -> int | None:
+    """How many content blocks back from a request's end the provider looks for a cached prefix:
+    Anthropic's cache checks `cache_window_blocks` blocks before its breakpoint; OpenAI-style
+    providers reuse any earlier prefix (None), so re-deciding messages far back rewrites only
+    what follows them."""
+    return config.cache_window_blocks if provider == "anthropic" else None
+
+
 def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
-                hashes: list[str], config: CompressConfig, thinking_kept: bool = False) -> EpochChoice | None:
+                hashes: list[str], config: CompressConfig, thinking_kept: bool = False,
+                provider: str = "anthropic") -> EpochChoice | None:
     """Whether to try an epoch now, and from which message, or None.
 
     The provider reads the longest cached request that is still a prefix and ends within
-    its last `cache_window_blocks` blocks ("read end"). When none is, it writes the whole
+    its last blocks (`lookback_for` the `provider`: Anthropic's 20, anywhere for OpenAI) ("read end"). When none is, it writes the whole
     request anyway (a person wrote, so it dropped the last turn's thinking; never when the
     request keeps all thinking): a re-run from the start costs nothing extra and must only save
     `window_epoch_savings`. Otherwise, when unsettled messages worth re-deciding
@@ -77,9 +86,10 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     write everything and must save `epoch_savings_threshold`. `blocks`: each message's blocks
     as the provider counts them.
     """
+    lookback = lookback_for(provider, config)
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
     changed = min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
-    in_window = [e for e in session.request_ends if e <= changed and suffix[e] < config.cache_window_blocks]
+    in_window = [e for e in session.request_ends if e <= changed and (lookback is None or suffix[e] < lookback)]
     if not in_window:
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
     read_end = max(in_window)

@@ -200,7 +200,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(frozen, session.header.anchor_turn)
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
-        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept)
+        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider)
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
             if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config):

@@ -9,9 +9,11 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, pays_off
+from compress.epochs import EpochChoice, epoch_trial, pays_off
+from compress.formats.requests import from_provider
+from compress.provider_cache import provider_blocks
 from compress.pipeline import run
-from compress.session import STATE_FILE, Session, state_lock
+from compress.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL, conversation_field
 from tests.strategies import requests
@@ -230,3 +232,38 @@ def test_cached_requests_before_an_epochs_first_change_stay_known():
     assert session.request_ends == [3, 5]
     session.start_epoch("anthropic", 0, 4, {})
     assert session.request_ends == []
+
+
+def _openai_big_output_turns(n: int, big: int) -> dict:
+    """`_big_output_turns` in OpenAI Chat's shape."""
+    messages: list[dict] = [{"role": "user", "content": "start"}]
+    for i in range(n):
+        output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == big else 3))
+        messages += [{"role": "assistant", "content": None, "tool_calls": [
+                         {"id": f"t{i}", "type": "function",
+                          "function": {"name": "read_file", "arguments": f'{{"path": "/src/step{i}.txt"}}'}}]},
+                     {"role": "tool", "tool_call_id": f"t{i}", "content": output}]
+    return {"model": "gpt-5", "messages": messages}
+
+
+def test_an_openai_request_keeps_its_cached_prefix_through_an_epoch_far_back():
+    """Anthropic looks for a cached prefix only 20 blocks back, so re-deciding an output further
+    back makes it write the whole request: the epoch is a re-run from the start that costs
+    nothing more. OpenAI reuses any earlier prefix, so the same epoch re-decides from that output
+    on, priced as a rewrite of what follows the cached request before it."""
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=10**9, window_epoch_savings=500)
+    choices = {}
+    for provider, body in (("anthropic", _big_output_turns(16, big=1)), ("openai", _openai_big_output_turns(16, big=1))):
+        session, store = Session.memory(), CCRStore.in_memory()
+        for k in (3, 5):  # the big read arrives in the protected tail, whole
+            run({**body, "messages": body["messages"][:k]}, session=session, store=store, config=config)
+        canon = list(from_provider(body).messages)
+        hashes = prefix_hashes(body["messages"])
+        frozen = known_prefix(hashes, session.records, body["messages"])
+        assert frozen == 5 and len(body["messages"]) - 5 > config.cache_window_blocks
+        choices[provider] = epoch_trial(canon, provider_blocks(canon), frozen, len(canon) - 2, session, hashes,
+                                        config, provider=provider)
+        result = run(body, session=session, store=store, config=config)
+        assert result.report.mode == "epoch" and " of 2,000 lines" in dumps(result.body["messages"][4]).decode()
+    assert (choices["anthropic"].start, choices["anthropic"].read_end) == (0, 0)
+    assert (choices["openai"].start, choices["openai"].cached_end, choices["openai"].read_end) == (4, 3, 5)
