@@ -70,26 +70,32 @@ def test_every_marker_resolves_to_its_original(body):
 def test_latest_model_reply_keeps_its_thinking_text_and_calls(body):
     """In the latest turn's replies, thinking and text stay as sent, every call keeps its id and
     name, and a call's input changes only into a ctxmill note (`supersede_inputs`: an edit's
-    replaced text, history at birth; a reply that carries thinking is echoed whole)."""
+    replaced text, history at birth; a reply that carries thinking is echoed whole). Compared on
+    the canonical messages, so every provider's shape is held to it (OpenAI Chat's `tool_calls`
+    sit beside a string content)."""
     result = compress(body)
     request = from_provider(body)
+    out = from_provider(result.body).messages
     field = SHAPES[request.provider].MESSAGES_FIELD
     latest = request.messages[-1].turn if request.messages else 0
     for i, msg in enumerate(request.messages):
         if msg.role != "assistant" or msg.turn != latest:
             continue
-        sent, now = body[field][i], result.body[field][i]
-        if msg.has_thinking or not isinstance(sent.get("content"), list):
-            assert now == sent
+        if msg.has_thinking:
+            assert result.body[field][i] == body[field][i]
             continue
-        assert [b.get("type") for b in now["content"]] == [b.get("type") for b in sent["content"]]
-        for before, after in zip(sent["content"], now["content"]):
-            if before.get("type") != TOOL_USE:
-                assert after == before
+        now = out[i]
+        assert [b.kind for b in now.blocks] == [b.kind for b in msg.blocks]
+        for before, after in zip(msg.blocks, now.blocks):
+            if before.kind != TOOL_USE:
+                assert (after.text, after.raw) == (before.text, before.raw)
                 continue
-            assert (after["id"], after["name"]) == (before["id"], before["name"])
-            changed = {k: v for k, v in after["input"].items() if before["input"].get(k) != v}
-            assert set(after["input"]) == set(before["input"])
+            assert (after.tool_id, after.tool_name) == (before.tool_id, before.tool_name)
+            if not isinstance(before.input, dict):
+                assert after.input == before.input
+                continue
+            changed = {k: v for k, v in after.input.items() if before.input.get(k) != v}
+            assert set(after.input) == set(before.input)
             assert all(isinstance(v, str) and "<<ctxmill:" in v for v in changed.values()), changed
 
 
