@@ -1,4 +1,4 @@
-"""Leave-one-project-out for `CompressConfig.epoch_horizon` (1.0 and 0.5), the stage thresholds as shipped.
+"""Leave-one-project-out for `CompressConfig.epoch_horizon` (1.0, 0.5, 0.25), the stage thresholds as shipped.
 
     python bench/loo_horizon.py [--corpus DIR]
 
@@ -23,14 +23,15 @@ from replay.runner import replay  # noqa: E402
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--corpus", type=Path, default=Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus")))
 args = ap.parse_args()
-grid = {"horizon 1.0": {}, "horizon 0.5": {}}
+VALUES = (1.0, 0.5, 0.25)
+grid = {f"horizon {h}": {} for h in VALUES}
 for path in session_files(args.corpus / "transcripts"):
     try:
         t = read_session(path)
     except UnknownFormat:
         continue
-    for name, h in (("horizon 1.0", 1.0), ("horizon 0.5", 0.5)):
-        grid[name][str(path)] = replay(t, source=str(path), config=replace(CompressConfig(), epoch_horizon=h))
+    for h in VALUES:
+        grid[f"horizon {h}"][str(path)] = replay(t, source=str(path), config=replace(CompressConfig(), epoch_horizon=h))
 v = validate(grid)
 def cells(s):
     return f"{s.modelled_ratio:.3f} / {s.effective_ratio:.3f} / {s.needed.fraction():.3f}"

@@ -29,12 +29,13 @@ class CompressConfig:
     least this many compressible tokens: a smaller one can save next to nothing, and starting
     the re-decision there would make the provider write every message after it again (corpus
     replay: 50 → effective 0.664, 200 → 0.659, 500 → 0.666, 1,000 → 0.672; needed lines equal)."""
-    epoch_horizon: float = 0.5
+    epoch_horizon: float = 0.25
     """Cost-aware epochs: a savings epoch must also pay back the cache writes it causes within
     the requests still expected, taken as this many times the assistant turns so far; 0 turns
-    the check off. Half, not as long again: a rewrite priced on a future the session does not
-    have makes it cost more than sending everything (corpus replay, 1.0 -> 0.5: the two sessions
-    above raw, 1.006 and 1.030, fall to 0.974 and 0.969)."""
+    the check off. A quarter, not as long again: a rewrite priced on a future the session does
+    not have makes it cost more than sending everything (corpus replay, 1.0: two sessions above
+    raw, 1.006 and 1.030). Judged leave-one-project-out with `bench/loo_horizon.py` (1.0 / 0.5 /
+    0.25: every held-out project chooses 0.25)."""
     protect_tail_tokens: int = 4_000
     protect_tail_turns: int = 2
     protect_tail_blocks: int = 10

@@ -213,15 +213,15 @@ def test_an_epoch_that_would_not_pay_back_its_cache_writes_is_skipped():
     assert savings_epochs(replace(base, epoch_horizon=0.001)) == []
 
 
-def test_the_default_horizon_prices_an_epoch_over_half_the_turns_so_far():
+def test_the_default_horizon_prices_an_epoch_over_a_quarter_of_the_turns_so_far():
     """A rewrite that would pay back its cache writes only if the session ran as long again as
     it has (1 x the turns so far) is refused by default: sessions that end soon after such an
     epoch cost more than sending everything (corpus: two short sessions at 1.006 and 1.030)."""
     choice = EpochChoice(start=0, needed=500, cached_end=0, read_end=2, potential=1_000)
     current, trial = [1_000, 1_000], [1_000, 0]  # saves 1,000 tokens, writes 1,000 again
     assert pays_off(choice, current, trial, 12, replace(CompressConfig(), epoch_horizon=1.0))
-    assert not pays_off(choice, current, trial, 12, CompressConfig())
-    assert pays_off(choice, current, trial, 24, CompressConfig())
+    assert not pays_off(choice, current, trial, 24, CompressConfig())
+    assert pays_off(choice, current, trial, 48, CompressConfig())
 
 
 def test_cached_requests_before_an_epochs_first_change_stay_known():
