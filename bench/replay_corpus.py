@@ -44,8 +44,7 @@ from replay.runner import ReplayReport, replay  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
-KNOBS = {("trim_outputs", "cold_after_turns"): (20, 30), ("trim_outputs", "cold_since"): ("read", "last_change"),
-         ("supersede_inputs", "settled_after_turns"): (2, 12)}
+KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 8_000, 16_000), ("supersede_inputs", "settled_after_turns"): (12, 30)}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
 replays every combination; `--grid default` only the shipped values."""
 SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": supersede_inputs.DEFAULTS}

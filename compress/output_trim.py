@@ -62,6 +62,12 @@ class TrimOptions:
     read itself (cold when no call changed its file within that many turns after it, and warm
     for good otherwise, `trim_outputs.cold_reads`). Chosen with the corpus replay and judged
     leave-one-project-out (docs/replay-results.md)."""
+    cold_ref_chars: int = 8_000
+    """A read longer than this many characters goes cold in proportionally fewer turns
+    (`cold_after_turns` × `cold_ref_chars` / its length, at least 3; 0: every read waits as long;
+    `trim_outputs.cold_turns`): an edit copies a few lines of a big file, and keeping all of it
+    costs in proportion to its length. Chosen with the corpus replay, judged leave-one-project-out
+    (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
     fresh_max_line_chars: int = 2_000
     """A read of source code that is neither stale nor cold stays whole (line numbers thinned on

@@ -10,11 +10,14 @@ options, `CompressConfig.stage_options`); every session is replayed once per poi
 - leave-one-project-out: for each project, the point chosen on the other projects, scored on
   the held-out project's sessions; the held-out scores summed over all projects.
 
-Choice rule (`choose`), on sums of costs over the sessions (not means of ratios): the cheapest
-point (effective cost) among those that meet both overall targets, at least `MIN_NEEDED` of the
-needed lines kept and an effective cost at most `MAX_COST_VS_CAP` times the decide-once cap's;
-when none does, the point that keeps the most needed lines among those that cost no more than
-the cap (then the cheapest of them); when none does either, the cheapest. Ties go to the earlier
+Choice rule (`choose`), on sums of costs over the sessions (not means of ratios), the targets
+in the order they matter: the cheapest point (effective cost) among those that meet both overall
+targets, the needed lines kept (`keeps_needed`: at least `MIN_NEEDED` of them, and `MIN_NEEDED_OLD`
+of those from sources 11+ messages old) and an effective cost at most `MAX_COST_VS_CAP` times the
+decide-once cap's; when none does, the cheapest among those that keep the needed lines and cost
+no more than the cap; when none does, the point that keeps the most needed
+lines among those that cost no more than the cap (then the cheapest of them); when none does
+either, the cheapest. Ties go to the earlier
 point of the grid.
 What must hold: a held-out project's sessions never enter the choice made for it.
 """
@@ -29,6 +32,8 @@ from replay.needed import Needed
 from replay.runner import ReplayReport
 
 MIN_NEEDED = 0.95
+MIN_NEEDED_OLD = 0.9
+"""Of the needed lines whose newest source is 11+ messages old (the `11+` age bucket)."""
 MAX_COST_VS_CAP = 0.85
 
 
@@ -93,12 +98,20 @@ def choose(grid: Grid, sessions: Iterable[str]) -> str:
     any_point = next(iter(grid.values()))
     cap = score((any_point[s] for s in chosen), "cap")  # the cap does not depend on the point
     cheapest = sorted(scores, key=lambda name: scores[name].effective_ratio)
-    meeting = [n for n in cheapest if scores[n].needed.fraction() >= MIN_NEEDED
+    meeting = [n for n in cheapest if keeps_needed(scores[n].needed)
                and scores[n].effective_ratio <= MAX_COST_VS_CAP * cap.effective_ratio]
     if meeting:
         return meeting[0]
+    keeping = [n for n in cheapest if keeps_needed(scores[n].needed) and scores[n].effective_ratio <= cap.effective_ratio]
+    if keeping:
+        return keeping[0]
     affordable = [n for n in cheapest if scores[n].effective_ratio <= cap.effective_ratio]
     return max(affordable, key=lambda n: scores[n].needed.fraction()) if affordable else cheapest[0]
+
+
+def keeps_needed(needed: Needed) -> bool:
+    """Both needed-lines targets: `MIN_NEEDED` overall and `MIN_NEEDED_OLD` of the 11+ bucket."""
+    return needed.fraction() >= MIN_NEEDED and needed.fraction("11+") >= MIN_NEEDED_OLD
 
 
 def by_project(sessions: Iterable[str]) -> dict[str, list[str]]:
@@ -160,8 +173,8 @@ def target_misses(reports: Iterable[ReplayReport]) -> list[str]:
     mine, cap = score(reports), score(reports, "cap")
     if mine.needed.fraction() < MIN_NEEDED:
         out.append(f"overall needed {mine.needed.fraction():.3f} < {MIN_NEEDED}")
-    if mine.needed.fraction("11+") < 0.9:
-        out.append(f"overall needed from sources 11+ messages old {mine.needed.fraction('11+'):.3f} < 0.9")
+    if mine.needed.fraction("11+") < MIN_NEEDED_OLD:
+        out.append(f"overall needed from sources 11+ messages old {mine.needed.fraction('11+'):.3f} < {MIN_NEEDED_OLD}")
     if mine.effective_ratio > 0.85 * cap.effective_ratio:
         out.append(f"overall effective {mine.effective_ratio:.3f} > 0.85 x cap {cap.effective_ratio:.3f}")
     return out

@@ -33,14 +33,22 @@ def test_project_is_the_owner_and_repo_prefix_of_the_file_name():
     assert project_of("swe-agent/function_calling_simple.traj") == "function_calling_simple"
 
 
-def test_choice_meets_both_targets_cheapest_else_keeps_most_within_the_caps_cost():
+def test_choice_meets_both_targets_cheapest_else_the_needed_one_cheapest_else_keeps_most_within_the_caps_cost():
     grid = {"cheap-lossy": {"a": _report("a", 50, 100, 80)},
             "dear-safe": {"a": _report("a", 70, 100, 99)},
             "dearest-safe": {"a": _report("a", 80, 100, 100)}}
     assert choose(grid, ["a"]) == "dear-safe"  # cap 100: both meet 0.95 and 0.85 x the cap
     over = {"cheap-lossy": {"a": _report("a", 50, 100, 80)}, "safe": {"a": _report("a", 90, 100, 96)},
+            "safer": {"a": _report("a", 95, 100, 98)},
             "safest-but-dearer-than-cap": {"a": _report("a", 110, 100, 100)}}
-    assert choose(over, ["a"]) == "safe"  # none meets both: most needed at no more than the cap's cost
+    assert choose(over, ["a"]) == "safe"  # none meets both: the cheapest keeping 0.95 within the cap's cost
+    short = {"cheap-lossy": {"a": _report("a", 50, 100, 80)}, "lossy": {"a": _report("a", 90, 100, 93)},
+             "safest-but-dearer-than-cap": {"a": _report("a", 110, 100, 100)}}
+    assert choose(short, ["a"]) == "lossy"  # none keeps 0.95 within it: the most needed within the cap's cost
+    cheap, dearer = _report("a", 80, 100, 97), _report("a", 90, 100, 97)
+    cheap.compressed.needed.total.update({"0-3": 80, "11+": 20})
+    cheap.compressed.needed.kept.update({"0-3": 80, "11+": 17})  # 0.97 overall, 0.85 of the 11+ lines
+    assert choose({"cheap-old-lost": {"a": cheap}, "dearer": {"a": dearer}}, ["a"]) == "dearer"
     dear = {"x": {"a": _report("a", 130, 100, 100)}, "y": {"a": _report("a", 120, 100, 90)}}
     assert choose(dear, ["a"]) == "y"  # every point costs more than the cap: the cheapest
     assert (MIN_NEEDED, MAX_COST_VS_CAP) == (0.95, 0.85)

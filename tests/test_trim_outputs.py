@@ -266,3 +266,20 @@ def test_with_cold_since_last_change_a_read_goes_cold_once_its_file_is_left_alon
     assert trim_outputs.idle_reads(untouched, 0, 14) == set()
     with pytest.raises(ValueError, match="cold_since"):
         TrimOptions(cold_since="never")
+
+
+def test_a_long_read_goes_cold_in_proportionally_fewer_turns():
+    """`cold_ref_chars`: a read n > ref characters long waits `turns × ref / n` turns (at least
+    3) before its file counts as left alone; a shorter one waits `turns`."""
+    long_text, short_text = numbered(python_file(800)), numbered(python_file(20))
+    assert len(long_text) > 10 * 3_000 and len(short_text) < 3_000
+    body = anthropic([("Read", {"file_path": "/src/long.py"}, long_text), ("Read", {"file_path": "/src/short.py"}, short_text)],
+                     turns_after=8)
+    messages = list(from_provider(body).messages)
+    anchor = messages[-1].turn
+    limit = trim_outputs.cold_turns(messages, 30, 3_000)
+    assert limit("toolu_000") == 3 and limit("toolu_001") == 30  # 30 x 3,000 / 92K rounds below the floor
+    assert trim_outputs.cold_turns(messages, 30, 0)("toolu_000") == 30
+    assert trim_outputs.idle_reads(messages, 30, anchor, ref_chars=3_000) == {"toolu_000"}
+    assert trim_outputs.idle_reads(messages, 30, anchor) == set()
+    assert trim_outputs.cold_reads(messages, 30, anchor, ref_chars=3_000) == {"toolu_000"}

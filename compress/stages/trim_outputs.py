@@ -30,13 +30,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from ccr.markers import format_marker
 from compress.config import options_as
 from compress.line_numbers import thinning_key
 from compress.lossy import accept
-from compress.model import IMAGE, TEXT, TOOL_USE, Block, Message
+from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
@@ -68,12 +68,14 @@ def stale_reads(messages: list[Message]) -> set[str]:
     return stale
 
 
-def idle_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str]:
+def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0) -> set[str]:
     """Tool ids of file reads whose file neither that read nor any change (write, edit, move,
     delete) touched in the last `turns` assistant turns up to `anchor_turn`: the file was left
-    alone, however soon after the read it was changed. `turns` 0: none."""
+    alone, however soon after the read it was changed. A read longer than `ref_chars` (0: no
+    such read) waits proportionally fewer turns (`cold_turns`). `turns` 0: none."""
     if turns <= 0:
         return set()
+    limit = cold_turns(messages, turns, ref_chars)
     last: dict[str, int] = {}
     reads: list[tuple[str, list[str], int]] = []
     for msg in messages:
@@ -89,17 +91,33 @@ def idle_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str
             if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
                 reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
     return {tool_id for tool_id, paths, turn in reads
-            if anchor_turn - max([turn, *(last.get(p, 0) for p in paths)]) >= turns}
+            if anchor_turn - max([turn, *(last.get(p, 0) for p in paths)]) >= limit(tool_id)}
 
 
-def cold_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str]:
+MIN_COLD_TURNS = 3
+
+
+def cold_turns(messages: list[Message], turns: int, ref_chars: int) -> Callable[[str], int]:
+    """Turns a read waits before it can go cold, by tool id: `turns`, or for a read of n >
+    `ref_chars` characters `turns × ref_chars / n` (at least `MIN_COLD_TURNS`). Of the corpus's
+    file reads, those over 20,000 characters carry a fifth of what reads cost to keep and a
+    fourteenth of the lines later copied into edits: an edit copies a few lines of a big file."""
+    if ref_chars <= 0:
+        return lambda tool_id: turns
+    sizes = {b.tool_id: len(b.result_text) for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
+    return lambda tool_id: max(MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, sizes.get(tool_id, 0)))))
+
+
+
+def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0) -> set[str]:
     """Tool ids of file reads at least `turns` assistant turns older than `anchor_turn` whose
     file no call changed (wrote, edited, moved, deleted) within `turns` turns after the read.
     Of the corpus's reads over 3,000 characters, those whose file is never changed supply 1% of
     the lines later copied into edits; 93% come from reads whose file changes within 30 messages.
-    `turns` 0: none."""
+    `turns` 0: none; a read longer than `ref_chars` waits fewer turns (`cold_turns`)."""
     if turns <= 0:
         return set()
+    limit = cold_turns(messages, turns, ref_chars)
     changed: dict[str, list[int]] = defaultdict(list)
     reads: list[tuple[str, list[str], int]] = []
     for msg in messages:
@@ -110,10 +128,10 @@ def cold_reads(messages: list[Message], turns: int, anchor_turn: int) -> set[str
             for touch in touches:
                 if touch.action in CHANGES:
                     changed[touch.path].append(msg.turn)
-            if anchor_turn - msg.turn >= turns and tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
+            if anchor_turn - msg.turn >= limit(block.tool_id) and tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
                 reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
     return {tool_id for tool_id, paths, turn in reads
-            if not any(turn <= at <= turn + turns for path in paths for at in changed[path])}
+            if not any(turn <= at <= turn + limit(tool_id) for path in paths for at in changed[path])}
 
 
 COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
@@ -151,7 +169,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
-    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn)
+    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):

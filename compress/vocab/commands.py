@@ -10,6 +10,7 @@ shallow parsing of `compress.vocab.shell`.
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 
 from compress.vocab.shell import WRAPPERS, script_of, shell_touches, simple_commands
 from compress.vocab.touches import READ
@@ -79,10 +80,12 @@ _READ_PROGRAMS = frozenset({"cat", "head", "tail", "nl", "sed", "less", "bat", "
 """Programs of a command that shows one file's lines: reads, and windows or numbering of them."""
 
 
+@lru_cache(maxsize=2048)
 def reads_one_file(command: str) -> bool:
     """The command only shows lines of one file (`nl -ba f | sed -n 1,80p`, PowerShell's
     `$i=1; Get-Content f | ForEach-Object { … }`): it reads exactly one file, writes none, and
-    each of its parts is a reader, a line window or numbering, or a PowerShell variable step."""
+    each of its parts is a reader, a line window or numbering, or a PowerShell variable step.
+    Cached: `tool_kind` asks again for every run over the same history."""
     touches = shell_touches(command)
     if not touches or any(t.action != READ for t in touches) or len({t.path for t in touches}) != 1:
         return False
