@@ -76,10 +76,19 @@ def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
     if turns <= 0:
         return set()
     limit = cold_turns(messages, turns, ref_chars)
-    last: dict[str, int] = {}
+    reads, changed = _reads_and_changes(messages, anchor_turn)
+    return {tool_id for tool_id, paths, turn in reads
+            if anchor_turn - max([turn, *(changed[p][-1] for p in paths if changed[p])]) >= limit(tool_id)}
+
+
+def _reads_and_changes(messages: list[Message], until: int | None = None
+                       ) -> tuple[list[tuple[str, list[str], int]], dict[str, list[int]]]:
+    """(tool id, paths read, turn) of every file read, and the turns each file was changed in
+    (written, edited, moved, deleted), in order; messages after turn `until` (None: none) left out."""
+    changed: dict[str, list[int]] = defaultdict(list)
     reads: list[tuple[str, list[str], int]] = []
     for msg in messages:
-        if msg.turn > anchor_turn:
+        if until is not None and msg.turn > until:
             break
         for block in msg.blocks:
             if block.kind != TOOL_USE:
@@ -87,11 +96,10 @@ def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
             touches = touched_files(block.tool_name, block.input)
             for touch in touches:
                 if touch.action in CHANGES:
-                    last[touch.path] = msg.turn
+                    changed[touch.path].append(msg.turn)
             if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
                 reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
-    return {tool_id for tool_id, paths, turn in reads
-            if anchor_turn - max([turn, *(last.get(p, 0) for p in paths)]) >= limit(tool_id)}
+    return reads, changed
 
 
 MIN_COLD_TURNS = 3
@@ -108,7 +116,6 @@ def cold_turns(messages: list[Message], turns: int, ref_chars: int) -> Callable[
     return lambda tool_id: max(MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, sizes.get(tool_id, 0)))))
 
 
-
 def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0) -> set[str]:
     """Tool ids of file reads at least `turns` assistant turns older than `anchor_turn` whose
     file no call changed (wrote, edited, moved, deleted) within `turns` turns after the read.
@@ -118,20 +125,9 @@ def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
     if turns <= 0:
         return set()
     limit = cold_turns(messages, turns, ref_chars)
-    changed: dict[str, list[int]] = defaultdict(list)
-    reads: list[tuple[str, list[str], int]] = []
-    for msg in messages:
-        for block in msg.blocks:
-            if block.kind != TOOL_USE:
-                continue
-            touches = touched_files(block.tool_name, block.input)
-            for touch in touches:
-                if touch.action in CHANGES:
-                    changed[touch.path].append(msg.turn)
-            if anchor_turn - msg.turn >= limit(block.tool_id) and tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
-                reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
-    return {tool_id for tool_id, paths, turn in reads
-            if not any(turn <= at <= turn + limit(tool_id) for path in paths for at in changed[path])}
+    reads, changed = _reads_and_changes(messages)
+    return {tool_id for tool_id, paths, turn in reads if anchor_turn - turn >= limit(tool_id)
+            and not any(turn <= at <= turn + limit(tool_id) for path in paths for at in changed[path])}
 
 
 COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
