@@ -38,14 +38,14 @@ WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"
 _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc", "diff", "source", "."})
 _VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "cp": {"-t"}, "mv": {"-t"},
                   "get-content": {"-totalcount", "-head", "-tail", "-first", "-last", "-encoding", "-readcount",
-                                  "-delimiter"}}
-_VALUE_OPTIONS["set-content"] = {"-encoding", "-value", "-stream", "-delimiter", "-width", "-filepath"}
-_POWERSHELL_READERS = {"get-content": "get-content", "gc": "get-content"}
+                                  "-delimiter"},
+                  "set-content": {"-encoding", "-value", "-stream", "-delimiter", "-width", "-filepath"}}
+_POWERSHELL_READERS = frozenset({"get-content", "gc"})
+"""PowerShell's file reader and its alias, compared lower-cased (Codex on Windows runs
+`Get-Content path -TotalCount 200` through `shell_command`)."""
 _POWERSHELL_WRITERS = {"set-content": WRITE, "out-file": WRITE, "add-content": EDIT}
 """PowerShell cmdlets that write (append to) the file their first operand or `-Path` names; a
 here-string piped to one (`@'…'@ | Set-Content f`) is its body (`shell_heredocs`)."""
-"""PowerShell's file reader and its alias, compared lower-cased (Codex on Windows runs
-`Get-Content path -TotalCount 200` through `shell_command`); its paths may use backslashes."""
 
 
 @lru_cache(maxsize=2048)
@@ -53,8 +53,6 @@ def shell_touches(command: str, cwd: str | None = None) -> tuple[FileTouch, ...]
     """The files a shell command touches (heredoc targets included). Cached: agents repeat
     commands, and every run of the pipeline reads the whole history."""
     script, _ = _split_heredocs(command)
-    if _is_powershell(script):
-        script = script.replace("\\", "/")  # PowerShell: backslashes separate paths, they escape nothing
     touches: list[FileTouch] = []
     if "apply_patch" in script and is_patch(command):
         touches += patch_touches(command, cwd)
@@ -98,7 +96,8 @@ def script_of(command: str) -> str:
 
 def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
     """The command without heredoc bodies (a sentinel word after each opener), and
-    (delimiter, body) of each heredoc in order."""
+    (delimiter, body) of each heredoc in order. In a PowerShell script (`_is_powershell`)
+    backslashes separate paths and escape nothing: they become `/`."""
     lines = command.split("\n")
     script: list[str] = []
     bodies: list[tuple[str, str]] = []
@@ -108,7 +107,7 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
         i += 1
         if (quote := _here_string_quote(line)) and (end := _here_string_end(lines, i, quote)) is not None:
             if _runs_script(lines[end]):  # `@'…'@ | powershell -Command -`: the body is the script
-                script += [body_line.replace("\\", "/") for body_line in lines[i:end]]  # PowerShell paths
+                script += lines[i:end]
                 i = end + 1
                 continue
             script.append(f"{line.rstrip()[:-2]}{_here_string_command(lines[end], len(bodies))}")
@@ -128,7 +127,8 @@ def _split_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
                     break
                 body.append(lines[i - 1])
             bodies.append((delimiter, "\n".join(body)))
-    return "\n".join(script), bodies
+    joined = "\n".join(script)
+    return (joined.replace("\\", "/") if _is_powershell(joined) else joined), bodies
 
 
 def _here_string_quote(line: str) -> str:
@@ -151,10 +151,10 @@ def _runs_script(closing: str) -> bool:
 
 def _here_string_command(closing: str, n: int) -> str:
     """The script a here-string's closing line leaves: what it is piped to, with its sentinel
-    (`'@ | Set-Content -NoNewline src\\a.ts` -> `Set-Content -NoNewline src/a.ts \x00n`), so the
-    body is tied to the command that writes it; PowerShell paths take `/` for `\\`."""
+    (`'@ | Set-Content -NoNewline src\\a.ts` -> `Set-Content -NoNewline src\\a.ts \x00n`), so the
+    body is tied to the command that writes it."""
     rest = closing[2:].strip()
-    target = rest[1:].strip().replace("\\", "/") if rest.startswith("|") else rest
+    target = rest[1:].strip() if rest.startswith("|") else rest
     return f"{target} {_SENTINEL}{n}" if rest.startswith("|") else f" {_SENTINEL}{n} {rest}"
 
 
@@ -291,7 +291,7 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
         operands = _operands("set-content", args)
         return [FileTouch(p, _POWERSHELL_WRITERS[name.lower()]) for p in paths(operands[:1])]
     if name.lower() in _POWERSHELL_READERS:
-        operands = _operands(_POWERSHELL_READERS[name.lower()], args)
+        operands = _operands("get-content", args)
         return [FileTouch(p, READ) for p in paths(operands)]
     operands = _operands(name, args)
     if name in _READERS:
