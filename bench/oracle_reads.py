@@ -23,6 +23,7 @@ import argparse
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -68,6 +69,10 @@ def per_message(transcript: Transcript, decide: Callable[[Block], Block]) -> Cal
         blocks = [decide(b) for b in parsed.blocks]
         if all(new is old for new, old in zip(blocks, parsed.blocks)):
             return raw
+        if len(blocks) == 1 and parsed.blocks[0].raw is raw:
+            # an item that is its one block (OpenAI Responses): a block taken from another
+            # request renders from its own item
+            parsed = replace(parsed, raw=blocks[0].raw)
         return shape.render_message(parsed.with_blocks(blocks))
 
     once = PerObject(message)
