@@ -36,7 +36,6 @@ from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.output_trim import TrimOptions  # noqa: E402
-from compress.stages import supersede_inputs  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402
@@ -44,10 +43,10 @@ from replay.runner import ReplayReport, replay  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
-KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 8_000, 16_000), ("supersede_inputs", "settled_after_turns"): (12, 30)}
+KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 6_000, 8_000, 16_000), ("trim_outputs", "cold_ref_changed"): (False, True)}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
 replays every combination; `--grid default` only the shipped values."""
-SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": supersede_inputs.DEFAULTS}
+SHIPPED = {"trim_outputs": vars(TrimOptions())}
 
 
 def grid_points(grid: str) -> tuple[list[Point], str]:

@@ -62,11 +62,17 @@ class TrimOptions:
     read itself (cold when no call changed its file within that many turns after it, and warm
     for good otherwise, `trim_outputs.cold_reads`). Chosen with the corpus replay and judged
     leave-one-project-out (docs/replay-results.md)."""
-    cold_ref_chars: int = 8_000
+    cold_ref_chars: int = 6_000
     """A read longer than this many characters goes cold in proportionally fewer turns
     (`cold_after_turns` × `cold_ref_chars` / its length, at least 3; 0: every read waits as long;
-    `trim_outputs.cold_turns`): an edit copies a few lines of a big file, and keeping all of it
-    costs in proportion to its length. Chosen with the corpus replay, judged leave-one-project-out
+    `trim_outputs.cold_turns`; see `cold_ref_changed`): an edit copies a few lines of a big file,
+    and keeping all of it costs in proportion to its length. Chosen with the corpus replay,
+    judged leave-one-project-out (docs/replay-results.md)."""
+    cold_ref_changed: bool = False
+    """Whether `cold_ref_chars` also shortens the wait of a read whose file some call had changed
+    before it (`trim_outputs.worked_reads`). False: a file the agent works on keeps its newest
+    read the full `cold_after_turns`, however long; only long reads of files it has not changed
+    yet (exploring) go cold sooner. Chosen with the corpus replay, judged leave-one-project-out
     (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
     fresh_max_line_chars: int = 2_000

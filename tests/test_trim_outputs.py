@@ -283,3 +283,24 @@ def test_a_long_read_goes_cold_in_proportionally_fewer_turns():
     assert trim_outputs.idle_reads(messages, 30, anchor, ref_chars=3_000) == {"toolu_000"}
     assert trim_outputs.idle_reads(messages, 30, anchor) == set()
     assert trim_outputs.cold_reads(messages, 30, anchor, ref_chars=3_000) == {"toolu_000"}
+
+
+def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
+    """`cold_ref_changed` False (the default): a long read of a file some call changed before it
+    (the agent works on that file, `worked_reads`) waits the full `cold_after_turns`; the same
+    read of a file nothing changed yet goes cold sooner. True: both go cold sooner."""
+    long_text = numbered(python_file(800))
+    edit = ("Edit", {"file_path": "/src/long.py", "old_string": "a", "new_string": "b"}, "ok")
+    bodies = {name: anthropic([edit, ("Read", {"file_path": path}, long_text)], turns_after=8)
+              for name, path in (("worked", "/src/long.py"), ("explored", "/src/other.py"))}
+    worked, explored = (list(from_provider(bodies[name]).messages) for name in ("worked", "explored"))
+    anchor = worked[-1].turn
+    assert trim_outputs.worked_reads(*trim_outputs._reads_and_changes(worked)) == {"toolu_001"}
+    assert trim_outputs.worked_reads(*trim_outputs._reads_and_changes(explored)) == set()
+    for rule in (trim_outputs.idle_reads, trim_outputs.cold_reads):
+        assert rule(worked, 30, anchor, 3_000, ref_changed=False) == set()
+        assert rule(worked, 30, anchor, 3_000, ref_changed=True) == {"toolu_001"}
+        assert rule(explored, 30, anchor, 3_000, ref_changed=False) == {"toolu_001"}
+    short_wait = config(stage_options={"trim_outputs": {"cold_ref_chars": 3_000}})
+    kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, short_wait)[0].body)[1] for name, body in bodies.items()}
+    assert kept["worked"] == long_text and len(kept["explored"]) < len(long_text)

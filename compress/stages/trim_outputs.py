@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from ccr.markers import format_marker
 from compress.config import options_as
@@ -68,15 +68,17 @@ def stale_reads(messages: list[Message]) -> set[str]:
     return stale
 
 
-def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0) -> set[str]:
+def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0,
+               ref_changed: bool = True) -> set[str]:
     """Tool ids of file reads whose file neither that read nor any change (write, edit, move,
     delete) touched in the last `turns` assistant turns up to `anchor_turn`: the file was left
     alone, however soon after the read it was changed. A read longer than `ref_chars` (0: no
-    such read) waits proportionally fewer turns (`cold_turns`). `turns` 0: none."""
+    such read) waits proportionally fewer turns (`cold_turns`), unless `ref_changed` is false
+    and its file was changed before it (`worked_reads`). `turns` 0: none."""
     if turns <= 0:
         return set()
-    limit = cold_turns(messages, turns, ref_chars)
     reads, changed = _reads_and_changes(messages, anchor_turn)
+    limit = cold_turns(messages, turns, ref_chars, () if ref_changed else worked_reads(reads, changed))
     return {tool_id for tool_id, paths, turn in reads
             if anchor_turn - max([turn, *(changed[p][-1] for p in paths if changed[p])]) >= limit(tool_id)}
 
@@ -105,27 +107,38 @@ def _reads_and_changes(messages: list[Message], until: int | None = None
 MIN_COLD_TURNS = 3
 
 
-def cold_turns(messages: list[Message], turns: int, ref_chars: int) -> Callable[[str], int]:
+def cold_turns(messages: list[Message], turns: int, ref_chars: int,
+               full: Collection[str] = ()) -> Callable[[str], int]:
     """Turns a read waits before it can go cold, by tool id: `turns`, or for a read of n >
-    `ref_chars` characters `turns × ref_chars / n` (at least `MIN_COLD_TURNS`). Of the corpus's
-    file reads, those over 20,000 characters carry a fifth of what reads cost to keep and a
-    fourteenth of the lines later copied into edits: an edit copies a few lines of a big file."""
+    `ref_chars` characters `turns × ref_chars / n` (at least `MIN_COLD_TURNS`), unless its tool
+    id is in `full`. Of the corpus's file reads, those over 20,000 characters carry a fifth of
+    what reads cost to keep and a fourteenth of the lines later copied into edits: an edit
+    copies a few lines of a big file."""
     if ref_chars <= 0:
         return lambda tool_id: turns
     sizes = {b.tool_id: len(b.result_text) for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
-    return lambda tool_id: max(MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, sizes.get(tool_id, 0)))))
+    return lambda tool_id: turns if tool_id in full else max(
+        MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, sizes.get(tool_id, 0)))))
 
 
-def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0) -> set[str]:
+def worked_reads(reads: list[tuple[str, list[str], int]], changed: dict[str, list[int]]) -> set[str]:
+    """Tool ids of the reads (as `_reads_and_changes` lists them) of a file some call changed
+    in an earlier turn: a file the agent is working on, not one it explores."""
+    return {tool_id for tool_id, paths, turn in reads if any(changed[p] and changed[p][0] < turn for p in paths)}
+
+
+def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars: int = 0,
+               ref_changed: bool = True) -> set[str]:
     """Tool ids of file reads at least `turns` assistant turns older than `anchor_turn` whose
     file no call changed (wrote, edited, moved, deleted) within `turns` turns after the read.
     Of the corpus's reads over 3,000 characters, those whose file is never changed supply 1% of
     the lines later copied into edits; 93% come from reads whose file changes within 30 messages.
-    `turns` 0: none; a read longer than `ref_chars` waits fewer turns (`cold_turns`)."""
+    `turns` 0: none; a read longer than `ref_chars` waits fewer turns (`cold_turns`), unless
+    `ref_changed` is false and its file was changed before it (`worked_reads`)."""
     if turns <= 0:
         return set()
-    limit = cold_turns(messages, turns, ref_chars)
     reads, changed = _reads_and_changes(messages)
+    limit = cold_turns(messages, turns, ref_chars, () if ref_changed else worked_reads(reads, changed))
     return {tool_id for tool_id, paths, turn in reads if anchor_turn - turn >= limit(tool_id)
             and not any(turn <= at <= turn + limit(tool_id) for path in paths for at in changed[path])}
 
@@ -165,7 +178,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
     inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(messages)
-    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars)
+    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars,
+                                       opts.cold_ref_changed)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):
