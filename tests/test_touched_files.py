@@ -87,7 +87,7 @@ def test_codex_on_windows_powershell():
     Set-Content writes its body, paths take backslashes."""
     read = {"command": "Get-Content fullstack\\src\\app.ts -TotalCount 200", "workdir": "C:\\Users\\w"}
     assert tool_kind("shell_command", read) is ToolKind.FILE_READ
-    assert touched_files("shell_command", read) == [FileTouch("fullstack/src/app.ts", READ)]
+    assert touched_files("shell_command", read) == [FileTouch("C:/Users/w/fullstack/src/app.ts", READ)]
     assert touched_files("shell_command", {"command": "gc -Path a.ts -Encoding utf8"}) == [FileTouch("a.ts", READ)]
     write = {"command": "@'\nconst a = 1;\n'@ | Set-Content -NoNewline src\\a.ts"}
     assert touched_files("shell_command", write) == [FileTouch("src/a.ts", WRITE)]
@@ -101,6 +101,19 @@ def test_codex_on_windows_powershell():
     assert tool_kind("shell_command", {"command": counted}) is ToolKind.FILE_READ
     assert touched_files("shell_command", {"command": counted}) == [FileTouch("src/a.vue", READ)]
     assert tool_kind("shell_command", {"command": "npm.cmd test"}) is ToolKind.COMMAND
+
+
+def test_windows_paths_of_reads_and_patches_name_the_same_file():
+    """A relative read under a Windows working directory and a patch naming the file by its
+    absolute Windows path agree, so the file counts as changed after the read."""
+    read = {"command": "Get-Content src\\app.ts", "workdir": "C:\\Users\\w\\backend"}
+    patch = {"input": "*** Begin Patch\n*** Update File: C:\\Users\\w\\backend\\src\\app.ts\n@@\n-a\n+b\n*** End Patch"}
+    assert touched_files("shell_command", read) == [FileTouch("C:/Users/w/backend/src/app.ts", READ)]
+    assert touched_files("apply_patch", patch) == [FileTouch("C:/Users/w/backend/src/app.ts", EDIT)]
+    assert normalize_path("..\\lib\\x.ts", "C:\\Users\\w\\backend") == "C:/Users/w/lib/x.ts"
+    assert normalize_path("D:/abs.ts", "C:\\w") == "D:/abs.ts"  # a drive path is absolute: never joined
+    assert same_file("C:/Users/w/backend/src/app.ts", "src/app.ts")
+    assert normalize_path("a\\b.txt", "/home/u") == "/home/u/a\\b.txt"  # a POSIX name may hold a backslash
 
 
 @pytest.mark.parametrize("command, kind", [

@@ -16,7 +16,7 @@ from typing import Any
 from compress.vocab.shell import shell_touches
 from compress.vocab.tools import (PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name, command_of,
                                   file_tool_action, replaced_texts, tool_kind)
-from compress.vocab.touches import FileTouch, is_patch, normalize_path, patch_old_lines, patch_touches
+from compress.vocab.touches import FileTouch, is_absolute, is_patch, normalize_path, patch_old_lines, patch_touches
 
 
 def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
@@ -78,7 +78,7 @@ def _argv(tool_input: Any) -> list[str]:
 def _input_cwd(tool_input: Any) -> str | None:
     if isinstance(tool_input, dict):
         value = tool_input.get("workdir", tool_input.get("cwd"))
-        if isinstance(value, str) and value.startswith("/"):
+        if isinstance(value, str) and is_absolute(value):
             return value
     return None
 

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from compress.vocab.touches import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, normalize_path,
-                                    patch_touches)
+from compress.vocab.touches import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_absolute, is_patch,
+                                    normalize_path, patch_touches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +260,7 @@ def _touch_command(words: list[str], cwd: str | None, touches: list[FileTouch]) 
             name, rest = rest[0], rest[1:]
         if name == "cd":
             target = next((a for a in rest if not a.startswith("-")), "")
-            return normalize_path(target, cwd) if target.startswith("/") or (cwd and target) else cwd
+            return normalize_path(target, cwd) if is_absolute(target) or (cwd and target) else cwd
         touches += _command_touches(name, rest, cwd)
     touches += redirects
     return cwd

@@ -10,7 +10,9 @@ Actions (`FileTouch.action`):
 
 Paths are normalised lexically (`posixpath.normpath`: `./`, `//` and `..` folded, quotes
 removed); a relative path is joined to the call's working directory when one is known, and
-otherwise stays relative. `same_file(a, b)` decides whether two normalised paths name the same
+otherwise stays relative. A Windows path with a drive (`C:\\repo\\src\\a.ts`), or any path
+under such a working directory, takes forward slashes (`C:/repo/src/a.ts`) and counts as
+absolute, so Codex's patches on Windows name the files its PowerShell reads read. `same_file(a, b)` decides whether two normalised paths name the same
 file: equal, or one is relative with a directory part (`src/app.py`) and the other is absolute
 and ends with `/` + it. Bare file names never match absolute paths: that is not obviously the
 same file. Everything here is pure and linear in the input.
@@ -19,6 +21,7 @@ same file. Everything here is pure and linear in the input.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 READ, WRITE, EDIT, DELETE, MOVE, CREATE = "read", "write", "edit", "delete", "move", "create"
@@ -34,12 +37,22 @@ class FileTouch:
     action: str
 
 
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+
+
+def is_absolute(path: str) -> bool:
+    """A POSIX absolute path, or a Windows one with a drive (`C:\\x`, `C:/x`)."""
+    return path.startswith("/") or _DRIVE.match(path) is not None
+
+
 def normalize_path(path: str, cwd: str | None = None) -> str:
     """A lexically normalised path ('' for nothing usable); relative paths join `cwd` if given."""
     path = path.strip().strip("'\"")
     if not path or "\n" in path or "\x00" in path:
         return ""
-    if cwd and not path.startswith(("/", "~")):
+    if _DRIVE.match(path) or (cwd and _DRIVE.match(cwd)):
+        path, cwd = path.replace("\\", "/"), cwd and cwd.replace("\\", "/")
+    if cwd and not (is_absolute(path) or path.startswith("~")):
         path = posixpath.join(cwd, path)
     path = posixpath.normpath(path)
     if path.startswith("//"):
@@ -51,8 +64,8 @@ def same_file(a: str, b: str) -> bool:
     """Two normalised paths name the same file (see the module docstring for the rule)."""
     if a == b:
         return True
-    absolute, relative = (a, b) if a.startswith("/") else (b, a)
-    if not absolute.startswith("/") or relative.startswith(("/", "~", "..")) or "/" not in relative:
+    absolute, relative = (a, b) if is_absolute(a) else (b, a)
+    if not is_absolute(absolute) or is_absolute(relative) or relative.startswith(("~", "..")) or "/" not in relative:
         return False
     return absolute.endswith("/" + relative)
 
