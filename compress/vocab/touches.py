@@ -12,10 +12,11 @@ Paths are normalised lexically (`posixpath.normpath`: `./`, `//` and `..` folded
 removed); a relative path is joined to the call's working directory when one is known, and
 otherwise stays relative. A Windows path with a drive (`C:\\repo\\src\\a.ts`), or any path
 under such a working directory, takes forward slashes (`C:/repo/src/a.ts`) and counts as
-absolute, so Codex's patches on Windows name the files its PowerShell reads read. `same_file(a, b)` decides whether two normalised paths name the same
-file: equal, or one is relative with a directory part (`src/app.py`) and the other is absolute
-and ends with `/` + it. Bare file names never match absolute paths: that is not obviously the
-same file. Everything here is pure and linear in the input.
+absolute, so Codex's patches on Windows name the files its PowerShell reads read.
+`same_file(a, b)` decides whether two normalised paths name the same file: equal, or one is
+relative with a directory part (`src/app.py`) and the other is absolute and ends with `/` + it.
+Bare file names never match absolute paths: that is not obviously the same file. Everything
+here is pure and linear in the input.
 """
 
 from __future__ import annotations
