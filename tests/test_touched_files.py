@@ -112,6 +112,7 @@ def test_windows_paths_of_reads_and_patches_name_the_same_file():
     assert touched_files("apply_patch", patch) == [FileTouch("C:/Users/w/backend/src/app.ts", EDIT)]
     assert normalize_path("..\\lib\\x.ts", "C:\\Users\\w\\backend") == "C:/Users/w/lib/x.ts"
     assert normalize_path("D:/abs.ts", "C:\\w") == "D:/abs.ts"  # a drive path is absolute: never joined
+    assert normalize_path("x.ts", "c:\\w") == normalize_path("C:\\w\\x.ts") == "C:/w/x.ts"
     assert same_file("C:/Users/w/backend/src/app.ts", "src/app.ts")
     assert normalize_path("a\\b.txt", "/home/u") == "/home/u/a\\b.txt"  # a POSIX name may hold a backslash
 

@@ -12,7 +12,8 @@ Paths are normalised lexically (`posixpath.normpath`: `./`, `//` and `..` folded
 removed); a relative path is joined to the call's working directory when one is known, and
 otherwise stays relative. A Windows path with a drive (`C:\\repo\\src\\a.ts`), or any path
 under such a working directory, takes forward slashes (`C:/repo/src/a.ts`) and counts as
-absolute, so Codex's patches on Windows name the files its PowerShell reads read.
+absolute (drive letter upper-cased), so Codex's patches on Windows name the files its
+PowerShell reads read.
 `same_file(a, b)` decides whether two normalised paths name the same file: equal, or one is
 relative with a directory part (`src/app.py`) and the other is absolute and ends with `/` + it.
 Bare file names never match absolute paths: that is not obviously the same file. Everything
@@ -55,6 +56,8 @@ def normalize_path(path: str, cwd: str | None = None) -> str:
         path, cwd = path.replace("\\", "/"), cwd and cwd.replace("\\", "/")
     if cwd and not (is_absolute(path) or path.startswith("~")):
         path = posixpath.join(cwd, path)
+    if _DRIVE.match(path):
+        path = path[0].upper() + path[1:]  # Windows drive letters name one drive in either case
     path = posixpath.normpath(path)
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
