@@ -6,7 +6,7 @@
 
 Uses whatever `compress.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
 model of `replay.costmodel`, so re-running it after stages change refreshes the numbers.
-Every session is replayed once per point of the grid (`GRIDS`: the thresholds the replay helps
+Every session is replayed once per point of the grid (`KNOBS`: the thresholds the replay helps
 choose, as stage options of the chain config) and the choice is judged leave-one-project-out
 (`replay.loo`): per project and in totals, the in-sample figures (the point chosen on all
 projects) beside the held-out ones (each project scored with the point chosen without it),
