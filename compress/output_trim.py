@@ -74,6 +74,12 @@ class TrimOptions:
     read the full `cold_after_turns`, however long; only long reads of files it has not changed
     yet (exploring) go cold sooner. Chosen with the corpus replay, judged leave-one-project-out
     (docs/replay-results.md)."""
+    report_fresh_turns: int = 12
+    """A subagent's report (`compress.vocab.tools.is_subagent`) stays whole until it is this many
+    assistant turns older than the epoch's anchor, then is cut like other output (head, headings,
+    error lines, tail; the whole report in CCR): the agent acts on a report in the turns after it
+    and copies no edits out of it. Chosen with the corpus replay, judged leave-one-project-out
+    (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
     fresh_max_line_chars: int = 2_000
     """A read of source code that is neither stale nor cold stays whole (line numbers thinned on

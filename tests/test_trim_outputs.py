@@ -16,6 +16,7 @@ from compress.stages.trim_outputs import stale_reads
 from compress.config import options_as
 from compress.formats.requests import from_provider
 from compress.vocab.signals.errors import is_error_line
+from compress.vocab.tools import PROTECTED_TOOLS
 from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 
@@ -166,6 +167,26 @@ def test_small_outputs_and_protected_tools_stay():
     body = anthropic([("Bash", {"command": "ls"}, small), ("Write", {"file_path": "/x"}, big)])
     result, _ = run_stage(body, trim_outputs.STAGE)
     assert result_texts(result.body) == [small, big]
+
+
+def test_a_subagent_report_stays_whole_while_fresh_and_is_cut_once_old():
+    """`report_fresh_turns` (12): a Task/Agent report younger than that stays whole; an older one
+    is cut like other output (head, headings, tail), its whole text in CCR; listed in
+    `protected_tools`, it stays whole for good."""
+    report = "\n".join(["## Findings"] + [f"- finding {i}: module_{i}.py handles request kind {i}" for i in range(2_000)]
+                       + ["## Summary", "The bug is in module_7.py."])
+    young = anthropic([("Task", {"prompt": "explore"}, report)], turns_after=8)
+    old = anthropic([("Agent", {"prompt": "explore"}, report)], turns_after=14)
+    assert result_texts(run_stage(young, trim_outputs.STAGE)[0].body)[0] == report
+    result, store = run_stage(old, trim_outputs.STAGE)
+    after = result_texts(result.body)[0]
+    assert len(after) < len(report) / 4
+    assert after.startswith("## Findings") and "## Summary" in after and after.rstrip().endswith("module_7.py.")
+    assert assert_markers_resolve(after, report, store) >= 1
+    shorter = config(stage_options={"trim_outputs": {"report_fresh_turns": 4}})
+    assert len(result_texts(run_stage(young, trim_outputs.STAGE, shorter)[0].body)[0]) < len(report) / 4
+    protected = config(protected_tools=PROTECTED_TOOLS | {"agent"})
+    assert result_texts(run_stage(old, trim_outputs.STAGE, protected)[0].body)[0] == report
 
 
 def test_options_change_the_limit():

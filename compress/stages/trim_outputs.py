@@ -12,7 +12,9 @@ line numbers decide_on_arrival thinned is still one):
   other output keep head, headings, error lines and tail.
 
 A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). Budgets
+of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). So does a
+subagent's report younger than `report_fresh_turns` turns: the agent acts on it in the turns
+after it. Budgets
 (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
@@ -42,7 +44,7 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.files import is_source
-from compress.vocab.tools import ToolKind, tool_kind
+from compress.vocab.tools import ToolKind, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
 from ground.jsonbytes import dumps
 
@@ -197,6 +199,8 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     path = first_path(block.tool_name, tool_input) if reading else ""
     source = not reading or is_source(path)
     text = block.result_text
+    if is_subagent(block.tool_name) and ctx.age(msg) < opts.report_fresh_turns:
+        return block
     if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
             max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
         return block

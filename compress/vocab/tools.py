@@ -24,6 +24,9 @@ class ToolKind(Enum):
     OTHER = "other"
 
 
+SUBAGENT_TOOLS = frozenset({"task", "agent"})
+"""Tools that run a subagent and answer with its report (Claude Code Task/Agent, OpenCode task)."""
+
 _BY_KIND = {
     ToolKind.FILE_READ: {"read", "read_file", "view", "cat", "open", "open_file", "readfile", "view_file", "notebookread"},
     ToolKind.COMMAND: {"bash", "shell", "shell_command", "exec_command", "run_terminal_cmd", "execute_command", "local_shell",
@@ -31,8 +34,7 @@ _BY_KIND = {
     ToolKind.SEARCH: {"grep", "rg", "search", "search_files", "codebase_search", "search_dir", "search_file",
                       "find_in_files", "grep_search", "ripgrep"},
     ToolKind.FILE_LIST: {"glob", "ls", "list_dir", "list_files", "find", "find_file", "list_directory"},
-    ToolKind.SUBAGENT_WEB: {"task", "agent", "webfetch", "web_fetch", "websearch", "web_search", "fetch",
-                            "browser", "read_url"},
+    ToolKind.SUBAGENT_WEB: SUBAGENT_TOOLS | {"webfetch", "web_fetch", "websearch", "web_search", "fetch", "browser", "read_url"},
 }
 _KIND_OF = {name: kind for kind, names in _BY_KIND.items() for name in names}
 
@@ -73,10 +75,11 @@ its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace 
 PROTECTED_TOOLS = frozenset({
     "edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
     "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",
-    "deep_expand", "task", "agent", "skill",
+    "deep_expand", "skill",
 })
 """Tools whose results are never compressed; `is_protected_tool` also protects memory_* and
-every name holding deep_expand."""
+every name holding deep_expand. A subagent's report is not among them: it is the agent's working
+material while fresh and history after (`trim_outputs`, `report_fresh_turns`)."""
 
 
 def base_name(name: str) -> str:
@@ -89,6 +92,11 @@ def is_protected_tool(name: str, protected: frozenset[str]) -> bool:
     """Results of this tool are never compressed (`protected`: base names, lower-cased)."""
     base = base_name(name)
     return base in protected or base.startswith("memory_") or "deep_expand" in base
+
+
+def is_subagent(name: str) -> bool:
+    """A tool that answers with a subagent's report (`SUBAGENT_TOOLS`)."""
+    return base_name(name) in SUBAGENT_TOOLS
 
 
 def is_memory_tool(name: str) -> bool:
