@@ -109,8 +109,10 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
     retention = Retention()
 
     def check(bucket: Retained, item: str, msg: Message, what: str, carriers: tuple[str, ...] = ()) -> None:
-        """`carriers`: texts that show the item when present verbatim (a shell command that
-        writes a file names it relative to its `cd`, not by the normalised path)."""
+        """`carriers`: lines that show the item when present verbatim (a shell command that
+        writes a file names it relative to its `cd`, a Windows patch header with backslashes,
+        not by the normalised path). Lines, not whole inputs: CCR stores an original with its
+        secrets redacted, so a whole body that held one is never found verbatim."""
         seen = item in visible or any(c in visible for c in carriers)
         back = seen or item in recoverable or any(c in recoverable for c in carriers)
         bucket.add(seen, back, last_turn - msg.turn < RECENT_TURNS)
@@ -126,7 +128,7 @@ def check_retention(raw_body: dict, compressed_body: dict, store: CCRStore) -> R
                                           if t.action in _WRITTEN):
                     name = path.rsplit("/", 1)[-1]
                     check(retention.paths, path, msg, "path",
-                          tuple(x for x in strings_in(b.input) if name in x))
+                          tuple(line for x in strings_in(b.input) for line in x.splitlines() if name in line))
     person = next((m for m in reversed(raw) if m.has_user_text), None)
     if person is not None:
         text = "\n".join(b.text for b in person.blocks if b.text).strip()

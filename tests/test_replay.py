@@ -99,6 +99,24 @@ def test_written_paths_are_checked():
     assert (ret.paths.total, ret.paths.visible) == (1, 1)
 
 
+def test_a_written_path_is_recoverable_from_a_stored_body_whose_secret_was_redacted():
+    """Retention looks for the lines that name the file, not the whole input: CCR stores an
+    original with its secrets redacted, and a Windows patch names the file with backslashes."""
+    patch = "*** Begin Patch\n*** Add File: C:\\repo\\.env\n+API_KEY=sk-live-4f9a8b7c6d5e4f3a\n*** End Patch"
+    body = {"messages": [
+        {"role": "user", "content": "add the env file"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "p", "name": "apply_patch",
+                                           "input": {"patchText": patch}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "p", "content": "Success."}]}]}
+    store = CCRStore.in_memory()
+    key = store.put(patch.replace("sk-live-4f9a8b7c6d5e4f3a", "[REDACTED:api_key]"))
+    compressed = json.loads(json.dumps(body))
+    compressed["messages"][1]["content"][0]["input"]["patchText"] = format_marker("4-line patch of .env stored", key)
+    ret = check_retention(body, compressed, store)
+    assert (ret.paths.total, ret.paths.visible, ret.paths.recoverable) == (1, 0, 1)
+    assert check_retention(body, compressed, CCRStore.in_memory()).missing == ["path: C:/repo/.env"]
+
+
 def test_usage_check_compares_with_reported_usage():
     from tests.test_formats_sessions import CLAUDE_CODE
 

@@ -56,6 +56,8 @@ def test_file_tools(name, tool_input, expected):
     ("git mv old.py new.py; git rm gone.py", [("old.py", MOVE), ("new.py", CREATE), ("gone.py", DELETE)]),
     ("sed -i 's/a/b/' f1 \"f 2\"; sed -n '1,20p' g", [("f1", EDIT), ("f 2", EDIT), ("g", READ)]),
     ("sed -i.bak -e 's/a/b/' conf.ini", [("conf.ini", EDIT)]),
+    ("sed -i '' \"3a\\\\\n  \\\"total\\\": 1,\n\" skills/index.json", [("skills/index.json", EDIT)]),  # BSD/macOS sed
+    ("sed -i .orig 's/a/b/' conf.ini", [("conf.ini", EDIT)]),
     ("head -n 20 h.txt | grep x > out.txt 2>&1", [("h.txt", READ), ("out.txt", WRITE)]),
     ("echo hi | tee -a log.txt; touch new.txt; cp a.txt b.txt", [("log.txt", EDIT), ("new.txt", CREATE),
                                                                  ("a.txt", READ), ("b.txt", WRITE)]),

@@ -283,6 +283,18 @@ def _operands(name: str, args: list[str]) -> list[str]:
     return out
 
 
+_BACKUP_SUFFIX = re.compile(r"\.[\w.~-]*")
+
+
+def _without_backup_suffix(args: list[str]) -> list[str]:
+    """sed's arguments without a backup suffix given as its own argument after `-i` (BSD and
+    macOS sed: `sed -i '' 's/a/b/' f`, `sed -i .bak …`), which would otherwise read as the script."""
+    for i, arg in enumerate(args[:-1]):
+        if arg == "-i" and (args[i + 1] == "" or _BACKUP_SUFFIX.fullmatch(args[i + 1])):
+            return args[:i + 1] + args[i + 2:]
+    return args
+
+
 def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTouch]:
     def paths(values: list[str]) -> list[str]:
         return [p for p in (normalize_path(v, cwd) for v in values if v != "-") if p]
@@ -299,6 +311,7 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
     if name == "sed":
         in_place = any(a.startswith("-i") or a == "--in-place" for a in args)
         has_script_option = any(a in ("-e", "-f") for a in args)
+        operands = _operands(name, _without_backup_suffix(args))
         files = operands if has_script_option else operands[1:]
         return [FileTouch(p, EDIT if in_place else READ) for p in paths(files)]
     if name == "rm":
