@@ -305,13 +305,12 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
     if name.lower() in _POWERSHELL_READERS:
         operands = _operands("get-content", args)
         return [FileTouch(p, READ) for p in paths(operands)]
-    operands = _operands(name, args)
+    operands = _operands(name, _without_backup_suffix(args) if name == "sed" else args)
     if name in _READERS:
         return [FileTouch(p, READ) for p in paths(operands)]
     if name == "sed":
         in_place = any(a.startswith("-i") or a == "--in-place" for a in args)
         has_script_option = any(a in ("-e", "-f") for a in args)
-        operands = _operands(name, _without_backup_suffix(args))
         files = operands if has_script_option else operands[1:]
         return [FileTouch(p, EDIT if in_place else READ) for p in paths(files)]
     if name == "rm":
