@@ -36,6 +36,12 @@ class CompressConfig:
     not have makes it cost more than sending everything (corpus replay, 1.0: two sessions above
     raw, 1.006 and 1.030). Judged leave-one-project-out with `bench/loo_horizon.py` (1.0 / 0.5 /
     0.25: every held-out project chooses 0.25)."""
+    cache_ttl: str = "auto"
+    """How long the provider keeps this session's cached prefix (`compress.provider_cache.LIVES`):
+    "auto" takes what the request's cache breakpoints ask for (Anthropic: an hour when a
+    `cache_control` says `"ttl": "1h"`, else 5 minutes), "5m" or "1h" says it. It prices an
+    epoch's cache writes (`pays_off`), and a request that comes after the cache expired (the
+    caller gives the time) re-decides every message for free: the provider writes it all anyway."""
     protect_tail_tokens: int = 4_000
     protect_tail_turns: int = 2
     protect_tail_blocks: int = 10

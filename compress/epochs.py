@@ -6,9 +6,10 @@ epoch re-decides messages, and it is priced the way the provider caches
 or a move into the tier that forces one (`FORCING_TIER`, high: the host compacts soon after;
 `forced_reason`). A move into a lower tier waits for the next epoch, which re-decides the old
 messages at that tier's budgets: re-deciding all of them at once saves little (their budgets
-shrink by a third) and makes the provider write the whole request again. Otherwise an epoch is
-tried when messages that left the protected tail since they were decided ("unsettled") could
-pay for it (`epoch_trial`), and taken when the trial saves enough tokens and pays back the
+shrink by a third) and makes the provider write the whole request again. A request that finds
+the provider's cache expired (`CacheLife`) tries a re-run from the start, which writes nothing
+the provider would not write anyway. Otherwise an epoch is tried when messages that left the
+protected tail since they were decided ("unsettled") could pay for it (`epoch_trial`), and taken when the trial saves enough tokens and pays back the
 cache writes it causes (`pays_off`).
 """
 
@@ -72,10 +73,12 @@ def lookback_for(provider: str, config: CompressConfig) -> int | None:
 
 def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
                 hashes: list[str], config: CompressConfig, thinking_kept: bool = False,
-                provider: str = "anthropic") -> EpochChoice | None:
+                provider: str = "anthropic", cache_expired: bool = False) -> EpochChoice | None:
     """Whether to try an epoch now, and from which message, or None.
 
-    The provider reads the longest cached request that is still a prefix and ends within
+    When the provider's cache has expired since the last request (`cache_expired`), it writes
+    the whole request whatever changed: a re-run from the start costs nothing extra. Otherwise
+    the provider reads the longest cached request that is still a prefix and ends within
     its last blocks (`lookback_for` the `provider`: Anthropic's 20, anywhere for OpenAI) ("read end"). When none is, it writes the whole
     request anyway (a person wrote, so it dropped the last turn's thinking; never when the
     request keeps all thinking): a re-run from the start costs nothing extra and must only save
@@ -86,6 +89,8 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     write everything and must save `epoch_savings_threshold`. `blocks`: each message's blocks
     as the provider counts them.
     """
+    if cache_expired:
+        return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
     lookback = lookback_for(provider, config)
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
     changed = min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
@@ -111,12 +116,12 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
 
 
 def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], turn: int,
-             config: CompressConfig) -> bool:
+             config: CompressConfig, write_price: float = WRITE_PRICE) -> bool:
     """Whether the trial (its messages' output tokens, against the current rendering's) saves
     `choice.needed` tokens and pays back its cache writes: the saving, read at `READ_PRICE` in
     each of the requests still expected (`epoch_horizon` × the assistant turns so far),
-    outweighs writing the trial from `choice.cached_end` on instead of reading the current
-    rendering up to `choice.read_end`."""
+    outweighs writing the trial from `choice.cached_end` on at `write_price` (the cache's
+    `CacheLife`) instead of reading the current rendering up to `choice.read_end`."""
     saved = sum(current) - sum(trial)
     if saved < choice.needed:
         return False
@@ -124,5 +129,5 @@ def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], 
         return True
     expected = max(1.0, config.epoch_horizon * turn)
     span = slice(choice.cached_end, choice.read_end)
-    extra = WRITE_PRICE * sum(trial[span]) - READ_PRICE * sum(current[span])
+    extra = write_price * sum(trial[span]) - READ_PRICE * sum(current[span])
     return READ_PRICE * saved * expected >= extra

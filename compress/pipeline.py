@@ -30,14 +30,14 @@ from typing import Any, Callable, Iterable
 
 from compress.config import CompressConfig
 from compress.epochs import epoch_trial, forced_reason, pays_off
-from compress.formats.requests import (SHAPES, detect, from_provider, keeps_all_thinking, remarked_messages,
-                                      unmarked_messages)
+from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
+                                      remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.message_tokens import MessageTokens
 from compress.plan import Plan, Planner
 from compress.protected_tail import tail_start
-from compress.provider_cache import provider_blocks
+from compress.provider_cache import cache_life, provider_blocks
 from compress.run_report import RunReport, RunResult
 from compress.session import Session, known_prefix, prefix_hashes
 from compress.stage import Stage
@@ -133,14 +133,17 @@ class CCRWriter:
 
 def run(body: Any, *, session: Session, store: CCRWriter | None, config: CompressConfig = CompressConfig(),
         chain: Chain | None = None, reported_input_tokens: int | None = None,
-        count_tokens: Callable[[str], int] = estimate_tokens, context_window: int | None = None) -> RunResult:
+        count_tokens: Callable[[str], int] = estimate_tokens, context_window: int | None = None,
+        now: float | None = None) -> RunResult:
     """Compress one request. Never raises; on failure returns `body` itself. `context_window`:
-    the model's context window in tokens when the caller knows it (tiers scale with it)."""
+    the model's context window in tokens when the caller knows it (tiers scale with it). `now`:
+    when the request is sent, in seconds (`time.time()`; None: unknown), so a request that comes
+    after the provider's cache expired re-decides for free (`compress.epochs`)."""
     started = time.perf_counter()
     report = RunReport()
     try:
         out = _run(body, session, store, config, chain or Chain(), reported_input_tokens, count_tokens, report,
-                   context_window)
+                   context_window, now)
     except RecursionError:
         log.warning("request nested too deeply to process; passed through")
         report.error = "JSON nested too deeply to process"
@@ -155,7 +158,8 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
 
 
 def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressConfig, chain: Chain,
-         reported: int | None, count: Callable[[str], int], report: RunReport, window: int | None = None) -> Any:
+         reported: int | None, count: Callable[[str], int], report: RunReport, window: int | None = None,
+         now: float | None = None) -> Any:
     provider = detect(body)
     shape = SHAPES[provider]
     report.provider = provider
@@ -193,6 +197,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                       thinking_kept, managed.floor)
 
     reason = forced_reason(session, provider, tier, frozen)
+    life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl)
     current_turn = messages[-1].turn if messages else 0
     if reason:
         plan = planner.plan(0, current_turn)
@@ -200,10 +205,11 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(frozen, session.header.anchor_turn)
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
-        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider)
+        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider,
+                             life.expired(session.header.last_request_at, now))
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
-            if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config):
+            if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life.write_price):
                 plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
             else:
                 plan.next_trial_at = choice.retry_at()
@@ -218,6 +224,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     _record(session, plan, provider, tier, hashes, raw_tokens, reason, plain)
     _refresh_named(store, session, hashes)
     session.add_request_end(len(messages))
+    if now is not None:
+        session.set_last_request(now)
     session.parsed.update(zip(hashes, messages))
     report.mode = "epoch" if reason else "incremental"
     report.epoch_reason = reason

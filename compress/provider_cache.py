@@ -7,15 +7,53 @@ person writes, the provider drops the thinking of the turns before. A request th
 thinking (`thinking_kept`: Anthropic's `clear_thinking_20251015` edit with `keep: "all"`, sent
 by Claude Code 2.1) has every thinking block read and cached like any other block, and nothing
 is dropped when a person writes. Prices are in units of the base input price.
+
+How long a cached prefix lives unused, and what writing it costs, is its `CacheLife`
+(`cache_life`): Anthropic keeps it 5 minutes (writes at 1.25) or, when the request's breakpoints
+ask, an hour (writes at 2.0); every read renews it. Once it has expired the provider writes the
+whole request again, whatever changed. OpenAI promises no lifetime (5 to 10 minutes unused, up
+to an hour), so it is never taken to have expired.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 
 READ_PRICE = 0.1
 WRITE_PRICE = 1.25
 LOOKBACK_BLOCKS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class CacheLife:
+    """How long the provider keeps a cached prefix unused, and what writing one costs."""
+
+    name: str
+    write_price: float
+    """In units of the base input price."""
+    seconds: float | None
+    """Unused this long, the prefix is gone (None: the provider promises no lifetime)."""
+
+    def expired(self, last_request_at: float, now: float | None) -> bool:
+        """Whether a request at `now` (None: unknown) finds nothing the request at
+        `last_request_at` (0: none) cached."""
+        return bool(self.seconds and last_request_at and now is not None and now - last_request_at > self.seconds)
+
+
+LIVES = {"5m": CacheLife("5m", WRITE_PRICE, 300.0), "1h": CacheLife("1h", 2.0, 3600.0)}
+"""Anthropic's cache lifetimes, by the name a `cache_control` `ttl` gives them."""
+UNPROMISED = CacheLife("unpromised", WRITE_PRICE, None)
+
+
+def cache_life(provider: str, asked: str | None, configured: str = "auto") -> CacheLife:
+    """The lifetime of the cache a request writes: `configured` ("5m", "1h") when it names one,
+    else what the request's breakpoints ask for (`asked`, `compress.formats.requests.cache_ttl`)
+    or Anthropic's default, 5 minutes; `UNPROMISED` for every other provider."""
+    if provider != "anthropic":
+        return UNPROMISED
+    return LIVES.get(configured) or LIVES.get(asked or "") or LIVES["5m"]
 
 
 def sends_thinking(index: int, last_person: int, thinking_kept: bool = False) -> bool:

@@ -100,6 +100,8 @@ class Header:
     next_trial_at: int = 0
     touched_at: float = 0.0
     """When the CCR entries the session's renderings name were last refreshed (store clock)."""
+    last_request_at: float = 0.0
+    """When the session's latest request was sent, by its caller's clock (0: unknown)."""
 
 
 @dataclass
@@ -160,6 +162,8 @@ class Session:
                 session.header.next_trial_at = item["next_trial_at"]
             elif "touched_at" in item:
                 session.header.touched_at = item["touched_at"]
+            elif "last_request_at" in item:
+                session.header.last_request_at = item["last_request_at"]
             elif "end" in item:
                 session.request_ends.append(item["end"])
         return session
@@ -181,7 +185,8 @@ class Session:
         """`unchanged`: the epoch renders the first this many messages as before, so the requests
         that ended there stay cached."""
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
-                             anchor_turn=anchor_turn, next_trial_at=0, touched_at=self.header.touched_at)
+                             anchor_turn=anchor_turn, next_trial_at=0, touched_at=self.header.touched_at,
+                             last_request_at=self.header.last_request_at)
         self.records = dict(records)
         self.request_ends = [e for e in self.request_ends if e <= unchanged]
         self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
@@ -204,6 +209,10 @@ class Session:
     def set_touched(self, when: float) -> None:
         self.header.touched_at = when
         self._pending.append(dumps({"touched_at": when}))
+
+    def set_last_request(self, when: float) -> None:
+        self.header.last_request_at = when
+        self._pending.append(dumps({"last_request_at": when}))
 
     def named_keys(self, hashes: list[str]) -> set[str]:
         """The CCR keys the renderings of these messages name."""

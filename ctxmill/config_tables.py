@@ -165,6 +165,7 @@ def parse_budget(value: Any) -> float | None:
 
 def compress_table(section: dict[str, Any], where: str) -> CompressConfig:
     from compress.config import CompressConfig
+    from compress.provider_cache import LIVES
     from compress.vocab.tools import PROTECTED_TOOLS
 
     config = CompressConfig()
@@ -180,6 +181,10 @@ def compress_table(section: dict[str, Any], where: str) -> CompressConfig:
         elif key == "model_tiers":
             changes["model_tiers"] = {m: _thresholds(v, f"{where}: compress.model_tiers.{m}")
                                       for m, v in _table(value, f"{where}: compress.model_tiers").items()}
+        elif key == "cache_ttl":
+            if value != "auto" and value not in LIVES:
+                raise ConfigError(f"{where}: compress.cache_ttl must be auto, {' or '.join(LIVES)}, got {value!r}")
+            changes["cache_ttl"] = value
         elif key == "disabled_stages":
             changes["disabled_stages"] = frozenset(_strings(value, f"{where}: compress.disabled_stages"))
         elif key == "protected_tools":

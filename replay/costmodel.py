@@ -3,9 +3,11 @@
 Each request reads from cache the longest earlier request that is an exact block prefix of it
 (for Anthropic: ending within its last `Prices.lookback` blocks, the 20-block lookback of one
 breakpoint on the last block; OpenAI looks up any earlier prefix) and writes the rest; the
-system prompt and tools (the head) are read once written. `Prices` are per provider, in units
-of the base input price (`prices_for`). The model is incremental: each request costs time
-linear in its number of blocks, with no re-counting.
+system prompt and tools (the head) are read once written. When the requests' times are known,
+a cached request unused for longer than the cache's lifetime (`compress.provider_cache.CacheLife`:
+Anthropic's 5 minutes or an hour; OpenAI promises none) is gone, and so is the head. `Prices`
+are per provider, in units of the base input price (`prices_for`). The model is incremental:
+each request costs time linear in its number of blocks, with no re-counting.
 
 Compactions: a 200K-window host compacts when the context crosses COMPACT_AT tokens and
 continues from COMPACT_TO tokens; `compaction_events` counts that on a list of request sizes.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from compress.provider_cache import LOOKBACK_BLOCKS, READ_PRICE, WRITE_PRICE
+from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, READ_PRICE, CacheLife
 
 COMPACT_AT = 160_000
 COMPACT_TO = 20_000
@@ -31,10 +33,16 @@ class Prices:
     write: float
     lookback: int | None
     """Blocks back from the end within which a cached prefix must end (None: anywhere)."""
+    lifetime: float | None = None
+    """Seconds a cached prefix lives unused (None: for good)."""
 
 
-ANTHROPIC = Prices("anthropic, 5-minute cache", READ_PRICE, WRITE_PRICE, LOOKBACK_BLOCKS)
-ANTHROPIC_1H = Prices("anthropic, 1-hour cache", READ_PRICE, 2.0, LOOKBACK_BLOCKS)
+def _anthropic(life: CacheLife, label: str) -> Prices:
+    return Prices(f"anthropic, {label} cache", READ_PRICE, life.write_price, LOOKBACK_BLOCKS, life.seconds)
+
+
+ANTHROPIC = _anthropic(LIVES["5m"], "5-minute")
+ANTHROPIC_1H = _anthropic(LIVES["1h"], "1-hour")
 OPENAI_READ = (("gpt-5", 0.1), ("o3", 0.25), ("o4", 0.25), ("gpt-4.1", 0.25), ("codex", 0.25), ("gpt-4o", 0.5))
 """OpenAI cached-input price by model-name prefix (first match); other models: 0.5. No write premium."""
 
@@ -63,14 +71,16 @@ class CacheCost:
 
 
 class PromptCache:
-    """The cache state of one session. `add(keys, tokens, head_key, head_tokens)` prices the
+    """The cache state of one session. `add(keys, tokens, head_key, head_tokens, at)` prices the
     next request: `keys[i]` identifies content block i (equal keys = equal blocks), `tokens[i]`
-    is its size."""
+    is its size, `at` when it was sent (None: unknown, nothing expires)."""
 
-    def __init__(self, lookback: int | None = LOOKBACK_BLOCKS) -> None:
+    def __init__(self, lookback: int | None = LOOKBACK_BLOCKS, lifetime: float | None = None) -> None:
         self.lookback = lookback
-        self._entries: set[int] = set()
-        self._heads: set[object] = set()
+        self.lifetime = lifetime
+        self._entries: dict[int, float | None] = {}
+        """Cached request ends (chain ids) -> when they were last written or read (None: unknown)."""
+        self._heads: dict[object, float | None] = {}
         self._keys: list[int] = []
         self._chain: list[int] = [0]  # _chain[m]: identity of the first m blocks of the last request
 
@@ -85,24 +95,34 @@ class PromptCache:
         self._keys, self._chain = list(keys), chain
         return chain
 
-    def add(self, keys: Sequence[int], tokens: Sequence[int], head_key: object = None, head_tokens: int = 0) -> CacheCost:
+    def add(self, keys: Sequence[int], tokens: Sequence[int], head_key: object = None, head_tokens: int = 0,
+            at: float | None = None) -> CacheCost:
         chain = self._prefix_ids(keys)
         n = len(keys)
         hit = 0
         for m in range(n, 0 if self.lookback is None else max(0, n - self.lookback), -1):
-            if chain[m] in self._entries:
+            if self._alive(self._entries, chain[m], at):
                 hit = m
+                self._entries[chain[m]] = at
                 break
         read = sum(tokens[:hit])
         write = sum(tokens[hit:])
-        if head_key in self._heads:
+        if self._alive(self._heads, head_key, at):
             read += head_tokens
         else:
             write += head_tokens
-            self._heads.add(head_key)
+        self._heads[head_key] = at
         if n:
-            self._entries.add(chain[n])
+            self._entries[chain[n]] = at
         return CacheCost(read, write, hit)
+
+    def _alive(self, entries: dict, key: object, at: float | None) -> bool:
+        """Whether `key` is still cached at `at`: it is in `entries` and was last used no longer
+        than the lifetime ago (when either time is unknown, it is)."""
+        if key not in entries:
+            return False
+        used = entries[key]
+        return used is None or at is None or self.lifetime is None or at - used <= self.lifetime
 
 
 def compaction_events(sizes: Iterable[int], at: int = COMPACT_AT, to: int = COMPACT_TO) -> int:

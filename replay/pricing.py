@@ -66,7 +66,7 @@ class RequestAccountant:
         self.count = counter.count
         self.prices = prices
         self.thinking = thinking
-        self.cache = PromptCache(prices.lookback)
+        self.cache = PromptCache(prices.lookback, prices.lifetime)
         self.sizes: list[int] = []
         self._info = PerObject(self._info_by_content)
         self._by_content: dict[int, _MessageInfo] = cache if cache is not None else {}
@@ -135,10 +135,11 @@ class RequestAccountant:
                         where.append((i, j))
         return keys, tokens
 
-    def add(self, body: dict) -> Priced:
+    def add(self, body: dict, at: float | None = None) -> Priced:
+        """Price the next request, sent at `at` (seconds; None: unknown)."""
         keys, tokens = self._sent(body)
         head_key, head_tokens = self._head(body)
-        cost = self.cache.add(keys, tokens, head_key, head_tokens)
+        cost = self.cache.add(keys, tokens, head_key, head_tokens, at)
         total = head_tokens + sum(tokens)
         self.sizes.append(total)
         return Priced(total, cost, cost.cost(self.prices))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from ccr.store import CCRStore
@@ -141,15 +141,21 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
            chain: Chain | None = None, counter: TokenCounter | None = None,
            progress: Callable[[int, int], None] | None = None,
            peers: dict[str, Callable[[dict], dict]] | None = None, glued: bool = False,
-           thinking: str = "request", cache_ttl: str = "5m", by_kind: bool = False) -> ReplayReport:
+           thinking: str = "request", cache_ttl: str = "auto", by_kind: bool = False) -> ReplayReport:
     """Replay every model call of `transcript` through the pipeline and report, side by side
     with the raw requests, the decide-once cap and `peers` (name -> raw body -> compressed body).
 
     The host's real histories are replayed: a compaction starts a new one whose first message is
     its summary (`glued`: one history across compactions, the summaries left out). `by_kind`:
-    also where each side's cost goes, by kind of content (`ReplayReport.by_kind`)."""
+    also where each side's cost goes, by kind of content (`ReplayReport.by_kind`). `cache_ttl`:
+    the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
+    else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
+    client's would be (`compress.pipeline.run`'s `now`), and every side is priced with it."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
+    if cache_ttl == "auto":
+        cache_ttl = transcript.cache_ttl or "5m"
+    config = replace(config, cache_ttl=cache_ttl)
     prices = prices_for(transcript.provider, str(transcript.head.get("model", "")), cache_ttl)
     report = ReplayReport(source, transcript.format, transcript.provider, counter.name, prices=prices.name,
                           malformed=transcript.malformed, skipped=dict(transcript.skipped),
@@ -179,7 +185,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
         cap = DecideOnceCap(transcript.provider)
         for call in (c for c in history.calls if c.index > 0):
             raw_body = history.whole(call.index)
-            result = run(raw_body, session=session, store=store, config=config, chain=chain)
+            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=call.at)
             out_body = result.body
             rep = result.report
             durations.append(rep.duration_ms)
@@ -195,7 +201,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             raw_messages = history.messages[: call.index]
             needs = needs_of_call(raw_messages, reply, texts)
             for name, body in bodies.items():
-                priced = sides[name].add(body)
+                priced = sides[name].add(body, call.at)
                 stats[name].add(priced)
                 if kinds:
                     kinds.add(name, body, priced, sides[name])

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from replay.costmodel import CacheCost, PromptCache, compaction_events
+from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, CacheCost, PromptCache, compaction_events, prices_for
 
 
 def test_prices_are_anthropic_multipliers():
@@ -56,12 +56,34 @@ def test_head_is_written_once_then_read():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=1, max_size=12))
 def test_every_token_is_read_or_written(requests):
-    cache = PromptCache()
-    for keys in requests:
+    cache = PromptCache(lifetime=3)
+    for at, keys in enumerate(requests):
         tokens = [k + 1 for k in keys]
-        cost = cache.add(keys, tokens)
+        cost = cache.add(keys, tokens, at=float(at * at % 7))
         assert cost.read + cost.write == sum(tokens)
         assert cost.read >= 0 and cost.write >= 0
+
+
+def test_a_prefix_unused_longer_than_its_lifetime_is_written_again():
+    """Each read renews a cached prefix; once unused for the lifetime, request and head are gone."""
+    cache = PromptCache(lifetime=300)
+    assert cache.add([1], [10], "sys", 50, at=0.0) == CacheCost(read=0, write=60)
+    assert cache.add([1, 2], [10, 5], "sys", 50, at=240.0).read == 60  # renewed at 240 s
+    assert cache.add([1, 2, 3], [10, 5, 1], "sys", 50, at=480.0).read == 65  # 240 s after its last use
+    assert cache.add([1, 2, 3, 4], [10, 5, 1, 1], "sys", 50, at=781.0) == CacheCost(read=0, write=67)
+
+
+def test_without_a_lifetime_or_a_time_nothing_expires():
+    for cache, times in ((PromptCache(), (0.0, 10_000.0)), (PromptCache(lifetime=300), (None, None)),
+                         (PromptCache(lifetime=300), (0.0, None))):
+        cache.add([1], [10], "sys", 50, at=times[0])
+        assert cache.add([1, 2], [10, 5], "sys", 50, at=times[1]).read == 60
+
+
+def test_the_recorded_lifetime_sets_the_write_price():
+    assert (ANTHROPIC.write, ANTHROPIC.lifetime) == (1.25, 300)
+    assert (ANTHROPIC_1H.write, ANTHROPIC_1H.lifetime) == (2.0, 3600)
+    assert prices_for("openai", "gpt-5").lifetime is None
 
 
 def test_compaction_resets_to_twenty_thousand():

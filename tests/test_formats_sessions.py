@@ -67,6 +67,33 @@ def test_claude_code_chain_merge_pairing_and_usage():
     assert all(c.result_msg >= 0 for c in calls.values())
 
 
+def test_claude_code_calls_carry_their_time_and_the_cache_lifetime_the_usage_reports():
+    one_hour = {"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20,
+                "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 20}}
+    text = jsonl(
+        cc("user", "u1", None, {"role": "user", "content": "fix it"}, timestamp="2026-06-14T12:06:25.931Z"),
+        cc("assistant", "a1", "u1", assistant("m1", [{"type": "tool_use", "id": "t1", "name": "Read",
+                                                      "input": {"file_path": "/a.py"}}], one_hour),
+           timestamp="2026-06-14T12:06:30.000Z"),
+        cc("user", "r1", "a1", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+           timestamp="2026-06-14T12:06:31.000Z"),
+        cc("assistant", "a2", "r1", assistant("m2", [{"type": "text", "text": "done"}]), timestamp="2026-06-14T12:16:30Z"),
+    )
+    t = read_text(text)
+    assert [c.at for c in t.calls] == [1781438790.0, 1781439390.0]
+    assert t.cache_ttl == "1h" and all(s.cache_ttl == "1h" for s in t.segments())
+    assert read_text(CLAUDE_CODE).cache_ttl is None and read_text(CLAUDE_CODE).calls[0].at is None
+
+
+def test_time_stamps_in_every_recorded_form():
+    from compress.formats.sessions.transcript import seconds_of
+
+    assert seconds_of("2026-06-14T12:06:30Z") == seconds_of("2026-06-14T12:06:30+00:00") == 1781438790.0
+    assert seconds_of("2026-06-14T12:06:30") == 1781438790.0  # no zone: UTC
+    assert seconds_of(1781438790123) == 1781438790.123 and seconds_of(1781438790) == 1781438790.0
+    assert seconds_of("yesterday") is None and seconds_of(None) is None and seconds_of(True) is None
+
+
 def test_claude_code_pairs_results_of_sibling_lines_and_results_written_before_their_call():
     """Real sessions put a response's calls on lines off the chain, and write some result lines
     before the line of their call: every answered call is answered in the history."""

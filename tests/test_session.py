@@ -267,3 +267,68 @@ def test_an_openai_request_keeps_its_cached_prefix_through_an_epoch_far_back():
         assert result.report.mode == "epoch" and " of 2,000 lines" in dumps(result.body["messages"][4]).decode()
     assert (choices["anthropic"].start, choices["anthropic"].read_end) == (0, 0)
     assert (choices["openai"].start, choices["openai"].cached_end, choices["openai"].read_end) == (4, 3, 5)
+
+
+def _with_breakpoint(body: dict, mark: dict) -> dict:
+    """`body` with a cache breakpoint `mark` on the last block of its last message, as Claude Code sends."""
+    *before, last = body["messages"]
+    *blocks, end = last["content"]
+    return {**body, "messages": [*before, {**last, "content": [*blocks, {**end, "cache_control": mark}]}]}
+
+
+def test_a_request_after_the_cache_expired_re_decides_for_free():
+    """Once the provider's cache has expired it writes the whole request whatever changed, so
+    re-deciding every message costs nothing extra: an epoch that does not pay back its cache
+    writes a minute after the last request is taken when the cache is gone (5 minutes unused,
+    or an hour when the request's breakpoints ask for one), and never when the time is unknown."""
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=10**9, window_epoch_savings=500,
+                     epoch_horizon=0.001)
+
+    def last_run(gap, mark=None, timed=True):
+        body = _big_output_turns(8, big=1)
+        step2 = body["messages"][6]  # a long note after the big read: rewriting it costs more than the cut saves
+        step2["content"].append({"type": "text", "text": "Keep going, and note what you find. " * 1_000})
+        session, store = Session.memory(), CCRStore.in_memory()
+        n = len(body["messages"])
+        for k in range(1, n):
+            part = {**body, "messages": body["messages"][:k]}
+            run(_with_breakpoint(part, mark) if mark and k > 1 else part, session=session, store=store, config=config,
+                now=1_000.0 + k if timed else None)
+        last = _with_breakpoint(body, mark) if mark else body
+        result = run(last, session=session, store=store, config=config, now=1_000.0 + n - 1 + gap if timed else None)
+        return result.report, dumps(result.body["messages"][4]).decode()
+
+    report, big = last_run(60)
+    assert report.mode == "incremental" and " of 2,000 lines" not in big
+    report, big = last_run(301)
+    assert report.mode == "epoch" and report.epoch_reason.startswith("saves") and " of 2,000 lines" in big
+    assert last_run(301, timed=False)[0].mode == "incremental"
+    hour = {"type": "ephemeral", "ttl": "1h"}
+    assert last_run(301, hour)[0].mode == "incremental"
+    assert last_run(3_601, hour)[0].mode == "epoch"
+    assert last_run(301, {"type": "ephemeral"})[0].mode == "epoch"
+
+
+def test_the_time_of_the_last_request_survives_a_reload(tmp_path):
+    body = _reminder_turns(2)
+    with Session.open(tmp_path) as session:
+        run(body, session=session, store=CCRStore.in_memory(), config=SMALL_TAIL, now=1_234.5)
+    assert Session.load(tmp_path).header.last_request_at == 1_234.5
+
+
+def test_the_cache_lifetime_is_what_the_request_asks_for():
+    """Claude Code marks its system prompt and last message `{"type": "ephemeral", "ttl": "1h"}` on
+    a subscription, without `ttl` otherwise; OpenAI promises no lifetime."""
+    from compress.formats.requests import cache_ttl
+    from compress.provider_cache import LIVES, UNPROMISED, cache_life
+
+    body = _reminder_turns(2)
+    hour = _with_breakpoint(body, {"type": "ephemeral", "ttl": "1h"})
+    system_only = {**body, "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}
+    assert [cache_ttl("anthropic", b) for b in (body, hour, system_only)] == [None, "1h", "1h"]
+    assert cache_ttl("anthropic", _with_breakpoint(body, {"type": "ephemeral"})) == "5m"
+    assert cache_life("anthropic", "1h") == LIVES["1h"] and cache_life("anthropic", None) == LIVES["5m"]
+    assert cache_life("anthropic", "1h", configured="5m") == LIVES["5m"]
+    assert cache_life("openai", None, configured="1h") == UNPROMISED and not UNPROMISED.expired(1.0, 10**9)
+    assert LIVES["5m"].expired(100.0, 401.0) and not LIVES["5m"].expired(100.0, 400.0)
+    assert not LIVES["5m"].expired(0.0, 10**9) and not LIVES["5m"].expired(100.0, None)

@@ -54,6 +54,7 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
     settings = Settings.load(tmp_path)
     config = settings.compress
     assert config.window_epoch_savings == 1000 and config.window_start_min_tokens == 200
+    assert config.cache_ttl == "auto"
     assert config.options("trim_outputs")["cold_scale"] == 0.2 and config.options("trim_outputs")["cold_after_turns"] == 30
     assert config.options("supersede_inputs")["settled_after_turns"] == 12
     assert settings.memory.recency == 0.2 and settings.repomap.budget == 512
@@ -72,6 +73,7 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
 @pytest.mark.parametrize("text, message", [
     ("[compress]\nbogus = 1", "unknown key compress.bogus"),
     ("[compress]\nprotect_tail_tokens = 'many'", "must be an integer"),
+    ("[compress]\ncache_ttl = '2h'", "cache_ttl must be auto, 5m or 1h"),
     ("[compress.tiers]\nmedium = 9\nhigh = 3", "0 < medium <= high"),
     ("[compress", "config.toml"),
 ])

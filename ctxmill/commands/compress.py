@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{exc} (request written unchanged)") from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
         result = run_pipeline(body, session=session, store=store, config=config,
-                              reported_input_tokens=args.input_tokens)
+                              reported_input_tokens=args.input_tokens, now=time.time())
         write(result.body)  # the input itself when the run failed
         if result.report.error:
             raise CliError(f"{args.request}: {result.report.error} (request written unchanged)")

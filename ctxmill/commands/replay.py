@@ -35,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--thinking", choices=("request", "all", "latest"), default="request",
                    help="which turns' thinking the prefix holds: as the request asks (default), every turn's, "
                         "or only after the last person-written message")
-    p.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m", help="Anthropic cache writes: 5-minute "
-                   "(1.25x) or 1-hour (2x)")
+    p.add_argument("--cache-ttl", choices=("auto", "5m", "1h"), default="auto",
+                   help="Anthropic's cache: 5-minute (writes 1.25x) or 1-hour (2x); auto (default): what the "
+                        "recording reports writing, else 5-minute")
     p.add_argument("--headroom", metavar="PYTHON", help="python of a venv with headroom-ai: add its column")
     p.add_argument("--html", metavar="FILE", help="also write the charts of the replay to FILE (a standalone page)")
     p.set_defaults(func=run)

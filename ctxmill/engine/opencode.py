@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,7 +112,8 @@ class OpenCodeEngine:
                 atomic_write(prompt_path, redact(prompt, **settings.redaction).encode("utf-8"))
             with state_lock(live.directory):
                 result = run(body, session=live.session(), store=self._store(settings), config=settings.compress,
-                             context_window=window if isinstance(window, int) and window > 0 else None)
+                             context_window=window if isinstance(window, int) and window > 0 else None,
+                             now=time.time())
                 live.state.save()
         report = result.report
         if not report.error:

@@ -23,6 +23,7 @@ import logging
 import pickle
 import signal
 import socket
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -94,7 +95,8 @@ class SessionState:
             with self._locked():
                 result = run_pipeline(body, session=self._current(), store=worker.store,
                                       config=worker.setup.compress, chain=worker.setup.chain,
-                                      reported_input_tokens=calibrated_tokens, context_window=context_window)
+                                      reported_input_tokens=calibrated_tokens, context_window=context_window,
+                                      now=time.time())
             report = result.report
             data = None if result.body is body or report.error else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent

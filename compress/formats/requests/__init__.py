@@ -125,6 +125,13 @@ def keeps_all_thinking(provider: str, body: Any) -> bool:
     return bool(keeps and isinstance(body, dict) and keeps(body))
 
 
+def cache_ttl(provider: str, body: Any) -> str | None:
+    """The cache lifetime the request's own breakpoints ask for ("5m", "1h"; see shape.py), or
+    None when its shape has none or it sets no breakpoint."""
+    ask = getattr(SHAPES[provider], "cache_ttl", None)
+    return ask(body) if ask is not None and isinstance(body, dict) else None
+
+
 def render_message(provider: str, msg: Message) -> Any:
     return SHAPES[provider].render_message(msg)
 

@@ -172,6 +172,22 @@ def keeps_all_thinking(body: dict[str, Any]) -> bool:
         isinstance(e, dict) and e.get("type") == CLEAR_THINKING and e.get("keep") == "all" for e in edits)
 
 
+def cache_ttl(body: dict[str, Any]) -> str | None:
+    """The lifetime the request's cache breakpoints ask for: "1h" when a `cache_control` on its
+    last messages, tools or system says `"ttl": "1h"` (Claude Code on a subscription, or with
+    `ENABLE_PROMPT_CACHING_1H`), "5m" when they carry none (the API's default), None when the
+    request sets no breakpoint. The breakpoints of the conversation come last and decide."""
+    messages = body.get("messages")
+    places = [m.get("content") for m in messages[-3:][::-1] if isinstance(m, dict)] if isinstance(messages, list) else []
+    places += [body.get("tools"), body.get("system")]
+    for place in places:
+        marks = [b[CACHE_MARK] for b in place if isinstance(b, dict) and isinstance(b.get(CACHE_MARK), dict)] \
+            if isinstance(place, list) else []
+        if marks:
+            return "1h" if any(m.get("ttl") == "1h" for m in marks) else "5m"
+    return None
+
+
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:
     """Usage of a response body or stream event (`message_start` has it under `message`)."""
     message = event.get("message")

@@ -20,7 +20,9 @@ A shape module (one per provider request shape, listed in `SHAPES` of this packa
   without its cache breakpoints, and a rendering with the client's breakpoints put back
   (absent: messages carry none);
 - optionally `keeps_all_thinking(body) -> bool`: the request asks the provider to keep every
-  earlier thinking block (absent: False, the provider drops the thinking of completed turns).
+  earlier thinking block (absent: False, the provider drops the thinking of completed turns);
+- optionally `cache_ttl(body) -> str | None`: the lifetime ("5m", "1h") the request's cache
+  breakpoints ask for (absent, or None: the provider's default).
 """
 
 from __future__ import annotations

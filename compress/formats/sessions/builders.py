@@ -7,6 +7,7 @@ content blocks; `as_text` makes a recorded tool output text.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from compress.formats.sessions.transcript import Compaction, ModelCall, Transcript
@@ -22,6 +23,7 @@ class Builder:
         self._open_response = False
         self._pending_usage: Usage | None = None
         self._pending_flag = False
+        self._pending_at: float | None = None
         self._split = False
 
     def split(self) -> None:
@@ -40,18 +42,24 @@ class Builder:
         self._pending_usage = usage
         self._pending_flag = after_host_compaction
 
+    def stamp(self, at: float | None) -> None:
+        """A model call that the next assistant block starts was made at `at` (seconds; None: unknown)."""
+        self._pending_at = at
+
     def set_usage(self, usage: Usage | None) -> None:
         """Usage of the current (latest) model call, when the recording gives it afterwards."""
         if usage is not None and self.t.calls:
             last = self.t.calls[-1]
-            self.t.calls[-1] = ModelCall(last.index, usage, last.after_host_compaction)
+            self.t.calls[-1] = replace(last, usage=usage)
 
     def _new_call(self) -> None:
         """Record a model call at the current end (a call with nothing to send is not one)."""
         if self.t.messages:
-            self.t.calls.append(ModelCall(len(self.t.messages), self._pending_usage, self._pending_flag))
+            self.t.calls.append(ModelCall(len(self.t.messages), self._pending_usage, self._pending_flag,
+                                          self._pending_at))
         self._open_response = False
         self._pending_usage = None
+        self._pending_at = None
 
     def _needs_new_assistant(self) -> bool:
         messages = self.t.messages

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder
-from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
+from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl, seconds_of
 from compress.formats.usage import usage_of_event
 
 NAME = "claude-code"
@@ -149,12 +149,14 @@ def read(text: str) -> Transcript:
                 add_early_results()
                 builder.start_response(after_host_compaction=compacted)
                 last_response = rid
+            builder.stamp(seconds_of(line.get("timestamp")))
             for block in blocks:
                 builder.add("assistant", block)
                 if block.get("type") == "tool_use":
                     made_calls.add(block.get("id"))
             if blocks:
                 builder.set_usage(usage_of_event(PROVIDER, None, message))
+                transcript.cache_ttl = _cache_ttl(message) or transcript.cache_ttl
         else:
             add_early_results()
             answers = [b.get("tool_use_id") for b in _content(message) if b.get("type") == "tool_result"]
@@ -165,6 +167,16 @@ def read(text: str) -> Transcript:
     add_early_results()
     transcript.head = {"model": _model(on_chain)} if _model(on_chain) else {}
     return transcript
+
+
+def _cache_ttl(message: dict[str, Any]) -> str | None:
+    """The cache lifetime a response's usage reports writing ("1h", "5m"; None: it does not say):
+    `usage.cache_creation` splits the written tokens by lifetime."""
+    usage = message.get("usage")
+    split = usage.get("cache_creation") if isinstance(usage, dict) else None
+    if not isinstance(split, dict):
+        return None
+    return next((ttl for ttl in ("1h", "5m") if (split.get(f"ephemeral_{ttl}_input_tokens") or 0) > 0), None)
 
 
 def _model(lines: list[dict[str, Any]]) -> str:

@@ -14,7 +14,8 @@ Must hold:
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compress.formats.requests import SHAPES
@@ -32,6 +33,8 @@ class ModelCall:
     index: int
     usage: Usage | None = None
     after_host_compaction: bool = False
+    at: float | None = None
+    """When the call was made, in seconds since the epoch (None: not recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,9 @@ class Transcript:
     host_compactions: int = 0
     compactions: list[Compaction] = field(default_factory=list)
     """Where the host compacted, in order (readers that can tell record them)."""
+    cache_ttl: str | None = None
+    """The lifetime ("5m", "1h") of the prompt cache the provider reported writing, when the
+    recording tells (`compress.provider_cache.LIVES`)."""
 
     def segments(self) -> list["Transcript"]:
         """The histories the host really sent: a new one after each compaction, whose first
@@ -71,9 +77,9 @@ class Transcript:
         for start, end in zip(bounds, bounds[1:]):
             first = [start.summary] if start.summary is not None else []
             shift = len(first) - start.index
-            calls = [ModelCall(c.index + shift, c.usage) for c in self.calls[start.calls_before:end.calls_before]]
+            calls = [replace(c, index=c.index + shift) for c in self.calls[start.calls_before:end.calls_before]]
             out.append(Transcript(self.format, self.provider, self.head, first + self.messages[start.index:end.index],
-                                  calls, host_compactions=int(bool(first))))
+                                  calls, host_compactions=int(bool(first)), cache_ttl=self.cache_ttl))
         return out
 
     def request(self, k: int) -> dict[str, Any]:
@@ -83,6 +89,22 @@ class Transcript:
     def whole(self, max_messages: int | None = None) -> dict[str, Any]:
         """The whole session (or its first `max_messages` messages) as one request body."""
         return {**self.head, SHAPES[self.provider].MESSAGES_FIELD: self.messages[:max_messages]}
+
+
+def seconds_of(stamp: Any) -> float | None:
+    """An ISO 8601 time stamp ("2026-06-14T12:06:25.931Z") or epoch seconds or milliseconds as
+    seconds since the epoch; None when it is neither."""
+    if isinstance(stamp, bool):
+        return None
+    if isinstance(stamp, (int, float)):
+        return stamp / 1000 if stamp > 1e11 else float(stamp)
+    if not isinstance(stamp, str):
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def iter_jsonl(text: str, transcript: Transcript) -> list[dict[str, Any]]:
