@@ -10,6 +10,7 @@ All selectors are linear in the number of lines; patterns have no nested quantif
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 from dataclasses import dataclass
 from typing import Iterator
@@ -138,11 +139,21 @@ def select_prose(lines: list[str], budget: Budget, text: str) -> Selection:
     return _finish(n, _head_tail(n, budget.head, budget.tail) | wanted, budget.head, budget.tail, "headings and key")
 
 
-_MATCH_LINE = re.compile(r"^(?P<path>[^\s:][^:\n]{0,500}?)(?::(?P<n>\d{1,9})[:-]|-(?P<c>\d{1,9})-|:)")
+_MATCH_LINE = re.compile(
+    r"^(?P<path>(?:[A-Za-z]:[\\/])?[^\s:][^:\n]{0,500}?)(?::(?P<n>\d{1,9})[:-]|-(?P<c>\d{1,9})-|:)")
+"""A search hit `path:line:text` (or a context line `path-line-text`); the path may start with a
+Windows drive (`C:\\repo\\a.go:12:...`, as Claude Code's Grep prints on Windows)."""
 
 
 def _looks_like_path(value: str) -> bool:
-    return ("/" in value or "." in value) and " " not in value and not value.isdigit()
+    return ("/" in value or "\\" in value or "." in value) and " " not in value and not value.isdigit()
+
+
+def _directory(path: str) -> str:
+    """The directory part of a listed path, POSIX or Windows (backslashes)."""
+    if "\\" in path:
+        return ntpath.dirname(path.rstrip("\\/"))
+    return posixpath.dirname(path.rstrip("/"))
 
 
 def select_search(lines: list[str], budget: Budget) -> Selection | None:
@@ -182,7 +193,7 @@ def group_file_list(lines: list[str], budget: Budget) -> tuple[list[str], str] |
     for i, line in enumerate(lines):
         entry = line.strip()
         if entry and _looks_like_path(entry) and "\t" not in entry:
-            dirs.setdefault(posixpath.dirname(entry.rstrip("/")), []).append(i)
+            dirs.setdefault(_directory(entry), []).append(i)
         elif entry:
             header.append(i)
     entries = sum(len(v) for v in dirs.values())

@@ -81,6 +81,24 @@ def test_search_results_grouped_by_file():
     assert_markers_resolve(after, text, store)
 
 
+def test_windows_search_results_and_listings_are_grouped_too():
+    """Claude Code's Grep on Windows prints `C:\\repo\\mod0.go:12:text` (context lines `…-12-text`)."""
+    lines = [f"C:\\repo\\src\\mod{f}.go{sep}{n}{sep}\tcallThing({n})" for f in range(40) for n in range(1, 12)
+             for sep in (":" if n % 2 else "-",)]
+    text = "\n".join(lines)
+    result, store = run_stage(anthropic([("Grep", {"pattern": "callThing", "output_mode": "content"}, text)]),
+                              trim_outputs.STAGE, NOMINAL)
+    after = result_texts(result.body)[0]
+    assert "20 of 40 files" in find_markers(after)[0].summary
+    assert "C:\\repo\\src\\mod0.go-4-" in after and "mod0.go-6-" not in after and "mod25.go" not in after
+    assert_markers_resolve(after, text, store)
+    paths = "\n".join(f"C:\\repo\\pkg{d}\\module_{i}.py" for d in range(6) for i in range(60))
+    result, store = run_stage(anthropic([("Glob", {"pattern": "**/*.py"}, paths)]), trim_outputs.STAGE, NOMINAL)
+    after = result_texts(result.body)[0]
+    assert "360 paths in 6 directories" in find_markers(after)[0].summary and "C:\\repo\\pkg3" in after
+    assert_markers_resolve(after, paths, store)
+
+
 def test_file_list_grouped_by_directory_with_counts():
     paths = [f"/repo/pkg{d}/module_{i}.py" for d in range(6) for i in range(60)]
     text = "\n".join(paths)
