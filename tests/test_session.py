@@ -332,3 +332,38 @@ def test_the_cache_lifetime_is_what_the_request_asks_for():
     assert cache_life("openai", None, configured="1h") == UNPROMISED and not UNPROMISED.expired(1.0, 10**9)
     assert LIVES["5m"].expired(100.0, 401.0) and not LIVES["5m"].expired(100.0, 400.0)
     assert not LIVES["5m"].expired(0.0, 10**9) and not LIVES["5m"].expired(100.0, None)
+
+
+def _read_then_quiet_turns(n: int) -> dict:
+    """A 300-line source read, a subagent's long report (cut once it leaves the protected tail,
+    while the read is still fresh), then `n` turns of tiny outputs."""
+    source = "\n".join(f"def function_{i}(value): return value * {i}  # keep this line" for i in range(1, 301))
+    report = "\n".join(f"Finding {i}: the handler in module {i} calls the service twice." for i in range(300))
+    messages = [{"role": "user", "content": "start"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "r", "name": "Read",
+                                                   "input": {"file_path": "/src/app.py"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r", "content": source}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "Task",
+                                                   "input": {"prompt": "survey the handlers"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": report}]}]
+    for i in range(n):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Bash",
+                                                        "input": {"command": f"echo {i}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"{i}"}]}]
+    return {"system": "s", "messages": messages}
+
+
+def test_a_read_kept_whole_is_cut_once_it_goes_cold_without_new_output_to_pay_for_the_epoch():
+    """An epoch decided the read while it was fresh (kept whole); when it goes cold, it alone is
+    worth a re-decision, though nothing newer is left to cut (`open_to_cuts`)."""
+    body = _read_then_quiet_turns(12)
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400, window_epoch_savings=200,
+                     epoch_horizon=0, stage_options={"trim_outputs": {"cold_after_turns": 6, "cold_ref_chars": 0,
+                                                                       "report_fresh_turns": 0}})
+    epochs = []  # (request, read cut, report cut) at each epoch after the first
+    for k, result in feed(body, config, _Memory()):
+        if k > 4 and result.report.mode == "epoch":
+            read, report = (dumps(result.body["messages"][i]).decode() for i in (2, 4))
+            epochs.append((k, "ctxmill" in read, "ctxmill" in report))
+    assert [cuts for _, *cuts in epochs] == [[False, True], [True, True]]  # the report, then the cold read
+    assert epochs[1][0] - epochs[0][0] >= 6
