@@ -68,12 +68,12 @@ class TrimOptions:
     `trim_outputs.cold_turns`; see `cold_ref_changed`): an edit copies a few lines of a big file,
     and keeping all of it costs in proportion to its length. Chosen with the corpus replay,
     judged leave-one-project-out (docs/replay-results.md)."""
-    cold_ref_changed: bool = False
+    cold_ref_changed: bool = True
     """Whether `cold_ref_chars` also shortens the wait of a read whose file some call had changed
-    before it (`trim_outputs.worked_reads`). False: a file the agent works on keeps its newest
-    read the full `cold_after_turns`, however long; only long reads of files it has not changed
-    yet (exploring) go cold sooner. Chosen with the corpus replay, judged leave-one-project-out
-    (docs/replay-results.md)."""
+    before it (`trim_outputs.worked_reads`). True: every long read goes cold sooner. False: a file
+    the agent works on keeps its newest read the full `cold_after_turns`, however long; only long
+    reads of files it has not changed yet (exploring) go cold sooner. Chosen with the corpus
+    replay, judged leave-one-project-out (docs/replay-results.md)."""
     report_fresh_turns: int = 12
     """A subagent's report (`compress.vocab.tools.is_subagent`) stays whole until it is this many
     assistant turns older than the epoch's anchor, then is cut like other output (head, headings,

@@ -325,9 +325,9 @@ def test_a_long_read_goes_cold_in_proportionally_fewer_turns():
 
 
 def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
-    """`cold_ref_changed` False (the default): a long read of a file some call changed before it
-    (the agent works on that file, `worked_reads`) waits the full `cold_after_turns`; the same
-    read of a file nothing changed yet goes cold sooner. True: both go cold sooner."""
+    """`cold_ref_changed` False: a long read of a file some call changed before it (the agent
+    works on that file, `worked_reads`) waits the full `cold_after_turns`; the same read of a file
+    nothing changed yet goes cold sooner. True (the default): both go cold sooner."""
     long_text = numbered(python_file(800))
     edit = ("Edit", {"file_path": "/src/long.py", "old_string": "a", "new_string": "b"}, "ok")
     bodies = {name: anthropic([edit, ("Read", {"file_path": path}, long_text)], turns_after=8)
@@ -340,6 +340,6 @@ def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
         assert rule(worked, 30, anchor, 3_000, ref_changed=False) == set()
         assert rule(worked, 30, anchor, 3_000, ref_changed=True) == {"toolu_001"}
         assert rule(explored, 30, anchor, 3_000, ref_changed=False) == {"toolu_001"}
-    short_wait = config(stage_options={"trim_outputs": {"cold_ref_chars": 3_000}})
+    short_wait = config(stage_options={"trim_outputs": {"cold_ref_chars": 3_000, "cold_ref_changed": False}})
     kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, short_wait)[0].body)[1] for name, body in bodies.items()}
     assert kept["worked"] == long_text and len(kept["explored"]) < len(long_text)
