@@ -115,16 +115,16 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
     read_end = max(in_window)
     records = session.records
-    unsettled = [i for i in range(min(frozen, tail)) if open_to_cuts(records[hashes[i]])]
-    if not unsettled:
+    candidates = [i for i in range(min(frozen, tail)) if open_to_cuts(records[hashes[i]])]
+    if not candidates:
         return None
-    window = [i for i in unsettled
+    window = [i for i in candidates
               if i >= min(in_window) and records[hashes[i]].compressible >= config.window_start_min_tokens]
     at_stake = sum(records[hashes[i]].compressible for i in window)
     if window and at_stake >= config.window_epoch_savings:
         cached_end = max(e for e in in_window if e <= window[0])
         return EpochChoice(window[0], config.window_epoch_savings, cached_end, read_end, at_stake)
-    potential = sum(records[hashes[i]].compressible for i in unsettled)
+    potential = sum(records[hashes[i]].compressible for i in candidates)
     big = config.epoch_savings_threshold
     if potential >= max(big, session.header.next_trial_at):
         return EpochChoice(0, big, 0, read_end, potential)
