@@ -85,13 +85,13 @@ def test_claude_code_calls_carry_their_time_and_the_cache_lifetime_the_usage_rep
     assert read_text(CLAUDE_CODE).cache_ttl is None and read_text(CLAUDE_CODE).calls[0].at is None
 
 
-def test_time_stamps_in_every_recorded_form():
-    from compress.formats.sessions.transcript import seconds_of
+def test_iso_time_stamps_are_utc_unless_they_name_their_zone():
+    from ground.times import iso_seconds
 
-    assert seconds_of("2026-06-14T12:06:30Z") == seconds_of("2026-06-14T12:06:30+00:00") == 1781438790.0
-    assert seconds_of("2026-06-14T12:06:30") == 1781438790.0  # no zone: UTC
-    assert seconds_of(1781438790123) == 1781438790.123 and seconds_of(1781438790) == 1781438790.0
-    assert seconds_of("yesterday") is None and seconds_of(None) is None and seconds_of(True) is None
+    assert iso_seconds("2026-06-14T12:06:30Z") == iso_seconds("2026-06-14T12:06:30+00:00") == 1781438790.0
+    assert iso_seconds("2026-06-14T12:06:30") == 1781438790.0
+    assert iso_seconds("2026-06-14T14:06:30+02:00") == 1781438790.0
+    assert iso_seconds("yesterday") is None
 
 
 def test_claude_code_pairs_results_of_sibling_lines_and_results_written_before_their_call():

@@ -71,13 +71,12 @@ def parse_time(text: str | None, now: float | None = None) -> float | None:
     units = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
     if text[-1:] in units and text[:-1].isdigit():
         return now - int(text[:-1]) * units[text[-1]]
-    from datetime import datetime, timezone
+    from ground.times import iso_seconds
 
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadQuery(f"bad time {text!r}: use 7d, 12h, 30m or an ISO date such as 2026-11-20") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    moment = iso_seconds(text)
+    if moment is None:
+        raise BadQuery(f"bad time {text!r}: use 7d, 12h, 30m or an ISO date such as 2026-11-20")
+    return moment
 
 
 def _where(flt: Filter) -> tuple[str, list]:

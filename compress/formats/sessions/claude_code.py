@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from compress.formats.sessions.builders import AnthropicBuilder
-from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl, seconds_of
+from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
 from compress.formats.usage import usage_of_event
+from ground.times import iso_seconds
 
 NAME = "claude-code"
 PROVIDER = "anthropic"
@@ -149,7 +150,8 @@ def read(text: str) -> Transcript:
                 add_early_results()
                 builder.start_response(after_host_compaction=compacted)
                 last_response = rid
-            builder.stamp(seconds_of(line.get("timestamp")))
+            stamp = line.get("timestamp")
+            builder.stamp(iso_seconds(stamp) if isinstance(stamp, str) else None)
             for block in blocks:
                 builder.add("assistant", block)
                 if block.get("type") == "tool_use":

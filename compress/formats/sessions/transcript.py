@@ -14,7 +14,6 @@ Must hold:
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -89,22 +88,6 @@ class Transcript:
     def whole(self, max_messages: int | None = None) -> dict[str, Any]:
         """The whole session (or its first `max_messages` messages) as one request body."""
         return {**self.head, SHAPES[self.provider].MESSAGES_FIELD: self.messages[:max_messages]}
-
-
-def seconds_of(stamp: Any) -> float | None:
-    """An ISO 8601 time stamp ("2026-06-14T12:06:25.931Z") or epoch seconds or milliseconds as
-    seconds since the epoch; None when it is neither."""
-    if isinstance(stamp, bool):
-        return None
-    if isinstance(stamp, (int, float)):
-        return stamp / 1000 if stamp > 1e11 else float(stamp)
-    if not isinstance(stamp, str):
-        return None
-    try:
-        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def iter_jsonl(text: str, transcript: Transcript) -> list[dict[str, Any]]:
