@@ -15,7 +15,7 @@ from typing import Any
 
 import xxhash
 
-from compress.formats.requests import SHAPES
+from compress.formats.requests import SHAPES, keeps_all_thinking
 from compress.memo import PerObject
 from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
@@ -45,21 +45,12 @@ class Priced:
 THINKING_MODES = ("request", "all", "latest")
 
 
-def keeps_all_thinking(body: dict) -> bool:
-    """The request asks the provider to keep every turn's thinking (Claude Code's
-    `context_management: {edits: [{type: "clear_thinking_…", keep: "all"}]}`)."""
-    management = body.get("context_management")
-    edits = management.get("edits") if isinstance(management, dict) else None
-    return isinstance(edits, list) and any(
-        isinstance(e, dict) and str(e.get("type", "")).startswith("clear_thinking") and e.get("keep") == "all"
-        for e in edits)
-
-
 class RequestAccountant:
     """Prices the requests of one side (raw, compressed, a peer) of one session."""
 
     def __init__(self, provider: str, counter: TokenCounter, cache: dict | None = None,
                  prices: Prices = ANTHROPIC, thinking: str = "request") -> None:
+        self.provider = provider
         self.field = SHAPES[provider].MESSAGES_FIELD
         self.head_fields = SHAPES[provider].HEAD_FIELDS
         self.parse = SHAPES[provider].parse_message
@@ -101,7 +92,7 @@ class RequestAccountant:
         return head
 
     def _keeps_all_thinking(self, body: dict) -> bool:
-        return self.thinking == "all" or (self.thinking == "request" and keeps_all_thinking(body))
+        return self.thinking == "all" or (self.thinking == "request" and keeps_all_thinking(self.provider, body))
 
     def message_tokens(self, message: Any) -> int:
         """Tokens of one provider-shaped message, thinking included."""

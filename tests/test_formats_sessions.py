@@ -85,6 +85,41 @@ def test_claude_code_calls_carry_their_time_and_the_cache_lifetime_the_usage_rep
     assert read_text(CLAUDE_CODE).cache_ttl is None and read_text(CLAUDE_CODE).calls[0].at is None
 
 
+def thinking_session(read_after_prompt: int, stamped: bool = True) -> str:
+    """A tool loop with thinking, a person's prompt, and a call whose cache read is given (the
+    call before it reports 3 + 100 + 20 = 123 tokens)."""
+    times = iter(f"2026-06-14T12:0{i}:00Z" for i in range(6))
+
+    def at() -> dict:
+        return {"timestamp": next(times)} if stamped else {}
+
+    return jsonl(
+        cc("user", "u1", None, {"role": "user", "content": "fix it"}, **at()),
+        cc("assistant", "a1", "u1", assistant("m1", [{"type": "thinking", "thinking": "look first", "signature": "s"},
+                                                     {"type": "tool_use", "id": "t1", "name": "Read",
+                                                      "input": {"file_path": "/a.py"}}]), **at()),
+        cc("user", "r1", "a1", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}, **at()),
+        cc("assistant", "a2", "r1", assistant("m2", [{"type": "text", "text": "done"}]), **at()),
+        cc("user", "u2", "a2", {"role": "user", "content": "and the tests"}, **at()),
+        cc("assistant", "a3", "u2", assistant("m3", [{"type": "text", "text": "ok"}], {
+            "input_tokens": 30, "cache_read_input_tokens": read_after_prompt, "cache_creation_input_tokens": 9}), **at()),
+    )
+
+
+def test_claude_code_replays_ask_to_keep_thinking_when_the_usage_shows_the_host_kept_it():
+    """After a person's prompt the provider read the previous request whole: the host kept the
+    loop's thinking, so the replayed requests ask for that too; a read that stops short means it
+    was dropped; without times (or calls that can tell) the reader does not guess."""
+    from compress.formats.requests import keeps_all_thinking
+    from compress.formats.sessions.kept_thinking import host_kept_thinking
+
+    kept, dropped = read_text(thinking_session(123)), read_text(thinking_session(40))
+    assert host_kept_thinking(kept) is True and keeps_all_thinking("anthropic", kept.request(2))
+    assert host_kept_thinking(dropped) is False and not keeps_all_thinking("anthropic", dropped.request(2))
+    assert host_kept_thinking(read_text(thinking_session(123, stamped=False))) is None
+    assert host_kept_thinking(read_text(CLAUDE_CODE)) is None
+
+
 def test_iso_time_stamps_are_utc_unless_they_name_their_zone():
     from ground.times import iso_seconds
 

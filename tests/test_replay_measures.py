@@ -14,7 +14,8 @@ from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
 from replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
-from replay.pricing import RequestAccountant, keeps_all_thinking
+from compress.formats.requests.anthropic import keep_all_thinking
+from replay.pricing import RequestAccountant
 from replay.runner import replay
 from compress.tokens import get_counter
 
@@ -111,8 +112,7 @@ def test_thinking_counts_in_every_turn_when_the_request_keeps_it():
         {"role": "assistant", "content": [{"type": "thinking", "thinking": "deep thought " * 200, "signature": "s"},
                                           {"type": "text", "text": "ok"}]},
         {"role": "user", "content": "second"}]}
-    keep_all = {**body, "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}}
-    assert keeps_all_thinking(keep_all) and not keeps_all_thinking(body)
+    keep_all = {**body, **keep_all_thinking()}
     counter = get_counter()
     latest = RequestAccountant("anthropic", counter).add(body).tokens
     assert RequestAccountant("anthropic", counter).add(keep_all).tokens > latest + 300

@@ -172,6 +172,12 @@ def keeps_all_thinking(body: dict[str, Any]) -> bool:
         isinstance(e, dict) and e.get("type") == CLEAR_THINKING and e.get("keep") == "all" for e in edits)
 
 
+def keep_all_thinking() -> dict[str, Any]:
+    """The request field that asks the API to keep every earlier thinking block (what
+    `keeps_all_thinking` reads)."""
+    return {"context_management": {"edits": [{"type": CLEAR_THINKING, "keep": "all"}]}}
+
+
 def cache_ttl(body: dict[str, Any]) -> str | None:
     """The lifetime the request's cache breakpoints ask for: "1h" when a `cache_control` on its
     last messages, tools or system says `"ttl": "1h"` (Claude Code on a subscription, or with

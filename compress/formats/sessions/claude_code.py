@@ -7,14 +7,17 @@ can tell what ctxmill would have done instead of compacting. Parallel tool calls
 results on sibling branches: a result joins when its `tool_use_id` answers a call on the
 chain. Sidechain (sub-agent) and meta lines, progress, attachments, snapshots and system
 lines are skipped. Lines of one API response (same `message.id`, else `requestId`) form one
-assistant message and one model call, with that response's `usage`.
+assistant message and one model call, with that response's `usage`. When that usage shows the
+host kept earlier turns' thinking (`kept_thinking`), the replayed requests ask for it too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from compress.formats.requests.anthropic import keep_all_thinking
 from compress.formats.sessions.builders import AnthropicBuilder
+from compress.formats.sessions.kept_thinking import host_kept_thinking
 from compress.formats.sessions.transcript import Compaction, Transcript, iter_jsonl
 from compress.formats.usage import usage_of_event
 from ground.times import iso_seconds
@@ -168,6 +171,8 @@ def read(text: str) -> Transcript:
             add_results(line)
     add_early_results()
     transcript.head = {"model": _model(on_chain)} if _model(on_chain) else {}
+    if host_kept_thinking(transcript):
+        transcript.head.update(keep_all_thinking())
     return transcript
 
 
