@@ -22,7 +22,7 @@ from typing import Sequence
 
 from compress.config import CompressConfig
 from compress.model import Message
-from compress.provider_cache import READ_PRICE, WRITE_PRICE, first_dropped_thinking
+from compress.provider_cache import LIVES, CacheLife, first_dropped_thinking
 from compress.session import Record, Session
 from compress.tiers import Tier
 
@@ -132,12 +132,12 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
 
 
 def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], turn: int,
-             config: CompressConfig, write_price: float = WRITE_PRICE) -> bool:
+             config: CompressConfig, life: CacheLife = LIVES["5m"]) -> bool:
     """Whether the trial (its messages' output tokens, against the current rendering's) saves
-    `choice.needed` tokens and pays back its cache writes: the saving, read at `READ_PRICE` in
-    each of the requests still expected (`epoch_horizon` × the assistant turns so far),
-    outweighs writing the trial from `choice.cached_end` on at `write_price` (the cache's
-    `CacheLife`) instead of reading the current rendering up to `choice.read_end`."""
+    `choice.needed` tokens and pays back its cache writes: the saving, read at the cache's read
+    price (`life`) in each of the requests still expected (`epoch_horizon` × the assistant turns
+    so far), outweighs writing the trial from `choice.cached_end` on at its write price instead
+    of reading the current rendering up to `choice.read_end`."""
     saved = sum(current) - sum(trial)
     if saved < choice.needed:
         return False
@@ -145,5 +145,5 @@ def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], 
         return True
     expected = max(1.0, config.epoch_horizon * turn)
     span = slice(choice.cached_end, choice.read_end)
-    extra = write_price * sum(trial[span]) - READ_PRICE * sum(current[span])
-    return READ_PRICE * saved * expected >= extra
+    extra = life.write_price * sum(trial[span]) - life.read_price * sum(current[span])
+    return life.read_price * saved * expected >= extra

@@ -197,7 +197,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                       thinking_kept, managed.floor)
 
     reason = forced_reason(session, provider, tier, frozen)
-    life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl)
+    life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     current_turn = messages[-1].turn if messages else 0
     if reason:
         plan = planner.plan(0, current_turn)
@@ -209,7 +209,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                              life.expired(session.header.last_request_at, now))
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
-            if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life.write_price):
+            if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life):
                 plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
             else:
                 plan.next_trial_at = choice.retry_at()

@@ -10,9 +10,10 @@ is dropped when a person writes. Prices are in units of the base input price.
 
 How long a cached prefix lives unused, and what writing it costs, is its `CacheLife`
 (`cache_life`): Anthropic keeps it 5 minutes (writes at 1.25) or, when the request's breakpoints
-ask, an hour (writes at 2.0); every read renews it. Once it has expired the provider writes the
-whole request again, whatever changed. OpenAI promises no lifetime (5 to 10 minutes unused, up
-to an hour), so it is never taken to have expired.
+ask, an hour (writes at 2.0); every read renews it; reads cost 0.1. Once it has expired the
+provider writes the whole request again, whatever changed. OpenAI promises no lifetime (5 to 10
+minutes unused, up to an hour), so it is never taken to have expired; it charges no write
+premium, and cached input costs the model's discount (`OPENAI_READ`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class CacheLife:
     """In units of the base input price."""
     seconds: float | None
     """Unused this long, the prefix is gone (None: the provider promises no lifetime)."""
+    read_price: float = READ_PRICE
+    """Of cached input, in units of the base input price."""
 
     def expired(self, last_request_at: float, now: float | None) -> bool:
         """Whether a request at `now` (None: unknown) finds nothing the request at
@@ -44,15 +47,22 @@ class CacheLife:
 
 LIVES = {"5m": CacheLife("5m", WRITE_PRICE, 300.0), "1h": CacheLife("1h", 2.0, 3600.0)}
 """Anthropic's cache lifetimes, by the name a `cache_control` `ttl` gives them."""
-UNPROMISED = CacheLife("unpromised", WRITE_PRICE, None)
+OPENAI_READ = (("gpt-5", 0.1), ("o3", 0.25), ("o4", 0.25), ("gpt-4.1", 0.25), ("codex", 0.25), ("gpt-4o", 0.5))
+"""OpenAI's cached-input price by model-name prefix (first match); other models: 0.5."""
 
 
-def cache_life(provider: str, asked: str | None, configured: str = "auto") -> CacheLife:
-    """The lifetime of the cache a request writes: `configured` ("5m", "1h") when it names one,
-    else what the request's breakpoints ask for (`asked`, `compress.formats.requests.cache_ttl`)
-    or Anthropic's default, 5 minutes; `UNPROMISED` for every other provider."""
+def openai_read_price(model: str) -> float:
+    low = model.lower()
+    return next((price for prefix, price in OPENAI_READ if low.startswith(prefix)), 0.5)
+
+
+def cache_life(provider: str, asked: str | None, configured: str = "auto", model: str = "") -> CacheLife:
+    """The lifetime and prices of the cache a request writes. Anthropic: `configured` ("5m",
+    "1h") when it names one, else what the request's breakpoints ask for (`asked`,
+    `compress.formats.requests.cache_ttl`) or its default, 5 minutes. Every other provider is
+    priced as OpenAI: no promised lifetime, no write premium, reads at the `model`'s discount."""
     if provider != "anthropic":
-        return UNPROMISED
+        return CacheLife("unpromised", 1.0, None, openai_read_price(model))
     return LIVES.get(configured) or LIVES.get(asked or "") or LIVES["5m"]
 
 

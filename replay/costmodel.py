@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, READ_PRICE, CacheLife
+from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, READ_PRICE, CacheLife, cache_life
 
 COMPACT_AT = 160_000
 COMPACT_TO = 20_000
@@ -43,8 +43,6 @@ def _anthropic(life: CacheLife, label: str) -> Prices:
 
 ANTHROPIC = _anthropic(LIVES["5m"], "5-minute")
 ANTHROPIC_1H = _anthropic(LIVES["1h"], "1-hour")
-OPENAI_READ = (("gpt-5", 0.1), ("o3", 0.25), ("o4", 0.25), ("gpt-4.1", 0.25), ("codex", 0.25), ("gpt-4o", 0.5))
-"""OpenAI cached-input price by model-name prefix (first match); other models: 0.5. No write premium."""
 
 
 def prices_for(provider: str, model: str = "", cache_ttl: str = "5m") -> Prices:
@@ -52,9 +50,8 @@ def prices_for(provider: str, model: str = "", cache_ttl: str = "5m") -> Prices:
     else OpenAI's, whose cached-input discount depends on the model."""
     if provider == "anthropic":
         return ANTHROPIC_1H if cache_ttl == "1h" else ANTHROPIC
-    low = model.lower()
-    read = next((price for prefix, price in OPENAI_READ if low.startswith(prefix)), 0.5)
-    return Prices(f"openai{f' {model}' if model else ''}", read, 1.0, None)
+    life = cache_life(provider, None, model=model)
+    return Prices(f"openai{f' {model}' if model else ''}", life.read_price, life.write_price, None)
 
 
 @dataclass(frozen=True, slots=True)

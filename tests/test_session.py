@@ -224,6 +224,18 @@ def test_the_default_horizon_prices_an_epoch_over_a_quarter_of_the_turns_so_far(
     assert pays_off(choice, current, trial, 48, CompressConfig())
 
 
+def test_an_epoch_pays_off_at_the_providers_own_cache_prices():
+    """The same rewrite pays back sooner where cached input costs more and writes carry no
+    premium (OpenAI's gpt-4o: reads at 0.5, writes at 1.0) than at Anthropic's 0.1 and 2.0."""
+    from compress.provider_cache import LIVES, cache_life
+
+    choice = EpochChoice(start=0, needed=500, cached_end=0, read_end=2, potential=1_000)
+    current, trial = [1_000, 1_000], [1_000, 0]
+    assert pays_off(choice, current, trial, 4, CompressConfig(), cache_life("openai", None, model="gpt-4o"))
+    assert not pays_off(choice, current, trial, 48, CompressConfig(), LIVES["1h"])
+    assert pays_off(choice, current, trial, 96, CompressConfig(), LIVES["1h"])
+
+
 def test_cached_requests_before_an_epochs_first_change_stay_known():
     session = Session.memory()
     for end in (3, 5, 7):
@@ -320,7 +332,7 @@ def test_the_cache_lifetime_is_what_the_request_asks_for():
     """Claude Code marks its system prompt and last message `{"type": "ephemeral", "ttl": "1h"}` on
     a subscription, without `ttl` otherwise; OpenAI promises no lifetime."""
     from compress.formats.requests import cache_ttl
-    from compress.provider_cache import LIVES, UNPROMISED, cache_life
+    from compress.provider_cache import LIVES, cache_life
 
     body = _reminder_turns(2)
     hour = _with_breakpoint(body, {"type": "ephemeral", "ttl": "1h"})
@@ -329,7 +341,9 @@ def test_the_cache_lifetime_is_what_the_request_asks_for():
     assert cache_ttl("anthropic", _with_breakpoint(body, {"type": "ephemeral"})) == "5m"
     assert cache_life("anthropic", "1h") == LIVES["1h"] and cache_life("anthropic", None) == LIVES["5m"]
     assert cache_life("anthropic", "1h", configured="5m") == LIVES["5m"]
-    assert cache_life("openai", None, configured="1h") == UNPROMISED and not UNPROMISED.expired(1.0, 10**9)
+    openai = cache_life("openai", None, configured="1h", model="gpt-5.4")
+    assert (openai.seconds, openai.write_price, openai.read_price) == (None, 1.0, 0.1)
+    assert not openai.expired(1.0, 10**9) and cache_life("openai", None, model="gpt-4o").read_price == 0.5
     assert LIVES["5m"].expired(100.0, 401.0) and not LIVES["5m"].expired(100.0, 400.0)
     assert not LIVES["5m"].expired(0.0, 10**9) and not LIVES["5m"].expired(100.0, None)
 
