@@ -146,7 +146,7 @@ class StageContext:
         (a marker other than an injection removal's means some stage already cut it)."""
         return (
             block.kind == TOOL_RESULT
-            and not is_protected_tool(block.tool_name, self.config.protected_tools)
+            and not is_protected_tool(block.tool_name, self.config.protected_tools, block.call_input)
             and not is_compressed(block.result_text)
         )
 

@@ -45,7 +45,7 @@ def kind_of(block: Block | None, msg: Message, calls: dict[str, tuple[str, Any]]
         return CHANGE_INPUTS if changes else OTHER_INPUTS
     if block.kind == TOOL_RESULT:
         name, tool_input = calls.get(block.tool_id, ("", None))
-        if is_protected_tool(name, PROTECTED_TOOLS):
+        if is_protected_tool(name, PROTECTED_TOOLS, tool_input):
             return PROTECTED_OUTPUT
         return _OUTPUT_KIND.get(tool_kind(name, tool_input), OTHER_OUTPUT)
     return THINKING_KIND

@@ -164,3 +164,22 @@ def test_only_a_cutting_marker_makes_a_result_compressed():
     cut = format_marker("kept 80 of 300 lines (head 40, tail 40)", "b" * 32)
     assert not is_compressed(f"{thin}\nbody") and not is_compressed("see ctxmill: docs")
     assert is_compressed(f"{thin}\nbody\n{cut}") and is_compressed(f"{cut}\nctxmill: mentioned")
+
+
+def test_the_text_editor_tools_view_is_a_file_read_and_its_edits_stay_protected():
+    """Anthropic's text editor tool is protected for what it changes; its `view` answers with
+    the file, which is a read like any other (numbers thinned on arrival, cut later), not a
+    protected result."""
+    source = [f"    value_{i} = compute(value_{i - 1}, {i})" for i in range(1, 301)]
+    text = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(source, 1))
+    editor = "str_replace_based_edit_tool"
+    body = anthropic([(editor, {"command": "view", "path": "/src/a.py"}, text),
+                      (editor, {"command": "str_replace", "path": "/src/a.py", "old_str": "x", "new_str": "y"}, text)],
+                     turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    viewed, edited = result_texts(result.body)
+    assert find_markers(viewed)[0].summary.startswith("line numbers shown on line 1 and every 10th line")
+    assert viewed.split("\n")[1:] == [f"{n:>6}\t{line}" if n == 1 or n % 10 == 0 else line
+                                      for n, line in enumerate(source, 1)]
+    assert_markers_resolve(viewed, text, store)
+    assert edited == text

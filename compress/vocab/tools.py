@@ -88,9 +88,13 @@ def base_name(name: str) -> str:
     return low.rsplit("__", 1)[-1] if low.startswith("mcp__") else low
 
 
-def is_protected_tool(name: str, protected: frozenset[str]) -> bool:
-    """Results of this tool are never compressed (`protected`: base names, lower-cased)."""
+def is_protected_tool(name: str, protected: frozenset[str], tool_input: Any = None) -> bool:
+    """Results of this tool are never compressed (`protected`: base names, lower-cased), but for
+    a call of it that only reads a file (`tool_input`; the text editor tool's `view`): that
+    result is a file read like any other."""
     base = base_name(name)
+    if isinstance(tool_input, dict) and file_tool_action(base, tool_input) == READ:
+        return False
     return base in protected or base.startswith("memory_") or "deep_expand" in base
 
 
@@ -126,7 +130,11 @@ def command_of(tool_input: Any) -> str:
 
 
 def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
-    kind = _KIND_OF.get(base_name(name), ToolKind.OTHER)
+    base = base_name(name)
+    if _is_editor(base):
+        return ToolKind.FILE_READ if isinstance(tool_input, dict) and file_tool_action(base, tool_input) == READ \
+            else ToolKind.OTHER
+    kind = _KIND_OF.get(base, ToolKind.OTHER)
     if kind is ToolKind.COMMAND:
         command = command_of(tool_input)
         low = command.lower()
@@ -141,8 +149,13 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
     return kind
 
 
+def _is_editor(base: str) -> bool:
+    """Anthropic's text editor tool (`str_replace_based_edit_tool`, `str_replace_editor…`)."""
+    return base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor")
+
+
 def file_tool_action(base: str, tool_input: dict) -> str | None:
     """What a file tool (by `base_name`) does to the file its input names; None for other tools."""
-    if base == "str_replace_based_edit_tool" or base.startswith("str_replace_editor"):
+    if _is_editor(base):
         return _EDITOR_ACTIONS.get(str(tool_input.get("command", "")))
     return _FILE_ACTION_OF.get(base)

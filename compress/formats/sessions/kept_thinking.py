@@ -10,9 +10,9 @@ previous call's whole request. A replayed request must carry the same ask, or th
 the engine both assume a cache rewrite at every prompt that the host never paid for.
 
 What must hold: only calls that can tell count (the previous call's request held thinking of
-the loop the prompt ends, both calls' usage is recorded, no host compaction between them, and
-the second came within the cache's lifetime); the answer is the majority of them, None on a tie
-or when none can tell.
+the loop the prompt ends, both calls' usage is recorded, the host had not compacted (its
+requests then differ from the replayed ones), and the second came within the cache's
+lifetime); the answer is the majority of them, None on a tie or when none can tell.
 """
 
 from __future__ import annotations
