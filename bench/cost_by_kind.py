@@ -35,6 +35,15 @@ def table(totals: dict[str, dict[str, float]], raw: float) -> list[str]:
     return lines
 
 
+def unseen_head_line(totals: dict[str, dict[str, float]], raw: float, unseen: float) -> str:
+    """The sides' totals counting the system prompt and tools the recordings lack
+    (`ReplayReport.unseen_head_cost`), the same on every side."""
+    shares = ", ".join(f"{s} {(sum(totals[s].values()) + unseen) / (raw + unseen):.3f}" for s in SIDES)
+    return (f"Counting the host's system prompt and tools, which the recordings lack (estimated per session "
+            f"as the median gap between the reported and the modelled input, so it also absorbs the "
+            f"token counter's difference): {shares}.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -43,7 +52,7 @@ def main() -> None:
     args = parser.parse_args()
     files = [f for f in session_files(args.corpus / "transcripts") if not args.names or any(n in f.name for n in args.names)]
     parts: list[dict[str, dict[str, float]]] = []
-    raw = 0.0
+    raw = unseen = 0.0
     for path in files:
         try:
             transcript = read_session(path)
@@ -52,8 +61,10 @@ def main() -> None:
         report = replay(transcript, by_kind=True)
         parts.append(report.by_kind)
         raw += report.raw.cost
+        unseen += report.unseen_head_cost
+    totals = summed(parts)
     lines = [f"Cost by kind of content, {len(parts)} sessions (share of the raw side's modelled cost):", "",
-             *table(summed(parts), raw or 1.0)]
+             *table(totals, raw or 1.0), "", unseen_head_line(totals, raw, unseen)]
     print("\n".join(lines))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

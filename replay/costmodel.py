@@ -122,6 +122,14 @@ class PromptCache:
         return used is None or at is None or self.lifetime is None or at - used <= self.lifetime
 
 
+def head_cost(tokens: int, times: Sequence[float | None], prices: Prices) -> float:
+    """What a head of `tokens` (system prompt and tools) sent with requests at `times` costs: it
+    is written by the first and whenever it went unused longer than the cache's lifetime, else
+    read (`PromptCache`'s rule)."""
+    cache = PromptCache(prices.lookback, prices.lifetime)
+    return sum(cache.add((), (), "head", tokens, at).cost(prices) for at in times)
+
+
 def compaction_events(sizes: Iterable[int], at: int = COMPACT_AT, to: int = COMPACT_TO) -> int:
     """How often a host compacting at `at` tokens back to `to` would compact: after each
     crossing the context counts from `to` plus whatever the requests grow by afterwards."""

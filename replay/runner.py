@@ -24,7 +24,7 @@ from compress.formats.requests import SHAPES
 from compress.model import Message
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
-from replay.costmodel import Prices, prices_for
+from replay.costmodel import Prices, head_cost, prices_for
 from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
@@ -56,6 +56,10 @@ class ReplayReport:
     ms_max: float = 0.0
     retention: Retention = field(default_factory=Retention)
     usage: UsageCheck | None = None
+    unseen_head_cost: float = 0.0
+    """What the host's system prompt and tools, which the recording lacks (`usage.unseen_head`
+    tokens), cost over the session's requests: the same on every side, so left out of the
+    sides' costs and ratios; `ratio(..., with_head=True)` adds it."""
     peers: dict[str, SideStats] = field(default_factory=dict)
     """Other compressors priced the same way, by name."""
     malformed: int = 0
@@ -69,10 +73,12 @@ class ReplayReport:
     def cost_ratio(self) -> float:
         return self.ratio(self.compressed)
 
-    def ratio(self, side: SideStats, effective: bool = False) -> float:
-        """Modelled (or effective) cost of `side` relative to the raw requests."""
-        cost = side.effective_cost if effective else side.cost
-        return round(cost / self.raw.cost, 4) if self.raw.cost else 1.0
+    def ratio(self, side: SideStats, effective: bool = False, with_head: bool = False) -> float:
+        """Modelled (or effective) cost of `side` relative to the raw requests (`with_head`: both
+        with the unseen system prompt and tools, `unseen_head_cost`)."""
+        head = self.unseen_head_cost if with_head else 0.0
+        cost = (side.effective_cost if effective else side.cost) + head
+        return round(cost / (self.raw.cost + head), 4) if self.raw.cost else 1.0
 
     def sides(self) -> dict[str, SideStats]:
         return {"raw": self.raw, "cap": self.cap, "ctxmill": self.compressed, **self.peers}
@@ -121,6 +127,10 @@ class ReplayReport:
             lines.append(f"  vs usage    {u.compared} calls: modelled/reported cost {u.cost_ratio:.3f}, median input "
                          f"error {u.median_abs_error:.1%} (unseen system+tools ~{u.unseen_head:,}), cache-read share "
                          f"modelled {u.modelled_read_share:.1%} vs reported {u.reported_read_share:.1%}")
+            if self.unseen_head_cost:
+                lines.append(f"  with head   counting the unseen system+tools on every side: ctxmill modelled "
+                             f"{self.ratio(self.compressed, with_head=True):.3f}, cap "
+                             f"{self.ratio(self.cap, with_head=True):.3f}")
         if self.malformed:
             lines.append(f"  malformed   {self.malformed} unreadable lines or items skipped")
         for item in ret.missing[:5]:
@@ -178,12 +188,14 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     tiers: Counter = Counter()
     durations: list[float] = []
     usage_pairs: list[tuple[Priced, Any]] = []
+    times: list[float | None] = []
     last_tier = None
     raw_body = out_body = None
     for history in histories:
         session = Session.memory()
         cap = DecideOnceCap(transcript.provider)
         for call in (c for c in history.calls if c.index > 0):
+            times.append(call.at)
             raw_body = history.whole(call.index)
             result = run(raw_body, session=session, store=store, config=config, chain=chain, now=call.at)
             out_body = result.body
@@ -216,6 +228,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     report.by_kind = kinds.result() if kinds else {}
     report.usage = check_usage(usage_pairs)
     unseen = report.usage.unseen_head if report.usage else 0
+    report.unseen_head_cost = head_cost(unseen, times, prices) if unseen else 0.0
     for name, side in stats.items():
         side.finish([n + unseen for n in sides[name].sizes])
     report.tiers = dict(tiers)

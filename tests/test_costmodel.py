@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, CacheCost, PromptCache, compaction_events, prices_for
+from replay.costmodel import (ANTHROPIC, ANTHROPIC_1H, CacheCost, PromptCache, compaction_events, head_cost,
+                              prices_for)
 
 
 def test_prices_are_anthropic_multipliers():
     assert CacheCost(read=100, write=10).cost() == 100 * 0.1 + 10 * 1.25
     assert (READ_PRICE, WRITE_PRICE) == (0.1, 1.25)
+
+
+def test_an_unseen_head_is_written_first_and_again_after_it_expired_else_read():
+    """The system prompt and tools a recording lacks cost the same on every side: written by the
+    first request and by one that finds it expired (5 minutes unused), read otherwise."""
+    times = [0.0, 100.0, 500.0, 600.0]
+    assert head_cost(1_000, times, ANTHROPIC) == pytest.approx(1_000 * (1.25 + 0.1 + 1.25 + 0.1))
+    assert head_cost(1_000, times, ANTHROPIC_1H) == pytest.approx(1_000 * (2.0 + 0.1 + 0.1 + 0.1))
+    assert head_cost(1_000, [None, None], ANTHROPIC) == pytest.approx(1_000 * (1.25 + 0.1))
 
 
 def test_growing_request_reads_its_predecessor_and_writes_the_rest():

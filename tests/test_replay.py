@@ -125,6 +125,19 @@ def test_usage_check_compares_with_reported_usage():
     assert report.usage.reported_cost > 0 and report.usage.cost_ratio > 0
 
 
+def test_the_unseen_system_prompt_and_tools_count_the_same_on_every_side_when_asked():
+    """The recording lacks the host's system prompt and tools; the usage shows their size, and
+    counting them (written once, then read) brings every side's ratio toward 1 by the same cost."""
+    from tests.test_formats_sessions import CLAUDE_CODE
+
+    report = replay(read_text(CLAUDE_CODE))
+    unseen = report.usage.unseen_head
+    assert unseen > 0 and report.unseen_head_cost == pytest.approx(unseen * (1.25 + 0.1 + 0.1))
+    side, head = report.cap, report.unseen_head_cost
+    assert report.ratio(side, with_head=True) == round((side.cost + head) / (report.raw.cost + head), 4)
+    assert report.ratio(report.raw, with_head=True) == 1.0 and "with head" in report.render()
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "ctxmill", "replay", *args], capture_output=True, text=True,
