@@ -183,3 +183,12 @@ def test_the_text_editor_tools_view_is_a_file_read_and_its_edits_stay_protected(
                                       for n, line in enumerate(source, 1)]
     assert_markers_resolve(viewed, text, store)
     assert edited == text
+
+
+def test_a_tool_the_user_protects_stays_protected_even_when_it_reads():
+    from compress.vocab.tools import PROTECTED_TOOLS, is_protected_tool
+
+    view = {"command": "view", "path": "/src/a.py"}
+    assert not is_protected_tool("str_replace_based_edit_tool", PROTECTED_TOOLS, view)
+    assert is_protected_tool("str_replace_based_edit_tool", PROTECTED_TOOLS, {**view, "command": "insert"})
+    assert is_protected_tool("Read", PROTECTED_TOOLS | {"read"}, {"file_path": "/src/a.py"})

@@ -90,10 +90,10 @@ def base_name(name: str) -> str:
 
 def is_protected_tool(name: str, protected: frozenset[str], tool_input: Any = None) -> bool:
     """Results of this tool are never compressed (`protected`: base names, lower-cased), but for
-    a call of it that only reads a file (`tool_input`; the text editor tool's `view`): that
-    result is a file read like any other."""
+    the text editor tool's `view` (`tool_input`), a file read like any other: that one tool both
+    reads and edits, and only its edits are protected."""
     base = base_name(name)
-    if isinstance(tool_input, dict) and file_tool_action(base, tool_input) == READ:
+    if _is_editor(base) and tool_kind(name, tool_input) is ToolKind.FILE_READ:
         return False
     return base in protected or base.startswith("memory_") or "deep_expand" in base
 
