@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compress.formats.requests import from_provider
 from compress.formats.sessions import FORMATS, UnknownFormat, read_text
@@ -118,6 +121,25 @@ def test_claude_code_replays_ask_to_keep_thinking_when_the_usage_shows_the_host_
     assert host_kept_thinking(dropped) is False and not keeps_all_thinking("anthropic", dropped.request(2))
     assert host_kept_thinking(read_text(thinking_session(123, stamped=False))) is None
     assert host_kept_thinking(read_text(CLAUDE_CODE)) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 200), min_size=1, max_size=6))
+def test_the_majority_of_calls_that_can_tell_decides_whether_thinking_was_kept(reads):
+    """Sessions glued from tool loops whose prompt-opening call read `reads[i]` of the previous
+    request's 123 tokens: kept when most read it whole, dropped when most did not, no guess on
+    a tie."""
+    from compress.formats.sessions.kept_thinking import WHOLE, host_kept_thinking
+
+    transcripts = [read_text(thinking_session(r)) for r in reads]
+    glued = transcripts[0]
+    for t in transcripts[1:]:  # the same call pattern, one loop after another
+        shift = len(glued.messages)
+        glued.messages += t.messages
+        glued.calls += [replace(c, index=c.index + shift, at=(c.at or 0) + 3600 * len(glued.calls)) for c in t.calls]
+    whole = sum(r >= WHOLE * 123 for r in reads)
+    expected = None if 2 * whole == len(reads) else 2 * whole > len(reads)
+    assert host_kept_thinking(glued) is expected
 
 
 def test_iso_time_stamps_are_utc_unless_they_name_their_zone():
