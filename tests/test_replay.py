@@ -163,6 +163,16 @@ def test_cli_report_json_and_summary(tmp_path):
     assert json.loads(_cli(str(path), "--json", "--by-kind").stdout)["by_kind"]["cap"]["user text"] > 0
     missing_peer = _cli(str(path), "--headroom", str(tmp_path / "no-python"))
     assert missing_peer.returncode == 2 and "cannot import headroom" in missing_peer.stderr
+    assert "unseen system+tools counted" not in summary.stdout  # neither recording reports usage
+
+
+def test_cli_summary_counts_the_unseen_system_prompt_when_the_usage_shows_it(tmp_path):
+    from tests.test_formats_sessions import CLAUDE_CODE
+
+    (tmp_path / "cc.jsonl").write_text(CLAUDE_CODE)
+    summary = _cli(str(tmp_path), "--summary")
+    assert summary.returncode == 0, summary.stderr
+    assert "with the unseen system+tools counted on every side: modelled raw 1.000" in summary.stdout
 
 
 def read_flat_fixture() -> str:

@@ -97,6 +97,11 @@ def _totals(reports) -> str:
         cells.append(f"  {name:<10} modelled {sum(s.cost for s in sides) / raw:.3f}  effective "
                      f"{sum(s.effective_cost for s in sides) / raw:.3f}  needed lines kept {needed.fraction():.3f} "
                      f"of {sum(needed.total.values())} ({ages})")
+    head = sum(r.unseen_head_cost for r in reports)
+    if head:
+        shares = ", ".join(f"{name} {(sum(r.sides()[name].cost for r in reports if name in r.sides()) + head) / (raw + head):.3f}"
+                           for name in reports[0].sides())
+        cells.append(f"  with the unseen system+tools counted on every side: modelled {shares}")
     return f"{len(reports)} sessions, totals (sums of costs):\n" + "\n".join(cells)
 
 
