@@ -87,20 +87,20 @@ def _totals(reports) -> str:
     raw = sum(r.raw.cost for r in reports)
     if not raw:
         return f"{len(reports)} sessions"
-    cells = []
+    cells, modelled = [], {}
     for name in reports[0].sides():
         sides = [r.sides()[name] for r in reports if name in r.sides()]
         needed = Needed()
         for side in sides:
             needed.merge(side.needed)
         ages = " ".join(f"{b} {needed.fraction(b):.2f}" for b in AGE_BUCKETS)
-        cells.append(f"  {name:<10} modelled {sum(s.cost for s in sides) / raw:.3f}  effective "
+        modelled[name] = sum(s.cost for s in sides)
+        cells.append(f"  {name:<10} modelled {modelled[name] / raw:.3f}  effective "
                      f"{sum(s.effective_cost for s in sides) / raw:.3f}  needed lines kept {needed.fraction():.3f} "
                      f"of {sum(needed.total.values())} ({ages})")
     head = sum(r.unseen_head_cost for r in reports)
     if head:
-        shares = ", ".join(f"{name} {(sum(r.sides()[name].cost for r in reports if name in r.sides()) + head) / (raw + head):.3f}"
-                           for name in reports[0].sides())
+        shares = ", ".join(f"{name} {(cost + head) / (raw + head):.3f}" for name, cost in modelled.items())
         cells.append(f"  with the unseen system+tools counted on every side: modelled {shares}")
     return f"{len(reports)} sessions, totals (sums of costs):\n" + "\n".join(cells)
 

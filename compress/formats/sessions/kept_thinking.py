@@ -20,7 +20,7 @@ from __future__ import annotations
 from compress.formats.requests import SHAPES
 from compress.formats.sessions.transcript import ModelCall, Transcript
 from compress.model import Message, last_person_index
-from compress.provider_cache import LIVES
+from compress.provider_cache import cache_life
 
 WHOLE = 0.97
 """A call read the previous request whole when its cache read is at least this share of it."""
@@ -31,7 +31,7 @@ def host_kept_thinking(transcript: Transcript) -> bool | None:
     the recording cannot tell; see the module docstring)."""
     if transcript.provider != "anthropic":
         return None
-    lifetime = LIVES.get(transcript.cache_ttl or "5m", LIVES["5m"]).seconds or 0.0
+    lifetime = cache_life(transcript.provider, transcript.cache_ttl).seconds or 0.0
     parse = SHAPES[transcript.provider].parse_message
     messages = [parse(raw) for raw in transcript.messages]
     kept = dropped = 0
