@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from replay.by_kind import KINDS, summed  # noqa: E402
+from replay.costmodel import share_with_head  # noqa: E402
 from replay.runner import replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -38,7 +39,7 @@ def table(totals: dict[str, dict[str, float]], raw: float) -> list[str]:
 def unseen_head_line(totals: dict[str, dict[str, float]], raw: float, unseen: float) -> str:
     """The sides' totals counting the system prompt and tools the recordings lack
     (`ReplayReport.unseen_head_cost`), the same on every side."""
-    shares = ", ".join(f"{s} {(sum(totals[s].values()) + unseen) / (raw + unseen):.3f}" for s in SIDES)
+    shares = ", ".join(f"{s} {share_with_head(sum(totals[s].values()), raw, unseen):.3f}" for s in SIDES)
     return (f"Counting the host's system prompt and tools, which the recordings lack (estimated per session "
             f"as the median gap between the reported and the modelled input, so it also absorbs the "
             f"token counter's difference): {shares}.")

@@ -130,6 +130,11 @@ def head_cost(tokens: int, times: Sequence[float | None], prices: Prices) -> flo
     return sum(cache.add((), (), "head", tokens, at).cost(prices) for at in times)
 
 
+def share_with_head(cost: float, raw: float, head: float) -> float:
+    """A side's `cost` as a share of the `raw` side's, both counting the same `head_cost`."""
+    return (cost + head) / (raw + head) if raw + head else 1.0
+
+
 def compaction_events(sizes: Iterable[int], at: int = COMPACT_AT, to: int = COMPACT_TO) -> int:
     """How often a host compacting at `at` tokens back to `to` would compact: after each
     crossing the context counts from `to` plus whatever the requests grow by afterwards."""

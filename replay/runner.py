@@ -24,7 +24,7 @@ from compress.formats.requests import SHAPES
 from compress.model import Message
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
-from replay.costmodel import Prices, head_cost, prices_for
+from replay.costmodel import Prices, head_cost, prices_for, share_with_head
 from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
@@ -77,8 +77,8 @@ class ReplayReport:
         """Modelled (or effective) cost of `side` relative to the raw requests (`with_head`: both
         with the unseen system prompt and tools, `unseen_head_cost`)."""
         head = self.unseen_head_cost if with_head else 0.0
-        cost = (side.effective_cost if effective else side.cost) + head
-        return round(cost / (self.raw.cost + head), 4) if self.raw.cost else 1.0
+        cost = side.effective_cost if effective else side.cost
+        return round(share_with_head(cost, self.raw.cost, head), 4) if self.raw.cost else 1.0
 
     def sides(self) -> dict[str, SideStats]:
         return {"raw": self.raw, "cap": self.cap, "ctxmill": self.compressed, **self.peers}

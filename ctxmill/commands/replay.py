@@ -100,7 +100,9 @@ def _totals(reports) -> str:
                      f"of {sum(needed.total.values())} ({ages})")
     head = sum(r.unseen_head_cost for r in reports)
     if head:
-        shares = ", ".join(f"{name} {(cost + head) / (raw + head):.3f}" for name, cost in modelled.items())
+        from replay.costmodel import share_with_head
+
+        shares = ", ".join(f"{name} {share_with_head(cost, raw, head):.3f}" for name, cost in modelled.items())
         cells.append(f"  with the unseen system+tools counted on every side: modelled {shares}")
     return f"{len(reports)} sessions, totals (sums of costs):\n" + "\n".join(cells)
 
