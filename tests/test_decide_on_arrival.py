@@ -192,3 +192,32 @@ def test_a_tool_the_user_protects_stays_protected_even_when_it_reads():
     assert not is_protected_tool("str_replace_based_edit_tool", PROTECTED_TOOLS, view)
     assert is_protected_tool("str_replace_based_edit_tool", PROTECTED_TOOLS, {**view, "command": "insert"})
     assert is_protected_tool("Read", PROTECTED_TOOLS | {"read"}, {"file_path": "/src/a.py"})
+
+
+def test_a_whole_file_writes_echo_is_cut_on_arrival_and_its_body_stays_in_the_call():
+    """Claude Code up to 2.1.39 answers a Write with the whole file, numbered: a second copy of
+    the body. The echo is tool output like any other; the body, which later edits copy from,
+    stays whole. A user who protects `write` keeps the echo, and then the body is the copy that
+    becomes a note (supersede_inputs: history at birth)."""
+    from compress.vocab.tools import PROTECTED_TOOLS
+
+    content = "\n".join(f"def handler_{i}(request): return respond({i})" for i in range(200))
+    echo = ("The file /src/app.py has been updated. Here's the result of running `cat -n` on a snippet "
+            "of the edited file:\n" + numbered(content.split("\n")))
+    body = anthropic([("Write", {"file_path": "/src/app.py", "content": content}, echo)], turns_after=0)
+
+    def written(out: dict) -> str:
+        return next(b for m in out["messages"] if isinstance(m["content"], list)
+                    for b in m["content"] if b["type"] == "tool_use")["input"]["content"]
+
+    store = CCRStore.in_memory()
+    out = run(body, session=Session.memory(), store=store, config=DEFAULT).body
+    assert written(out) == content
+    cut = result_texts(out)[0]
+    assert len(cut) < len(echo) / 3 and cut.startswith("The file /src/app.py has been updated.")
+    assert_markers_resolve(cut, echo, store)
+
+    protected = replace(DEFAULT, protected_tools=PROTECTED_TOOLS | {"write"})
+    kept = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=protected).body
+    assert result_texts(kept)[0] == echo
+    assert find_markers(written(kept))

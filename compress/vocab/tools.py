@@ -73,13 +73,17 @@ OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
 its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
 
 PROTECTED_TOOLS = frozenset({
-    "edit", "write", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
+    "edit", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
     "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",
     "deep_expand", "skill",
 })
 """Tools whose results are never compressed; `is_protected_tool` also protects memory_* and
 every name holding deep_expand. A subagent's report is not among them: it is the agent's working
-material while fresh and history after (`trim_outputs`, `report_fresh_turns`)."""
+material while fresh and history after (`trim_outputs`, `report_fresh_turns`). Nor is a whole-file
+write: its result is a one-line confirmation, or (Claude Code up to 2.1.39) a numbered echo of
+the whole file, a second copy of the body its call holds, which is then cut on arrival like other
+tool output while the body stays (corpus replay: effective 0.648 -> 0.645, needed lines the same;
+three long sessions' echoes had cost more than the decide-once cap's whole tool output)."""
 
 
 def base_name(name: str) -> str:
