@@ -74,6 +74,10 @@ class TrimOptions:
     the agent works on keeps its newest read the full `cold_after_turns`, however long; only long
     reads of files it has not changed yet (exploring) go cold sooner. Chosen with the corpus
     replay, judged leave-one-project-out (docs/replay-results.md)."""
+    cold_after_commit: bool = True
+    """A file read made before a successful `git commit` is cold (`trim_outputs.committed_reads`):
+    the work it served is done. Chosen with the corpus replay, judged leave-one-project-out
+    (docs/replay-results.md)."""
     report_fresh_turns: int = 12
     """A subagent's report (`compress.vocab.tools.is_subagent`) stays whole until it is this many
     assistant turns older than the epoch's anchor, then is cut like other output (head, headings,

@@ -343,3 +343,41 @@ def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
     short_wait = config(stage_options={"trim_outputs": {"cold_ref_chars": 3_000, "cold_ref_changed": False}})
     kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, short_wait)[0].body)[1] for name, body in bodies.items()}
     assert kept["worked"] == long_text and len(kept["explored"]) < len(long_text)
+
+
+@pytest.mark.parametrize("command, commits", [
+    ('git commit -m "done"', True),
+    ("cd /repo && git add -A && git -C /repo commit --amend --no-edit", True),
+    ("bash -c 'git -c user.name=x commit -am wip'", True),
+    ("git log --grep commit", False),
+    ("echo git commit", False),
+    ("git commit-tree HEAD^{tree}", False),
+    ("git status", False),
+])
+def test_a_git_commit_is_told_from_commands_that_only_name_it(command, commits):
+    from compress.vocab.commands import commits as runs_commit
+
+    assert runs_commit(command) is commits
+
+
+def test_reads_made_before_a_successful_git_commit_are_cold():
+    """`cold_after_commit`: the agent committed, so the work its earlier reads served is done.
+    A failed commit (a pre-commit hook that found problems) does not count, nor does a commit
+    after the epoch's anchor, nor a read after the commit."""
+    text = numbered(python_file(80))
+    body = anthropic([("Read", {"file_path": "/src/app.py"}, text),
+                      ("Bash", {"command": 'git add -A && git commit -m "feature"'}, "[main 1a2b3c4] feature"),
+                      ("Read", {"file_path": "/src/other.py"}, text)], turns_after=2)
+    messages = list(from_provider(body).messages)
+    commit_turn = next(m.turn for m in messages if any(b.tool_id == "toolu_001" for b in m.blocks))
+    assert trim_outputs.committed_reads(messages, messages[-1].turn) == {"toolu_000"}
+    assert trim_outputs.committed_reads(messages, commit_turn - 1) == set()
+
+    cut, whole = (result_texts(run_stage(body, trim_outputs.STAGE, config(stage_options={
+        "trim_outputs": {"cold_after_commit": on}}))[0].body)[0] for on in (True, False))
+    assert len(cut) < len(text) / 2 and whole == text
+
+    failed = {**body, "messages": [
+        {**m, "content": [{**b, "is_error": True} if b.get("tool_use_id") == "toolu_001" else b for b in m["content"]]}
+        if isinstance(m["content"], list) else m for m in body["messages"]]}
+    assert trim_outputs.committed_reads(list(from_provider(failed).messages), messages[-1].turn) == set()

@@ -21,7 +21,7 @@ budget (and of `min_chars`); a file read that is read again, written whole, move
 later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
 code `non_source_scale`, and a read whose file was not changed soon after it ("cold",
 `cold_reads`; or, with `cold_since` "last_change", whose file was left alone that long,
-`idle_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
+`idle_reads`; or made before a successful `git commit`, `committed_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
 epoch re-decides it, and is then read from the provider's cache until a later epoch reaches it
 again. All knobs are stage options (`config.options("trim_outputs")`, names as in
 `TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
@@ -44,7 +44,8 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.files import is_source
-from compress.vocab.tools import ToolKind, is_subagent, tool_kind
+from compress.vocab.commands import commits
+from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
 from ground.jsonbytes import dumps
 
@@ -145,6 +146,30 @@ def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
             and not any(turn <= at <= turn + limit(tool_id) for path in paths for at in changed[path])}
 
 
+def committed_reads(messages: list[Message], anchor_turn: int) -> set[str]:
+    """Tool ids of file reads made in a turn before one, up to `anchor_turn`, whose call ran
+    `git commit` and did not fail: the agent has finished the work the read served. Of the
+    corpus's reads followed by such a commit, 5% of the lines later copied into edits are copied
+    after it (79 of 1,707)."""
+    reads: list[tuple[str, int]] = []
+    commit_calls: dict[str, int] = {}
+    committed_at = -1
+    for msg in messages:
+        if msg.turn > anchor_turn:
+            break
+        for block in msg.blocks:
+            if block.kind == TOOL_RESULT and block.tool_id in commit_calls and not block.is_error:
+                committed_at = commit_calls[block.tool_id]
+            if block.kind != TOOL_USE:
+                continue
+            kind = tool_kind(block.tool_name, block.input)
+            if kind is ToolKind.FILE_READ:
+                reads.append((block.tool_id, msg.turn))
+            elif kind is ToolKind.COMMAND and commits(command_of(block.input)):
+                commit_calls[block.tool_id] = msg.turn
+    return {tool_id for tool_id, turn in reads if turn < committed_at}
+
+
 COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
 """`TrimOptions.cold_since` -> the rule that tells which reads are cold."""
 
@@ -182,6 +207,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     stale = stale_reads(messages)
     cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars,
                                        opts.cold_ref_changed)
+    if opts.cold_after_commit:
+        cold |= committed_reads(messages, ctx.anchor_turn)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):

@@ -2,7 +2,7 @@
 
 `command_words` (each simple command from its program on, `bash -c SCRIPT` read as commands),
 `looks_only` (it only looks or checks: ls, cat, grep, git status, a test or type-check run,
-`x --version` …), `main_command` (the program and subcommand it is run for), `same_command` (two
+`x --version` …), `commits` (it runs `git commit`), `main_command` (the program and subcommand it is run for), `same_command` (two
 commands run the same thing), `reads_one_file` (it only shows one file's lines). Built on the
 shallow parsing of `compress.vocab.shell`.
 """
@@ -104,6 +104,26 @@ def _shows_lines(words: list[str]) -> bool:
         return True
     name = posixpath.basename(args[0]).lower()
     return name in _READ_PROGRAMS and not (name == "sed" and any(a.startswith("-i") for a in args))
+
+
+_GIT_VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+"""git's global options that take the next word as their value (`git -C repo commit`)."""
+
+
+def commits(command: str) -> bool:
+    """Some part of the command is a `git commit` (after git's global options)."""
+    for words in command_words(command):
+        if words[0] != "git":
+            continue
+        args = iter(words[1:])
+        for arg in args:
+            if arg in _GIT_VALUED_OPTIONS:
+                next(args, None)
+            elif not arg.startswith("-"):
+                if arg == "commit":
+                    return True
+                break
+    return False
 
 
 def looks_only(command: str) -> bool:
