@@ -38,13 +38,19 @@ def test_old_failed_call_keeps_its_error_and_loses_its_body(shape):
     assert check_run(body, out, store) == 2
 
 
-def test_a_failed_write_loses_its_body_but_keeps_its_protected_result():
+def test_a_failed_write_loses_its_body_and_keeps_its_error_whole_only_when_protected():
+    """Write is no protected tool by default: its long error is cut like any failed call's."""
+    from compress.vocab.tools import PROTECTED_TOOLS
+
     body = anthropic_body([("Write", {"file_path": "/repo/src/app.py", "content": BODY}, ERROR, True)] + FILLER)
-    out, _, store = run_stages(body, STAGE)
-    (note,) = find_markers(blocks(out, "tool_use")[0].input["content"])
-    assert note.summary == "120-line content for /repo/src/app.py stored; this call failed at turn 1"
-    assert blocks(out, "tool_result")[0].result_text == ERROR
-    assert check_run(body, out, store) == 1
+    for protected in (PROTECTED_TOOLS, PROTECTED_TOOLS | {"write"}):
+        out, _, store = run_stages(body, STAGE, config=replace(OPEN_CONFIG, protected_tools=protected))
+        (note,) = find_markers(blocks(out, "tool_use")[0].input["content"])
+        assert note.summary == "120-line content for /repo/src/app.py stored; this call failed at turn 1"
+        result = blocks(out, "tool_result")[0].result_text
+        assert (result == ERROR) is ("write" in protected)
+        assert result.startswith(ERROR[:300])
+        assert check_run(body, out, store) == 1 + ("write" not in protected)
 
 
 def test_age_counts_assistant_turns_from_the_anchor():
