@@ -87,6 +87,13 @@ def open_to_cuts(record: Record) -> bool:
     return not record.settled or (record.compressible > 0 and record.out_tokens >= KEPT_WHOLE * record.raw_tokens)
 
 
+def first_resent(messages: list[Message], frozen: int, thinking_kept: bool) -> int:
+    """How many leading messages the provider gets exactly as in the last request: those before
+    the first one the client changed (`frozen`) or whose thinking it now drops
+    (`first_dropped_thinking`). Only requests that ended there or earlier are cached prefixes."""
+    return min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
+
+
 def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
                 hashes: list[str], config: CompressConfig, thinking_kept: bool = False,
                 provider: str = "anthropic", cache_expired: bool = False) -> EpochChoice | None:
@@ -109,7 +116,7 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
     lookback = lookback_for(provider, config)
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
-    changed = min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
+    changed = first_resent(messages, frozen, thinking_kept)
     in_window = [e for e in session.request_ends if e <= changed and (lookback is None or suffix[e] < lookback)]
     if not in_window:
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)

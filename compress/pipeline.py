@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from compress.config import CompressConfig
-from compress.epochs import epoch_trial, forced_reason, pays_off
+from compress.epochs import epoch_trial, first_resent, forced_reason, pays_off
 from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
                                       remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
@@ -203,6 +203,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(0, current_turn)
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)
+        session.forget_request_ends_after(first_resent(messages, frozen, thinking_kept))
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
         choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider,

@@ -166,6 +166,8 @@ class Session:
                 session.header.last_request_at = item["last_request_at"]
             elif "end" in item:
                 session.request_ends.append(item["end"])
+            elif "ends_upto" in item:
+                session.request_ends = [e for e in session.request_ends if e <= item["ends_upto"]]
         return session
 
     @classmethod
@@ -201,6 +203,14 @@ class Session:
         if not self.request_ends or self.request_ends[-1] != messages:
             self.request_ends.append(messages)
             self._pending.append(dumps({"end": messages}))
+
+    def forget_request_ends_after(self, messages: int) -> None:
+        """The provider no longer gets the first messages past `messages` as it got them (the
+        client changed one, or a person's new prompt made it drop earlier thinking), so no
+        request that ended after them is a cached prefix of later ones."""
+        if any(e > messages for e in self.request_ends):
+            self.request_ends = [e for e in self.request_ends if e <= messages]
+            self._pending.append(dumps({"ends_upto": messages}))
 
     def set_next_trial(self, tokens: int) -> None:
         self.header.next_trial_at = tokens

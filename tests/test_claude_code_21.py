@@ -161,6 +161,28 @@ def test_a_new_prompt_is_no_free_epoch_when_thinking_is_kept():
         assert is_free is free, (keep_all, choice)
 
 
+def test_a_request_whose_thinking_the_provider_drops_now_is_no_longer_a_cached_prefix(tmp_path):
+    """Classic thinking: after a new prompt the provider gets the earlier turns without their
+    thinking, so the requests that ended after the first such turn are no longer a prefix of
+    anything it will be sent; the session forgets them (and a window epoch never counts on
+    them), and the state on disk says so too. Kept thinking: they stay cached prefixes."""
+    config = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, protect_tail_blocks=0)
+    before = session_of(3) + [cc21.final("Done.")]
+    after = before + [cc21.later_prompt("next"), cc21.host_context()]
+    for keep_all in (False, True):
+        where = tmp_path / str(keep_all)
+        for messages in (before, after):
+            with Session.open(where) as session:
+                result = run(cc21.body(messages, keep_all=keep_all), session=session, store=CCRStore.in_memory(),
+                             config=config)
+        assert result.report.mode == "incremental"
+        first_thinking = next(i for i, m in enumerate(canonical(cc21.body(after))) if m.has_thinking)
+        ends = Session.load(where).request_ends
+        assert ends == session.request_ends
+        assert (len(before) in ends) is keep_all
+        assert keep_all or all(e <= first_thinking for e in ends if e < len(after))
+
+
 def test_old_thinking_is_stripped_only_when_an_epoch_decides_and_stays_byte_stable_between():
     """Kept thinking is real context: stripping it is a cache rewrite. It happens in an epoch (here
     the first run), and the next requests render that prefix byte for byte as before."""
