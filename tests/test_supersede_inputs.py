@@ -13,6 +13,7 @@ from ccr.markers import find_markers
 from compress.formats.requests import from_provider
 from compress.session import Session
 from compress.stages.supersede_inputs import STAGE
+from compress.vocab.tools import PROTECTED_TOOLS
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
 
 APP = "/repo/src/app.py"
@@ -253,15 +254,48 @@ def echo(text: str) -> str:
     return f"The file {APP} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{numbered}"
 
 
+ECHO_KEPT = replace(OPEN_CONFIG, protected_tools=PROTECTED_TOOLS | {"write"})
+"""Write's results are never cut (the user protects write), so its echo of the file is a copy that stays."""
+
+
 def test_a_written_body_the_result_shows_line_for_line_is_noted_on_arrival():
     rewrite = anthropic_body([("Write", {"file_path": APP, "content": V1}, echo(V1))])
-    out, _, store = run_stages(rewrite, STAGE)
+    out, _, store = run_stages(rewrite, STAGE, config=ECHO_KEPT)
     (noted,) = inputs(out)
     assert note_of(noted["content"]).summary == f"120-line body of {APP} stored; the result of this call shows every line of it"
     assert check_run(rewrite, out, store) == 1
     created = anthropic_body([("Write", {"file_path": APP, "content": V1}, f"File created successfully at: {APP}")])
     partial = anthropic_body([("Write", {"file_path": APP, "content": V1}, echo(V1.replace("return 7", "return 8")))])
-    assert run_stages(created, STAGE)[0] is created and run_stages(partial, STAGE)[0] is partial
+    assert run_stages(created, STAGE, config=ECHO_KEPT)[0] is created
+    assert run_stages(partial, STAGE, config=ECHO_KEPT)[0] is partial
+
+
+def test_a_body_whose_echo_may_be_cut_later_stays_the_agents_copy():
+    """By default write is not protected: trim_outputs may cut its echo once it is old, so the
+    body is not noted at birth (it would leave no copy of the file)."""
+    rewrite = anthropic_body([("Write", {"file_path": APP, "content": V1}, echo(V1))])
+    assert run_stages(rewrite, STAGE)[0] is rewrite
+
+
+PLAN = "\n".join(f"{n}. Step {n}: change module_{n} and test it" for n in range(1, 40))
+APPROVED = ("User has approved your plan. You can now start coding. Start with updating your todo list if "
+            f"applicable\n\nYour plan has been saved to: /home/u/.claude/plans/p.md\n\n## Approved Plan:\n{PLAN}")
+
+
+def test_a_plan_the_protected_answer_quotes_whole_is_noted_on_arrival_and_the_answer_kept():
+    """ExitPlanMode's approval quotes the plan: the call's copy becomes a note, the answer (a
+    protected result) is never touched. A rejected plan, or a plan tool the user unprotects,
+    keeps its input."""
+    approved = anthropic_body([("ExitPlanMode", {"plan": PLAN}, APPROVED)])
+    out, _, store = run_stages(approved, STAGE)
+    (noted,) = inputs(out)
+    assert note_of(noted["plan"]).summary == "39-line plan stored; the result of this call shows every line of it"
+    assert [b.result_text for m in from_provider(out).messages for b in m.blocks if b.kind == "tool_result"][0] == APPROVED
+    assert check_run(approved, out, store) == 1
+    rejected = anthropic_body([("ExitPlanMode", {"plan": PLAN}, "The user doesn't want to proceed with this tool use.")])
+    assert run_stages(rejected, STAGE)[0] is rejected
+    unprotected = replace(OPEN_CONFIG, protected_tools=PROTECTED_TOOLS - {"exitplanmode"})
+    assert run_stages(approved, STAGE, config=unprotected)[0] is approved
 
 
 @given(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=80),
@@ -275,7 +309,7 @@ def test_a_body_is_noted_on_arrival_exactly_when_its_result_shows_its_lines_in_a
     elif change == 2:
         del shown_lines[len(lines) // 2]
     body = anthropic_body([("Write", {"file_path": APP, "content": body_text}, echo("\n".join(shown_lines)))])
-    out, _, store = run_stages(body, STAGE)
+    out, _, store = run_stages(body, STAGE, config=ECHO_KEPT)
     content = inputs(out)[0]["content"]
     in_a_row = f"\n{body_text.rstrip(chr(10))}\n" in f"\n{chr(10).join(shown_lines)}\n"
     if content != body_text:

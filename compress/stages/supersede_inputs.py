@@ -19,10 +19,13 @@ one-line note when the call is superseded:
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
 - history at birth (before either, protected tail included): in the request that first
   carries a successful call and its result, the texts an edit replaced (Edit/MultiEdit
-  `old_string`, OpenCode `oldString`: the file no longer holds them) and the written texts the
-  result shows line for line, in a row (a host's numbered echo of a rewritten file or an edited
-  region) become notes, when they total more than `min_chars`. The prompt cache has not
-  stored them yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it,
+  `old_string`, OpenCode `oldString`: the file no longer holds them) and, when the result is a
+  protected tool's (never cut, so its copy stays), the written texts it shows line for line, in a
+  row (a host's numbered echo of a rewritten file or an edited region) become notes, when they
+  total more than `min_chars`. So does an input string of a call that changes no file when its
+  protected result quotes it whole (Claude Code's approval of ExitPlanMode quotes the `plan`:
+  `<<ctxmill: 39-line plan stored; the result of this call shows every line of it · …>>`). The
+  prompt cache has not stored them yet: `<<ctxmill: 12-line old_string of src/app.py stored; this edit replaced it,
   the file no longer holds it · deep_expand("…")>>`, `<<ctxmill: 300-line body of src/app.py
   stored; the result of this call shows every line of it · deep_expand("…")>>`. A `new_string`
   the result does not show stays whole: later edits copy from it. The calls of the latest reply
@@ -64,7 +67,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
-from compress.vocab.tools import OLD_TEXT_KEYS, PATH_KEYS, ToolKind, tool_kind
+from compress.vocab.tools import OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
@@ -78,6 +81,7 @@ _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "delete
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
 _ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
 """Written texts a host may show again in the call's result."""
+_SHOWN = "the result of this call shows every line of it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +94,10 @@ class _Touching:
     touches: list[FileTouch]
 
 
-def _timeline(messages: list[Message], start: int) -> list[_Touching]:
-    """The calls from message `start` on (every decision looks only at a call and later ones, so
-    an incremental run reads only the new messages)."""
+def _calls(messages: list[Message], start: int) -> list[_Touching]:
+    """The calls from message `start` on that did not fail, with the files each touches (every
+    decision looks only at a call and later ones, so an incremental run reads only the new
+    messages)."""
     out = []
     tail = index_tool_calls(messages[start:]).values()
     calls = [replace(c, use_msg=c.use_msg + start, result_msg=c.result_msg + start if c.result_msg >= 0 else -1)
@@ -101,9 +106,7 @@ def _timeline(messages: list[Message], start: int) -> list[_Touching]:
         if call.result_msg >= 0 and is_failed_result(messages[call.result_msg].blocks[call.result_block]):
             continue
         block = messages[call.use_msg].blocks[call.use_block]
-        touches = touched_files(block.tool_name, block.input)
-        if touches:
-            out.append(_Touching(call, block, messages[call.use_msg].turn, touches))
+        out.append(_Touching(call, block, messages[call.use_msg].turn, touched_files(block.tool_name, block.input)))
     return out
 
 
@@ -145,22 +148,30 @@ def _signed_latest_reply(messages: list[Message]) -> range:
     return range(start, end) if any(messages[i].has_thinking for i in range(start, end)) else range(0)
 
 
-def _history_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath, tuple[str, str]]:
+def _history_at_birth(block: Block, result: str, min_chars: int, result_kept: bool) -> dict[KeyPath, tuple[str, str]]:
     """Body strings of a successful call that are history once its result arrives, with why:
     the texts an edit replaced (`OLD_TEXT_KEYS`, also in a MultiEdit's `edits`: the file no
-    longer holds them), and written texts the result shows line for line, in a row (hosts echo
-    a rewritten file or an edited region with line numbers). {} unless they total more than
-    `min_chars`."""
+    longer holds them), and, when the result is never cut (`result_kept`: a protected tool's),
+    written texts it shows line for line, in a row (hosts echo a rewritten file or an edited
+    region with line numbers). {} unless they total more than `min_chars`."""
     found: dict[KeyPath, tuple[str, str]] = {}
     shown: list[str] | None = None
     for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS)):
         name = field_name(path)
         if name in OLD_TEXT_KEYS:
             found[path] = (text, "this edit replaced it, the file no longer holds it")
-        elif name in _ECHOED_KEYS:
+        elif name in _ECHOED_KEYS and result_kept:
             shown = unnumbered_lines(result) if shown is None else shown
             if _holds(shown, text):
-                found[path] = (text, "the result of this call shows every line of it")
+                found[path] = (text, _SHOWN)
+    return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
+
+
+def _quoted_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath, tuple[str, str]]:
+    """Input strings of a call that changes no file which its result, never cut (a protected
+    tool's), quotes whole: Claude Code's answer to an approved ExitPlanMode holds the `plan`.
+    {} unless they total more than `min_chars`."""
+    found = {path: (text, _SHOWN) for path, text in large_strings(block.input, 0) if text in result}
     return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
 
 
@@ -184,7 +195,8 @@ def _what(path: KeyPath, text: str) -> str:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     options = {**DEFAULTS, **ctx.config.options("supersede_inputs")}
     min_chars, settled_after = options["min_chars"], options["settled_after_turns"]
-    timeline = _timeline(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
+    calls = _calls(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
+    timeline = [item for item in calls if item.touches]
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
     for pos, item in enumerate(timeline):
         for touch in item.touches:
@@ -195,6 +207,23 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 
     signed = _signed_latest_reply(messages)
     edits: dict[int, dict[int, BlockEdit]] = {}
+
+    def note_at_birth(item: _Touching, born: dict[KeyPath, tuple[str, str]], where: str) -> None:
+        edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
+            lambda block: note_strings(block, [(path, text) for path, (text, _) in born.items()], ctx,
+                                       lambda path, text: f"{line_count(text)}-line {_what(path, text)}{where} stored; {born[path][1]}"))
+
+    def answer(item: _Touching) -> Block | None:
+        """The call's result, when it has one and the call may change now."""
+        if item.call.result_msg < 0 or item.call.use_msg in signed:
+            return None
+        return messages[item.call.result_msg].blocks[item.call.result_block]
+
+    for item in calls:
+        result = answer(item) if ctx.mutable[item.call.use_msg] and not item.touches else None
+        if result is not None and is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input):
+            if quoted := _quoted_at_birth(item.block, result.result_text, min_chars):
+                note_at_birth(item, quoted, "")
     for pos, item in enumerate(timeline):
         use = item.call.use_msg
         changed = list(dict.fromkeys(t.path for t in item.touches if t.action in CHANGES))
@@ -206,14 +235,10 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         settled = settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if not (ctx.past_tail[use] and (shown_again or settled)):
-            answered = item.call.result_msg >= 0 and use not in signed
-            result = messages[item.call.result_msg].blocks[item.call.result_block].result_text if answered else ""
-            born = _history_at_birth(item.block, result, min_chars) if answered else {}
-            if born:
-                edits.setdefault(use, {})[item.call.use_block] = (
-                    lambda block, born=born, where=where: note_strings(
-                        block, [(path, text) for path, (text, _) in born.items()],
-                        ctx, lambda path, text: f"{line_count(text)}-line {_what(path, text)} of {where} stored; {born[path][1]}"))
+            result = answer(item)
+            kept = is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input)
+            if result is not None and (born := _history_at_birth(item.block, result.result_text, min_chars, kept)):
+                note_at_birth(item, born, f" of {where}")
             continue
         strings = _bodies(item.block, min_chars)
         if not strings:
