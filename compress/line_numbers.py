@@ -61,6 +61,15 @@ def unnumbered_lines(text: str) -> list[str]:
     return [_NUMBERED.sub("", line) for line in text.split("\n")]
 
 
+def shown_at(shown: list[str], text: str) -> int | None:
+    """Where the lines `shown` (`unnumbered_lines` of a result) hold every line of `text`, in a
+    row: the index of the first of them; None when they do not, or `text` is all blank."""
+    lines = text.rstrip("\n").split("\n")
+    if not any(line.strip() for line in lines):
+        return None
+    return next((i for i, line in enumerate(shown) if line == lines[0] and shown[i:i + len(lines)] == lines), None)
+
+
 def thinning_key(text: str) -> str | None:
     """The CCR key of the whole read behind a thinned read's marker, if `text` is one."""
     if NUMBERS_THINNED not in text:

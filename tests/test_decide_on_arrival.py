@@ -214,8 +214,13 @@ def test_a_whole_file_writes_echo_is_cut_on_arrival_and_its_body_stays_in_the_ca
     out = run(body, session=Session.memory(), store=store, config=DEFAULT).body
     assert written(out) == content
     cut = result_texts(out)[0]
-    assert len(cut) < len(echo) / 3 and cut.startswith("The file /src/app.py has been updated.")
+    first, marker = cut.split("\n")
+    assert first == echo.split("\n")[0]
+    assert find_markers(marker)[0].summary == "200 lines showed the written text again, line for line, as in this call"
     assert_markers_resolve(cut, echo, store)
+    changed = echo.replace("respond(7)", "respond(8)")  # not the body's lines: ordinary output
+    other = anthropic([("Write", {"file_path": "/src/app.py", "content": content}, changed)], turns_after=0)
+    assert "line for line" not in result_texts(run(other, session=Session.memory(), store=store, config=DEFAULT).body)[0]
 
     protected = replace(DEFAULT, protected_tools=PROTECTED_TOOLS | {"write"})
     kept = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=protected).body

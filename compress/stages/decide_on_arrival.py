@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.line_numbers import NUMBERS_THINNED, thin_line_numbers
+from compress.inputnotes import large_strings
+from compress.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
 from compress.lossy import accept
 from compress.model import Block, Message
 from compress.output_trim import TrimOptions, trimmed
@@ -35,7 +36,7 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
-from compress.vocab.tools import ToolKind, tool_kind
+from compress.vocab.tools import ECHOED_KEYS, ToolKind, tool_kind
 from ground.jsonbytes import parse_document
 
 ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER})
@@ -70,12 +71,35 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
             return _thin(block, ctx, opts)
     elif kind not in ARRIVING_KINDS:
         return block
+    if (echo := _echo(block, ctx)) is not None:
+        return echo
     if len(text) <= opts.min_chars or parse_document(text) is not None:
         return block
     budget = budgets.budget(opts.scale, kind)
     short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, True),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
+
+
+def _echo(block: Block, ctx: StageContext) -> Block | None:
+    """The result without the lines that repeat, line for line, a text its call wrote (a host's
+    numbered echo of a rewritten file: the call's own copy stays), or None when it repeats none."""
+    written = [text for path, text in large_strings(block.call_input, 0) if path and path[-1] in ECHOED_KEYS]
+    if not written:
+        return None
+    lines = block.result_text.split("\n")
+    shown = unnumbered_lines(block.result_text)
+    body = max(written, key=len)
+    start = shown_at(shown, body)
+    if start is None:
+        return None
+    end = start + len(body.rstrip("\n").split("\n"))
+
+    def build(key: str) -> str:
+        marker = format_marker(f"{end - start} lines showed the written text again, line for line, as in this call", key)
+        return "\n".join([*lines[:start], marker, *lines[end:]])
+
+    return block.with_result_text(ctx.lossy(block.result_text, build, ctx.rerun_hint(block)))
 
 
 def _thin(block: Block, ctx: StageContext, opts: ArrivalOptions) -> Block:

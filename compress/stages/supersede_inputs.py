@@ -60,14 +60,14 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
-from compress.line_numbers import unnumbered_lines
+from compress.line_numbers import shown_at, unnumbered_lines
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
-from compress.vocab.tools import OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, tool_kind
+from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
@@ -79,8 +79,6 @@ _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "de
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
 _BODY_NAMES = {"content": "body", "file_text": "body", "new_source": "body"}
-_ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
-"""Written texts a host may show again in the call's result."""
 _SHOWN = "the result of this call shows every line of it"
 
 
@@ -160,9 +158,9 @@ def _history_at_birth(block: Block, result: str, min_chars: int, result_kept: bo
         name = field_name(path)
         if name in OLD_TEXT_KEYS:
             found[path] = (text, "this edit replaced it, the file no longer holds it")
-        elif name in _ECHOED_KEYS and result_kept:
+        elif name in ECHOED_KEYS and result_kept:
             shown = unnumbered_lines(result) if shown is None else shown
-            if _holds(shown, text):
+            if shown_at(shown, text) is not None:
                 found[path] = (text, _SHOWN)
     return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
 
@@ -173,14 +171,6 @@ def _quoted_at_birth(block: Block, result: str, min_chars: int) -> dict[KeyPath,
     {} unless they total more than `min_chars`."""
     found = {path: (text, _SHOWN) for path, text in large_strings(block.input, 0) if text in result}
     return found if sum(len(text) for text, _ in found.values()) > min_chars else {}
-
-
-def _holds(shown: list[str], text: str) -> bool:
-    """Whether the lines `shown` hold every line of `text` (not all blank), in a row."""
-    lines = text.rstrip("\n").split("\n")
-    if not any(line.strip() for line in lines):
-        return False
-    return any(shown[i:i + len(lines)] == lines for i, line in enumerate(shown) if line == lines[0])
 
 
 def _what(path: KeyPath, text: str) -> str:

@@ -68,6 +68,10 @@ PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "targ
 PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
 """Input keys of patch tools that hold the patch body (the first present one is used)."""
 
+ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
+"""Input keys of written texts a host may show again, numbered, in the call's result (Claude Code
+up to 2.1.39 answers a Write over an existing file with the whole file, an Edit with the edited
+region)."""
 OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
 """Input keys of edit calls that hold the text being replaced, which the model copies out of
 its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
