@@ -48,6 +48,8 @@ def test_golden_excerpt():
         (6, "tool_result", "same output as the call at turn 21"),
         (10, "tool_result", "same output as the call at turn 24"),
         (37, "Write", f"75-line body of …/.claude/plans/drifting-tumbling-whisper.md stored; written at turn 19, {settled}"),
+        # the approval quotes the plan whole: the call's copy is history at birth
+        (39, "ExitPlanMode", "75-line plan stored; the result of this call shows every line of it"),
         # settled once the file was left alone (its edit at turn 23 and nothing after), not when edited again
         (43, "Write", "473-line body of …/spotter/services/transcript_renderer.ex stored; written at turn 22"),
         (45, "Edit", "31-line old_string stored"),
@@ -65,7 +67,7 @@ def test_golden_excerpt():
         (105, "Edit", "27-line old_string of …/spotter_web/live/session_live.ex stored; this edit replaced it, "
                       "the file no longer holds it"),
     ]
-    assert check_run(body, out, store) == 14
+    assert check_run(body, out, store) == 15
     assert report.tokens_after < 0.9 * report.tokens_before
 
 
