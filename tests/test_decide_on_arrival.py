@@ -226,3 +226,31 @@ def test_a_whole_file_writes_echo_is_cut_on_arrival_and_its_body_stays_in_the_ca
     kept = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=protected).body
     assert result_texts(kept)[0] == echo
     assert find_markers(written(kept))
+
+
+@given(st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=60),
+                min_size=5, max_size=80), st.integers(0, 2))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_write_result_loses_exactly_the_echo_of_its_body(lines, change):
+    """Cut when the result shows the body's lines in a row (and that saves enough: always for a
+    body over 1,000 characters): the lines before and after the echo stay as they were, the
+    marker resolves to the whole result. Otherwise no echo marker."""
+    content = "\n".join(lines)
+    shown = list(lines)
+    if change == 1:
+        shown[len(lines) // 2] += " changed"
+    elif change == 2:
+        del shown[len(lines) // 2]
+    preamble, after = "The file /src/a.py has been updated. Here's the result:", "(end of snippet)"
+    echo = "\n".join([preamble, *(f"{n:>6}→{line}" for n, line in enumerate(shown, 1)), after])
+    body = anthropic([("Write", {"file_path": "/src/a.py", "content": content}, echo)], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    out = result_texts(result.body)[0]
+    markers = [m for m in find_markers(out) if "line for line" in m.summary]
+    in_a_row = f"\n{content.rstrip(chr(10))}\n" in "\n" + "\n".join(shown) + "\n" and any(s.strip() for s in lines)
+    if markers:
+        assert in_a_row
+        assert out.split("\n")[0] == preamble and out.split("\n")[-1] == after
+        assert_markers_resolve(out, echo, store)
+    else:
+        assert not (in_a_row and len(content) > 1_000), "a long echo of the body was kept"

@@ -84,7 +84,7 @@ _SHOWN = "the result of this call shows every line of it"
 
 @dataclass(frozen=True, slots=True)
 class _Touching:
-    """A successful call that touches files, in request order."""
+    """A call that did not fail, with the files it touches (none for most tools), in request order."""
 
     call: ToolCall
     block: Block
