@@ -337,3 +337,23 @@ def test_the_calls_of_the_latest_reply_keep_their_inputs_while_it_carries_thinki
     out, _, store = run_stages(answered, STAGE)
     assert note_of(inputs(out)[0]["old_string"]).summary == REPLACED.format(path=APP)
     check_run(answered, out, store)
+
+
+def test_a_subagents_prompt_settles_like_a_write_and_keeps_its_description():
+    """Once the call is `settled_after_turns` old and out of the protected tail, its report is
+    history too (trim_outputs cuts it after `report_fresh_turns`): the prompt becomes a note,
+    the short description stays. A user who protects the tool keeps both whole."""
+    prompt = "\n".join(f"Step {i}: inspect module_{i} and report what it exports" for i in range(40))
+    task = ("Task", {"description": "Survey the modules", "prompt": prompt, "subagent_type": "Explore"},
+            "The modules export handlers.")
+    filler = [("Bash", {"command": f"echo {i}"}, f"{i}") for i in range(4)]
+    body = anthropic_body([task] + filler)
+    out, _, store = run(body, SETTLED_AFTER_2)
+    noted = inputs(out)[0]
+    assert (noted["description"], noted["subagent_type"]) == ("Survey the modules", "Explore")
+    assert note_of(noted["prompt"]).summary == "40-line prompt stored; the subagent ran at turn 1"
+    assert check_run(body, out, store) == 1
+    young = anthropic_body([task])
+    assert run(young, SETTLED_AFTER_2)[0] is young
+    assert run(body, replace(SETTLED_AFTER_2, protected_tools=PROTECTED_TOOLS | {"task"}))[0] is body
+    assert run(body, CHANGED_AGAIN_ONLY)[0] is body

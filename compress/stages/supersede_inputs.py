@@ -16,7 +16,11 @@ one-line note when the call is superseded:
   leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
   the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
-  of the edited file) stays as it was. `settled_after_turns: 0` turns this off;
+  of the edited file) stays as it was. `settled_after_turns: 0` turns this off. A subagent's
+  prompt (Task, Agent: not a write, but the same rule) settles as many turns after the call, by
+  when its report is history too (`trim_outputs.report_fresh_turns`): `<<ctxmill: 40-line prompt
+  stored; the subagent ran at turn 14 · deep_expand("…")>>`; its short description stays, and a
+  user who protects the tool keeps both whole;
 - history at birth (before either, protected tail included): in the request that first
   carries a successful call and its result, the texts an edit replaced (Edit/MultiEdit
   `old_string`, OpenCode `oldString`: the file no longer holds them) and, when the result is a
@@ -67,7 +71,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
-from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, tool_kind
+from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
@@ -209,11 +213,21 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             return None
         return messages[item.call.result_msg].blocks[item.call.result_block]
 
+    def settled(quiet_since: int) -> bool:
+        return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
+
     for item in calls:
-        result = answer(item) if ctx.mutable[item.call.use_msg] and not item.touches else None
-        if result is not None and is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input):
+        if item.touches or not ctx.mutable[item.call.use_msg] or (result := answer(item)) is None:
+            continue
+        if is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input):
             if quoted := _quoted_at_birth(item.block, result.result_text, min_chars):
                 note_at_birth(item, quoted, "")
+        elif is_subagent(item.block.tool_name) and ctx.past_tail[item.call.use_msg] and settled(item.turn):
+            if prompts := large_strings(item.block.input, min_chars):
+                edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
+                    lambda block, prompts=prompts, turn=item.turn: note_strings(
+                        block, prompts, ctx, lambda path, text: f"{line_count(text)}-line {field_name(path)} stored; "
+                                                                f"the subagent ran at turn {turn}"))
     for pos, item in enumerate(timeline):
         use = item.call.use_msg
         changed = list(dict.fromkeys(t.path for t in item.touches if t.action in CHANGES))
@@ -222,9 +236,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         afterwards = [later(pos, path) for path in changed]
         shown_again = all(any(t.action in SHOWN_AGAIN for _, t in touches) for touches in afterwards)
         quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
-        settled = settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
-        if not (ctx.past_tail[use] and (shown_again or settled)):
+        if not (ctx.past_tail[use] and (shown_again or settled(quiet_since))):
             result = answer(item)
             kept = is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input)
             if result is not None and (born := _history_at_birth(item.block, result.result_text, min_chars, kept)):
