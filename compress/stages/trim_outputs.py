@@ -21,10 +21,10 @@ budget (and of `min_chars`); a file read that is read again, written whole, move
 later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
 code `non_source_scale`, and a read whose file was not changed soon after it ("cold",
 `cold_reads`; or, with `cold_since` "last_change", whose file was left alone that long,
-`idle_reads`; or made before a successful `git commit`, `committed_reads`) `cold_scale`. An output is decided when it has left the protected tail and an
-epoch re-decides it, and is then read from the provider's cache until a later epoch reaches it
-again. All knobs are stage options (`config.options("trim_outputs")`, names as in
-`TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
+`idle_reads`; or made before a successful `git commit`, `committed_reads`) `cold_scale`. An
+output is decided when it has left the protected tail and an epoch re-decides it, and is then
+read from the provider's cache until a later epoch reaches it again. All knobs are stage
+options (`config.options("trim_outputs")`, names as in `TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
 the thinning stored); a cut that saves less than the common rule keeps the original.
 """
 
@@ -44,6 +44,7 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.files import is_source
+from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.commands import commits
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
@@ -148,7 +149,8 @@ def cold_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
 
 def committed_reads(messages: list[Message], anchor_turn: int) -> set[str]:
     """Tool ids of file reads made in a turn before one, up to `anchor_turn`, whose call ran
-    `git commit` and did not fail: the agent has finished the work the read served. Of the
+    `git commit` and did not fail (`is_failed_result`: flagged, or a non-zero exit the text
+    reports): the agent has finished the work the read served. Of the
     corpus's reads followed by such a commit, 5% of the lines later copied into edits are copied
     after it (79 of 1,707)."""
     reads: list[tuple[str, int]] = []
@@ -158,7 +160,7 @@ def committed_reads(messages: list[Message], anchor_turn: int) -> set[str]:
         if msg.turn > anchor_turn:
             break
         for block in msg.blocks:
-            if block.kind == TOOL_RESULT and block.tool_id in commit_calls and not block.is_error:
+            if block.kind == TOOL_RESULT and block.tool_id in commit_calls and not is_failed_result(block):
                 committed_at = commit_calls[block.tool_id]
             if block.kind != TOOL_USE:
                 continue
