@@ -381,3 +381,8 @@ def test_reads_made_before_a_successful_git_commit_are_cold():
         {**m, "content": [{**b, "is_error": True} if b.get("tool_use_id") == "toolu_001" else b for b in m["content"]]}
         if isinstance(m["content"], list) else m for m in body["messages"]]}
     assert trim_outputs.committed_reads(list(from_provider(failed).messages), messages[-1].turn) == set()
+    hook = "Process exited with code 1\nOutput:\npre-commit: ruff found 3 errors"  # Codex reports a failure so
+    unflagged = {**body, "messages": [
+        {**m, "content": [{**b, "content": hook} if b.get("tool_use_id") == "toolu_001" else b for b in m["content"]]}
+        if isinstance(m["content"], list) else m for m in body["messages"]]}
+    assert trim_outputs.committed_reads(list(from_provider(unflagged).messages), messages[-1].turn) == set()
