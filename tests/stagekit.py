@@ -94,3 +94,14 @@ def corpus_transcripts() -> Path | None:
     root = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
     path = root / "transcripts"
     return path if path.is_dir() else None
+
+
+def echoed(lines: list[str], change: int) -> list[str]:
+    """`lines` as a host might show them again: as they are (0), the middle one altered (1) or
+    dropped (2)."""
+    shown = list(lines)
+    if change == 1:
+        shown[len(lines) // 2] += " changed"
+    elif change == 2:
+        del shown[len(lines) // 2]
+    return shown

@@ -17,7 +17,7 @@ from compress.session import Session
 from compress.stage import is_compressed
 from compress.stages import decide_on_arrival
 from compress.tiers import TierThresholds
-from tests.stagekit import anthropic, assert_markers_resolve, result_texts, run_stage
+from tests.stagekit import anthropic, assert_markers_resolve, echoed, result_texts, run_stage
 
 DEFAULT = CompressConfig()
 """The default protected tail: the newest turns are in it."""
@@ -236,11 +236,7 @@ def test_a_write_result_loses_exactly_the_echo_of_its_body(lines, change):
     body over 1,000 characters): the lines before and after the echo stay as they were, the
     marker resolves to the whole result. Otherwise no echo marker."""
     content = "\n".join(lines)
-    shown = list(lines)
-    if change == 1:
-        shown[len(lines) // 2] += " changed"
-    elif change == 2:
-        del shown[len(lines) // 2]
+    shown = echoed(lines, change)
     preamble, after = "The file /src/a.py has been updated. Here's the result:", "(end of snippet)"
     echo = "\n".join([preamble, *(f"{n:>6}→{line}" for n, line in enumerate(shown, 1)), after])
     body = anthropic([("Write", {"file_path": "/src/a.py", "content": content}, echo)], turns_after=0)

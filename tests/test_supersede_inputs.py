@@ -15,6 +15,7 @@ from compress.session import Session
 from compress.stages.supersede_inputs import STAGE
 from compress.vocab.tools import PROTECTED_TOOLS
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
+from tests.stagekit import echoed
 
 APP = "/repo/src/app.py"
 V1 = "\n".join(f"def v1_{i}():\n    return {i}" for i in range(60))
@@ -303,11 +304,7 @@ def test_a_plan_the_protected_answer_quotes_whole_is_noted_on_arrival_and_the_an
 @settings(max_examples=80, deadline=None)
 def test_a_body_is_noted_on_arrival_exactly_when_its_result_shows_its_lines_in_a_row(lines, change):
     body_text = "\n".join(lines)
-    shown_lines = list(lines)
-    if change == 1:
-        shown_lines[len(lines) // 2] += " changed"
-    elif change == 2:
-        del shown_lines[len(lines) // 2]
+    shown_lines = echoed(lines, change)
     body = anthropic_body([("Write", {"file_path": APP, "content": body_text}, echo("\n".join(shown_lines)))])
     out, _, store = run_stages(body, STAGE, config=ECHO_KEPT)
     content = inputs(out)[0]["content"]
