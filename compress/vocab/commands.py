@@ -110,8 +110,10 @@ _GIT_VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--name
 """git's global options that take the next word as their value (`git -C repo commit`)."""
 
 
+@lru_cache(maxsize=2048)
 def commits(command: str) -> bool:
-    """Some part of the command is a `git commit` (after git's global options)."""
+    """Some part of the command is a `git commit` (after git's global options). Cached:
+    trim_outputs asks again for every command of the history at every epoch."""
     for words in command_words(command):
         if words[0] != "git":
             continue
