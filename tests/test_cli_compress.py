@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from ccr.markers import find_markers
+from compress.session import Session
+from ground.times import iso_seconds
 from tests.conftest import REPO
 from tests.helpers import markers_in, strings
 
@@ -84,3 +87,50 @@ def test_unusable_input_is_one_clear_line(tmp_path, content, message):
 def test_missing_file(tmp_path):
     done = ctxmill("compress", str(tmp_path / "nope.json"), cwd=tmp_path)
     assert done.returncode == 2 and "cannot read" in done.stderr.decode()
+
+
+def _reads_with_a_long_note(turns: int, big: int) -> dict:
+    """Reads of text files, one of them big; after the big one a long note the provider would
+    have to write again if the read were cut while its cache lives."""
+    messages = [{"role": "user", "content": "start"}]
+    for i in range(turns):
+        output = "\n".join(f"line {j} of step {i}" for j in range(2_000 if i == big else 3))
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                        "input": {"file_path": f"/src/step{i}.txt"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": output},
+                                                  *([{"type": "text", "text": "Keep going. " * 3_000}] if i == big + 1 else [])]}]
+    return {"model": "claude-sonnet-4-5", "system": "s", "messages": messages}
+
+
+def test_at_says_when_a_replayed_request_was_sent(tmp_path):
+    """A replayed session passes each request's recorded time: a request an hour after the last
+    one finds the provider's cache gone and re-decides the old big read for free; the same
+    request a minute later keeps it whole (cutting it would make the provider write the long
+    note again). The time is kept in the session."""
+    body = _reads_with_a_long_note(8, big=1)
+    start = 1_795_770_000.0
+    session = tmp_path / "sess"
+    for k in range(3, len(body["messages"]), 2):
+        request = tmp_path / f"r{k}.json"
+        request.write_text(json.dumps({**body, "messages": body["messages"][:k]}))
+        done = ctxmill("compress", str(request), "-o", str(tmp_path / "out.json"), "--session", str(session),
+                       "--at", str(start + k), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    last = tmp_path / "last.json"
+    last.write_text(json.dumps(body))
+    reports = {}
+    for label, at in (("a minute", "2026-11-27T09:01:15Z"), ("an hour", "2026-11-27T10:00:15Z")):
+        copy = tmp_path / label
+        shutil.copytree(session, copy)
+        done = ctxmill("compress", str(last), "-o", str(tmp_path / "out.json"), "--session", str(copy), "--json",
+                       "--at", at, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        reports[label] = (json.loads(done.stderr), (tmp_path / "out.json").read_text())
+        assert Session.load(copy).header.last_request_at == iso_seconds(at)
+    assert reports["a minute"][0]["mode"] == "incremental" and "line 1000 of step 1" in reports["a minute"][1]
+    assert reports["an hour"][0]["mode"] == "epoch" and "line 1000 of step 1" not in reports["an hour"][1]
+
+
+def test_at_refuses_what_is_not_a_time(tmp_path):
+    done = ctxmill("compress", str(EXAMPLE), "--at", "yesterday", cwd=tmp_path)
+    assert done.returncode == 2 and "not a time: 'yesterday'" in done.stderr.decode()

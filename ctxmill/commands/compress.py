@@ -1,10 +1,14 @@
-"""`ctxmill compress REQUEST.json [-o OUT] [--session DIR] [--json]`.
+"""`ctxmill compress REQUEST.json [-o OUT] [--session DIR] [--json] [--at WHEN]`.
 
 Reads an Anthropic Messages or OpenAI Chat Completions request body, runs the per-turn
 transform and writes the compressed body (same shape, unknown fields untouched). Prints a
 one-line summary on stderr (`--json`: the report as JSON on stderr). When the run cannot finish
 (a full disk, a CCR store that cannot be opened) the request is written unchanged, one line on
 stderr says why, and the exit code is non-zero.
+
+The session takes the request as sent now; `--at` says when it was sent instead (replaying a
+recorded session: after a pause longer than the provider's cache lifetime, an epoch re-decides
+old messages for free, since the provider writes the whole request again anyway).
 """
 
 from __future__ import annotations
@@ -26,7 +30,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of one line")
     p.add_argument("--input-tokens", type=int, metavar="N",
                    help="the provider-reported input tokens of this request, used for the tier")
+    p.add_argument("--at", metavar="WHEN", type=sent_at,
+                   help="when the request was sent: ISO 8601 (2026-06-14T12:06:25Z) or seconds since "
+                        "the epoch (default: now)")
     p.set_defaults(func=run)
+
+
+def sent_at(text: str) -> float:
+    """`--at`'s value in seconds since the epoch; a clear argparse error when it is not a time."""
+    import math
+
+    from ground.times import iso_seconds
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = iso_seconds(text)
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (ISO 8601, or seconds since the epoch)")
+    return seconds
 
 
 MAX_REQUEST_BYTES = 2**30
@@ -101,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{exc} (request written unchanged)") from None
         session = stack.enter_context(Session.open(Path(args.session))) if args.session else Session.memory()
         result = run_pipeline(body, session=session, store=store, config=config,
-                              reported_input_tokens=args.input_tokens, now=time.time())
+                              reported_input_tokens=args.input_tokens,
+                              now=time.time() if args.at is None else args.at)
         write(result.body)  # the input itself when the run failed
         if result.report.error:
             raise CliError(f"{args.request}: {result.report.error} (request written unchanged)")
