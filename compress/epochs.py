@@ -3,8 +3,10 @@
 Between epochs a known prefix renders as before and only new messages are processed. An
 epoch re-decides messages, and it is priced the way the provider caches
 (`compress.provider_cache`). It must start on a new session, a changed provider or history,
-or a move into the tier that forces one (`FORCING_TIER`, high: the host compacts soon after;
-`forced_reason`). A move into a lower tier waits for the next epoch, which re-decides the old
+or when what the provider is sent moves into the tier that forces one (`FORCING_TIER`, high:
+the host compacts on what the provider counts, soon after; `forced_reason`). A move into a lower
+tier, or a request whose raw size is in the high tier while earlier epochs keep what is sent
+below it, waits for the next epoch, which re-decides the old
 messages at that tier's budgets: re-deciding all of them at once saves little (their budgets
 shrink by a third) and makes the provider write the whole request again. A request that finds
 the provider's cache expired (`CacheLife`) tries a re-run from the start, which writes nothing
@@ -48,20 +50,35 @@ class EpochChoice:
 
 
 FORCING_TIER = Tier.HIGH
-"""A move into this tier (or above) starts an epoch at once; a move into a lower one does not."""
+"""When what the provider is sent moves into this tier (or above), an epoch starts at once; a
+move into a lower one waits."""
 
 
-def forced_reason(session: Session, provider: str, tier: Tier, frozen: int) -> str:
-    """Why this run must start an epoch whatever it saves ('' if it need not); `frozen`: the
-    messages the session already knows."""
+def forced_reason(session: Session, provider: str, tier: Tier, frozen: int, sent_tier: Tier) -> tuple[str, bool]:
+    """Why this run must start an epoch whatever it saves ('' if it need not), and whether token
+    pressure forces it; `frozen`: the messages the session already knows; `tier`: the request's,
+    `sent_tier`: that of the request as the session would render it without an epoch. The host
+    compacts on what the provider is sent, so only a rendering in the forcing tier forces one: a
+    forced epoch when earlier ones keep the rendering far below it would make the provider write
+    the whole request again for little (corpus replay: effective 0.637 -> 0.630, the same
+    compactions). The session's `Header.tier` is the pressure the last epoch left
+    (`left_pressure`), so a rendering that stays in the forcing tier forces one epoch, not one
+    per request."""
     header = session.header
     if not session.records or header.provider != provider:
-        return "new session"
-    if header.tier != int(tier) and tier >= FORCING_TIER:
-        return f"tier {Tier(header.tier).label if header.tier >= 0 else '?'} → {tier.label}"
+        return "new session", False
+    if header.tier < FORCING_TIER <= min(tier, sent_tier):
+        return f"tier {Tier(header.tier).label if header.tier >= 0 else '?'} → {tier.label}", True
     if frozen == 0:
-        return "history changed"
-    return ""
+        return "history changed", False
+    return "", False
+
+
+def left_pressure(tier: Tier, rendered_tier: Tier, pressed: bool) -> int:
+    """The pressure an epoch leaves (`Header.tier`): the request's tier after an epoch token
+    pressure forced (it cut what it could: no other is forced until an epoch leaves the rendering
+    below the forcing tier), else the lower of the request's and its rendering's."""
+    return int(tier if pressed else min(tier, rendered_tier))
 
 
 def lookback_for(provider: str, config: CompressConfig) -> int | None:

@@ -26,10 +26,10 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from compress.config import CompressConfig
-from compress.epochs import epoch_trial, first_resent, forced_reason, pays_off
+from compress.epochs import epoch_trial, first_resent, forced_reason, left_pressure, pays_off
 from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
                                       remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
@@ -189,14 +189,21 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     report.provider_context = managed.reason
     thresholds = thresholds_for(request.model, config.tiers, config.model_tiers, window)
     # the context the model reads: what a compaction dropped does not count
-    tier = thresholds.tier_for(reported if reported is not None else head + sum(raw_tokens[managed.dropped:]))
+    estimate = head + sum(raw_tokens[managed.dropped:])
+    pressure = reported if reported is not None else estimate
+
+    def tier_of(rendered: Sequence[int]) -> Tier:
+        """The tier of a rendering of this request, its estimate scaled as the request's."""
+        return thresholds.tier_for(round((head + sum(rendered[managed.dropped:])) * pressure / max(1, estimate)))
+
+    tier = thresholds.tier_for(pressure)
     report.tier = tier.label
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes,
                       thinking_kept, managed.floor)
 
-    reason = forced_reason(session, provider, tier, frozen)
+    reason, pressed = forced_reason(session, provider, tier, frozen, tier_of(sent))
     life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     current_turn = messages[-1].turn if messages else 0
     if reason:
@@ -222,7 +229,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     elif plan.originals.entries:
         raise RuntimeError("stages wrote originals but no CCR store was given")
 
-    _record(session, plan, provider, tier, hashes, raw_tokens, reason, plain)
+    _record(session, plan, provider, left_pressure(tier, tier_of(plan.out_tokens), pressed), hashes, raw_tokens,
+            reason, plain)
     _refresh_named(store, session, hashes)
     session.add_request_end(len(messages))
     if now is not None:
@@ -253,13 +261,14 @@ def _refresh_named(store: Any, session: Session, hashes: list[str]) -> None:
         log.warning("CCR refresh failed: %s: %s", type(exc).__name__, exc)
 
 
-def _record(session: Session, plan: Plan, provider: str, tier: Tier, hashes: list[str], raw_tokens: list[int],
+def _record(session: Session, plan: Plan, provider: str, pressure: int, hashes: list[str], raw_tokens: list[int],
             reason: str, raw_messages: list[Any]) -> None:
-    """Remember the plan's renderings: as a new epoch when `reason` says so, else appended."""
+    """Remember the plan's renderings: as a new epoch when `reason` says so (leaving `pressure`,
+    `compress.epochs.left_pressure`), else appended."""
     new = {hashes[i]: plan.record(i, raw_tokens[i], raw_messages[i]) for i in range(plan.first_new, len(hashes))}
     if reason:
         kept = {h: session.records[h] for h in hashes[:plan.first_new]}
-        session.start_epoch(provider, int(tier), plan.anchor_turn, kept | new, unchanged=plan.first_new)
+        session.start_epoch(provider, pressure, plan.anchor_turn, kept | new, unchanged=plan.first_new)
         return
     for h, record in new.items():
         session.add(h, record)

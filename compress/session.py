@@ -96,6 +96,7 @@ class Header:
     provider: str = ""
     epoch: int = 0
     tier: int = -1
+    """The token-pressure tier the last epoch left (`compress.epochs.left_pressure`; -1: none)."""
     anchor_turn: int = 0
     next_trial_at: int = 0
     touched_at: float = 0.0

@@ -3,9 +3,9 @@
 Each stage declares the lowest tier at which it runs. Thresholds are configurable, with
 per-model overrides chosen by the longest matching model-name prefix. The defaults are set for
 a `REFERENCE_WINDOW` (200K-token) context window; when the caller knows the request's window
-(a 1M-token window: Anthropic's `context-1m` beta, which Claude Code 2.1 sends), the configured
-thresholds scale with it (`for_window`), so high still means "the host compacts soon" there.
-Per-model overrides are absolute and never scaled.
+(a 1M-token window: Anthropic's `context-1m` beta, which Claude Code 2.1 sends), or the model's
+is known (`KNOWN_WINDOWS`), the configured thresholds scale with it (`for_window`), so high still
+means "the host compacts soon" there. Per-model overrides are absolute and never scaled.
 """
 
 from __future__ import annotations
@@ -17,6 +17,17 @@ from typing import Mapping
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
+
+KNOWN_WINDOWS = (("gpt-5", 272_000),)
+"""Context windows by model-name prefix, for requests that do not say theirs. The GPT-5 family
+(Codex's models) reads 272K tokens: the corpus's Codex sessions compacted at 230K-236K reported
+input tokens, beyond a 200K window."""
+
+
+def known_window(model: str) -> int | None:
+    """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix), else None."""
+    best = max((entry for entry in KNOWN_WINDOWS if model.startswith(entry[0])), key=lambda e: len(e[0]), default=None)
+    return best[1] if best else None
 
 
 class Tier(IntEnum):
@@ -63,6 +74,6 @@ class TierThresholds:
 def thresholds_for(model: str, default: TierThresholds,
                    overrides: Mapping[str, TierThresholds], window: int | None = None) -> TierThresholds:
     """The override whose key is the longest prefix of `model`, else `default` scaled to the
-    context `window` when it is known."""
+    context `window` (None: the model's `known_window`, if any)."""
     best = max((k for k in overrides if model.startswith(k)), key=len, default=None)
-    return overrides[best] if best is not None else default.for_window(window)
+    return overrides[best] if best is not None else default.for_window(window or known_window(model))

@@ -9,8 +9,10 @@ Anthropic's 5 minutes or an hour; OpenAI promises none) is gone, and so is the h
 are per provider, in units of the base input price (`prices_for`). The model is incremental:
 each request costs time linear in its number of blocks, with no re-counting.
 
-Compactions: a 200K-window host compacts when the context crosses COMPACT_AT tokens and
-continues from COMPACT_TO tokens; `compaction_events` counts that on a list of request sizes.
+Compactions: a host compacts when the context crosses COMPACT_AT_SHARE of its model's window
+(`compress.tiers.known_window`, else a 200K window: 160K) and continues from COMPACT_TO_SHARE of
+it (20K); `compaction_events` counts that on a list of request sizes. The corpus's Claude Code
+sessions compacted at 155K-180K reported input tokens, its Codex ones (272K) at 230K-236K.
 """
 
 from __future__ import annotations
@@ -19,9 +21,26 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, READ_PRICE, CacheLife, cache_life
+from compress.tiers import REFERENCE_WINDOW, known_window
 
-COMPACT_AT = 160_000
-COMPACT_TO = 20_000
+COMPACT_AT_SHARE = 0.8
+COMPACT_TO_SHARE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """Where a host compacts (`at` tokens) and what it continues from (`to`)."""
+
+    at: int
+    to: int
+
+    @classmethod
+    def for_model(cls, model: str) -> "Compaction":
+        window = known_window(model) or REFERENCE_WINDOW
+        return cls(round(COMPACT_AT_SHARE * window), round(COMPACT_TO_SHARE * window))
+
+
+HOST_200K = Compaction.for_model("")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +154,13 @@ def share_with_head(cost: float, raw: float, head: float) -> float:
     return (cost + head) / (raw + head) if raw + head else 1.0
 
 
-def compaction_events(sizes: Iterable[int], at: int = COMPACT_AT, to: int = COMPACT_TO) -> int:
-    """How often a host compacting at `at` tokens back to `to` would compact: after each
+def compaction_events(sizes: Iterable[int], host: Compaction = HOST_200K) -> int:
+    """How often a host compacting at `host.at` tokens back to `host.to` would compact: after each
     crossing the context counts from `to` plus whatever the requests grow by afterwards."""
     events = 0
     offset = 0
     for size in sizes:
-        if size - offset >= at:
+        if size - offset >= host.at:
             events += 1
-            offset = size - to
+            offset = size - host.to
     return events

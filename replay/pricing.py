@@ -21,7 +21,7 @@ from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
 from replay.needed import Needed
-from replay.costmodel import ANTHROPIC, CacheCost, Prices, PromptCache, compaction_events
+from replay.costmodel import ANTHROPIC, HOST_200K, CacheCost, Compaction, Prices, PromptCache, compaction_events
 from compress.tokens import TokenCounter
 from ground.jsonbytes import dumps
 
@@ -161,9 +161,10 @@ class SideStats:
         self.cache_write += priced.cache.write
         self.cost += priced.cost
 
-    def finish(self, sizes: list[int]) -> "SideStats":
-        """`sizes`: each request's tokens as the host sees them (plus any unseen head)."""
-        self.compactions = compaction_events(sizes)
+    def finish(self, sizes: list[int], host: Compaction = HOST_200K) -> "SideStats":
+        """`sizes`: each request's tokens as the host sees them (plus any unseen head); `host`:
+        where it compacts."""
+        self.compactions = compaction_events(sizes, host)
         self.sizes = list(sizes)
         self.cost = round(self.cost, 1)
         return self

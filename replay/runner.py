@@ -24,7 +24,7 @@ from compress.formats.requests import SHAPES
 from compress.model import Message
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
-from replay.costmodel import Prices, head_cost, prices_for, share_with_head
+from replay.costmodel import HOST_200K, Compaction, Prices, head_cost, prices_for, share_with_head
 from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
@@ -65,6 +65,8 @@ class ReplayReport:
     malformed: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     host_compactions: int = 0
+    host: Compaction = HOST_200K
+    """Where the host of the session's model compacts (`replay.costmodel.Compaction`)."""
     seconds: float = 0.0
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
     """Side -> kind of content -> modelled cost (`replay.by_kind`; empty unless asked)."""
@@ -112,7 +114,8 @@ class ReplayReport:
                          f"  needed lines kept {needed.fraction():.1%} of {sum(needed.total.values())} ({ages})"
                          f"  compactions {side.compactions}")
         lines += [
-            f"  compactions crossing 160K, reset to 20K{'; with the unseen system+tools' if self.usage else ''}; "
+            f"  compactions crossing {self.host.at // 1000}K, reset to {self.host.to // 1000}K"
+            f"{'; with the unseen system+tools' if self.usage else ''}; "
             f"host compactions in the recording: {self.host_compactions}",
             f"  tiers       {', '.join(f'{k} {v}' for k, v in self.tiers.items()) or '-'}"
             f"  changes {self.tier_changes}  epochs {self.epochs}  CCR entries {self.ccr_entries}",
@@ -166,10 +169,11 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     if cache_ttl == "auto":
         cache_ttl = transcript.cache_ttl or "5m"
     config = replace(config, cache_ttl=cache_ttl)
-    prices = prices_for(transcript.provider, str(transcript.head.get("model", "")), cache_ttl)
+    model = str(transcript.head.get("model", ""))
+    prices = prices_for(transcript.provider, model, cache_ttl)
     report = ReplayReport(source, transcript.format, transcript.provider, counter.name, prices=prices.name,
                           malformed=transcript.malformed, skipped=dict(transcript.skipped),
-                          host_compactions=transcript.host_compactions, glued=glued)
+                          host_compactions=transcript.host_compactions, host=Compaction.for_model(model), glued=glued)
     shared: dict = {}
 
     def accountant() -> RequestAccountant:
@@ -230,7 +234,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     unseen = report.usage.unseen_head if report.usage else 0
     report.unseen_head_cost = head_cost(unseen, times, prices) if unseen else 0.0
     for name, side in stats.items():
-        side.finish([n + unseen for n in sides[name].sizes])
+        side.finish([n + unseen for n in sides[name].sizes], report.host)
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0

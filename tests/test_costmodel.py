@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from replay.costmodel import (ANTHROPIC, ANTHROPIC_1H, CacheCost, PromptCache, compaction_events, head_cost,
+from replay.costmodel import (ANTHROPIC, ANTHROPIC_1H, HOST_200K, CacheCost, Compaction, PromptCache, compaction_events, head_cost,
                               prices_for)
 
 
@@ -104,9 +104,19 @@ def test_compaction_resets_to_twenty_thousand():
     assert compaction_events([]) == 0
 
 
+def test_a_host_compacts_at_four_fifths_of_its_models_window():
+    """Claude Code compacted the corpus's sessions at 155K-180K tokens, Codex (GPT-5, 272K) at
+    230K-236K."""
+    assert Compaction.for_model("claude-opus-4-6") == HOST_200K == Compaction(160_000, 20_000)
+    codex = Compaction.for_model("gpt-5.3-codex")
+    assert codex == Compaction(217_600, 27_200)
+    assert compaction_events([100_000, 200_000], codex) == 0 and compaction_events([100_000, 200_000]) == 1
+
+
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 400_000), max_size=50))
-def test_compactions_only_on_crossings(sizes):
-    events = compaction_events(sizes)
-    assert events <= sum(1 for s in sizes if s >= 160_000)
-    assert (events > 0) == any(s >= 160_000 for s in sizes)
+@given(st.lists(st.integers(0, 400_000), max_size=50), st.sampled_from(["claude-sonnet-4-6", "gpt-5.4"]))
+def test_compactions_only_on_crossings(sizes, model):
+    host = Compaction.for_model(model)
+    events = compaction_events(sizes, host)
+    assert events <= sum(1 for s in sizes if s >= host.at)
+    assert (events > 0) == any(s >= host.at for s in sizes)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from compress.tiers import Tier, TierThresholds, thresholds_for
+from compress.tiers import Tier, TierThresholds, known_window, thresholds_for
 
 
 def test_absolute_thresholds():
@@ -26,3 +26,15 @@ def test_invalid_thresholds_and_names():
     with pytest.raises(ValueError):
         Tier.parse("extreme")
     assert Tier.parse(" High ") is Tier.HIGH
+
+
+def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_another():
+    """Codex's GPT-5 models read 272K tokens: high starts at 204K, not 150K."""
+    assert known_window("gpt-5.3-codex") == known_window("gpt-5") == 272_000
+    assert known_window("claude-opus-4-6") is None and known_window("gpt-4o") is None
+    t = TierThresholds()
+    assert thresholds_for("gpt-5.4", t, {}) == TierThresholds(68_000, 204_000)
+    assert thresholds_for("gpt-5.4", t, {}, window=1_000_000) == TierThresholds(250_000, 750_000)
+    assert thresholds_for("claude-sonnet-4-6", t, {}) is t
+    override = TierThresholds(10_000, 20_000)
+    assert thresholds_for("gpt-5.4", t, {"gpt-5": override}) is override
