@@ -13,7 +13,6 @@ import pytest
 
 from ccr.markers import find_markers
 from compress.session import Session
-from ground.times import iso_seconds
 from tests.conftest import REPO
 from tests.helpers import markers_in, strings
 
@@ -119,14 +118,14 @@ def test_at_says_when_a_replayed_request_was_sent(tmp_path):
     last = tmp_path / "last.json"
     last.write_text(json.dumps(body))
     reports = {}
-    for label, at in (("a minute", "2026-11-27T09:01:15Z"), ("an hour", "2026-11-27T10:00:15Z")):
+    for label, at, sent in (("a minute", "2026-11-27T09:01:15Z", start + 75), ("an hour", "2026-11-27T10:00:15Z", start + 3_615)):
         copy = tmp_path / label
         shutil.copytree(session, copy)
         done = ctxmill("compress", str(last), "-o", str(tmp_path / "out.json"), "--session", str(copy), "--json",
                        "--at", at, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         reports[label] = (json.loads(done.stderr), (tmp_path / "out.json").read_text())
-        assert Session.load(copy).header.last_request_at == iso_seconds(at)
+        assert Session.load(copy).header.last_request_at == sent
     assert reports["a minute"][0]["mode"] == "incremental" and "line 1000 of step 1" in reports["a minute"][1]
     assert reports["an hour"][0]["mode"] == "epoch" and "line 1000 of step 1" not in reports["an hour"][1]
 
