@@ -229,8 +229,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     elif plan.originals.entries:
         raise RuntimeError("stages wrote originals but no CCR store was given")
 
-    _record(session, plan, provider, left_pressure(tier, tier_of(plan.out_tokens), pressed), hashes, raw_tokens,
-            reason, plain)
+    left = left_pressure(tier, tier_of(plan.out_tokens), pressed) if reason else session.header.tier
+    _record(session, plan, provider, left, hashes, raw_tokens, reason, plain)
     _refresh_named(store, session, hashes)
     session.add_request_end(len(messages))
     if now is not None:
