@@ -12,22 +12,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Mapping
+from typing import Iterable, Mapping
 
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
 
-KNOWN_WINDOWS = (("gpt-5", 272_000),)
+KNOWN_WINDOWS: Mapping[str, int] = {"gpt-5": 272_000}
 """Context windows by model-name prefix, for requests that do not say theirs. The GPT-5 family
 (Codex's models) reads 272K tokens: the corpus's Codex sessions compacted at 230K-236K reported
 input tokens, beyond a 200K window."""
 
 
+def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
+    """The longest of `prefixes` that `model` starts with, or None."""
+    return max((p for p in prefixes if model.startswith(p)), key=len, default=None)
+
+
 def known_window(model: str) -> int | None:
     """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix), else None."""
-    best = max((entry for entry in KNOWN_WINDOWS if model.startswith(entry[0])), key=lambda e: len(e[0]), default=None)
-    return best[1] if best else None
+    best = _longest_prefix(model, KNOWN_WINDOWS)
+    return KNOWN_WINDOWS[best] if best is not None else None
 
 
 class Tier(IntEnum):
@@ -75,5 +80,5 @@ def thresholds_for(model: str, default: TierThresholds,
                    overrides: Mapping[str, TierThresholds], window: int | None = None) -> TierThresholds:
     """The override whose key is the longest prefix of `model`, else `default` scaled to the
     context `window` (None: the model's `known_window`, if any)."""
-    best = max((k for k in overrides if model.startswith(k)), key=len, default=None)
+    best = _longest_prefix(model, overrides)
     return overrides[best] if best is not None else default.for_window(window or known_window(model))
