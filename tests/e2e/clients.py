@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PINNED = {
-    "claude-code": ("@anthropic-ai/claude-code", "2.1.197", "claude"),
-    "codex": ("@openai/codex", "0.169.0", "codex"),
+    "claude-code": ("@anthropic-ai/claude-code", "2.1.332", "claude"),
+    "codex": ("@openai/codex", "0.171.0", "codex"),
     "opencode": ("opencode-ai", "1.18.33", "opencode"),
 }
 INSTALL_TIMEOUT = 900  # three packages, ~800 MB unpacked; about a minute on a fast link

@@ -542,11 +542,13 @@ def check_chat(body: Any) -> list[str]:
 
 # -- reading requests ------------------------------------------------------------------------------
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message's or tool result's `content`: a string, or its parts' texts joined
+    (Claude Code 2.1.332 sends a system message's context as text blocks with a cache breakpoint)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text(c.get("text", c.get("content", c.get("output", "")))) if isinstance(c, dict) else str(c)
+        return "\n".join(text_of(c.get("text", c.get("content", c.get("output", "")))) if isinstance(c, dict) else str(c)
                          for c in content)
     return "" if content is None else str(content)
 
@@ -561,15 +563,15 @@ def tool_results(kind: str, body: Any) -> dict[str, str]:
             if isinstance(m.get("content"), list):
                 for b in m["content"]:
                     if isinstance(b, dict) and b.get("type") == "tool_result":
-                        out[b.get("tool_use_id")] = _text(b.get("content"))
+                        out[b.get("tool_use_id")] = text_of(b.get("content"))
     elif kind == "responses":
         for it in body.get("input") or []:
             if isinstance(it, dict) and it.get("type") in ("function_call_output", "custom_tool_call_output"):
-                out[it.get("call_id")] = _text(it.get("output"))
+                out[it.get("call_id")] = text_of(it.get("output"))
     elif kind == "chat":
         for m in body.get("messages") or []:
             if m.get("role") == "tool":
-                out[m.get("tool_call_id")] = _text(m.get("content"))
+                out[m.get("tool_call_id")] = text_of(m.get("content"))
     return out
 
 

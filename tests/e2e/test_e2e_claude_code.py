@@ -40,16 +40,17 @@ def test_claude_code_plays_the_scenario(claude_code, project, home, serve):
     assert verify(srv.standin, scenario, "messages") == []
 
     # What Claude Code 2.1 sends (see the notes on issue 14): mid-conversation system messages,
-    # adaptive thinking and context management on every agent request.
+    # adaptive thinking and context management on every agent request (2.1.332: system messages
+    # without a beta, thinking shown as "omitted").
     calls = srv.standin.scripted_calls()
     first = calls[0].body
     assert first["stream"] is True
-    assert first["thinking"] == {"type": "adaptive"}
+    assert first["thinking"]["type"] == "adaptive"  # 2.1.332 adds "display": "omitted" (empty thinking text)
     assert {"type": "clear_thinking_20251015", "keep": "all"} in first["context_management"]["edits"]
     assert any(m["role"] == "system" for m in first["messages"])
     assert {"Read", "Bash", "Edit", "Grep"} <= {t["name"] for t in first["tools"]}
     assert calls[0].headers.get("anthropic-version") == "2023-06-01"
-    assert "mid-conversation-system" in calls[0].headers.get("anthropic-beta", "")
+    assert "context-management" in calls[0].headers.get("anthropic-beta", "")
     # An API key gets the 5-minute cache: breakpoints without a ttl.
     assert {cache_ttl("anthropic", c.body) for c in calls} == {"5m"}
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e import clients
 from tests.e2e.scenarios import claude_code as scenario_for, fixed, make_project, verify
-from tests.e2e.standin import tool_results
+from tests.e2e.standin import text_of, tool_results
 from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, proxy_waits_for_compression,
                                       record, unresolved, with_ctxmill)
 
@@ -59,7 +59,7 @@ def test_claude_code_through_ctxmill(claude_code, home, serve, tmp_path):
 
     scripted = srv.standin.scripted_calls()
     # The hooks fired: SessionStart's hint and UserPromptSubmit's memory hit are in the system message.
-    system = [m["content"] for m in scripted[0].body["messages"] if m["role"] == "system"]
+    system = [text_of(m["content"]) for m in scripted[0].body["messages"] if m["role"] == "system"]
     assert system and "ctxmill is active" in system[0] and SEEDED in system[0], system[:1]
     # Later requests are compressed; the model expanded a marker it was shown with its own MCP call.
     assert any(markers(r.body) for r in scripted)

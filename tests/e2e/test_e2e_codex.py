@@ -48,7 +48,7 @@ def test_codex_plays_the_scenario(codex, project, home, serve, tmp_path):
     assert fixed(project), (project / "app.py").read_text()[:200]
     assert verify(srv.standin, scenario, "responses") == []
 
-    # What Codex 0.169 sends: the whole conversation every time (store false, no
+    # What Codex 0.171 sends: the whole conversation every time (store false, no
     # previous_response_id), streamed, with the freeform apply_patch tool.
     for r in srv.standin.scripted_calls():
         assert r.path == "/v1/responses"

@@ -1,7 +1,7 @@
 """Codex through ctxmill: `ctxmill run -- codex exec …` (a proxy of its own, Codex pointed at it by
 `-c` overrides, forwarding to the stand-in from OPENAI_BASE_URL). Later Responses requests are
 compressed; the model expands a marker it was shown and stores a memory through its own
-`exec_command` tool (`ctxmill expand KEY`, `ctxmill memory store`): Codex 0.169 offers MCP tools
+`exec_command` tool (`ctxmill expand KEY`, `ctxmill memory store`): Codex (as of 0.169) offers MCP tools
 only behind its `tool_search`, which a scripted model cannot drive."""
 
 from __future__ import annotations
