@@ -14,14 +14,26 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable, Mapping
 
+from compress.models import normalized
+
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
 
-KNOWN_WINDOWS: Mapping[str, int] = {"gpt-5": 272_000}
-"""Context windows by model-name prefix, for requests that do not say theirs. The GPT-5 family
-(Codex's models) reads 272K tokens: the corpus's Codex sessions compacted at 230K-236K reported
-input tokens, beyond a 200K window."""
+NATIVE_1M = 1_000_000
+
+KNOWN_WINDOWS: Mapping[str, int] = {
+    "gpt-5": 272_000,
+    "claude-opus-4-7": NATIVE_1M, "claude-opus-4-8": NATIVE_1M, "claude-opus-5": NATIVE_1M,
+    "claude-sonnet-5": NATIVE_1M, "claude-haiku-5": NATIVE_1M, "claude-fable-5": NATIVE_1M,
+    "claude-mythos-5": NATIVE_1M,
+}
+"""Context windows by model-name prefix (`compress.models.normalized`), for requests that do
+not say theirs. The GPT-5 family (Codex's models) reads 272K tokens: the corpus's Codex sessions
+compacted at 230K-236K reported input tokens, beyond a 200K window. The Claude models Claude Code
+2.1.332's own model table marks `native_1m` read 1M tokens without the `context-1m` beta (Opus
+4.7 and later, Sonnet, Haiku, Fable and Mythos 5): Claude Code sizes its auto-compaction to that
+window. Older Claude models keep the 200K reference unless a request asks for 1M."""
 
 
 def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
@@ -30,8 +42,9 @@ def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
 
 
 def known_window(model: str) -> int | None:
-    """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix), else None."""
-    best = _longest_prefix(model, KNOWN_WINDOWS)
+    """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix of its
+    normalized name), else None."""
+    best = _longest_prefix(normalized(model), KNOWN_WINDOWS)
     return KNOWN_WINDOWS[best] if best is not None else None
 
 

@@ -223,12 +223,16 @@ def test_tiers_scale_with_a_known_context_window():
 
 def test_a_1m_window_request_stays_below_high_where_a_200k_one_is_high():
     messages = session_of(40)  # ~300K tokens of build logs
-    body = cc21.body(messages)
+    body = {**cc21.body(messages), "model": "claude-opus-4-6"}  # a 200K window unless the request says 1M
     plain = run(copy.deepcopy(body), session=Session.memory(), store=CCRStore.in_memory())
     million = run(copy.deepcopy(body), session=Session.memory(), store=CCRStore.in_memory(), context_window=1_000_000)
     assert 250_000 <= plain.report.tokens_before < 750_000
     assert plain.report.tier == "high"
     assert million.report.tier == "medium"
+    # Opus 4.8 (cc21's model) and the Claude 5 models read 1M tokens without the beta.
+    for model in ("claude-opus-4-8", "claude-opus-5-5"):
+        native = run({**copy.deepcopy(body), "model": model}, session=Session.memory(), store=CCRStore.in_memory())
+        assert native.report.tier == "medium", model
     overridden = CompressConfig(model_tiers={"claude-opus": TierThresholds(medium=10, high=20)})
     forced = run(copy.deepcopy(body), session=Session.memory(), store=CCRStore.in_memory(), config=overridden,
                  context_window=1_000_000)

@@ -26,6 +26,7 @@ def test_prices_match_dated_and_routed_model_names():
     assert price_for("claude-sonnet-4-5-20250929").name == "claude-sonnet-4-5"
     assert price_for("anthropic/claude-opus-4-5").name == "claude-opus-4-5"
     assert price_for("anthropic.claude-3-5-haiku-20241022-v1:0").name == "claude-3-5-haiku"
+    assert price_for("us.anthropic.claude-opus-5-5-v1:0").name == "claude-opus-5-5"  # Bedrock, regional
     assert price_for("gpt-5-mini-2025-08-07").name == "gpt-5-mini"  # not plain gpt-5
     assert price_for("GPT-4.1-nano").name == "gpt-4.1-nano"
     assert price_for("openai/gpt-5-codex").name == "gpt-5"

@@ -38,3 +38,21 @@ def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_anoth
     assert thresholds_for("claude-sonnet-4-6", t, {}) is t
     override = TierThresholds(10_000, 20_000)
     assert thresholds_for("gpt-5.4", t, {"gpt-5": override}) is override
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-opus-4-7", "claude-sonnet-5-5-20260901",
+                                   "us.anthropic.claude-opus-5-5-v1:0", "anthropic/claude-fable-5-1",
+                                   "Claude-Haiku-5-5"])
+def test_claude_models_that_read_a_million_tokens_natively_scale_the_tiers(model):
+    """Claude Code 2.1.332 runs Opus 5.5 by default, whose 1M window needs no `context-1m` beta:
+    at 200K reference tiers the engine would force an epoch at 150K, far from compaction."""
+    assert known_window(model) == 1_000_000
+    assert thresholds_for(model, TierThresholds(), {}) == TierThresholds(250_000, 750_000)
+
+
+@pytest.mark.parametrize("model", ["claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5",
+                                   "anthropic/claude-opus-4-1"])
+def test_older_claude_models_keep_the_reference_window(model):
+    assert known_window(model) is None
+    assert thresholds_for(model, TierThresholds(), {}) == TierThresholds()
+

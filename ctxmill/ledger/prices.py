@@ -2,8 +2,9 @@
 
 Each row: input (uncached), cache read, cache write (Anthropic's 5-minute write; OpenAI has no
 write premium, so its write price is its input price), output. A model name is matched by the
-longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`) after dropping a router's `vendor/` and a cloud's `anthropic.` prefix and
-lower-casing (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`). Unknown models (fallback,
+longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`), as
+`compress.models.normalized` spells it (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`,
+`us.anthropic.claude-opus-5-5` is `claude-opus-5-5`). Unknown models (fallback,
 documented in docs/dashboard.md): an Anthropic-shaped request is priced as Claude Sonnet, any
 other as GPT-5; `Price.name` then says `"<row> (fallback)"`, and the ledger keeps that name.
 """
@@ -11,6 +12,8 @@ other as GPT-5; `Price.name` then says `"<row> (fallback)"`, and the ledger keep
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from compress.models import normalized
 
 
 @dataclass(frozen=True)
@@ -90,12 +93,6 @@ _SUFFIX_START = "-[@:"
 """What may follow a row's name in a model name of that row (`-20250929`, `-codex`, `[1m]`):
 `gpt-5.6-sol` is not a `gpt-5`, `claude-sonnet-4-5-20250929` is a `claude-sonnet-4-5`."""
 _FALLBACK = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
-
-
-def normalized(model: str) -> str:
-    """`model` as the table spells it: lower case, without a `vendor/` or `anthropic.` prefix."""
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    return name.removeprefix("anthropic.")
 
 
 def price_for(model: str, vendor: str = "") -> Price:
