@@ -24,6 +24,11 @@ def config(tier: str = "always", **kw) -> CompressConfig:
     return CompressConfig(tiers=tiers, protect_tail_tokens=0, protect_tail_turns=1, **kw)
 
 
+UNCHANGED_POINTER = ("File unchanged since last read. The content from the earlier Read tool_result in this "
+                     "conversation is still current \u2014 refer to that instead of re-reading.")
+"""What Claude Code (2.1.90 and later) answers to a Read of a file unchanged since the agent's last Read."""
+
+
 def anthropic(calls: list[tuple[str, dict, object]], turns_after: int = 1) -> dict:
     """A body with one assistant turn per (tool name, input, result content), then
     `turns_after` plain turns so the calls are old."""

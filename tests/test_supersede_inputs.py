@@ -15,7 +15,7 @@ from compress.session import Session
 from compress.stages.supersede_inputs import STAGE
 from compress.vocab.tools import PROTECTED_TOOLS
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
-from tests.stagekit import echoed
+from tests.stagekit import UNCHANGED_POINTER, echoed
 
 APP = "/repo/src/app.py"
 V1 = "\n".join(f"def v1_{i}():\n    return {i}" for i in range(60))
@@ -99,6 +99,19 @@ def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
     assert note_of(edit["old_string"]).summary == "40-line old_string of /repo/src/app.py stored; the file was re-read at turn 3"
     assert note_of(edit["new_string"]).summary == "40-line new_string stored"  # the read shows it again
     check_run(body, out, store)
+
+
+def test_a_reread_the_host_answers_with_a_pointer_does_not_show_the_body_again():
+    """Claude Code answers a Read of a file it knows is unchanged with a pointer back to the
+    earlier Read: nothing shows the written lines again, so the Write body stays the copy."""
+    pointer = ("Read", {"file_path": APP}, UNCHANGED_POINTER)
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), pointer,
+                           ("Bash", {"command": "pytest -q"}, "3 passed")])
+    out, _, _ = run(body)
+    assert inputs(out)[0] == {"file_path": APP, "content": V1}
+    shown = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), ("Read", {"file_path": APP}, V1),
+                            ("Bash", {"command": "pytest -q"}, "3 passed")])
+    assert note_of(inputs(run(shown)[0])[0]["content"]).summary.endswith("the file was re-read at turn 2")
 
 
 def test_a_bare_file_name_is_not_matched_to_an_absolute_path():

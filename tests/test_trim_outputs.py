@@ -17,7 +17,7 @@ from compress.config import options_as
 from compress.formats.requests import from_provider
 from compress.vocab.signals.errors import is_error_line
 from compress.vocab.tools import PROTECTED_TOOLS
-from tests.stagekit import anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
+from tests.stagekit import UNCHANGED_POINTER, anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
 
 
 CUT_FRESH = {"keep_fresh_reads": False}
@@ -305,6 +305,25 @@ def test_with_cold_since_last_change_a_read_goes_cold_once_its_file_is_left_alon
     assert trim_outputs.idle_reads(untouched, 0, 14) == set()
     with pytest.raises(ValueError, match="cold_since"):
         TrimOptions(cold_since="never")
+
+
+def test_a_reread_the_host_answers_with_a_pointer_leaves_the_earlier_read_the_agents_copy():
+    """Claude Code answers a re-read of an unchanged file with a pointer back to the earlier Read:
+    that read is not stale (no newer copy stands in the request) and its file is in use again."""
+    text = numbered(python_file(80))
+    read = ("Read", {"file_path": "/src/app.py"}, text)
+    pointer = ("Read", {"file_path": "/src/app.py"}, UNCHANGED_POINTER)
+    other = ("Edit", {"file_path": "/src/other.py", "old_string": "a", "new_string": "b"}, "ok")
+    pointed = anthropic([read, *[other] * 12, pointer], turns_after=6)
+    reread = anthropic([read, *[other] * 12, ("Read", {"file_path": "/src/app.py"}, text)], turns_after=6)
+    elsewhere = anthropic([read, *[other] * 12, ("Read", {"file_path": "/src/lib.py"}, UNCHANGED_POINTER)], turns_after=6)
+    assert stale_reads(list(from_provider(pointed).messages)) == set()
+    assert stale_reads(list(from_provider(reread).messages)) == {"toolu_000"}
+    last = list(from_provider(pointed).messages)[-1].turn
+    assert trim_outputs.idle_reads(list(from_provider(pointed).messages), 12, last) == set()
+    assert trim_outputs.idle_reads(list(from_provider(elsewhere).messages), 12, last) == {"toolu_000"}
+    assert result_texts(run_stage(pointed, trim_outputs.STAGE)[0].body)[0] == text
+    assert len(result_texts(run_stage(reread, trim_outputs.STAGE)[0].body)[0]) < len(text)
 
 
 def test_a_long_read_goes_cold_in_proportionally_fewer_turns():

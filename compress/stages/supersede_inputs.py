@@ -6,8 +6,9 @@ bodies, shell heredocs such as `cat > f <<'EOF'`). Its body strings go to CCR an
 one-line note when the call is superseded:
 
 - shown again: every file it changes is later read, written whole, re-created or deleted
-  (`SHOWN_AGAIN`), so a newer copy of the file, or none, stands in the request; the note names
-  the first such touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
+  (`SHOWN_AGAIN`), so a newer copy of the file, or none, stands in the request (a re-read the
+  host answers with a pointer back to an earlier read shows nothing,
+  `compress.vocab.signals.rereads`); the note names the first such touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
   at turn 52 · deep_expand("…")>>`. A later edit alone does not: the agent, which does not see
   the disk, copies the next edit's old text out of this body (and a moved file's lines live on
   at the new path);
@@ -71,6 +72,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
+from compress.vocab.signals.rereads import points_to_earlier_read
 from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
@@ -88,12 +90,15 @@ _SHOWN = "the result of this call shows every line of it"
 
 @dataclass(frozen=True, slots=True)
 class _Touching:
-    """A call that did not fail, with the files it touches (none for most tools), in request order."""
+    """A call that did not fail, with the files it touches (none for most tools), in request order;
+    `shows`: False for a re-read the host answered with a pointer back to the earlier read
+    (`compress.vocab.signals.rereads`), which touches its file without showing it again."""
 
     call: ToolCall
     block: Block
     turn: int
     touches: list[FileTouch]
+    shows: bool = True
 
 
 def _calls(messages: list[Message], start: int) -> list[_Touching]:
@@ -105,10 +110,12 @@ def _calls(messages: list[Message], start: int) -> list[_Touching]:
     calls = [replace(c, use_msg=c.use_msg + start, result_msg=c.result_msg + start if c.result_msg >= 0 else -1)
              for c in sorted(tail, key=lambda c: (c.use_msg, c.use_block))]
     for call in calls:
-        if call.result_msg >= 0 and is_failed_result(messages[call.result_msg].blocks[call.result_block]):
+        result = messages[call.result_msg].blocks[call.result_block] if call.result_msg >= 0 else None
+        if result is not None and is_failed_result(result):
             continue
         block = messages[call.use_msg].blocks[call.use_block]
-        out.append(_Touching(call, block, messages[call.use_msg].turn, touched_files(block.tool_name, block.input)))
+        shows = result is None or not points_to_earlier_read(result.result_text)
+        out.append(_Touching(call, block, messages[call.use_msg].turn, touched_files(block.tool_name, block.input), shows))
     return out
 
 
@@ -213,6 +220,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             return None
         return messages[item.call.result_msg].blocks[item.call.result_block]
 
+    def shows_it_again(pos: int, touch: FileTouch) -> bool:
+        return touch.action in SHOWN_AGAIN and timeline[pos].shows
+
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
 
@@ -234,7 +244,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if not ctx.mutable[use] or not changed:
             continue
         afterwards = [later(pos, path) for path in changed]
-        shown_again = all(any(t.action in SHOWN_AGAIN for _, t in touches) for touches in afterwards)
+        shown_again = all(any(shows_it_again(p, t) for p, t in touches) for touches in afterwards)
         quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
         if not (ctx.past_tail[use] and (shown_again or settled(quiet_since))):
@@ -247,7 +257,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if not strings:
             continue
         if shown_again:
-            next_pos, next_touch = min((next(pt for pt in touches if pt[1].action in SHOWN_AGAIN) for touches in afterwards),
+            next_pos, next_touch = min((next(pt for pt in touches if shows_it_again(*pt)) for touches in afterwards),
                                        key=lambda pt: pt[0])
             when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
         else:

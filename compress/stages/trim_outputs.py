@@ -45,6 +45,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.files import is_source
 from compress.vocab.signals.errors import is_failed_result
+from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.commands import commits
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
@@ -57,12 +58,14 @@ def stale_reads(messages: list[Message]) -> set[str]:
     """Tool ids of file reads whose file a later call reads again, writes whole, moves or
     deletes (files as `compress.vocab.calls.touched_files` sees them: tools, shell commands,
     patches): a newer copy, or none, replaces them. A later edit alone does not: the agent copies
-    the lines it replaces out of the read."""
+    the lines it replaces out of the read. Nor does a re-read the host answers with a pointer
+    back to the earlier read (`compress.vocab.signals.rereads`): it shows no line of the file."""
+    pointers = pointer_reads(messages)
     later: set[str] = set()
     stale: set[str] = set()
     for msg in reversed(messages):
         for block in reversed(msg.blocks):
-            if block.kind != TOOL_USE:
+            if block.kind != TOOL_USE or block.tool_id in pointers:
                 continue
             touches = touched_files(block.tool_name, block.input)
             if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ and any(
@@ -90,7 +93,11 @@ def idle_reads(messages: list[Message], turns: int, anchor_turn: int, ref_chars:
 def _reads_and_changes(messages: list[Message], until: int | None = None
                        ) -> tuple[list[tuple[str, list[str], int]], dict[str, list[int]]]:
     """(tool id, paths read, turn) of every file read, and the turns each file was changed in
-    (written, edited, moved, deleted), in order; messages after turn `until` (None: none) left out."""
+    (written, edited, moved, deleted), in order; messages after turn `until` (None: none) left out.
+    A re-read the host answers with a pointer back to the earlier read (`pointer_reads`) is not
+    listed: it renews the earlier reads of its file (their turn becomes its turn), which the agent
+    is using again."""
+    pointers = pointer_reads(messages)
     changed: dict[str, list[int]] = defaultdict(list)
     reads: list[tuple[str, list[str], int]] = []
     for msg in messages:
@@ -104,7 +111,11 @@ def _reads_and_changes(messages: list[Message], until: int | None = None
                 if touch.action in CHANGES:
                     changed[touch.path].append(msg.turn)
             if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ:
-                reads.append((block.tool_id, [t.path for t in touches if t.action == READ], msg.turn))
+                paths = [t.path for t in touches if t.action == READ]
+                if block.tool_id in pointers:
+                    reads = [(tid, ps, msg.turn if set(ps) & set(paths) else turn) for tid, ps, turn in reads]
+                else:
+                    reads.append((block.tool_id, paths, msg.turn))
     return reads, changed
 
 
