@@ -3,8 +3,9 @@
 `touched_files(tool_name, tool_input)` understands the file tools of Claude Code (Read, Write,
 Edit, MultiEdit, NotebookEdit), OpenCode (read, write, edit with `filePath`), Anthropic's
 `str_replace_based_edit_tool`, `read_file` / `write_file` style tools (`compress.vocab.tools`),
-apply_patch bodies (`compress.vocab.touches`) and shell commands (Bash `command`, Codex `cmd`
-strings or argv lists; `compress.vocab.shell`). A relative path is joined to the call's working
+apply_patch bodies (`compress.vocab.touches`), shell commands (Bash `command`, Codex `cmd`
+strings or argv lists; `compress.vocab.shell`) and Codex code-mode programs (the calls they make,
+`compress.vocab.codemode`). A relative path is joined to the call's working
 directory when the input names one (`workdir`, `cwd`, or a leading `cd DIR &&`).
 """
 
@@ -13,15 +14,19 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from compress.vocab.codemode import nested_calls
 from compress.vocab.shell import shell_touches
-from compress.vocab.tools import (PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name, command_of,
-                                  file_tool_action, replaced_texts, tool_kind)
+from compress.vocab.tools import (CODE_MODE_TOOLS, PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name,
+                                  command_of, file_tool_action, replaced_texts, tool_kind)
 from compress.vocab.touches import FileTouch, is_absolute, is_patch, normalize_path, patch_old_lines, patch_touches
 
 
 def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
-    """The files one tool call touches, in the order the call touches them."""
+    """The files one tool call touches, in the order the call touches them (a code-mode
+    program's: those of the calls it makes)."""
     base = base_name(tool_name)
+    if base in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+        return [touch for name, arg in calls for touch in touched_files(name, arg)]
     cwd = _input_cwd(tool_input)
     if base in PATCH_TOOLS:
         return patch_touches(_patch_text(tool_input), cwd)
@@ -40,7 +45,10 @@ def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
 def copied_texts(tool_name: str, tool_input: Any) -> list[str]:
     """The texts one call copies out of what the model has seen of a file: the old texts of an
     edit (`compress.vocab.tools.replaced_texts`), or the context and removed lines of an
-    apply_patch body (a patch tool's, a Codex argv's, or one run from a shell command)."""
+    apply_patch body (a patch tool's, a Codex argv's, or one run from a shell command); a
+    code-mode program's: those of the calls it makes."""
+    if base_name(tool_name) in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+        return [text for name, arg in calls for text in copied_texts(name, arg)]
     patch = ""
     if base_name(tool_name) in PATCH_TOOLS:
         patch = _patch_text(tool_input)

@@ -3,7 +3,8 @@
 Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part (`base_name`),
 so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
 told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
-file's lines, `compress.vocab.commands.reads_one_file`, is a read too). Kept light (no regex, shell
+file's lines, `compress.vocab.commands.reads_one_file`, is a read too), and that of a Codex
+code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no regex, shell
 parsing imported only for compound commands): the faces import it for the protected-tools default.
 """
 
@@ -59,6 +60,9 @@ _FILE_ACTION_OF = {name: action for action, names in _BY_FILE_ACTION.items() for
 _EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """Anthropic's `str_replace_based_edit_tool` (`str_replace_editor…`): its `command` -> action."""
 PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
+CODE_MODE_TOOLS = frozenset({"exec"})
+"""Tools whose input is a program calling the other tools (Codex's code mode, `compress.vocab.codemode`):
+such a call is read as the calls it makes."""
 """Tools (and Codex argv programs) whose input is an apply_patch body."""
 BOOKKEEPING_TOOLS = frozenset({"taskoutput", "bashoutput", "todowrite", "todoread", "todo_write", "askuserquestion",
                                "question", "skill", "toolsearch", "enterplanmode", "exitplanmode", "killshell"})
@@ -139,6 +143,11 @@ def command_of(tool_input: Any) -> str:
 
 def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
     base = base_name(name)
+    if base in CODE_MODE_TOOLS:
+        from compress.vocab.codemode import nested_calls  # a JavaScript parser, only for code mode
+
+        if calls := nested_calls(tool_input):
+            return _program_kind([tool_kind(called, arg) for called, arg in calls])
     if _is_editor(base):
         return ToolKind.FILE_READ if isinstance(tool_input, dict) and file_tool_action(base, tool_input) == READ \
             else ToolKind.OTHER
@@ -155,6 +164,15 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
             if reads_one_file(command):
                 return ToolKind.FILE_READ
     return kind
+
+
+def _program_kind(kinds: list[ToolKind]) -> ToolKind:
+    """The kind of a code-mode program's output, from the kinds of the calls it makes: a read if
+    any call reads a file (its output holds the lines the agent edits from), else the one kind
+    they share, else command output."""
+    if ToolKind.FILE_READ in kinds:
+        return ToolKind.FILE_READ
+    return kinds[0] if len(set(kinds)) == 1 else ToolKind.COMMAND
 
 
 def _is_editor(base: str) -> bool:

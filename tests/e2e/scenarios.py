@@ -102,6 +102,23 @@ def codex(root: Path) -> Scenario:
     ], {0: "def add(a, b):", 1: "BUILD FAILED", 2: "def add", 3: "app.py", 4: "BUILD OK"})
 
 
+def codex_code_mode(root: Path) -> Scenario:
+    """Codex on a GPT-6 model (`tool_mode: code_mode_only`): every call is a JavaScript program
+    run by the one `exec` tool, calling the real tools on `tools` and printing what it wants seen."""
+    def program(js: str) -> Call:
+        return Call("exec", js, custom=True)
+
+    return Scenario("codex-code-mode", [
+        Turn("I'll read the module first.", [program(
+            "const r = await tools.exec_command({cmd: \"sed -n '1,4000p' app.py\"});\ntext(r.output);")]),
+        Turn("", [program("text((await tools.exec_command({cmd: 'sh build.sh'})).output);")]),
+        Turn("add() subtracts; fixing it.", [program(
+            "const patch = `" + PATCH + "`;\nawait tools.apply_patch(patch);\ntext('patched');")]),
+        Turn("", [program("const r = await tools.exec_command({cmd: 'sh build.sh'});\ntext(r.output);")]),
+        Turn(FINAL),
+    ], {0: "def add(a, b):", 1: "BUILD FAILED", 2: "patched", 3: "BUILD OK"})
+
+
 def opencode(root: Path) -> Scenario:
     app = str(root / "app.py")
     return Scenario("opencode", [
@@ -124,7 +141,8 @@ def opencode_openai(root: Path) -> Scenario:
     return sc
 
 
-SCENARIOS = {"claude-code": claude_code, "codex": codex, "opencode": opencode, "opencode-openai": opencode_openai}
+SCENARIOS = {"claude-code": claude_code, "codex": codex, "codex-code-mode": codex_code_mode, "opencode": opencode,
+             "opencode-openai": opencode_openai}
 
 
 def verify(standin, scenario: Scenario, kind: str) -> list[str]:

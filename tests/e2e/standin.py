@@ -182,7 +182,7 @@ class Standin:
 
     def _turn_for(self, rec: Recorded, raw: bytes) -> Turn:
         body = rec.body
-        if not body.get("tools"):
+        if not offers_tools(body):
             # A side request (title, summary). Its reply carries the highest turn played so far as a
             # tag, so that when it becomes a compaction summary (which drops the tool call ids) the
             # conversation continues with the next turn instead of starting over.
@@ -541,6 +541,16 @@ def check_chat(body: Any) -> list[str]:
 
 
 # -- reading requests ------------------------------------------------------------------------------
+
+def offers_tools(body: Any) -> bool:
+    """Whether a request offers the model tools: a `tools` list, or (Codex's "responses lite", its
+    GPT-6 code mode) an `additional_tools` input item."""
+    if not isinstance(body, dict):
+        return False
+    items = body.get("input")
+    return bool(body.get("tools")) or isinstance(items, list) and any(
+        isinstance(it, dict) and it.get("type") == "additional_tools" for it in items)
+
 
 def text_of(content: Any) -> str:
     """The text of a message's or tool result's `content`: a string, or its parts' texts joined
