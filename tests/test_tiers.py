@@ -30,7 +30,8 @@ def test_invalid_thresholds_and_names():
 
 def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_another():
     """Codex's GPT-5 models read 272K tokens: high starts at 204K, not 150K."""
-    assert known_window("gpt-5.3-codex") == known_window("gpt-5") == 272_000
+    assert known_window("gpt-5.3-codex") == known_window("gpt-5") == known_window("gpt-6.2-astra") == 272_000
+    assert known_window("gpt-6.2-sol") == known_window("openai/gpt-6.1-terra") == 500_000  # Codex 0.171's catalogue
     assert known_window("claude-opus-4-6") is None and known_window("gpt-4o") is None
     t = TierThresholds()
     assert thresholds_for("gpt-5.4", t, {}) == TierThresholds(68_000, 204_000)
