@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.pipeline import run
 from compress.session import Session
-from compress.vocab.calls import copied_texts, first_path, touched_files
+from compress.model import TOOL_RESULT, Block
+from compress.vocab.calls import copied_texts, first_path, rerun_hint, touched_files
 from compress.vocab.codemode import UNKNOWN_PART, nested_calls
+from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import EDIT, READ, FileTouch
 
@@ -49,6 +51,7 @@ def test_an_exec_program_has_the_kind_and_files_of_the_calls_it_makes():
     assert touched_files("exec", reads_and_patches) == [FileTouch("/repo/src/app.ts", READ), FileTouch("src/app.py", EDIT)]
     assert first_path("exec", reads_and_patches) == "/repo/src/app.ts"
     assert copied_texts("exec", reads_and_patches) == ["def add(a, b):\n    return a - b"]
+    assert rerun_hint("exec", reads_and_patches) == "re-run the tool call `sed -n '1,200p' src/app.ts`"
     assert tool_kind("exec", exec_call("text((await tools.exec_command({cmd: 'npm test'})).output)")) is ToolKind.COMMAND
     assert tool_kind("exec", exec_call("const r = await tools.exec_command({cmd: `rg -n ${q} src`})")) is ToolKind.SEARCH
     # a read whose file only running the program names is still a read, of no file ctxmill can name
@@ -81,6 +84,14 @@ def test_a_program_that_reads_a_file_reaches_the_model_whole_and_a_build_log_is_
         assert (sent == body["input"][3]["output"][-1]["text"]) is whole
         if not whole:
             assert "BUILD FAILED" in sent and "error TS2322" in sent and "deep_expand(" in sent
+
+
+def test_a_program_that_threw_is_a_failed_call():
+    def result(text: str) -> Block:
+        return Block(TOOL_RESULT, raw={}, tool_id="call_1", parts=(Block("text", raw={}, text=text),))
+
+    assert is_failed_result(result("Script error:\nTypeError: tools.exec_comand is not a function\nWall time: 0.0 seconds"))
+    assert not is_failed_result(result("Script completed\nWall time 0.1 seconds\nOutput:\nBUILD OK"))
 
 
 @settings(max_examples=150, deadline=None)

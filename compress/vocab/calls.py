@@ -66,7 +66,10 @@ def first_path(tool_name: str, tool_input: Any) -> str:
 
 
 def rerun_hint(name: str, tool_input: Any) -> str:
-    """What to run to see a tool's output again, for CCR's "expired" message."""
+    """What to run to see a tool's output again, for CCR's "expired" message (for a code-mode
+    program, its first call's)."""
+    if base_name(name) in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+        name, tool_input = calls[0]
     command = command_of(tool_input)
     if command:
         what = command

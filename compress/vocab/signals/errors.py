@@ -68,7 +68,9 @@ _UNTELLING = regex.compile(
     r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
 """Error lines that say nothing about the error itself."""
 _FAILED_START = regex.compile(
-    r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|错误|失败)")
+    r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|script error:"
+    r"|错误|失败)")
+"""How a failed result opens; `Script error:` is Codex code mode's answer to a program that threw."""
 _FAILED_STATUS = regex.compile(r"(?m)^(?:Process exited with code|Exit code:) -?[1-9]\d*\s*$")
 """A non-zero exit status in the header lines of a Codex result (exec_command and shell:
 `Command: …`, `Chunk ID: …`, `Wall time: …`, `Process exited with code 1`, then `Output:`;
