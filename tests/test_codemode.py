@@ -92,6 +92,7 @@ def test_a_program_that_threw_is_a_failed_call():
 
     assert is_failed_result(result("Script error:\nTypeError: tools.exec_comand is not a function\nWall time: 0.0 seconds"))
     assert not is_failed_result(result("Script completed\nWall time 0.1 seconds\nOutput:\nBUILD OK"))
+    assert not is_failed_result(result("\r\nSCRIPT ERROR: Parse Error: Identifier not declared\r\n---- exit: 0 ----"))  # Godot
 
 
 @settings(max_examples=150, deadline=None)

@@ -68,9 +68,10 @@ _UNTELLING = regex.compile(
     r'(?i)^(?:\W*exit (?:code|status) \d+\W*|traceback \(most recent call last\):?|file ".*", line \d+.*)$')
 """Error lines that say nothing about the error itself."""
 _FAILED_START = regex.compile(
-    r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|script error:"
-    r"|错误|失败)")
-"""How a failed result opens; `Script error:` is Codex code mode's answer to a program that threw."""
+    r"(?i)^\s*(?:<tool_use_error>|error\b|error:|fatal:|exception|traceback|exit code [1-9]|command failed|错误|失败)")
+SCRIPT_FAILED = "Script error:"
+"""How Codex code mode's `exec` answers a program that threw (exactly; Godot prints `SCRIPT ERROR:`
+lines in output that did not fail)."""
 _FAILED_STATUS = regex.compile(r"(?m)^(?:Process exited with code|Exit code:) -?[1-9]\d*\s*$")
 """A non-zero exit status in the header lines of a Codex result (exec_command and shell:
 `Command: …`, `Chunk ID: …`, `Wall time: …`, `Process exited with code 1`, then `Output:`;
@@ -207,7 +208,7 @@ def is_failed_result(block: Block) -> bool:
     if block.is_error:
         return True
     head = block.result_text[:_HEADER_CHARS]
-    return (_FAILED_START.match(head[:300]) is not None
+    return (_FAILED_START.match(head[:300]) is not None or head.startswith(SCRIPT_FAILED)
             or ("xit" in head and _FAILED_STATUS.search(head.split("\nOutput:", 1)[0]) is not None))
 
 
