@@ -103,3 +103,27 @@ def test_any_text_is_read_without_raising_and_the_same_way_twice(program):
     assert all(isinstance(name, str) for name, _ in first)
     tool_kind("exec", exec_call(program))
     touched_files("exec", exec_call(program))
+
+
+def test_the_bench_rewrites_a_codex_session_into_programs_that_make_the_same_calls():
+    """bench/codex_code_mode.py measures code mode on the corpus's Codex sessions: each call it
+    rewrites must read back as the call it was."""
+    from bench.codex_code_mode import HEADER, as_code_mode
+    from compress.formats.requests import SHAPES
+
+    items = [{"type": "function_call", "name": "exec_command", "call_id": "c1",
+              "arguments": '{"cmd": "sed -n \'1,80p\' src/app.ts", "workdir": "/repo"}'},
+             {"type": "function_call_output", "call_id": "c1", "output": "Process exited with code 0\nOutput:\nx"},
+             {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": PATCH},
+             {"type": "custom_tool_call_output", "call_id": "c2", "output": "Success"}]
+    parse = SHAPES["openai-responses"].parse_message
+
+    def calls(raw_items):
+        return [(b.tool_name, b.input) for it in raw_items for b in parse(it).blocks if b.kind == "tool_use"]
+
+    for (name, before), (program, after) in zip(calls(items), calls(as_code_mode(items))):
+        assert program == "exec"
+        assert tool_kind(program, after) is tool_kind(name, before)
+        assert touched_files(program, after) == touched_files(name, before)
+        assert copied_texts(program, after) == copied_texts(name, before)
+    assert as_code_mode(items)[1]["output"] == HEADER + items[1]["output"]

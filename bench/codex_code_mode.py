@@ -1,0 +1,104 @@
+"""The corpus's Codex sessions as Codex sends them in code mode: `python bench/codex_code_mode.py [--corpus DIR]`.
+
+Codex 0.171 runs its GPT-6 models in code mode ([the Responses API](../docs/proxy.md)): each tool
+call is a JavaScript program for the one `exec` tool, which calls the real tool, and each result
+is what the program printed under exec's header. The corpus's Codex sessions were recorded on GPT-5
+models, with plain function calls. This rewrites every call as the program that makes it
+(`const r = await tools.exec_command({...}); text(r.output ?? r);`, `await tools.apply_patch("...")`)
+and every result as exec's answer (`Script completed`, the wall time, `Output:`, then the recorded
+output whole), and replays the sessions (`replay.runner.replay`, sums of costs, one run):
+
+- as recorded (plain calls), for reference;
+- in code mode, as ctxmill reads a program (`compress.vocab.codemode`: the calls it makes);
+- in code mode, with every program's output read as "other" output, as ctxmill read them before
+  it parsed programs (the files they touch are still known, so the needed lines are the same).
+
+The agent's calls and outputs are the recorded ones; only their wrapping is code mode's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import compress.vocab.tools as tools  # noqa: E402
+from compress.formats.sessions import read_session  # noqa: E402
+from replay.needed import Needed  # noqa: E402
+from replay.runner import replay  # noqa: E402
+
+DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
+HEADER = "Script completed\nWall time 0.1 seconds\nOutput:\n"
+
+
+def as_code_mode(items: list[Any]) -> list[Any]:
+    """Responses input items with each tool call rewritten as the `exec` program that makes it."""
+    out = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            program = f"const r = await tools.{item.get('name')}({item.get('arguments') or '{}'});\ntext(r.output ?? r);"
+            out.append({"type": "custom_tool_call", "call_id": item.get("call_id"), "name": "exec", "input": program,
+                        "status": "completed"})
+        elif kind == "custom_tool_call":
+            program = f"await tools.{item.get('name')}({json.dumps(item.get('input', ''))});\ntext('done');"
+            out.append({**item, "name": "exec", "input": program})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            text = output if isinstance(output, str) else json.dumps(output)
+            out.append({"type": "custom_tool_call_output", "call_id": item.get("call_id"), "output": HEADER + text})
+        else:
+            out.append(item)
+    return out
+
+
+@contextlib.contextmanager
+def programs_unread() -> Iterator[None]:
+    """ctxmill's tool kinds as before it read programs: every `exec` output is "other" output
+    (`compress.vocab.calls` keeps its own reference, so the files a program touches stay known)."""
+    saved = tools.CODE_MODE_TOOLS
+    tools.CODE_MODE_TOOLS = frozenset()
+    try:
+        yield
+    finally:
+        tools.CODE_MODE_TOOLS = saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    args = parser.parse_args()
+    files = sorted((args.corpus / "transcripts" / "codex").glob("*.jsonl"))
+    variants = {"as recorded": (False, contextlib.nullcontext),
+                "code mode, programs read": (True, contextlib.nullcontext),
+                "code mode, programs unread": (True, programs_unread)}
+    print("| sessions | side | modelled | effective | needed (11+) |\n|---|---|---|---|---|")
+    for name, (convert, context) in variants.items():
+        raw = 0.0
+        totals = {side: [0.0, 0.0, Needed()] for side in ("cap", "ctxmill")}
+        for path in files:
+            transcript = read_session(path)
+            if convert:
+                transcript.messages = as_code_mode(transcript.messages)
+            with context():
+                report = replay(transcript, source=str(path))
+            raw += report.raw.cost
+            for side, total in totals.items():
+                stats = report.sides()[side]
+                total[0] += stats.cost
+                total[1] += stats.effective_cost
+                total[2].merge(stats.needed)
+        for side, (cost, effective, needed) in totals.items():
+            print(f"| {name} ({len(files)}) | {side} | {cost / raw:.3f} | {effective / raw:.3f} | "
+                  f"{needed.fraction():.3f} ({needed.fraction('11+'):.3f}) |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
