@@ -38,17 +38,35 @@ DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / 
 HEADER = "Script completed\nWall time 0.1 seconds\nOutput:\n"
 
 
+def template(text: str) -> str:
+    """`text` as a JavaScript template literal: its lines stay verbatim, as a model writes a patch."""
+    return "`" + text.replace("\\", "\\\\").replace("`", "\\`").replace("${", "\\${") + "`"
+
+
+def argument(value: Any) -> str:
+    """A call's argument as a model writes it: strings as template literals, objects key by key."""
+    if isinstance(value, str):
+        return template(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {argument(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
 def as_code_mode(items: list[Any]) -> list[Any]:
     """Responses input items with each tool call rewritten as the `exec` program that makes it."""
     out = []
     for item in items:
         kind = item.get("type") if isinstance(item, dict) else None
         if kind == "function_call":
-            program = f"const r = await tools.{item.get('name')}({item.get('arguments') or '{}'});\ntext(r.output ?? r);"
+            try:
+                args = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                args = {}
+            program = f"const r = await tools.{item.get('name')}({argument(args)});\ntext(r.output ?? r);"
             out.append({"type": "custom_tool_call", "call_id": item.get("call_id"), "name": "exec", "input": program,
                         "status": "completed"})
         elif kind == "custom_tool_call":
-            program = f"await tools.{item.get('name')}({json.dumps(item.get('input', ''))});\ntext('done');"
+            program = f"await tools.{item.get('name')}({argument(item.get('input', ''))});\ntext('done');"
             out.append({**item, "name": "exec", "input": program})
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")

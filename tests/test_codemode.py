@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -114,6 +115,9 @@ def test_the_bench_rewrites_a_codex_session_into_programs_that_make_the_same_cal
     items = [{"type": "function_call", "name": "exec_command", "call_id": "c1",
               "arguments": '{"cmd": "sed -n \'1,80p\' src/app.ts", "workdir": "/repo"}'},
              {"type": "function_call_output", "call_id": "c1", "output": "Process exited with code 0\nOutput:\nx"},
+             {"type": "function_call", "name": "shell_command", "call_id": "c3", "arguments": json.dumps(
+                 {"command": "cat > src/a.sh <<'EOF'\necho \"${HOME}\" `pwd` \\\nEOF", "timeout_ms": 1000})},
+             {"type": "function_call_output", "call_id": "c3", "output": "ok"},
              {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2", "input": PATCH},
              {"type": "custom_tool_call_output", "call_id": "c2", "output": "Success"}]
     parse = SHAPES["openai-responses"].parse_message
