@@ -7,14 +7,11 @@ log is cut like any command output, and every marker shown expands."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from tests.e2e import clients
 from tests.e2e.scenarios import codex_code_mode as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import results_by_turn
-from tests.e2e.through_ctxmill import markers, path_with_ctxmill, proxy_waits_for_compression, unresolved
+from tests.e2e.through_ctxmill import markers, proxy_waits_for_compression, run_codex_through, unresolved
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -26,15 +23,7 @@ def test_codex_code_mode_through_ctxmill(codex, home, serve, tmp_path):
     proxy_waits_for_compression(project)
     scenario = scenario_for(project)
     srv = serve(scenario.script)
-    chome = tmp_path / "codex-home"
-    chome.mkdir()
-    (chome / "config.toml").write_text(f'model = "{MODEL}"\napproval_policy = "never"\nsandbox_mode = "workspace-write"\n'
-                                       "[analytics]\nenabled = false\n[feedback]\nenabled = false\n")
-    env = path_with_ctxmill(clients.base_env(home, CODEX_HOME=str(chome), OPENAI_API_KEY="sk-e2e-standin",
-                                             OPENAI_BASE_URL=f"{srv.url}/v1"))
-    cmd = [sys.executable, "-m", "ctxmill", "run", "--", str(codex.bin), "exec", "--skip-git-repo-check",
-           "--color", "never", scenario.prompt]
-    res = clients.run(cmd, env=env, cwd=project, timeout=TIMEOUT)
+    res, env = run_codex_through(codex, home, project, srv.url, scenario.prompt, MODEL, TIMEOUT)
     assert res.returncode == 0, res.describe()
     assert scenario.final in res.stdout, res.describe()
     assert fixed(project)

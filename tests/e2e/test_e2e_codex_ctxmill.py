@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 
 import pytest
 
-from tests.e2e import clients
 from tests.e2e.scenarios import codex as scenario_for, fixed, make_project, verify
 from tests.e2e.standin import Call, Turn, tool_results
-from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, proxy_waits_for_compression,
-                                      record, unresolved)
+from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, proxy_waits_for_compression, record,
+                                      run_codex_through, unresolved)
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -37,15 +35,7 @@ def test_codex_through_ctxmill(codex, home, serve, tmp_path):
     scenario.script[-1:] = [expand_by_shell, Turn("Saving the decision.", [Call("exec_command", {"cmd": store, "login": False})]),
                             scenario.script[-1]]
     srv = serve(scenario.script)
-    chome = tmp_path / "codex-home"
-    chome.mkdir()
-    (chome / "config.toml").write_text('model = "gpt-5.5"\napproval_policy = "never"\nsandbox_mode = "workspace-write"\n'
-                                       "[analytics]\nenabled = false\n[feedback]\nenabled = false\n")
-    env = path_with_ctxmill(clients.base_env(home, CODEX_HOME=str(chome), OPENAI_API_KEY="sk-e2e-standin",
-                                             OPENAI_BASE_URL=f"{srv.url}/v1"))
-    cmd = [sys.executable, "-m", "ctxmill", "run", "--", str(codex.bin), "exec", "--skip-git-repo-check",
-           "--color", "never", scenario.prompt]
-    res = clients.run(cmd, env=env, cwd=project, timeout=TIMEOUT)
+    res, env = run_codex_through(codex, home, project, srv.url, scenario.prompt, "gpt-5.5", TIMEOUT)
     assert res.returncode == 0, res.describe()
     assert scenario.final in res.stdout, res.describe()
     assert fixed(project)

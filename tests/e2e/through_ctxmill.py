@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.e2e.scenarios import Scenario
 from tests.e2e.standin import Call, Turn
@@ -35,6 +36,23 @@ def proxy_waits_for_compression(project: Path) -> None:
     home = project / ".ctxmill"
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+
+
+def run_codex_through(codex, home: Path, project: Path, url: str, prompt: str, model: str,
+                      timeout: int) -> tuple[Any, dict[str, str]]:
+    """`ctxmill run -- codex exec PROMPT` in `project` with `model`, Codex's provider the stand-in
+    at `url` (from OPENAI_BASE_URL, which `run` forwards to): (the client's result, its env)."""
+    from tests.e2e import clients
+
+    chome = home.parent / "codex-home"
+    chome.mkdir(exist_ok=True)
+    (chome / "config.toml").write_text(f'model = "{model}"\napproval_policy = "never"\nsandbox_mode = "workspace-write"\n'
+                                       "[analytics]\nenabled = false\n[feedback]\nenabled = false\n")
+    env = path_with_ctxmill(clients.base_env(home, CODEX_HOME=str(chome), OPENAI_API_KEY="sk-e2e-standin",
+                                             OPENAI_BASE_URL=f"{url}/v1"))
+    cmd = [sys.executable, "-m", "ctxmill", "run", "--", str(codex.bin), "exec", "--skip-git-repo-check",
+           "--color", "never", prompt]
+    return clients.run(cmd, env=env, cwd=project, timeout=timeout), env
 
 
 def markers(body) -> list[str]:
