@@ -4,8 +4,9 @@ Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part
 so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
 told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
 file's lines, `compress.vocab.commands.reads_one_file`, is a read too), and that of a Codex
-code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no regex, shell
-parsing imported only for compound commands): the faces import it for the protected-tools default.
+code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no
+regex; shell and JavaScript parsing imported only for compound commands and programs): the faces
+import it for the protected-tools default.
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ _FILE_ACTION_OF = {name: action for action, names in _BY_FILE_ACTION.items() for
 _EDITOR_ACTIONS = {"view": READ, "create": WRITE, "str_replace": EDIT, "insert": EDIT, "undo_edit": EDIT}
 """Anthropic's `str_replace_based_edit_tool` (`str_replace_editor…`): its `command` -> action."""
 PATCH_TOOLS = frozenset({"apply_patch", "patch", "applypatch"})
-CODE_MODE_TOOLS = frozenset({"exec"})
-"""Tools whose input is a program calling the other tools (Codex's code mode, `compress.vocab.codemode`):
-such a call is read as the calls it makes."""
 """Tools (and Codex argv programs) whose input is an apply_patch body."""
+CODE_MODE_TOOLS = frozenset({"exec"})
+"""Tools whose input is a program calling the other tools (Codex's code mode,
+`compress.vocab.codemode`): such a call is read as the calls it makes."""
 BOOKKEEPING_TOOLS = frozenset({"taskoutput", "bashoutput", "todowrite", "todoread", "todo_write", "askuserquestion",
                                "question", "skill", "toolsearch", "enterplanmode", "exitplanmode", "killshell"})
 """Tools that keep the session's books (todos, questions, plans, background output), not the project's."""
