@@ -79,14 +79,15 @@ def as_code_mode(items: list[Any]) -> list[Any]:
 
 @contextlib.contextmanager
 def programs_unread() -> Iterator[None]:
-    """ctxmill's tool kinds as before it read programs: every `exec` output is "other" output
-    (`compress.vocab.calls` keeps its own reference, so the files a program touches stay known)."""
-    saved = tools.CODE_MODE_TOOLS
-    tools.CODE_MODE_TOOLS = frozenset()
+    """ctxmill's tool kinds as before it read programs: every `exec` output is "other" output.
+    Only the kind changes (`compress.vocab.tools._program_kind`), so the files a program touches,
+    and the needed lines, stay as the programs-read replay counts them."""
+    saved = tools._program_kind
+    tools._program_kind = lambda kinds: tools.ToolKind.OTHER
     try:
         yield
     finally:
-        tools.CODE_MODE_TOOLS = saved
+        tools._program_kind = saved
 
 
 def main() -> None:

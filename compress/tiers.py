@@ -30,11 +30,11 @@ KNOWN_WINDOWS: Mapping[str, int] = {
 }
 """Context windows by model-name prefix (`compress.models.normalized`), for requests that do
 not say theirs. The GPT-5 family (Codex's models) reads 272K tokens: the corpus's Codex sessions
-compacted at 230K-236K reported input tokens, beyond a 200K window; Codex 0.171's model catalogue
-gives the GPT-6 models 272K, but 500K for GPT-6.1 Sol and Terra and GPT-6.2 Sol. The Claude models Claude Code
-2.1.332's own model table marks `native_1m` read 1M tokens without the `context-1m` beta (Opus
-4.7 and later, Sonnet, Haiku, Fable and Mythos 5): Claude Code sizes its auto-compaction to that
-window. Older Claude models keep the 200K reference unless a request asks for 1M."""
+compacted at 230K-236K reported input tokens, beyond a 200K window; Codex 0.171's model
+catalogue gives the GPT-6 models 272K, but 500K for GPT-6.1 Sol and Terra and GPT-6.2 Sol. The
+Claude models Claude Code 2.1.332's own model table marks `native_1m` read 1M tokens without the
+`context-1m` beta (Opus 4.7 and later, Sonnet, Haiku, Fable and Mythos 5): Claude Code sizes its
+auto-compaction to that window. Older Claude models keep the 200K reference unless a request asks for 1M."""
 
 
 def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:

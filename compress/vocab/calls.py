@@ -25,7 +25,7 @@ def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
     """The files one tool call touches, in the order the call touches them (a code-mode
     program's: those of the calls it makes)."""
     base = base_name(tool_name)
-    if base in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+    if calls := _program_calls(base, tool_input):
         return [touch for name, arg in calls for touch in touched_files(name, arg)]
     cwd = _input_cwd(tool_input)
     if base in PATCH_TOOLS:
@@ -47,7 +47,7 @@ def copied_texts(tool_name: str, tool_input: Any) -> list[str]:
     edit (`compress.vocab.tools.replaced_texts`), or the context and removed lines of an
     apply_patch body (a patch tool's, a Codex argv's, or one run from a shell command); a
     code-mode program's: those of the calls it makes."""
-    if base_name(tool_name) in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+    if calls := _program_calls(base_name(tool_name), tool_input):
         return [text for name, arg in calls for text in copied_texts(name, arg)]
     patch = ""
     if base_name(tool_name) in PATCH_TOOLS:
@@ -68,7 +68,7 @@ def first_path(tool_name: str, tool_input: Any) -> str:
 def rerun_hint(name: str, tool_input: Any) -> str:
     """What to run to see a tool's output again, for CCR's "expired" message (for a code-mode
     program, its first call's)."""
-    if base_name(name) in CODE_MODE_TOOLS and (calls := nested_calls(tool_input)):
+    if calls := _program_calls(base_name(name), tool_input):
         name, tool_input = calls[0]
     command = command_of(tool_input)
     if command:
@@ -108,3 +108,9 @@ def _patch_text(tool_input: Any) -> str:
     if isinstance(tool_input, dict):
         return _first_str(tool_input, PATCH_KEYS)
     return ""
+
+
+def _program_calls(base: str, tool_input: Any) -> tuple[tuple[str, Any], ...]:
+    """The calls a code-mode tool's program makes (`compress.vocab.codemode.nested_calls`); ()
+    for any other tool (by `base_name`) and for a program that calls no tool ctxmill can name."""
+    return nested_calls(tool_input) if base in CODE_MODE_TOOLS else ()

@@ -15,7 +15,7 @@ numbers, booleans and names bound once to one of those (`const patch = \\`...\\`
 template literal's `${…}` parts, which only running the program could tell, read as
 `UNKNOWN_PART` (a NUL, which no path and no command prefix holds), so `cat ${f}` is still
 a `cat` of a file ctxmill cannot name. `compress.vocab.tools.tool_kind` and
-`compress.vocab.calls.touched_files` read an `exec` call as the calls it makes.
+`compress.vocab.calls` read an `exec` call as the calls it makes.
 What must hold: pure and total (a program that does not parse, or is not a string, has no
 nested calls; nothing raises), and the same program always gives the same calls.
 """

@@ -5,7 +5,7 @@ so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a she
 told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
 file's lines, `compress.vocab.commands.reads_one_file`, is a read too), and that of a Codex
 code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no
-regex; shell and JavaScript parsing imported only for compound commands and programs): the faces
+regex; shell and JavaScript parsers imported only for compound commands and programs): the faces
 import it for the protected-tools default.
 """
 
