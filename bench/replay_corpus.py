@@ -44,7 +44,8 @@ DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / 
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
 KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 6_000, 16_000), ("trim_outputs", "cold_ref_changed"): (False, True),
-         ("trim_outputs", "report_fresh_turns"): (12, 30), ("trim_outputs", "cold_after_commit"): (False, True)}
+         ("trim_outputs", "report_fresh_turns"): (12, 30), ("trim_outputs", "cold_after_commit"): (False, True),
+         ("trim_outputs", "keep_worked_reads"): (False, True)}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
 replays every combination; `--grid default` only the shipped values."""
 SHIPPED = {"trim_outputs": vars(TrimOptions())}

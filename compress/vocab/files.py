@@ -1,14 +1,15 @@
 """What a file is, by its name: source code the agent may edit, or prose.
 
-One place for the extension lists the stages use: a read of source code is the agent's working
-material (it copies the lines it replaces out of it, often long after the read), a read of
-anything else (docs, data, logs, lock files) rarely is, and a read of data or a log
-(`is_data`) practically never.
+One place for the extension lists the stages use: a read of source code or of configuration is
+the agent's working material (it copies the lines it replaces out of it, often long after the
+read), a read of anything else (docs, data, logs, lock files) rarely is, and a read of data, a
+log or a host's saved tool output (`is_data`) practically never.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 
 PROSE_EXTENSIONS = frozenset({".md", ".mdx", ".markdown", ".rst", ".txt"})
 
@@ -18,7 +19,11 @@ SOURCE_EXTENSIONS = frozenset({
     ".scala", ".groovy", ".rb", ".erb", ".php", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".m", ".mm",
     ".cs", ".fs", ".swift", ".dart", ".lua", ".pl", ".pm", ".r", ".jl", ".hs", ".ml", ".mli", ".clj", ".cljs",
     ".elm", ".zig", ".nim", ".sol", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".html", ".htm", ".css",
-    ".scss", ".sass", ".less", ".graphql", ".proto", ".tf", ".nix", ".cmake", ".gradle",
+    ".scss", ".sass", ".less", ".graphql", ".proto", ".tf", ".nix", ".cmake", ".gradle", ".gd", ".prisma",
+    ".glsl", ".hlsl", ".wgsl", ".cu",
+    # configuration, edited like code: of the corpus's reads of TOML and YAML files, a third
+    # supplied lines to later edits, as many as of source files (JSON: a sixth)
+    ".toml", ".yml", ".yaml", ".ini", ".cfg", ".conf", ".properties",
 })
 
 
@@ -36,11 +41,19 @@ def is_prose(path: str) -> bool:
     return extension(path) in PROSE_EXTENSIONS
 
 
+HOST_SAVED_OUTPUT = re.compile(r"/\.claude/projects/.+/tool-results/|(^|/)claude-tool-results/|/opencode/tool-output/")
+"""Where a host saves a tool's output too long to show and tells the agent to read it from:
+Claude Code under its session's `tool-results/` (or `/tmp/claude-tool-results/`), OpenCode
+under its data folder's `tool-output/`. Reading such a file is reading that output."""
+
+
 def is_data(path: str) -> bool:
-    return extension(path) in DATA_EXTENSIONS
+    """Records, logs, and the tool output a host saved to a file (`HOST_SAVED_OUTPUT`)."""
+    return extension(path) in DATA_EXTENSIONS or bool(HOST_SAVED_OUTPUT.search(path.replace("\\", "/")))
 
 
 def is_source(path: str) -> bool:
-    """Source code by extension, or a build file named without one (Makefile, Dockerfile)."""
+    """Source code or configuration by extension, or a build file named without one (Makefile,
+    Dockerfile)."""
     name = posixpath.basename(path.lower())
     return extension(path) in SOURCE_EXTENSIONS or name in ("makefile", "dockerfile", "rakefile", "gemfile")
