@@ -70,6 +70,18 @@ def test_a_read_of_a_data_file_or_log_is_cut_when_it_arrives_and_a_source_read_i
         assert_markers_resolve(after, before, store)
 
 
+def test_a_read_of_the_output_a_host_saved_to_a_file_is_cut_when_it_arrives():
+    """Claude Code answers an output too long to show with the path it saved it to; the agent's
+    read of that file is the command's output, cut like it."""
+    log = build_log(300, error_at=150)
+    saved = "/home/u/.claude/projects/-home-u-repo/8463c716/tool-results/toolu_019Cp.txt"
+    body = anthropic([("Read", {"file_path": saved}, numbered(log.split("\n")))], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    after = result_texts(result.body)[0]
+    assert "error: undefined symbol frobnicate in module_150" in after and len(after) < 10_000
+    assert_markers_resolve(after, result_texts(body)[0], store)
+
+
 def numbered(lines: list[str], start: int = 1) -> str:
     """A file read as Claude Code numbers it."""
     return "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, start))

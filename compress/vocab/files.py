@@ -21,8 +21,8 @@ SOURCE_EXTENSIONS = frozenset({
     ".elm", ".zig", ".nim", ".sol", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".html", ".htm", ".css",
     ".scss", ".sass", ".less", ".graphql", ".proto", ".tf", ".nix", ".cmake", ".gradle", ".gd", ".prisma",
     ".glsl", ".hlsl", ".wgsl", ".cu",
-    # configuration, edited like code: of the corpus's reads of TOML and YAML files, a third
-    # supplied lines to later edits, as many as of source files (JSON: a sixth)
+    # configuration, edited like code: 15 of the corpus's 44 reads of TOML and YAML files supplied
+    # lines to later edits, in 8 of 18 projects (source reads: about half; JSON reads: a sixth)
     ".toml", ".yml", ".yaml", ".ini", ".cfg", ".conf", ".properties",
 })
 
