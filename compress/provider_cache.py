@@ -10,17 +10,23 @@ is dropped when a person writes. Prices are in units of the base input price.
 
 How long a cached prefix lives unused, and what writing it costs, is its `CacheLife`
 (`cache_life`): Anthropic keeps it 5 minutes (writes at 1.25) or, when the request's breakpoints
-ask, an hour (writes at 2.0); every read renews it; reads cost 0.1. Once it has expired the
-provider writes the whole request again, whatever changed. OpenAI promises no lifetime (5 to 10
-minutes unused, up to an hour), so it is never taken to have expired; it charges no write
-premium, and cached input costs the model's discount (`OPENAI_READ`).
+ask, an hour (writes at 2.0); every read renews it. Once it has expired the provider writes the
+whole request again, whatever changed. OpenAI promises only a least lifetime (30 minutes from the
+GPT-5.6 family on, longer when it has room), never an end, so its cache is never taken to have
+expired. What reads and writes cost, against the input price, is the model's row in the one price
+table (`compress.model_prices`): reads at 0.1 for most models, 0.05 for Claude Opus 5.5 and
+GPT-6.1 and 6.2, 0.025 for Claude Fable 5.1; OpenAI's writes at 1.25 from GPT-5.6 on, free
+before. A model the table does not list is priced as Claude Sonnet in Anthropic's shape, and in
+any other as a provider that discounts cached input by half and charges no write premium
+(`UNLISTED`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.model_prices import listed_price, price_for
 
 READ_PRICE = 0.1
 WRITE_PRICE = 1.25
@@ -46,24 +52,26 @@ class CacheLife:
 
 
 LIVES = {"5m": CacheLife("5m", WRITE_PRICE, 300.0), "1h": CacheLife("1h", 2.0, 3600.0)}
-"""Anthropic's cache lifetimes, by the name a `cache_control` `ttl` gives them."""
-OPENAI_READ = (("gpt-5", 0.1), ("o3", 0.25), ("o4", 0.25), ("gpt-4.1", 0.25), ("codex", 0.25), ("gpt-4o", 0.5))
-"""OpenAI's cached-input price by model-name prefix (first match); other models: 0.5."""
-
-
-def openai_read_price(model: str) -> float:
-    low = model.lower()
-    return next((price for prefix, price in OPENAI_READ if low.startswith(prefix)), 0.5)
+"""Anthropic's cache lifetimes, by the name a `cache_control` `ttl` gives them (reads at 0.1,
+unless the model's price row says otherwise)."""
+UNLISTED = CacheLife("unpromised", 1.0, None, 0.5)
+"""A model outside the price table in a shape other than Anthropic's: no promised lifetime, no
+write premium, cached input at half the input price."""
 
 
 def cache_life(provider: str, asked: str | None, configured: str = "auto", model: str = "") -> CacheLife:
-    """The lifetime and prices of the cache a request writes. Anthropic: `configured` ("5m",
-    "1h") when it names one, else what the request's breakpoints ask for (`asked`,
-    `compress.formats.requests.cache_ttl`) or its default, 5 minutes. Every other provider is
-    priced as OpenAI: no promised lifetime, no write premium, reads at the `model`'s discount."""
+    """The lifetime and prices of the cache a request for `model` writes. Anthropic:
+    `configured` ("5m", "1h") when it names one, else what the request's breakpoints ask for
+    (`asked`, `compress.formats.requests.cache_ttl`) or its default, 5 minutes; reads at the
+    model's price. Every other provider is priced as OpenAI: no promised lifetime, reads and
+    writes at the model's prices (`UNLISTED` when the table has no row for it)."""
     if provider != "anthropic":
-        return CacheLife("unpromised", 1.0, None, openai_read_price(model))
-    return LIVES.get(configured) or LIVES.get(asked or "") or LIVES["5m"]
+        listed = listed_price(model)
+        if listed is None:
+            return UNLISTED
+        return CacheLife("unpromised", listed.write_ratio, None, listed.read_ratio)
+    life = LIVES.get(configured) or LIVES.get(asked or "") or LIVES["5m"]
+    return replace(life, read_price=price_for(model, "anthropic").read_ratio)
 
 
 def sends_thinking(index: int, last_person: int, thinking_kept: bool = False) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, READ_PRICE, CacheLife, cache_life
+from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, CacheLife, cache_life
 from compress.tiers import REFERENCE_WINDOW, known_window
 
 COMPACT_AT_SHARE = 0.8
@@ -57,18 +57,21 @@ class Prices:
 
 
 def _anthropic(life: CacheLife, label: str) -> Prices:
-    return Prices(f"anthropic, {label} cache", READ_PRICE, life.write_price, LOOKBACK_BLOCKS, life.seconds)
+    return Prices(f"anthropic, {label} cache", life.read_price, life.write_price, LOOKBACK_BLOCKS, life.seconds)
 
 
-ANTHROPIC = _anthropic(LIVES["5m"], "5-minute")
-ANTHROPIC_1H = _anthropic(LIVES["1h"], "1-hour")
+LABELS = {"5m": "5-minute", "1h": "1-hour"}
+ANTHROPIC = _anthropic(LIVES["5m"], LABELS["5m"])
+ANTHROPIC_1H = _anthropic(LIVES["1h"], LABELS["1h"])
 
 
 def prices_for(provider: str, model: str = "", cache_ttl: str = "5m") -> Prices:
-    """The price model of a session: Anthropic (5-minute or 1-hour cache writes) for its shape,
-    else OpenAI's, whose cached-input discount depends on the model."""
+    """The price model of a session, as the engine prices its requests (`cache_life`):
+    Anthropic (5-minute or 1-hour cache writes) for its shape, else OpenAI's; cache reads and
+    OpenAI's writes at the model's prices."""
     if provider == "anthropic":
-        return ANTHROPIC_1H if cache_ttl == "1h" else ANTHROPIC
+        life = cache_life(provider, cache_ttl, model=model)
+        return _anthropic(life, LABELS[life.name])
     life = cache_life(provider, None, model=model)
     return Prices(f"openai{f' {model}' if model else ''}", life.read_price, life.write_price, None)
 

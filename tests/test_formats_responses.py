@@ -207,6 +207,22 @@ def test_usage_from_a_response_body_and_its_stream_events():
     assert done == from_body and done.prompt_total == 1200
 
 
+def test_usage_reports_the_cache_writes_of_gpt_5_6_and_later():
+    """From the GPT-5.6 family on OpenAI charges cache writes (1.25x input) and reports them in
+    `cache_write_tokens`, inside the prompt count, in both APIs."""
+    responses = {"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 700, "cache_write_tokens": 450},
+                 "output_tokens": 30}
+    chat = {"prompt_tokens": 1200, "prompt_tokens_details": {"cached_tokens": 700, "cache_write_tokens": 450},
+            "completion_tokens": 30}
+    for usage in (usage_of_event("openai-responses", None, {"usage": responses}),
+                  usage_of_event("openai", None, {"usage": chat})):
+        assert (usage.input, usage.cache_read, usage.cache_write, usage.output) == (50, 700, 450, 30)
+        assert usage.prompt_total == 1200
+    odd = usage_of_event("openai", None, {"usage": {**chat, "prompt_tokens_details": {"cached_tokens": 1000,
+                                                                                        "cache_write_tokens": 900}}})
+    assert (odd.input, odd.cache_read, odd.cache_write) == (0, 1000, 200)  # never more than the prompt
+
+
 def test_session_turn_by_turn_keeps_the_sent_prefix():
     body = codex_session()
     session, store = Session.memory(), CCRStore.in_memory()

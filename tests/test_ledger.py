@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
 from ctxmill.ledger import modelled_costs, project_of, record_expansion, record_request
-from ctxmill.ledger.prices import PRICES, price_for
+from compress.model_prices import PRICES, price_for
 from ctxmill.ledger.report import STAGE_KINDS, render, session_requests, summary
 from ctxmill.ledger.store import SCHEMA_VERSION, Ledger, LedgerError, Project
 
@@ -33,6 +33,7 @@ def test_prices_match_dated_and_routed_model_names():
     assert price_for("gpt-5.6-sol-2026-07-09").name == "gpt-5.6-sol"
     assert price_for("gpt-5.9").name == "gpt-5 (fallback)"  # another generation is not a gpt-5
     assert price_for("claude-sonnet-5-5[1m]").name == "claude-sonnet-5-5"
+    assert price_for("gpt-5.3-codex").name == "gpt-5.3" and price_for("gpt-6.2-sol").name == "gpt-6.2-sol"
 
 
 def test_unknown_models_fall_back_by_vendor_and_say_so():
@@ -46,6 +47,13 @@ def test_every_price_row_is_ordered_sensibly():
     for p in PRICES:
         assert 0 < p.cache_read < p.input <= p.cache_write and p.output > p.input, p
     assert len({p.name for p in PRICES}) == len(PRICES)
+
+
+def test_openai_charges_cache_writes_from_the_gpt_5_6_family_on():
+    assert price_for("gpt-5.5").write_ratio == 1.0 and price_for("gpt-5.4-mini").write_ratio == 1.0
+    for model in ("gpt-5.6-terra", "gpt-6-sol", "gpt-6.1-terra", "gpt-6.2-sol"):
+        assert price_for(model).write_ratio == 1.25, model
+    assert price_for("gpt-6.2-sol").read_ratio == 0.05 == price_for("claude-opus-5-5").read_ratio
 
 
 def test_costs_without_usage_are_uncached_input():

@@ -264,6 +264,30 @@ def test_an_epoch_pays_off_at_the_providers_own_cache_prices():
     assert pays_off(choice, current, trial, 96, CompressConfig(), LIVES["1h"])
 
 
+def test_an_epoch_pays_off_at_the_models_own_cache_prices():
+    """Claude Opus 5.5 and GPT-6.2 Sol read their cache at 0.05 of the input price, half what
+    Opus 4.6 and GPT-5.4 charge, and GPT-6.2 Sol's writes cost 1.25 (OpenAI's premium from the
+    GPT-5.6 family on): the same rewrite needs more than twice the turns to pay back. A model
+    outside the price table keeps the cautious default."""
+    from compress.provider_cache import UNLISTED, cache_life
+
+    choice = EpochChoice(start=0, needed=500, cached_end=0, read_end=2, potential=1_000)
+    current, trial = [1_000, 1_000], [1_000, 0]
+    lives = {model: cache_life(provider, None, model=model) for provider, model in (
+        ("anthropic", "claude-opus-4-6"), ("anthropic", "claude-opus-5-5-20250922"),
+        ("openai-responses", "gpt-5.4"), ("openai-responses", "openai/gpt-6.2-sol"))}
+    assert [(life.read_price, life.write_price) for life in lives.values()] == [
+        (0.1, 1.25), (0.05, 1.25), (0.1, 1.0), (0.05, 1.25)]
+    assert cache_life("openai", None, model="local-llama") == UNLISTED
+
+    def pays(model: str, turn: int) -> bool:
+        return pays_off(choice, current, trial, turn, CompressConfig(), lives[model])
+
+    assert pays("claude-opus-4-6", 48) and not pays("claude-opus-5-5-20250922", 48)
+    assert pays("claude-opus-5-5-20250922", 96)
+    assert pays("gpt-5.4", 32) and not pays("openai/gpt-6.2-sol", 48) and pays("openai/gpt-6.2-sol", 96)
+
+
 def test_cached_requests_before_an_epochs_first_change_stay_known():
     session = Session.memory()
     for end in (3, 5, 7):

@@ -5,7 +5,7 @@ with the replay's figures in the ledger's shape: raw requests are "before", ctxm
 and the decide-once cap and any peer (headroom) are drawn beside them per request and compared
 by modelled cost. Replay costs are in units of the base input price (the replay's prompt-cache
 model); the page shows them in dollars at the list input price of the price table's row for the
-session's provider (`ctxmill.ledger.prices.price_for`), and says so. Takes the reports as they
+session's provider (`compress.model_prices.price_for`), and says so. Takes the reports as they
 are (`ReplayReport`: `raw`, `compressed`, `cap`, `peers`, each with `sizes` and `cost`).
 """
 
@@ -26,7 +26,7 @@ def _row(name: str, requests: int, before: int, after: int, without: float, with
 
 def replay_data(reports: Iterable[Any]) -> dict[str, Any]:
     """The page's data for `reports`: `{title, subtitle, note, summary, requests}`."""
-    from ctxmill.ledger.prices import price_for
+    from compress.model_prices import price_for
 
     rows, requests, peers, kinds, priced = [], {}, {}, {}, set()
     for report in reports:

@@ -3,9 +3,9 @@
 `record_request(...)` after a request was compressed (and, through the proxy, answered);
 `record_expansion(...)` when an original behind a marker was read. Both fail open: a ledger that
 cannot be written logs one warning and the face goes on. Storage: `ctxmill.ledger.store`;
-prices: `ctxmill.ledger.prices`; what `ctxmill stats` and the dashboard read: `ctxmill.ledger.report`.
+prices: `compress.model_prices`; what `ctxmill stats` and the dashboard read: `ctxmill.ledger.report`.
 
-Modelled cost of one request at its model's list prices (`prices.price_for`):
+Modelled cost of one request at its model's list prices (`compress.model_prices.price_for`):
 - with the provider's usage report: `with` is the report priced; `without` prices the same
   output plus the prompt part scaled by tokens_before / tokens_after (the uncompressed prompt with
   the same cache mix as the one sent);
@@ -52,7 +52,7 @@ def record_request(*, face: str, session: str, project: Project, model: str, ven
                    path: Path | None = None) -> None:
     """Add one request to the ledger at `path` (default: the user's, `ctxmill.paths.ledger_file`).
     `usage`: the provider's report (`compress.formats.usage.Usage`), if any."""
-    from ctxmill.ledger.prices import price_for
+    from compress.model_prices import price_for
     from ctxmill.ledger.store import RequestRow
 
     price = price_for(model, vendor)

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from compress.formats.requests.shape import Marks, render_text_block, token_count
+from compress.formats.requests.shape import Marks, openai_usage, render_text_block
 from compress.model import IMAGE, OTHER, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai"
@@ -125,18 +125,9 @@ def render_message(msg: Message) -> Any:
 
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:
-    """Usage of a response body or its final stream chunk. `prompt_tokens` includes the cached
-    tokens (`prompt_tokens_details.cached_tokens`, reported as cache_read); no cache writes."""
+    """Usage of a response body or its final stream chunk (`prompt_tokens`, its
+    `prompt_tokens_details`, `completion_tokens`: `shape.openai_usage`)."""
     raw = event.get("usage")
     if not isinstance(raw, dict):
         return None
-    fields = {}
-    prompt = token_count(raw.get("prompt_tokens"))
-    details = raw.get("prompt_tokens_details")
-    cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
-    if prompt is not None:
-        fields["cache_read"] = min(cached or 0, prompt)
-        fields["input"] = prompt - fields["cache_read"]
-    if (n := token_count(raw.get("completion_tokens"))) is not None:
-        fields["output"] = n
-    return fields
+    return openai_usage(raw.get("prompt_tokens"), raw.get("prompt_tokens_details"), raw.get("completion_tokens"))

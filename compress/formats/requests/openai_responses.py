@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from compress.formats.requests.shape import Marks, token_count
+from compress.formats.requests.shape import Marks, openai_usage
 from compress.model import IMAGE, OTHER, REDACTED_THINKING, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai-responses"
@@ -179,20 +179,10 @@ def render_message(msg: Message) -> Any:
 
 def usage_fields(event: dict[str, Any]) -> dict[str, int] | None:
     """Usage of a response body, or of a stream event that carries the response
-    (`response.completed` / `response.incomplete` / `response.failed`). `input_tokens` includes
-    the cached tokens (`input_tokens_details.cached_tokens`, reported as cache_read); no cache
-    writes."""
+    (`response.completed` / `response.incomplete` / `response.failed`): `input_tokens`, its
+    `input_tokens_details`, `output_tokens` (`shape.openai_usage`)."""
     response = event.get("response")
     raw = (response if isinstance(response, dict) else event).get("usage")
     if not isinstance(raw, dict):
         return None
-    fields = {}
-    prompt = token_count(raw.get("input_tokens"))
-    details = raw.get("input_tokens_details")
-    cached = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
-    if prompt is not None:
-        fields["cache_read"] = min(cached or 0, prompt)
-        fields["input"] = prompt - fields["cache_read"]
-    if (n := token_count(raw.get("output_tokens"))) is not None:
-        fields["output"] = n
-    return fields
+    return openai_usage(raw.get("input_tokens"), raw.get("input_tokens_details"), raw.get("output_tokens"))

@@ -63,3 +63,19 @@ def stored_history(shape: Any, body: Any) -> str:
 def token_count(value: Any) -> int | None:
     """A reported token count: a non-negative int (not a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def openai_usage(prompt: Any, details: Any, output: Any) -> dict[str, int]:
+    """An OpenAI usage report (Chat or Responses) as usage fields. The prompt count includes
+    the tokens read from the cache (`cached_tokens`) and, from the GPT-5.6 family on, those
+    written to it (`cache_write_tokens`); the rest is uncached input."""
+    fields: dict[str, int] = {}
+    prompt = token_count(prompt)
+    details = details if isinstance(details, dict) else {}
+    if prompt is not None:
+        fields["cache_read"] = min(token_count(details.get("cached_tokens")) or 0, prompt)
+        fields["cache_write"] = min(token_count(details.get("cache_write_tokens")) or 0, prompt - fields["cache_read"])
+        fields["input"] = prompt - fields["cache_read"] - fields["cache_write"]
+    if (n := token_count(output)) is not None:
+        fields["output"] = n
+    return fields

@@ -1,12 +1,15 @@
-"""List prices per model, in US dollars per million tokens: the one table the ledger prices with.
+"""List prices per model, in US dollars per million tokens: the one table of model prices.
 
-Each row: input (uncached), cache read, cache write (Anthropic's 5-minute write; OpenAI has no
-write premium, so its write price is its input price), output. A model name is matched by the
-longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`), as
+The ledger prices requests with it (`ctxmill.ledger`), and the engine reads its cache prices
+from it (`compress.provider_cache.cache_life`: what a cut saves per request against what its
+cache rewrite costs). Each row: input (uncached), cache read, cache write (Anthropic's 5-minute
+write; OpenAI's 30-minute write from the GPT-5.6 family on, 1.25x input; before it OpenAI had
+no write premium, so the write price is the input price), output. A model name is matched by
+the longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`), as
 `compress.models.normalized` spells it (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`,
-`us.anthropic.claude-opus-5-5` is `claude-opus-5-5`). Unknown models (fallback,
-documented in docs/dashboard.md): an Anthropic-shaped request is priced as Claude Sonnet, any
-other as GPT-5; `Price.name` then says `"<row> (fallback)"`, and the ledger keeps that name.
+`us.anthropic.claude-opus-5-5` is `claude-opus-5-5`). Unknown models (fallback, documented in
+docs/dashboard.md): an Anthropic-shaped request is priced as Claude Sonnet, any other as GPT-5;
+`Price.name` then says `"<row> (fallback)"`, and the ledger keeps that name.
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ class Price:
     cache_write: float
     output: float
 
+    @property
+    def read_ratio(self) -> float:
+        """A cache read's price in units of the input price."""
+        return round(self.cache_read / self.input, 6)
+
+    @property
+    def write_ratio(self) -> float:
+        """A cache write's price in units of the input price."""
+        return round(self.cache_write / self.input, 6)
+
     def cost(self, input: int = 0, cache_read: int = 0, cache_write: int = 0, output: int = 0) -> float:
         """Dollars for these token counts."""
         return (input * self.input + cache_read * self.cache_read + cache_write * self.cache_write
@@ -35,9 +48,15 @@ def _anthropic(name: str, input: float, output: float, read: float | None = None
     return Price(name, input, input * 0.1 if read is None else read, input * 1.25, output)
 
 
-def _openai(name: str, input: float, cached: float, output: float, write: float | None = None) -> Price:
-    """OpenAI: cached input as listed; cache writes cost the input price unless listed."""
-    return Price(name, input, cached, input if write is None else write, output)
+def _openai(name: str, input: float, cached: float, output: float) -> Price:
+    """OpenAI before the GPT-5.6 family: cached input as listed, no cache-write premium."""
+    return Price(name, input, cached, input, output)
+
+
+def _openai_written(name: str, input: float, cached: float, output: float) -> Price:
+    """OpenAI from the GPT-5.6 family on: cached input as listed, 30-minute cache writes at
+    1.25x input (developers.openai.com, prompt caching)."""
+    return Price(name, input, cached, input * 1.25, output)
 
 
 PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, standard (short-context) tier
@@ -65,16 +84,19 @@ PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, stan
     _anthropic("claude-haiku-4-5", 1.0, 5.0),
     _anthropic("claude-3-5-haiku", 0.8, 4.0),
     _anthropic("claude-3-haiku", 0.25, 1.25, read=0.03),
-    _openai("gpt-6-astra", 10.0, 1.0, 50.0),
-    _openai("gpt-6.1-sol", 2.0, 0.1, 10.0),
-    _openai("gpt-6-sol", 2.0, 0.2, 10.0, write=2.5),
-    _openai("gpt-6-luna", 0.1, 0.01, 0.5, write=0.125),
-    _openai("gpt-5.6-sol", 5.0, 0.5, 30.0),
-    _openai("gpt-5.6-terra", 2.0, 0.2, 12.0),
-    _openai("gpt-5.6-luna", 0.2, 0.02, 1.2),
+    _openai_written("gpt-6.2-sol", 2.0, 0.1, 10.0),
+    _openai_written("gpt-6.1-sol", 2.0, 0.1, 10.0),
+    _openai_written("gpt-6.1-terra", 1.0, 0.05, 5.0),
+    _openai_written("gpt-6-astra", 10.0, 1.0, 50.0),
+    _openai_written("gpt-6-sol", 2.0, 0.2, 10.0),
+    _openai_written("gpt-6-luna", 0.1, 0.01, 0.5),
+    _openai_written("gpt-5.6-sol", 5.0, 0.5, 30.0),
+    _openai_written("gpt-5.6-terra", 2.0, 0.2, 12.0),
+    _openai_written("gpt-5.6-luna", 0.2, 0.02, 1.2),
     _openai("gpt-5.5", 5.0, 0.5, 30.0),
     _openai("gpt-5.4-mini", 0.75, 0.075, 4.5),
     _openai("gpt-5.4", 2.5, 0.25, 15.0),
+    _openai("gpt-5.3", 1.75, 0.175, 14.0),
     _openai("gpt-5.2", 1.75, 0.175, 14.0),
     _openai("gpt-5.1", 1.25, 0.125, 10.0),
     _openai("gpt-5-mini", 0.25, 0.025, 2.0),
@@ -86,6 +108,7 @@ PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, stan
     _openai("gpt-4o-mini", 0.15, 0.075, 0.6),
     _openai("gpt-4o", 2.5, 1.25, 10.0),
     _openai("o4-mini", 1.1, 0.275, 4.4),
+    _openai("codex-mini", 1.5, 0.375, 6.0),
     _openai("o3", 2.0, 0.5, 8.0),
 )
 _BY_LENGTH = sorted(PRICES, key=lambda p: len(p.name), reverse=True)
@@ -95,13 +118,20 @@ _SUFFIX_START = "-[@:"
 _FALLBACK = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5"}
 
 
-def price_for(model: str, vendor: str = "") -> Price:
-    """The row for `model` (longest matching prefix), else the fallback of `vendor` ("anthropic":
-    Claude Sonnet; anything else: GPT-5), named `"<row> (fallback)"`."""
+def listed_price(model: str) -> Price | None:
+    """The row for `model` (longest matching prefix), or None when the table has none."""
     name = normalized(model)
-    for price in _BY_LENGTH:
-        if name == price.name or (name.startswith(price.name) and name[len(price.name)] in _SUFFIX_START):
-            return price
+    return next((price for price in _BY_LENGTH if name == price.name or (
+        name.startswith(price.name) and name[len(price.name)] in _SUFFIX_START)), None)
+
+
+def price_for(model: str, vendor: str = "") -> Price:
+    """The row for `model` (`listed_price`), else the fallback of `vendor` ("anthropic": Claude
+    Sonnet; anything else: GPT-5), named `"<row> (fallback)"`."""
+    listed = listed_price(model)
+    if listed is not None:
+        return listed
+    name = normalized(model)
     base = _FALLBACK.get(vendor) or ("claude-sonnet-4-5" if name.startswith("claude") else "gpt-5")
     row = next(p for p in PRICES if p.name == base)
     return Price(f"{row.name} (fallback)", row.input, row.cache_read, row.cache_write, row.output)
