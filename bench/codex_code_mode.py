@@ -24,14 +24,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from unittest.mock import patch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import compress.vocab.tools as tools  # noqa: E402
 from compress.formats.sessions import read_session  # noqa: E402
-from replay.needed import Needed  # noqa: E402
+from replay.loo import Score  # noqa: E402
 from replay.runner import replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -77,17 +78,11 @@ def as_code_mode(items: list[Any]) -> list[Any]:
     return out
 
 
-@contextlib.contextmanager
-def programs_unread() -> Iterator[None]:
+def programs_unread() -> contextlib.AbstractContextManager:
     """ctxmill's tool kinds as before it read programs: every `exec` output is "other" output.
     Only the kind changes (`compress.vocab.tools._program_kind`), so the files a program touches,
     and the needed lines, stay as the programs-read replay counts them."""
-    saved = tools._program_kind
-    tools._program_kind = lambda kinds: tools.ToolKind.OTHER
-    try:
-        yield
-    finally:
-        tools._program_kind = saved
+    return patch.object(tools, "_program_kind", lambda kinds: tools.ToolKind.OTHER)
 
 
 def main() -> None:
@@ -100,24 +95,18 @@ def main() -> None:
                 "code mode, programs unread": (True, programs_unread)}
     print("| sessions | side | modelled | effective | needed (11+) |\n|---|---|---|---|---|")
     for name, (convert, context) in variants.items():
-        raw = 0.0
-        totals = {side: [0.0, 0.0, Needed()] for side in ("cap", "ctxmill")}
+        totals = {side: Score() for side in ("cap", "ctxmill")}
         for path in files:
             transcript = read_session(path)
             if convert:
                 transcript.messages = as_code_mode(transcript.messages)
             with context():
                 report = replay(transcript, source=str(path))
-            raw += report.raw.cost
             for side, total in totals.items():
-                stats = report.sides()[side]
-                total[0] += stats.cost
-                total[1] += stats.effective_cost
-                total[2].merge(stats.needed)
-        for side, (cost, effective, needed) in totals.items():
-            print(f"| {name} ({len(files)}) | {side} | {cost / raw:.3f} | {effective / raw:.3f} | "
-                  f"{needed.fraction():.3f} ({needed.fraction('11+'):.3f}) |", flush=True)
-
+                total.add(report, side)
+        for side, total in totals.items():
+            print(f"| {name} ({len(files)}) | {side} | {total.modelled_ratio:.3f} | {total.effective_ratio:.3f} | "
+                  f"{total.needed.fraction():.3f} ({total.needed.fraction('11+'):.3f}) |", flush=True)
 
 if __name__ == "__main__":
     main()

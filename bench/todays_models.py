@@ -24,14 +24,14 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Iterator
+from unittest.mock import patch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import compress.pipeline as pipeline  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session  # noqa: E402
-from replay.needed import Needed  # noqa: E402
+from replay.loo import Score  # noqa: E402
 from replay.runner import replay  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -39,15 +39,11 @@ TODAYS = {"claude-code": "claude-opus-5-5", "codex": "gpt-6.2-sol"}
 """Each client's folder in the corpus -> the model the client runs by default today."""
 
 
-@contextlib.contextmanager
-def engine_prices_as(model: str) -> Iterator[None]:
+def engine_prices_as(model: str) -> contextlib.AbstractContextManager:
     """The engine prices its cache decisions as for `model`, whatever the request names."""
-    saved = pipeline.cache_life
-    pipeline.cache_life = lambda provider, asked, configured="auto", _model="": saved(provider, asked, configured, model)
-    try:
-        yield
-    finally:
-        pipeline.cache_life = saved
+    life = pipeline.cache_life
+    return patch.object(pipeline, "cache_life",
+                        lambda provider, asked, configured="auto", _model="": life(provider, asked, configured, model))
 
 
 def main() -> None:
@@ -59,9 +55,8 @@ def main() -> None:
     for client, today in TODAYS.items():
         files = sorted((args.corpus / "transcripts" / client).glob("*.json*"))
         for run_as, engine in (("recorded", "recorded"), (today, today), (today, "recorded")):
-            raw = 0.0
-            totals = {side: [0.0, 0.0, Needed(), 0.0] for side in ("cap", "ctxmill")}
-            sessions = 0
+            totals = {side: Score() for side in ("cap", "ctxmill")}
+            dearest = dict.fromkeys(totals, 0.0)
             for path in files:
                 try:
                     transcript = read_session(path)
@@ -70,24 +65,17 @@ def main() -> None:
                 recorded = str(transcript.head.get("model", ""))
                 if run_as != "recorded":
                     transcript.head["model"] = run_as
-                context = engine_prices_as(recorded) if engine == "recorded" else contextlib.nullcontext()
-                with context:
+                with engine_prices_as(recorded) if engine == "recorded" else contextlib.nullcontext():
                     report = replay(transcript, source=str(path))
-                sessions += 1
-                raw += report.raw.cost
                 for side, total in totals.items():
-                    stats = report.sides()[side]
-                    total[0] += stats.cost
-                    total[1] += stats.effective_cost
-                    total[2].merge(stats.needed)
-                    total[3] = max(total[3], stats.cost / max(report.raw.cost, 1e-9))
-            for side, (cost, effective, needed, dearest) in totals.items():
-                if side == "cap" and engine != run_as and run_as != "recorded":
+                    total.add(report, side)
+                    dearest[side] = max(dearest[side], report.ratio(report.sides()[side]))
+            for side, total in totals.items():
+                if side == "cap" and engine != run_as:
                     continue  # the cap does not depend on the engine's prices
-                print(f"| {client} ({sessions}) | {run_as} | {engine} | {side} | {cost / raw:.3f} | "
-                      f"{effective / raw:.3f} | {needed.fraction():.3f} ({needed.fraction('11+'):.3f}) | "
-                      f"{dearest:.3f} |", flush=True)
-
+                print(f"| {client} ({total.sessions}) | {run_as} | {engine} | {side} | {total.modelled_ratio:.3f} | "
+                      f"{total.effective_ratio:.3f} | {total.needed.fraction():.3f} ({total.needed.fraction('11+'):.3f}) | "
+                      f"{dearest[side]:.3f} |", flush=True)
 
 if __name__ == "__main__":
     main()

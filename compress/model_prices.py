@@ -26,6 +26,9 @@ class Price:
     cache_read: float
     cache_write: float
     output: float
+    long_context_above: int | None = None
+    """Input tokens above which a request's input and cache prices double, for the whole request
+    (OpenAI's GPT-6 models: 272K; their output then costs 1.5x, not modelled)."""
 
     @property
     def read_ratio(self) -> float:
@@ -53,10 +56,14 @@ def _openai(name: str, input: float, cached: float, output: float) -> Price:
     return Price(name, input, cached, input, output)
 
 
-def _openai_written(name: str, input: float, cached: float, output: float) -> Price:
+def _openai_written(name: str, input: float, cached: float, output: float, long_context_above: int | None = None) -> Price:
     """OpenAI from the GPT-5.6 family on: cached input as listed, 30-minute cache writes at
     1.25x input (developers.openai.com, prompt caching)."""
-    return Price(name, input, cached, input * 1.25, output)
+    return Price(name, input, cached, input * 1.25, output, long_context_above)
+
+
+GPT_6_LONG_CONTEXT = 272_000
+"""Above this many input tokens a GPT-6 request's input and cache rates double (model pages)."""
 
 
 PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, standard (short-context) tier
@@ -84,12 +91,12 @@ PRICES: tuple[Price, ...] = (  # list prices as published in November 2026, stan
     _anthropic("claude-haiku-4-5", 1.0, 5.0),
     _anthropic("claude-3-5-haiku", 0.8, 4.0),
     _anthropic("claude-3-haiku", 0.25, 1.25, read=0.03),
-    _openai_written("gpt-6.2-sol", 2.0, 0.1, 10.0),
-    _openai_written("gpt-6.1-sol", 2.0, 0.1, 10.0),
-    _openai_written("gpt-6.1-terra", 1.0, 0.05, 5.0),
-    _openai_written("gpt-6-astra", 10.0, 1.0, 50.0),
-    _openai_written("gpt-6-sol", 2.0, 0.2, 10.0),
-    _openai_written("gpt-6-luna", 0.1, 0.01, 0.5),
+    _openai_written("gpt-6.2-sol", 2.0, 0.1, 10.0, GPT_6_LONG_CONTEXT),
+    _openai_written("gpt-6.1-sol", 2.0, 0.1, 10.0, GPT_6_LONG_CONTEXT),
+    _openai_written("gpt-6.1-terra", 1.0, 0.05, 5.0, GPT_6_LONG_CONTEXT),
+    _openai_written("gpt-6-astra", 10.0, 1.0, 50.0, GPT_6_LONG_CONTEXT),
+    _openai_written("gpt-6-sol", 2.0, 0.2, 10.0, GPT_6_LONG_CONTEXT),
+    _openai_written("gpt-6-luna", 0.1, 0.01, 0.5, GPT_6_LONG_CONTEXT),
     _openai_written("gpt-5.6-sol", 5.0, 0.5, 30.0),
     _openai_written("gpt-5.6-terra", 2.0, 0.2, 12.0),
     _openai_written("gpt-5.6-luna", 0.2, 0.02, 1.2),

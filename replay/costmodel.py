@@ -6,7 +6,8 @@ breakpoint on the last block; OpenAI looks up any earlier prefix) and writes the
 system prompt and tools (the head) are read once written. When the requests' times are known,
 a cached request unused for longer than the cache's lifetime (`compress.provider_cache.CacheLife`:
 Anthropic's 5 minutes or an hour; OpenAI promises none) is gone, and so is the head. `Prices`
-are per provider, in units of the base input price (`prices_for`). The model is incremental:
+are per provider, in units of the base input price (`prices_for`); a request above the model's
+long-context line (GPT-6: 272K tokens) costs twice as much. The model is incremental:
 each request costs time linear in its number of blocks, with no re-counting.
 
 Compactions: a host compacts when the context crosses COMPACT_AT_SHARE of its model's window
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from compress.model_prices import listed_price
 from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, CacheLife, cache_life
 from compress.tiers import REFERENCE_WINDOW, known_window
 
@@ -54,6 +56,8 @@ class Prices:
     """Blocks back from the end within which a cached prefix must end (None: anywhere)."""
     lifetime: float | None = None
     """Seconds a cached prefix lives unused (None: for good)."""
+    long_context_above: int | None = None
+    """Tokens above which a request's cache reads and writes cost twice as much (GPT-6: 272K)."""
 
 
 def _anthropic(life: CacheLife, label: str) -> Prices:
@@ -73,7 +77,9 @@ def prices_for(provider: str, model: str = "", cache_ttl: str = "5m") -> Prices:
         life = cache_life(provider, cache_ttl, model=model)
         return _anthropic(life, LABELS[life.name])
     life = cache_life(provider, None, model=model)
-    return Prices(f"openai{f' {model}' if model else ''}", life.read_price, life.write_price, None)
+    listed = listed_price(model)
+    return Prices(f"openai{f' {model}' if model else ''}", life.read_price, life.write_price, None,
+                  long_context_above=listed.long_context_above if listed else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +92,9 @@ class CacheCost:
     """How many of the request's content blocks, from the first, were read from the cache."""
 
     def cost(self, prices: Prices = ANTHROPIC) -> float:
-        return prices.read * self.read + prices.write * self.write
+        cost = prices.read * self.read + prices.write * self.write
+        long = prices.long_context_above is not None and self.read + self.write > prices.long_context_above
+        return 2 * cost if long else cost
 
 
 class PromptCache:

@@ -120,3 +120,14 @@ def test_compactions_only_on_crossings(sizes, model):
     events = compaction_events(sizes, host)
     assert events <= sum(1 for s in sizes if s >= host.at)
     assert (events > 0) == any(s >= host.at for s in sizes)
+
+
+def test_a_gpt_6_request_above_272k_tokens_costs_twice_as_much():
+    """GPT-6 models double their input and cache rates for a whole request over 272K input tokens."""
+    from replay.costmodel import prices_for
+
+    prices = prices_for("openai-responses", "gpt-6.2-sol")
+    assert (prices.read, prices.write, prices.long_context_above) == (0.05, 1.25, 272_000)
+    assert CacheCost(200_000, 72_000).cost(prices) == pytest.approx(0.05 * 200_000 + 1.25 * 72_000)
+    assert CacheCost(200_000, 72_001).cost(prices) == pytest.approx(2 * (0.05 * 200_000 + 1.25 * 72_001))
+    assert CacheCost(300_000, 0).cost(prices_for("openai-responses", "gpt-5.4")) == pytest.approx(30_000)
