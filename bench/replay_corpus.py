@@ -44,8 +44,7 @@ DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / 
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
 KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 6_000, 16_000), ("trim_outputs", "cold_ref_changed"): (False, True),
-         ("trim_outputs", "report_fresh_turns"): (12, 30), ("trim_outputs", "cold_after_commit"): (False, True),
-         ("trim_outputs", "keep_worked_reads"): (False, True)}
+         ("trim_outputs", "report_fresh_turns"): (12, 30), ("trim_outputs", "cold_after_commit"): (False, True)}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
 replays every combination; `--grid default` only the shipped values."""
 SHIPPED = {"trim_outputs": vars(TrimOptions())}
@@ -200,9 +199,11 @@ def main() -> int:
                *totals([r for r in reports if r.format == "claude-code"], "claude-code", sides),
                *totals(big, "≥ 100 requests", sides), *totals(reports, "all", sides)]
     text = "\n".join([
-        f"Stages: {stages}. Tokens counted with {counter}; modelled cost per provider (Anthropic: cache read 0.1x, "
-        f"write 1.25x base input price, 20-block lookback; OpenAI: cached input at the model's discount, no write "
-        f"premium); effective = modelled + re-reads of lines the agent later copied into edits but could not see. "
+        f"Stages: {stages}. Tokens counted with {counter}; modelled cost per provider at the model's prices "
+        f"(compress/model_prices.py; Anthropic: cache write 1.25x base input price, 2x for a 1-hour cache, read 0.1x "
+        f"for the corpus's models, 20-block lookback; OpenAI: cached input at the model's discount, writes without "
+        f"premium for the corpus's models); effective = modelled + re-reads of lines the agent later copied into "
+        f"edits but could not see. "
         f"Host compactions start a new history (summary first). Cells: modelled / effective cost ratio (side / raw) / "
         f"needed lines kept.",
         "", table(reports, sides), "", "Totals (sums of costs, not means of ratios):", "", *summary,

@@ -85,12 +85,6 @@ class TrimOptions:
     and copies no edits out of it. Chosen with the corpus replay, judged leave-one-project-out
     (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
-    keep_worked_reads: bool = True
-    """A read of a file that is not source code (docs, JSON, notes; not data or logs,
-    `compress.vocab.files.is_data`) also stays whole while neither stale nor cold when some call
-    changed its file in an earlier turn (`trim_outputs.worked_reads`): the agent is working on
-    that file, and copies its next edits out of this read. Chosen with the corpus replay, judged
-    leave-one-project-out (docs/replay-results.md)."""
     fresh_max_line_chars: int = 2_000
     """A read of source code that is neither stale nor cold stays whole (line numbers thinned on
     arrival): it is the agent's copy of a file it may be working on, and the texts its edits

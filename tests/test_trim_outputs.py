@@ -268,23 +268,6 @@ def test_reads_of_files_that_are_not_source_code_get_less():
     assert same.replace("/tmp/app.log", "") == kept_source.replace("/src/app.py", "")
 
 
-def test_a_file_the_agent_changed_keeps_its_next_read_whole_whatever_its_type():
-    """`keep_worked_reads`: notes the agent wrote, then read, are its working copy and stay whole
-    while fresh, like a source read; a read of notes it never changed is cut, and so is a read of
-    a log it wrote (data), and the worked notes with the option off."""
-    text = numbered([f"- step {i}: move the handler for route number {i} behind the auth check" for i in range(200)])
-    for path, changed, options, whole in (("/repo/NOTES.md", True, {}, True),
-                                          ("/repo/NOTES.md", False, {}, False),
-                                          ("/repo/run.log", True, {}, False),
-                                          ("/repo/NOTES.md", True, {"keep_worked_reads": False}, False)):
-        write = ("Write", {"file_path": path, "content": "draft"}, "File created successfully")
-        calls = [write] if changed else [("Bash", {"command": "ls"}, "NOTES.md")]
-        body = anthropic([*calls, ("Read", {"file_path": path}, text)], turns_after=3)
-        after = result_texts(run_stage(body, trim_outputs.STAGE, config(
-            stage_options={"trim_outputs": options}))[0].body)[1]
-        assert (after == text) is whole, (path, changed, options)
-
-
 def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
     """`cold_since` "read": cold when at least `cold_after_turns` turns old and no change to
     its file within that many turns after the read. A later edit (soon enough) keeps a read warm."""

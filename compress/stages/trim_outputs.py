@@ -12,9 +12,7 @@ line numbers decide_on_arrival thinned is still one):
   other output keep head, headings, error lines and tail.
 
 A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long); so does a
-read of any other file but data that the agent changed before reading it (`keep_worked_reads`).
-So does a
+of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). So does a
 subagent's report younger than `report_fresh_turns` turns: the agent acts on it in the turns
 after it. Budgets
 (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
@@ -45,7 +43,7 @@ from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
-from compress.vocab.files import is_data, is_source
+from compress.vocab.files import is_source
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.commands import commits
@@ -224,29 +222,26 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
                                        opts.cold_ref_changed)
     if opts.cold_after_commit:
         cold |= committed_reads(messages, ctx.anchor_turn)
-    worked = worked_reads(*_reads_and_changes(messages, ctx.anchor_turn)) if opts.keep_worked_reads else set()
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):
             return block
         return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale,
-                           block.tool_id in cold, block.tool_id in worked)
+                           block.tool_id in cold)
 
     return each_block(messages, ctx, trim_block, "trimmed tool output")
 
 
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
-                tool_input: Any, stale: bool, cold: bool, worked: bool) -> Block:
-    """`worked`: a read of a file some call changed before it (`worked_reads`)."""
+                tool_input: Any, stale: bool, cold: bool) -> Block:
     kind = tool_kind(block.tool_name, tool_input)
     reading = kind is ToolKind.FILE_READ
     path = first_path(block.tool_name, tool_input) if reading else ""
     source = not reading or is_source(path)
-    working = source or (worked and not is_data(path))
     text = block.result_text
     if is_subagent(block.tool_name) and ctx.age(msg) < opts.report_fresh_turns:
         return block
-    if reading and working and opts.keep_fresh_reads and not (stale or cold) and (
+    if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
             max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
         return block
     scale = opts.scale(ctx.tier, ctx.age(msg), stale, source, cold)
