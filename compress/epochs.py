@@ -13,13 +13,14 @@ the provider's cache expired (`CacheLife`) tries a re-run from the start, which 
 the provider would not write anyway. Otherwise an epoch is tried when the messages a
 re-decision may cut more of (`open_to_cuts`: those that left the protected tail since they were
 decided, and old ones kept whole) could pay for it (`epoch_trial`), and taken when the trial
-saves enough tokens and pays back the cache writes it causes (`pays_off`).
+saves enough tokens and pays back the cache writes it causes (`pays_off`), from the cached
+request where it gains most (`best_start`).
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from compress.config import CompressConfig
@@ -167,7 +168,45 @@ def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], 
         return False
     if config.epoch_horizon <= 0:
         return True
-    expected = max(1.0, config.epoch_horizon * turn)
     span = slice(choice.cached_end, choice.read_end)
-    extra = life.write_price * sum(trial[span]) - life.read_price * sum(current[span])
-    return life.read_price * saved * expected >= extra
+    return _gain(saved, sum(trial[span]), sum(current[span]), turn, config, life) >= 0
+
+
+def _gain(saved: int, written: int, not_read: int, turn: int, config: CompressConfig, life: CacheLife) -> float:
+    """What an epoch that saves `saved` tokens per request gains over the expected requests
+    (`epoch_horizon` × `turn`, at least one): the saving read at the read price in each, less
+    writing `written` tokens (the trial's, from the cached request it starts after) instead of
+    reading `not_read` (the current rendering's, up to the request the provider would have read)."""
+    expected = max(1.0, config.epoch_horizon * turn)
+    return life.read_price * saved * expected - (life.write_price * written - life.read_price * not_read)
+
+
+def best_start(choice: EpochChoice, request_ends: Sequence[int], current: Sequence[int], trial: Sequence[int],
+               turn: int, config: CompressConfig, life: CacheLife) -> EpochChoice:
+    """Where an epoch that re-decides from a cached request (`choice.cached_end`) gains most: at
+    `choice.start`, or at a later cached request end up to `choice.read_end` (each lies within
+    the provider's lookback, as `choice.cached_end` does), judged on the trial's renderings
+    (`_gain`; it must still save `choice.needed` and pay off, or no later start is worth
+    planning again). The messages before the start keep their rendering, so the provider reads
+    them from its cache and writes only what follows: when what the older messages would save
+    does not pay for writing everything after them again, a later start leaves them to a later
+    epoch (or an expired cache).
+
+    Measured on the corpus (one run, each side priced alike): Codex sessions 0.746 -> 0.742
+    effective at their recorded models' prices and 0.751 -> 0.705 as on GPT-6.2 Sol (reads at
+    0.05, writes at 1.25), needed lines the same; Claude Code's window epochs start near the end
+    already (docs/replay-results.md)."""
+    now = list(itertools.accumulate(current, initial=0))
+    new = list(itertools.accumulate(trial, initial=0))
+
+    def gain(start: int, cached_end: int) -> tuple[int, float]:
+        saved = (now[-1] - now[start]) - (new[-1] - new[start])
+        end = choice.read_end
+        return saved, _gain(saved, new[end] - new[cached_end], now[end] - now[cached_end], turn, config, life)
+
+    best, best_gain = choice, max(0.0, gain(choice.start, choice.cached_end)[1])
+    for start in (e for e in request_ends if choice.start < e <= choice.read_end):
+        saved, later = gain(start, start)
+        if saved >= choice.needed and later > best_gain:
+            best, best_gain = replace(choice, start=start, cached_end=start), later
+    return best

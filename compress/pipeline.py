@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable, Iterable, Sequence
 
 from compress.config import CompressConfig
-from compress.epochs import epoch_trial, first_resent, forced_reason, left_pressure, pays_off
+from compress.epochs import best_start, epoch_trial, first_resent, forced_reason, left_pressure, pays_off
 from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
                                       remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
@@ -217,6 +217,11 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                              life.expired(session.header.last_request_at, now))
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
+            if choice.cached_end:
+                later = best_start(choice, session.request_ends, plan.out_tokens, trial.out_tokens, current_turn,
+                                   config, life)
+                if later.start != choice.start:
+                    choice, trial = later, planner.plan(later.start, current_turn)
             if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life):
                 plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
             else:

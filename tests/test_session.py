@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, epoch_trial, pays_off
+from compress.epochs import EpochChoice, best_start, epoch_trial, pays_off
 from compress.formats.requests import from_provider
 from compress.provider_cache import provider_blocks
+from compress import pipeline
 from compress.pipeline import run
 from compress.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps
@@ -186,9 +188,10 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
 
 
 def test_window_epoch_starts_at_the_first_message_worth_re_deciding():
-    """Small outputs that left the protected tail before the big one do not start the epoch:
-    it re-decides from the big output on, so the provider still reads the cached request that
-    ends just before it. With no minimum it starts at the first small one."""
+    """Small outputs that left the protected tail before the big one do not start the epoch's
+    trial: it re-decides from the big output on, so the provider still reads the cached request
+    that ends just before it. With no minimum the trial starts at the first small one (and
+    `best_start` then moves the epoch to the big one: `test_an_epoch_starts_where_it_gains_most`)."""
     body = _big_output_turns(6, big=2)
     big = 6  # messages: start, then (tool_use, tool_result) per step
     config = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
@@ -202,7 +205,8 @@ def test_window_epoch_starts_at_the_first_message_worth_re_deciding():
         raise AssertionError("no savings epoch")
 
     assert epoch_start(config) == big
-    assert epoch_start(replace(config, window_start_min_tokens=0)) < big
+    with patch.object(pipeline, "best_start", lambda choice, *args: choice):
+        assert epoch_start(replace(config, window_start_min_tokens=0)) < big
 
 
 def _big_output_turns(n: int, big: int) -> dict:
@@ -331,6 +335,47 @@ def test_an_openai_request_keeps_its_cached_prefix_through_an_epoch_far_back():
         assert result.report.mode == "epoch" and " of 2,000 lines" in dumps(result.body["messages"][4]).decode()
     assert (choices["anthropic"].start, choices["anthropic"].read_end) == (0, 0)
     assert (choices["openai"].start, choices["openai"].cached_end, choices["openai"].read_end) == (4, 3, 5)
+
+
+def test_an_epoch_starts_where_it_gains_most():
+    """Small outputs that left the protected tail open the window, but only a later big one
+    saves anything: re-deciding from the first small one would make the provider write every
+    message after it again, so the epoch starts at the cached request just before the big output
+    (`best_start`), and the provider reads all that comes before from its cache."""
+    body = _openai_big_output_turns(16, big=6)
+    big = 14  # messages: start, then (call, result) per step
+    config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=10**9, window_epoch_savings=500,
+                     window_start_min_tokens=0)
+    sessions = _Memory()
+    previous: list[bytes] = []
+    for k, result in feed(body, config, sessions):
+        out = [dumps(m) for m in result.body["messages"]]
+        if result.report.epoch_reason.startswith("saves"):
+            assert max(sessions.session.request_ends[:-1]) == big
+            assert out[:big] == previous[:big] and out[big] != previous[big]
+            assert " of 2,000 lines" in out[big].decode()
+            return
+        previous = out
+    raise AssertionError("no savings epoch")
+
+
+def test_a_later_start_must_pay_off_and_save_enough():
+    """`best_start` moves an epoch to a later cached request only where it gains more than at its
+    own start and still pays off and saves what the choice needs."""
+    from compress.provider_cache import LIVES
+
+    life, config = LIVES["5m"], CompressConfig()
+    choice = EpochChoice(start=1, needed=500, cached_end=1, read_end=5, potential=2_000)
+    current = [100, 1_000, 1_000, 2_000, 3_000]
+    trial = [100, 1_000, 1_000, 500, 3_000]  # only message 3 saves
+    later = best_start(choice, [1, 2, 3, 5], current, trial, 200, config, life)
+    assert (later.start, later.cached_end, later.read_end) == (3, 3, 5)
+    assert pays_off(later, current, trial, 200, config, life)
+    everywhere = [100, 0, 0, 500, 3_000]  # the old messages save too: starting at 1 gains most
+    assert best_start(choice, [1, 2, 3, 5], current, everywhere, 200, config, life) == choice
+    assert best_start(choice, [1, 2, 3, 5], current, trial, 40, config, life) == choice  # pays off nowhere
+    greedy = replace(choice, needed=5_000)  # more than any start saves
+    assert best_start(greedy, [1, 2, 3, 5], current, trial, 200, config, life) == greedy
 
 
 def _with_breakpoint(body: dict, mark: dict) -> dict:
