@@ -1,11 +1,14 @@
 """Line-number prefixes of numbered file reads, and thinning them.
 
 Hosts number every line of a file read (Claude Code `     12→`, `cat -n`, `nl` and the text
-editor tool `    12\t`, OpenCode `12: `). A prefix costs about three tokens, a third of a short
-line of code. Thinned, only the first line and every `every`-th line keep their numbers:
-positions stay easy to find, and every line's content stays verbatim (the lines an agent copies
-into edits are untouched). Only the unambiguous `→` and tab prefixes are thinned: `12: ` cannot
-be told from SWE-agent's `12:` followed by an indented line, whose first space is code.
+editor tool `    12\t`, OpenCode `12: `, and PowerShell's `'{0,4}: {1}' -f $i, $_` as Codex
+writes it on Windows `  12: `). A prefix costs about three tokens, a third of a short line of
+code. Thinned, only the first line and every `every`-th line keep their numbers: positions stay
+easy to find, and every line's content stays verbatim (the lines an agent copies into edits are
+untouched). A `12: ` prefix could be SWE-agent's `12:` before a line indented by one space or
+more, whose first space is code; SWE-agent writes an empty or unindented line as `12:` or
+`12:code`, so a read is taken for `12: ` numbering only when every numbered line has the space
+and some line has code right after it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
 """A line-number prefix of a numbered file read (`  12→`, `12\t`, `12: `)."""
 _NUMBERED = re.compile(f"^{NUMBER_PREFIX}")
 _THINNABLE = re.compile(r"^[ \t]{0,12}(\d{1,9})(?:\t|→)", re.MULTILINE)
+_COLON_SPACED = re.compile(r"^[ \t]{0,12}(\d{1,9}): ", re.MULTILINE)
+_COLON = re.compile(r"^[ \t]{0,12}\d{1,9}:", re.MULTILINE)
+_COLON_CODE = re.compile(r"^[ \t]{0,12}\d{1,9}: \S", re.MULTILINE)
 
 NUMBERS_THINNED = "line numbers shown on"
 """How the summary of a thinned read's marker opens (`[ctxmill: line numbers shown on line 1 and
@@ -44,8 +50,11 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
     lines = text.count("\n") + 1
     if lines < min_lines:
         return None
-    numbers = [int(n) for n in _THINNABLE.findall(text)]
-    if len(numbers) < MIN_NUMBERED_SHARE * lines or any(b != a + 1 for a, b in zip(numbers, numbers[1:])):
+    for prefix in (_THINNABLE, _colon_spaced(text)):
+        numbers = [int(n) for n in prefix.findall(text)] if prefix else []
+        if len(numbers) >= MIN_NUMBERED_SHARE * lines and all(b == a + 1 for a, b in zip(numbers, numbers[1:])):
+            break
+    else:
         return None
     first = numbers[0]
 
@@ -53,7 +62,13 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
         number = int(match.group(1))
         return match.group(0) if number == first or number % every == 0 else ""
 
-    return Thinned(_THINNABLE.sub(thin, text), first, numbers[-1], every)
+    return Thinned(prefix.sub(thin, text), first, numbers[-1], every)
+
+
+def _colon_spaced(text: str) -> re.Pattern | None:
+    """The `12: ` prefix, when it numbers `text` (see the module docstring), else None."""
+    spaced = len(_COLON_SPACED.findall(text))
+    return _COLON_SPACED if spaced and spaced == len(_COLON.findall(text)) and _COLON_CODE.search(text) else None
 
 
 def unnumbered_lines(text: str) -> list[str]:
