@@ -50,6 +50,16 @@ def test_errors_do_not_dedup_with_successes_and_protected_tools_stay():
     assert out is body
 
 
+def test_failed_calls_stay_whole_so_later_stages_still_see_the_failure():
+    """Found by hypothesis: a repeated failed Write turned into a pointer read as a successful
+    rewrite, so `supersede_inputs` noted an earlier body its file still held."""
+    failure = "Traceback (most recent call last):\n" + LOG
+    calls = [("Bash", {"command": "make"}, failure, True), ("Bash", {"command": "make"}, failure, True),
+             ("Write", {"file_path": "/r/a.py", "content": "x"}, failure), ("Write", {"file_path": "/r/a.py", "content": "x"}, failure)]
+    body = anthropic_body(calls)
+    assert run_stages(body, STAGE)[0] is body
+
+
 def test_small_outputs_and_images_stay():
     image = [{"type": "text", "text": LOG}, {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                                           "data": "iVBORw0KGgo="}}]

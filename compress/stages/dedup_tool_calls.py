@@ -6,8 +6,10 @@ identical calls the LATEST keeps its result whole; every earlier result in a mut
 becomes `[ctxmill: same output as the call at turn 41 · deep_expand("…")]`, its original in
 CCR. Both halves of every call stay (ids, names, inputs untouched); only result text changes.
 
-Holds: results of protected tools, results already carrying a marker, and results with
-non-text parts (images) are never touched; a pointer is written only under the common saving
+Holds: results of protected tools, results already carrying a marker, results with non-text
+parts (images) and failed results (`compress.vocab.signals.errors.is_failed_result`: a pointer
+would hide that the call failed, and later stages read a failed write as no write;
+`purge_errors` shortens old failures) are never touched; a pointer is written only under the common saving
 rule. Only mutable messages change, so in an incremental run a frozen earlier copy stays whole
 until the next epoch. A second run finds no group (pointers differ from the text they replace).
 """
@@ -22,6 +24,7 @@ from ccr.markers import format_marker
 from compress.model import TEXT, Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
+from compress.vocab.signals.errors import is_failed_result
 from ground.jsonbytes import dumps
 
 
@@ -66,7 +69,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     groups: dict[str, list[ToolCall]] = {}
     for call in _candidates(messages, ctx):
         result = messages[call.result_msg].blocks[call.result_block]
-        if any(p.kind != TEXT for p in result.parts) or not ctx.may_compress_result(result):
+        if any(p.kind != TEXT for p in result.parts) or not ctx.may_compress_result(result) or is_failed_result(result):
             continue
         use = messages[call.use_msg].blocks[call.use_block]
         groups.setdefault(call_fingerprint(call.name, use.input, result), []).append(call)
