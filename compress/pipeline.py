@@ -48,6 +48,7 @@ from compress.stages import (
     dedup_tool_calls,
     nudges,
     purge_errors,
+    reread_pointers,
     strip_injections,
     strip_reasoning,
     supersede_inputs,
@@ -59,6 +60,7 @@ from compress.tokens import estimate_tokens
 log = logging.getLogger("ctxmill.compress")
 
 DEFAULT_STAGES: tuple[Stage, ...] = (
+    reread_pointers.STAGE,
     decide_on_arrival.STAGE,
     strip_reasoning.STAGE,
     strip_injections.STAGE,

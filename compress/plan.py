@@ -18,6 +18,7 @@ from typing import Any
 from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
+from compress.line_numbers import cut_keys
 from compress.message_tokens import MessageTokens
 from compress.model import Message
 from compress.protocol_guard import violation
@@ -102,6 +103,13 @@ class Planner:
         plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
         return plan
 
+    def _shown_cut(self, index: int) -> bool:
+        """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker."""
+        record = self.session.records.get(self.hashes[index])
+        if record is None or not record.keys or record.rendered is None:
+            return False
+        return any(cut_keys(s) for s in strings_in(record.rendered) if "ctxmill" in s)
+
     def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:
         """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the
         originals it buffered. A stage that `decides_on_arrival` may change every message from
@@ -109,7 +117,7 @@ class Planner:
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
-                           thinking_kept=self.thinking_kept, past_tail=mutable)
+                           thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut)
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

@@ -102,6 +102,10 @@ class StageContext:
     past_tail: tuple[bool, ...] = ()
     """The messages a stage that does not decide on arrival may change (not frozen, not in the
     protected tail); equal to `mutable` for such a stage."""
+    shown_cut: Callable[[int], bool] = lambda index: False
+    """Whether the request shows message `index`, one this run does not decide, with part of a
+    tool result cut (the session's rendering of it holds a cut marker; thinned line numbers are
+    no cut)."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""

@@ -207,13 +207,13 @@ def test_a_misbehaving_stage_is_dropped_and_the_rest_runs(fn, reason):
 
 def test_chain_can_be_edited_by_name():
     chain = Chain()
-    assert chain.names()[:3] == ["decide_on_arrival", "strip_reasoning", "strip_injections"]
+    assert chain.names()[:4] == ["reread_pointers", "decide_on_arrival", "strip_reasoning", "strip_injections"]
     chain.disable("strip_injections")
     assert "strip_injections" not in [s.name for s in chain.active(Tier.HIGH, SMALL_TAIL)]
     chain.enable("strip_injections")
     extra = Stage("extra", lambda m, c: m, Tier.HIGH)
     chain.after("strip_reasoning", extra)
-    assert chain.names()[2] == "extra"
+    assert chain.names()[3] == "extra"
     assert extra not in chain.active(Tier.MEDIUM, SMALL_TAIL)
     with pytest.raises(KeyError):
         chain.disable("nonexistent")
