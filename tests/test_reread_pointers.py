@@ -6,39 +6,30 @@ from ccr.store import CCRStore
 from compress.session import Session
 from compress.stages.reread_pointers import NOTE
 from ground.jsonbytes import dumps
-from tests.helpers import SMALL_TAIL, compress
+from tests.chain_checks import anthropic_body
+from tests.helpers import compress
 
 POINTER = ("File unchanged since last read. The content from the earlier Read tool_result in this conversation "
            "is still current — refer to that instead of re-reading.")
 SOURCE = "\n".join(f"{n:>6}→    value_{n} = compute({n})" for n in range(1, 801))
 
 
-def _turns(idle: int, pointer: str) -> list[dict]:
+def _calls(idle: int, pointer: str) -> list[tuple]:
     """A read of src/app.py, `idle` turns of other work, then a re-read answered with `pointer`."""
-    messages = [{"role": "user", "content": "start"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "r0", "name": "Read",
-                                                   "input": {"file_path": "/repo/src/app.py"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r0", "content": SOURCE}]}]
-    for i in range(idle):
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"b{i}", "name": "Bash",
-                                                        "input": {"command": f"echo {i}"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"b{i}", "content": f"{i}"}]}]
-    messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": "r1", "name": "Read",
-                                                    "input": {"file_path": "/repo/src/app.py"}}]},
-                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r1", "content": pointer}]}]
-    return messages
+    read = ("Read", {"file_path": "/repo/src/app.py"})
+    return [(*read, SOURCE), *(("Bash", {"command": f"echo {i}"}, f"{i}") for i in range(idle)), (*read, pointer)]
 
 
 def _run_twice(idle: int, pointer: str = POINTER) -> tuple[str, str]:
     """The earlier read and the pointer's result as sent: a first request without the re-read
     (an epoch that decides every message), then the next one with it (incremental)."""
-    messages = _turns(idle, pointer)
+    calls = _calls(idle, pointer)
     session, store = Session.memory(), CCRStore.in_memory()
-    compress({"system": "s", "messages": messages[:-2]}, session=session, store=store)
-    out = compress({"system": "s", "messages": messages}, session=session, store=store)
+    compress(anthropic_body(calls[:-1]), session=session, store=store)
+    out = compress(anthropic_body(calls), session=session, store=store)
     assert out.report.mode == "incremental"
     sent = out.body["messages"]
-    return dumps(sent[2]["content"]).decode(), sent[-1]["content"][0]["content"]
+    return dumps(sent[2]["content"]).decode(), sent[-3]["content"][0]["content"]
 
 
 def test_a_pointer_to_a_read_gone_cold_carries_the_read_again():
@@ -62,7 +53,7 @@ def test_only_the_hosts_pointer_is_answered():
 def test_a_run_that_decides_the_earlier_read_too_leaves_the_pointer():
     """One request carrying both (a new session's epoch): the pointer renews the earlier read,
     which `trim_outputs` keeps whole, so nothing needs carrying."""
-    out = compress({"system": "s", "messages": _turns(40, POINTER)})
+    out = compress(anthropic_body(_calls(40, POINTER)))
     sent = out.body["messages"]
-    assert sent[-1]["content"][0]["content"] == POINTER
+    assert sent[-3]["content"][0]["content"] == POINTER
     assert "value_400 = compute(400)" in dumps(sent[2]["content"]).decode()
