@@ -61,8 +61,10 @@ class Stage:
     """The other exception: the stage may change the tool results (and, if it `may_edit_inputs`,
     the tool inputs) of every message the run decides, protected tail included, because what it
     makes of them there is a pure function of the call and its result (the same bytes at every
-    later epoch). The runner gives it `ctx.mutable` true from the run's first decided message
-    on, and `ctx.past_tail` for what other stages may change."""
+    later epoch), or, for `reread_pointers`, also of how the session shows an earlier message
+    the run does not decide (the same bytes at every later epoch that does not re-decide that
+    one too). The runner gives it `ctx.mutable` true from the run's first decided message on,
+    and `ctx.past_tail` for what other stages may change."""
 
 
 @dataclass(slots=True)
