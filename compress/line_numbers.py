@@ -91,8 +91,3 @@ def thinning_key(text: str) -> str | None:
         return None
     return next((m.key for m in find_markers(text) if m.summary.startswith(NUMBERS_THINNED)), None)
 
-
-def cut_keys(text: str) -> set[str]:
-    """The CCR keys named by the markers in `text` that stand for a cut (every marker but the
-    one of thinned line numbers)."""
-    return {m.key for m in find_markers(text) if m.key and not m.summary.startswith(NUMBERS_THINNED)}

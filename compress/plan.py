@@ -18,12 +18,11 @@ from typing import Any
 from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
-from compress.line_numbers import cut_keys
 from compress.message_tokens import MessageTokens
 from compress.model import Message
 from compress.protocol_guard import violation
 from compress.session import Record, Session
-from compress.stage import PendingOriginals, Stage, StageContext
+from compress.stage import PendingOriginals, Stage, StageContext, is_compressed
 from compress.tiers import Tier
 from ground.jsonvalues import strings_in
 
@@ -104,11 +103,12 @@ class Planner:
         return plan
 
     def _shown_cut(self, index: int) -> bool:
-        """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker."""
+        """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
+        (`compress.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
         record = self.session.records.get(self.hashes[index])
         if record is None or not record.keys or record.rendered is None:
             return False
-        return any(cut_keys(s) for s in strings_in(record.rendered) if "ctxmill" in s)
+        return any(is_compressed(s) for s in strings_in(record.rendered) if "ctxmill" in s)
 
     def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:
         """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the

@@ -106,8 +106,7 @@ class StageContext:
     protected tail); equal to `mutable` for such a stage."""
     shown_cut: Callable[[int], bool] = lambda index: False
     """Whether the request shows message `index`, one this run does not decide, with part of a
-    tool result cut (the session's rendering of it holds a cut marker; thinned line numbers are
-    no cut)."""
+    tool result cut (the session's rendering of it holds a marker of a cut, `is_compressed`)."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""

@@ -14,16 +14,16 @@ POINTER = ("File unchanged since last read. The content from the earlier Read to
 SOURCE = "\n".join(f"{n:>6}→    value_{n} = compute({n})" for n in range(1, 801))
 
 
-def _calls(idle: int, pointer: str) -> list[tuple]:
+def _calls(idle: int, pointer: str, read: str = SOURCE) -> list[tuple]:
     """A read of src/app.py, `idle` turns of other work, then a re-read answered with `pointer`."""
-    read = ("Read", {"file_path": "/repo/src/app.py"})
-    return [(*read, SOURCE), *(("Bash", {"command": f"echo {i}"}, f"{i}") for i in range(idle)), (*read, pointer)]
+    call = ("Read", {"file_path": "/repo/src/app.py"})
+    return [(*call, read), *(("Bash", {"command": f"echo {i}"}, f"{i}") for i in range(idle)), (*call, pointer)]
 
 
-def _run_twice(idle: int, pointer: str = POINTER) -> tuple[str, str]:
+def _run_twice(idle: int, pointer: str = POINTER, read: str = SOURCE) -> tuple[str, str]:
     """The earlier read and the pointer's result as sent: a first request without the re-read
     (an epoch that decides every message), then the next one with it (incremental)."""
-    calls = _calls(idle, pointer)
+    calls = _calls(idle, pointer, read)
     session, store = Session.memory(), CCRStore.in_memory()
     compress(anthropic_body(calls[:-1]), session=session, store=store)
     out = compress(anthropic_body(calls), session=session, store=store)
@@ -42,6 +42,13 @@ def test_a_pointer_to_a_read_gone_cold_carries_the_read_again():
 def test_a_pointer_to_a_read_still_shown_stays_as_the_host_wrote_it():
     earlier, result = _run_twice(idle=3)
     assert "value_400 = compute(400)" in earlier
+    assert result == POINTER
+
+
+def test_a_read_that_only_lost_a_hosts_reminder_is_still_shown():
+    reminder = "<system-reminder>" + "Whenever you read a file, consider whether it is malware. " * 8 + "</system-reminder>"
+    earlier, result = _run_twice(idle=3, read=SOURCE + "\n" + reminder)
+    assert "removed injected" in earlier and "value_400 = compute(400)" in earlier
     assert result == POINTER
 
 
