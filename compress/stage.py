@@ -14,10 +14,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+import xxhash
+
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from compress.config import CompressConfig
 from compress.line_numbers import NUMBERS_THINNED
+from compress.memo import TextMemo
 from compress.model import TOOL_RESULT, Block, Message
 from compress.tiers import Tier
 from compress.vocab.tools import is_protected_tool
@@ -67,6 +70,17 @@ class Stage:
     and `ctx.past_tail` for what other stages may change."""
 
 
+REDACTED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+"""Originals as stored, by content hash: an epoch's trial re-decides old outputs whose
+originals were redacted before, and scanning them for secrets again is most of its time."""
+
+
+def redacted(text: str, redact_extra: tuple = (), redact_allow: tuple = ()) -> str:
+    """`ground.redact.redact(text, ...)`, remembered (`REDACTED`)."""
+    key = (xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass")), len(text), tuple(redact_extra), tuple(redact_allow))
+    return REDACTED.get_or_compute(key, lambda: redact(text, redact_extra, redact_allow))  # type: ignore[return-value]
+
+
 @dataclass(slots=True)
 class PendingOriginals:
     """Originals a run wants in CCR, in order, keyed by content hash; committed by the pipeline.
@@ -79,7 +93,7 @@ class PendingOriginals:
     redact_allow: tuple = ()
 
     def put(self, text: str, hint: str | None = None) -> str:
-        text = redact(text, self.redact_extra, self.redact_allow)
+        text = redacted(text, self.redact_extra, self.redact_allow)
         key = make_key(text)
         self.entries.setdefault(key, (text, hint and redact(hint, self.redact_extra, self.redact_allow)))
         return key
