@@ -50,11 +50,8 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
     lines = text.count("\n") + 1
     if lines < min_lines:
         return None
-    for prefix in (_THINNABLE, _colon_spaced(text)):
-        numbers = [int(n) for n in prefix.findall(text)] if prefix else []
-        if len(numbers) >= MIN_NUMBERED_SHARE * lines and all(b == a + 1 for a, b in zip(numbers, numbers[1:])):
-            break
-    else:
+    prefix, numbers = _numbering(text, lines)
+    if prefix is None:
         return None
     first = numbers[0]
 
@@ -65,10 +62,17 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
     return Thinned(prefix.sub(thin, text), first, numbers[-1], every)
 
 
-def _colon_spaced(text: str) -> re.Pattern | None:
-    """The `12: ` prefix, when it numbers `text` (see the module docstring), else None."""
-    spaced = len(_COLON_SPACED.findall(text))
-    return _COLON_SPACED if spaced and spaced == len(_COLON.findall(text)) and _COLON_CODE.search(text) else None
+def _numbering(text: str, lines: int) -> tuple[re.Pattern | None, list[int]]:
+    """The prefix that numbers `text` (`→` or tab, else `12: ` as the module docstring says) and
+    its numbers, or (None, []): at least `MIN_NUMBERED_SHARE` of the lines, counting up by one.
+    The `12: ` scans run only when the other prefix does not number the text."""
+    for prefix in (_THINNABLE, _COLON_SPACED):
+        numbers = [int(n) for n in prefix.findall(text)]
+        if prefix is _COLON_SPACED and (len(numbers) != len(_COLON.findall(text)) or not _COLON_CODE.search(text)):
+            continue
+        if numbers and len(numbers) >= MIN_NUMBERED_SHARE * lines and all(b == a + 1 for a, b in zip(numbers, numbers[1:])):
+            return prefix, numbers
+    return None, []
 
 
 def unnumbered_lines(text: str) -> list[str]:

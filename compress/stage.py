@@ -77,7 +77,7 @@ originals were redacted before, and scanning them for secrets again is most of i
 
 def redacted(text: str, redact_extra: tuple = (), redact_allow: tuple = ()) -> str:
     """`ground.redact.redact(text, ...)`, remembered (`REDACTED`)."""
-    key = (xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass")), len(text), tuple(redact_extra), tuple(redact_allow))
+    key = (xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass")), tuple(redact_extra), tuple(redact_allow))
     return REDACTED.get_or_compute(key, lambda: redact(text, redact_extra, redact_allow))  # type: ignore[return-value]
 
 

@@ -22,12 +22,10 @@ bytes. It decides on arrival: the pointer is in the protected tail when the agen
 
 from __future__ import annotations
 
-from typing import Any
-
-from compress.model import TOOL_RESULT, TOOL_USE, Message
+from compress.model import TOOL_RESULT, Message
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.vocab.calls import touched_files
+from compress.vocab.calls import first_path
 from compress.vocab.signals.rereads import pointer_reads, points_to_earlier_read
 from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import same_file
@@ -38,16 +36,13 @@ NOTE = "[ctxmill: the earlier read this points to is shortened in this request; 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     if not any(ctx.mutable[i] and pointer_reads([msg]) for i, msg in enumerate(messages)):
         return messages
-    calls: dict[str, tuple[str, Any]] = {}
     reads: list[tuple[str, int, int]] = []  # (path, message, block) of every read that is no pointer
     edits: dict[int, dict[int, BlockEdit]] = {}
     for i, msg in enumerate(messages):
         for j, block in enumerate(msg.blocks):
-            if block.kind == TOOL_USE:
-                calls[block.tool_id] = (block.tool_name, block.input)
-            if block.kind != TOOL_RESULT or tool_kind(*calls.get(block.tool_id, ("", None))) is not ToolKind.FILE_READ:
+            if block.kind != TOOL_RESULT or tool_kind(block.tool_name, block.call_input) is not ToolKind.FILE_READ:
                 continue
-            path = next((t.path for t in touched_files(*calls[block.tool_id])), "")
+            path = first_path(block.tool_name, block.call_input)
             if not points_to_earlier_read(block.result_text):
                 reads.append((path, i, j))
                 continue
