@@ -116,14 +116,16 @@ def test_changed_blocks_render_in_the_items_own_shape():
 
 
 def codex_session() -> dict:
-    """A Codex-shaped session with work for every stage: a large file read twice, a failing
-    3,000-line build, a JSON listing, a search, an apply_patch later superseded, a reminder in
-    an old output, inline thinking and long prose in old replies, a decision by the person."""
+    """A Codex-shaped session with work for every stage: a large file read, patched and read
+    twice, a failing 3,000-line build, a JSON listing, a search, an apply_patch later superseded,
+    a reminder in an old output, inline thinking and long prose in old replies, a decision by
+    the person."""
     app = "\n".join(f"def helper_{i}(x):\n    return x * {i} + 1\n" for i in range(150))
     build = "\n".join(f"[build] compiling module_{i}.py ... ok ({i}/3000)" for i in range(3000))
     build += "\nTraceback (most recent call last):\n  File \"app.py\", line 4\nAssertionError: add(2, 3) returned -1"
     listing = json.dumps([{"name": f"pkg-{i}", "version": f"1.{i}.0", "license": "MIT"} for i in range(300)])
     patch = "*** Begin Patch\n*** Update File: app.py\n@@\n" + "\n".join(f"+line {i}" for i in range(80)) + "\n*** End Patch\n"
+    patched = app + "\n" + "\n".join(f"line {i}" for i in range(80))
     prose = " ".join(f"Step {i}: I looked at module {i} and it compiles; nothing to change there." for i in range(60))
     head = "Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code {}\nOutput:\n"
     items = [message("developer", "You are Codex."), message("user", "<environment_context>x</environment_context>"),
@@ -138,7 +140,8 @@ def codex_session() -> dict:
              {"type": "custom_tool_call", "call_id": "c5", "name": "apply_patch", "input": patch},
              output("c5", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nSuccess. Updated the following files:\nM app.py\n",
                     "custom_tool_call_output"),
-             call("c6", "cat app.py"), output("c6", head.format(0) + app),
+             call("c6", "cat app.py"), output("c6", head.format(0) + patched),
+             call("c6b", "cat app.py"), output("c6b", head.format(0) + patched),
              {"type": "custom_tool_call", "call_id": "c7", "name": "apply_patch", "input": patch.replace("+line", "+row")},
              output("c7", "Exit code: 0\nOutput:\nSuccess.\nM app.py\n", "custom_tool_call_output")]
     for n in range(8, 14):

@@ -91,7 +91,7 @@ def test_heredoc_command_is_noted_whole_and_paths_match_relative_to_absolute():
     heredoc = f"mkdir -p src && cat > src/app.py <<'EOF'\n{V1}\nEOF"
     body = anthropic_body([("Bash", {"command": heredoc, "description": "write app"}, ""),
                            ("Edit", {"file_path": APP, "old_string": OLD, "new_string": NEW}, "ok"),
-                           ("Read", {"file_path": APP}, V1)])
+                           ("Read", {"file_path": APP}, f"{V1}\n{NEW}")])
     out, _, store = run(body)
     bash, edit, _ = inputs(out)
     assert note_of(bash["command"]).summary == "122-line heredoc command of src/app.py stored; the file was re-read at turn 3"
@@ -114,6 +114,44 @@ def test_a_reread_the_host_answers_with_a_pointer_does_not_show_the_body_again()
     assert note_of(inputs(run(shown)[0])[0]["content"]).summary.endswith("the file was re-read at turn 2")
 
 
+def numbered(text: str, first: int = 1) -> str:
+    return "\n".join(f"{n:6}\t{line}" for n, line in enumerate(text.split("\n"), first))
+
+
+def test_a_read_of_part_of_the_file_leaves_the_rest_of_the_body_whole():
+    """A read with an offset and limit (or `sed -n`, `wc -l`) shows a few lines of the file; the
+    agent copies its next edit of the rest out of its own body, so the body stays until the
+    reads show nearly all of it, and the note names the read that completes it."""
+    lines = V1.split("\n")
+    head = ("Read", {"file_path": APP, "offset": 1, "limit": 20}, numbered("\n".join(lines[:20])))
+    count = ("Bash", {"command": f"wc -l {APP}"}, f"120 {APP}")
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), head, count,
+                           ("Bash", {"command": "pytest -q"}, "3 passed")])
+    out, _, _ = run(body)
+    assert inputs(out)[0] == {"file_path": APP, "content": V1}
+    rest = ("Read", {"file_path": APP, "offset": 21, "limit": 100}, numbered("\n".join(lines[20:]), 21))
+    completed = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), head, count, rest,
+                                ("Bash", {"command": "pytest -q"}, "3 passed")])
+    out, _, store = run(completed)
+    assert note_of(inputs(out)[0]["content"]).summary == "120-line body of /repo/src/app.py stored; the file was re-read at turn 4"
+    check_run(completed, out, store)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 119), st.integers(1, 120)), min_size=1, max_size=4))
+def test_a_body_is_noted_once_later_reads_show_nine_in_ten_of_its_lines(ranges):
+    lines = V1.split("\n")
+    reads = [("Read", {"file_path": APP, "offset": start + 1, "limit": length},
+              numbered("\n".join(lines[start:start + length]), start + 1)) for start, length in ranges]
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), *reads,
+                           ("Bash", {"command": "pytest -q"}, "3 passed")])
+    shown = {line.strip() for start, length in ranges for line in lines[start:start + length]}
+    written = {line.strip() for line in lines if len(line.strip()) >= 4}
+    out, _, store = run(body)
+    assert (inputs(out)[0]["content"] != V1) == (len(shown & written) >= 0.9 * len(written))
+    check_run(body, out, store)
+
+
 def test_a_bare_file_name_is_not_matched_to_an_absolute_path():
     body = anthropic_body([("Bash", {"command": f"cat > app.py <<'EOF'\n{V1}\nEOF"}, ""),
                            ("Write", {"file_path": APP, "content": V2}, "ok")])
@@ -128,6 +166,7 @@ def test_failed_followers_do_not_supersede():
 
 
 def test_patches_are_noted_only_when_every_file_is_shown_again():
+    """The note names the touch by which every file has been shown again."""
     patch = "*** Begin Patch\n*** Update File: src/a.py\n" + "+x\n" * 400 + "*** Update File: src/b.py\n+y\n*** End Patch"
     later_a = ("Write", {"file_path": "/repo/src/a.py", "content": V2}, "ok")
     edited_b = ("Edit", {"file_path": "/repo/src/b.py", "old_string": "y", "new_string": "z"}, "ok")
@@ -138,7 +177,7 @@ def test_patches_are_noted_only_when_every_file_is_shown_again():
     both = anthropic_body([("apply_patch", {"input": patch}, "Done"), later_a, later_b])
     out, _, store = run(both)
     assert note_of(inputs(out)[0]["input"]).summary == (
-        "405-line patch of src/a.py (+1 more files) stored; the file was rewritten at turn 2")
+        "405-line patch of src/a.py (+1 more files) stored; the file was re-read at turn 3")
     check_run(both, out, store)
 
 

@@ -8,7 +8,10 @@ one-line note when the call is superseded:
 - shown again: every file it changes is later read, written whole, re-created or deleted
   (`SHOWN_AGAIN`), so a newer copy of the file, or none, stands in the request (a re-read the
   host answers with a pointer back to an earlier read shows nothing,
-  `compress.vocab.signals.rereads`); the note names the first such touch: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
+  `compress.vocab.signals.rereads`). Reads of part of a file (an offset and limit, `sed -n`,
+  `head`, `wc -l`) show only what their results hold: once any read is among those touches, they
+  (with any whole writes) must show `READS_SHOW` of the body's distinct lines. The note names the
+  touch by which that holds for every file: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
   at turn 52 · deep_expand("…")>>`. A later edit alone does not: the agent, which does not see
   the disk, copies the next edit's old text out of this body (and a moved file's lines live on
   at the new path);
@@ -74,11 +77,17 @@ from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
 from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
-from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
+from compress.vocab.touches import (CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch,
+                                   patch_new_lines, same_file)
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
 """Later touches after which a write's or edit's body is no longer the agent's only copy of its
 lines: a read or a whole write shows the file again, a deletion leaves nothing to copy."""
+READS_SHOW = 0.9
+"""The share of a body's distinct lines that the later reads (and whole writes) of its files must
+show for a read to count as showing the file again: a read of a few lines elsewhere in the file
+(an offset and limit, `sed -n`, `head`, `wc`) leaves this body the agent's only copy of the rest.
+Set a priori (0.5 and 1.0 give the same corpus replay within 0.002), not chosen with the replay."""
 
 DEFAULTS = {"min_chars": 500, "settled_after_turns": 12}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
@@ -142,6 +151,22 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
         return [(command_path, command)] if size > min_chars else []
     strings = large_strings(block.input, 0, frozenset(PATH_KEYS))
     return strings if sum(len(s) for _, s in strings) > min_chars else []
+
+
+def _written_lines(block: Block) -> frozenset[str]:
+    """The distinct lines (stripped, of 4+ characters) a writing call leaves in its files: a
+    write's or an edit's new text, a patch's added and context lines, a heredoc's body."""
+    lines: list[str] = []
+    for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS)):
+        if field_name(path) in OLD_TEXT_KEYS:
+            continue
+        if is_patch(text):
+            lines += patch_new_lines(text)
+        elif field_name(path) in ("command", "cmd"):
+            lines += [line for h in shell_heredocs(text) if h.targets for line in h.body.split("\n")]
+        else:
+            lines += text.split("\n")
+    return frozenset(stripped for line in lines if len(stripped := line.strip()) >= 4)
 
 
 def _signed_latest_reply(messages: list[Message]) -> range:
@@ -223,6 +248,41 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def shows_it_again(pos: int, touch: FileTouch) -> bool:
         return touch.action in SHOWN_AGAIN and timeline[pos].shows
 
+    shown_lines: dict[tuple[int, bool], frozenset[str]] = {}
+
+    def lines_shown(pos: int, touch: FileTouch) -> frozenset[str]:
+        """The lines a touch that shows its file again puts in front of the agent: a read's
+        result (as earlier stages left it), a whole write's body."""
+        key = (pos, touch.action == READ)
+        if key not in shown_lines:
+            call = timeline[pos].call
+            if touch.action != READ:
+                shown_lines[key] = _written_lines(timeline[pos].block)
+            elif call.result_msg < 0:
+                shown_lines[key] = frozenset()
+            else:
+                result = messages[call.result_msg].blocks[call.result_block].result_text
+                shown_lines[key] = frozenset(line.strip() for line in unnumbered_lines(result))
+        return shown_lines[key]
+
+    def shown_again_by(item: _Touching, showing: list[list[tuple[int, FileTouch]]]) -> tuple[int, FileTouch] | None:
+        """The first later touch by which every file of `item` has been shown again (`showing`:
+        per file, the touches that show it again), and, if any of those touches is a read, they
+        show at least `READS_SHOW` of the lines `item` wrote (a deletion counts as all of them);
+        None before then."""
+        if not all(showing):
+            return None
+        written = _written_lines(item.block)
+        every_file = max(touches[0][0] for touches in showing)
+        seen: set[str] = set()
+        read = False
+        for pos, touch in sorted({pt for touches in showing for pt in touches}, key=lambda pt: pt[0]):
+            read = read or touch.action == READ
+            seen |= written if touch.action == DELETE else lines_shown(pos, touch)
+            if pos >= every_file and (not read or len(written & seen) >= READS_SHOW * len(written)):
+                return pos, touch
+        return None
+
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
 
@@ -244,10 +304,11 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if not ctx.mutable[use] or not changed:
             continue
         afterwards = [later(pos, path) for path in changed]
-        shown_again = all(any(shows_it_again(p, t) for p, t in touches) for touches in afterwards)
+        showing = [[(p, t) for p, t in touches if shows_it_again(p, t)] for touches in afterwards]
+        shown_again = shown_again_by(item, showing) if ctx.past_tail[use] else None
         quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
-        if not (ctx.past_tail[use] and (shown_again or settled(quiet_since))):
+        if not (ctx.past_tail[use] and (shown_again is not None or settled(quiet_since))):
             result = answer(item)
             kept = is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input)
             if result is not None and (born := _history_at_birth(item.block, result.result_text, min_chars, kept)):
@@ -256,9 +317,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         strings = _bodies(item.block, min_chars)
         if not strings:
             continue
-        if shown_again:
-            next_pos, next_touch = min((next(pt for pt in touches if shows_it_again(*pt)) for touches in afterwards),
-                                       key=lambda pt: pt[0])
+        if shown_again is not None:
+            next_pos, next_touch = shown_again
             when = f"the file was {_VERBS[next_touch.action]} at turn {timeline[next_pos].turn}"
         else:
             made = next(t.action for t in item.touches if t.action in CHANGES)

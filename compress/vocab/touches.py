@@ -114,5 +114,18 @@ def patch_old_lines(patch: str) -> list[str]:
     return [line for line in lines if line]
 
 
+def patch_new_lines(patch: str) -> list[str]:
+    """The lines an apply_patch body leaves in its files: the added (`+`) and context (` `)
+    lines of its `*** Add File:` and `*** Update File:` sections."""
+    lines: list[str] = []
+    writing = False
+    for line in patch.splitlines():
+        if line.startswith("*** "):
+            writing = line.startswith(("*** Add File:", "*** Update File:")) or (writing and line.startswith("*** Move to:"))
+        elif writing and line[:1] in ("+", " "):
+            lines.append(line[1:])
+    return [line for line in lines if line]
+
+
 def is_patch(text: str) -> bool:
     return "*** Begin Patch" in text or any(h in text for h, _ in _PATCH_HEADERS)
