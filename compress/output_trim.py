@@ -68,7 +68,7 @@ class TrimOptions:
     `trim_outputs.cold_turns`; see `cold_ref_changed`): an edit copies a few lines of a big file,
     and keeping all of it costs in proportion to its length. Chosen with the corpus replay,
     judged leave-one-project-out (docs/replay-results.md)."""
-    cold_ref_changed: bool = False
+    cold_ref_changed: bool = True
     """Whether `cold_ref_chars` also shortens the wait of a read whose file some call had changed
     before it (`trim_outputs.worked_reads`). True: every long read goes cold sooner. False: a file
     the agent works on keeps its newest read the full `cold_after_turns`, however long; only long
