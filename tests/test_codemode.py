@@ -12,7 +12,7 @@ from ccr.store import CCRStore
 from compress.pipeline import run
 from compress.session import Session
 from compress.model import TOOL_RESULT, Block
-from compress.vocab.calls import copied_texts, first_path, rerun_hint, touched_files
+from compress.vocab.calls import copied_texts, first_path, rerun_hint, touched_files, written_texts
 from compress.vocab.codemode import UNKNOWN_PART, nested_calls
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.tools import ToolKind, tool_kind
@@ -52,6 +52,7 @@ def test_an_exec_program_has_the_kind_and_files_of_the_calls_it_makes():
     assert touched_files("exec", reads_and_patches) == [FileTouch("/repo/src/app.ts", READ), FileTouch("src/app.py", EDIT)]
     assert first_path("exec", reads_and_patches) == "/repo/src/app.ts"
     assert copied_texts("exec", reads_and_patches) == ["def add(a, b):\n    return a - b"]
+    assert written_texts("exec", reads_and_patches) == written_texts("apply_patch", PATCH)
     assert rerun_hint("exec", reads_and_patches) == "re-run the tool call `sed -n '1,200p' src/app.ts`"
     assert tool_kind("exec", exec_call("text((await tools.exec_command({cmd: 'npm test'})).output)")) is ToolKind.COMMAND
     assert tool_kind("exec", exec_call("const r = await tools.exec_command({cmd: `rg -n ${q} src`})")) is ToolKind.SEARCH
@@ -130,4 +131,5 @@ def test_the_bench_rewrites_a_codex_session_into_programs_that_make_the_same_cal
         assert tool_kind(program, after) is tool_kind(name, before)
         assert touched_files(program, after) == touched_files(name, before)
         assert copied_texts(program, after) == copied_texts(name, before)
+        assert written_texts(program, after) == written_texts(name, before)
     assert as_code_mode(items)[1]["output"] == HEADER + items[1]["output"]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.vocab.calls import copied_texts, touched_files
+from compress.vocab.calls import copied_texts, touched_files, written_texts
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, normalize_path, same_file
@@ -142,6 +142,23 @@ def test_copied_texts_of_edits_and_patches():
     assert copied_texts("shell", {"command": ["apply_patch", patch]}) == expected
     assert copied_texts("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}\nEOF"}) == expected
     assert copied_texts("Bash", {"command": "ls"}) == []
+
+
+def test_written_texts_of_writes_edits_patches_and_heredocs():
+    """What a call leaves in its files: bodies and new strings (also a MultiEdit's), a patch's
+    added and context lines (a new file's too), a heredoc's body when it writes a file."""
+    assert written_texts("Edit", {"file_path": "a", "old_string": "x = 1", "new_string": "x = 2"}) == ["x = 2"]
+    assert written_texts("MultiEdit", {"file_path": "a", "edits": [{"old_string": "a", "new_string": "b"},
+                                                                  {"old_string": "c", "new_string": "d"}]}) == ["b", "d"]
+    assert written_texts("Write", {"file_path": "a", "content": "body"}) == ["body"]
+    patch = ("*** Begin Patch\n*** Add File: n.py\n+fresh\n*** Update File: a.py\n@@ def f():\n"
+             "     keep = 1\n-    old = 2\n+    new = 2\n*** Delete File: b.py\n*** End Patch")
+    expected = ["fresh\n    keep = 1\n    new = 2"]
+    assert written_texts("apply_patch", {"input": patch}) == expected
+    assert written_texts("exec_command", {"cmd": f"apply_patch <<'EOF'\n{patch}\nEOF"}) == expected
+    assert written_texts("Bash", {"command": "cat > a.py <<'EOF'\nprint(1)\nEOF"}) == ["print(1)"]
+    assert written_texts("Bash", {"command": "python - <<'EOF'\nprint(1)\nEOF"}) == []
+    assert written_texts("Read", {"file_path": "a"}) == []
 
 
 def test_normalize_and_same_file():

@@ -72,13 +72,12 @@ from compress.line_numbers import shown_at, unnumbered_lines
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.vocab.calls import touched_files
+from compress.vocab.calls import touched_files, written_texts
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
 from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
-from compress.vocab.touches import (CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch,
-                                   patch_new_lines, same_file)
+from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
 """Later touches after which a write's or edit's body is no longer the agent's only copy of its
@@ -154,19 +153,10 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
 
 
 def _written_lines(block: Block) -> frozenset[str]:
-    """The distinct lines (stripped, of 4+ characters) a writing call leaves in its files: a
-    write's or an edit's new text, a patch's added and context lines, a heredoc's body."""
-    lines: list[str] = []
-    for path, text in large_strings(block.input, 0, frozenset(PATH_KEYS)):
-        if field_name(path) in OLD_TEXT_KEYS:
-            continue
-        if is_patch(text):
-            lines += patch_new_lines(text)
-        elif field_name(path) in ("command", "cmd"):
-            lines += [line for h in shell_heredocs(text) if h.targets for line in h.body.split("\n")]
-        else:
-            lines += text.split("\n")
-    return frozenset(stripped for line in lines if len(stripped := line.strip()) >= 4)
+    """The distinct lines (stripped, of 4+ characters) a call leaves in the files it writes
+    (`compress.vocab.calls.written_texts`)."""
+    return frozenset(stripped for text in written_texts(block.tool_name, block.input)
+                     for line in text.split("\n") if len(stripped := line.strip()) >= 4)
 
 
 def _signed_latest_reply(messages: list[Message]) -> range:

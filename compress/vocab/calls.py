@@ -15,10 +15,11 @@ import posixpath
 from typing import Any
 
 from compress.vocab.codemode import nested_calls
-from compress.vocab.shell import shell_touches
+from compress.vocab.shell import shell_heredocs, shell_touches
 from compress.vocab.tools import (CODE_MODE_TOOLS, PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name,
-                                  command_of, file_tool_action, replaced_texts, tool_kind)
-from compress.vocab.touches import FileTouch, is_absolute, is_patch, normalize_path, patch_old_lines, patch_touches
+                                  command_of, file_tool_action, new_texts, replaced_texts, tool_kind)
+from compress.vocab.touches import (FileTouch, is_absolute, is_patch, normalize_path, patch_new_lines, patch_old_lines,
+                                    patch_touches)
 
 
 def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:
@@ -49,15 +50,35 @@ def copied_texts(tool_name: str, tool_input: Any) -> list[str]:
     code-mode program's: those of the calls it makes."""
     if calls := _program_calls(base_name(tool_name), tool_input):
         return [text for name, arg in calls for text in copied_texts(name, arg)]
-    patch = ""
-    if base_name(tool_name) in PATCH_TOOLS:
-        patch = _patch_text(tool_input)
-    elif (argv := _argv(tool_input)) and posixpath.basename(argv[0]) in PATCH_TOOLS:
-        patch = argv[-1]
-    elif tool_kind(tool_name) is ToolKind.COMMAND and "apply_patch" in (command := command_of(tool_input)) \
-            and is_patch(command):
-        patch = command
+    patch = _patch_of(tool_name, tool_input)
     return ["\n".join(patch_old_lines(patch))] if patch else replaced_texts(tool_input)
+
+
+def written_texts(tool_name: str, tool_input: Any) -> list[str]:
+    """The texts one call leaves in the files it writes: a write's body or an edit's new text
+    (`compress.vocab.tools.new_texts`), the added and context lines of an apply_patch body, the
+    body of a shell heredoc that writes a file; a code-mode program's: those of the calls it
+    makes."""
+    if calls := _program_calls(base_name(tool_name), tool_input):
+        return [text for name, arg in calls for text in written_texts(name, arg)]
+    if patch := _patch_of(tool_name, tool_input):
+        return ["\n".join(patch_new_lines(patch))]
+    if tool_kind(tool_name) is ToolKind.COMMAND:
+        return [heredoc.body for heredoc in shell_heredocs(command_of(tool_input)) if heredoc.targets]
+    return new_texts(tool_input)
+
+
+def _patch_of(tool_name: str, tool_input: Any) -> str:
+    """The apply_patch body one call applies ('' if none): a patch tool's, a Codex argv's, or
+    one run from a shell command."""
+    if base_name(tool_name) in PATCH_TOOLS:
+        return _patch_text(tool_input)
+    if (argv := _argv(tool_input)) and posixpath.basename(argv[0]) in PATCH_TOOLS:
+        return argv[-1]
+    if tool_kind(tool_name) is ToolKind.COMMAND and "apply_patch" in (command := command_of(tool_input)) \
+            and is_patch(command):
+        return command
+    return ""
 
 
 def first_path(tool_name: str, tool_input: Any) -> str:

@@ -77,6 +77,8 @@ ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new
 """Input keys of written texts a host may show again, numbered, in the call's result (Claude Code
 up to 2.1.39 answers a Write over an existing file with the whole file, an Edit with the edited
 region)."""
+WRITTEN_KEYS = ("content", "file_text", "new_string", "newString", "new_str", "new_source")
+"""Input keys of the texts file tools write (`ECHOED_KEYS` and NotebookEdit's `new_source`)."""
 OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
 """Input keys of edit calls that hold the text being replaced, which the model copies out of
 its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
@@ -124,12 +126,22 @@ def is_memory_tool(name: str) -> bool:
 def replaced_texts(tool_input: Any) -> list[str]:
     """The old texts an edit call replaces (`OLD_TEXT_KEYS`, also inside a MultiEdit's `edits`);
     [] for any other call."""
+    return _texts_at(tool_input, OLD_TEXT_KEYS)
+
+
+def new_texts(tool_input: Any) -> list[str]:
+    """The texts a file tool's call writes (`WRITTEN_KEYS`, also inside a MultiEdit's `edits`);
+    [] for any other call."""
+    return _texts_at(tool_input, WRITTEN_KEYS)
+
+
+def _texts_at(tool_input: Any, keys: tuple[str, ...]) -> list[str]:
     if not isinstance(tool_input, dict):
         return []
     edits = tool_input.get("edits")
     items = [tool_input] + (edits if isinstance(edits, list) else [])
     return [value for item in items if isinstance(item, dict)
-            for key in OLD_TEXT_KEYS if isinstance(value := item.get(key), str) and value]
+            for key in keys if isinstance(value := item.get(key), str) and value]
 
 
 def command_of(tool_input: Any) -> str:
