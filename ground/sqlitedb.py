@@ -28,6 +28,16 @@ def connect_private(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+def is_busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite saying another connection holds a lock (SQLITE_BUSY or
+    SQLITE_LOCKED, any extended code): SQLite gives up at once in some states of a WAL database
+    (a connection that closes checkpoints it), busy timeout or not, so the write is worth trying
+    again."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in (
+        sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 @contextlib.contextmanager
 def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Cursor]:
     """One write transaction (`BEGIN IMMEDIATE`): committed when the block ends, rolled back when it raises."""

@@ -72,16 +72,33 @@ def record_expansion(*, face: str, chars: int, session: str = "", project: Proje
     _write(path, lambda ledger: ledger.add_expansion(face, session, project or Project(), chars))
 
 
+WRITE_ATTEMPTS = 5
+"""How many times a write is tried while another process holds the file's lock; then it is
+dropped with a warning (the ledger fails open)."""
+
+
 def _write(path: Path | None, fn) -> None:
+    """Run `fn` on the ledger in one transaction; a write SQLite refused because another process
+    held a lock is tried again (up to `WRITE_ATTEMPTS`, after a short random pause)."""
+    import random
     import sqlite3
+    import time
 
     from ctxmill.ledger.store import Ledger, LedgerError
     from ctxmill.paths import ledger_file
 
     target = path or ledger_file()
-    try:
-        with Ledger.open(target) as ledger:
-            fn(ledger)
-    except (OSError, sqlite3.Error, LedgerError) as exc:
-        log.warning("ledger %s not written: %s", target, exc)
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            with Ledger.open(target) as ledger:
+                fn(ledger)
+            return
+        except LedgerError as exc:
+            if exc.busy and attempt < WRITE_ATTEMPTS:
+                time.sleep(random.uniform(0.02, 0.1) * attempt)
+                continue
+            log.warning("ledger %s not written: %s", target, exc)
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("ledger %s not written: %s", target, exc)
+        return
 

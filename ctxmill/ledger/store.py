@@ -41,7 +41,12 @@ CREATE INDEX IF NOT EXISTS expansions_day ON expansions(day);
 
 
 class LedgerError(Exception):
-    """The ledger file cannot be used (a newer schema, not a database)."""
+    """The ledger file cannot be used (a newer schema, not a database); `busy`: only because
+    another process held a lock (`ground.sqlitedb.is_busy`), so trying again may succeed."""
+
+    def __init__(self, message: str, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 @dataclass(frozen=True)
@@ -90,17 +95,17 @@ class Ledger:
     @classmethod
     @contextlib.contextmanager
     def open(cls, path: Path) -> Iterator["Ledger"]:
-        from ground.sqlitedb import connect_private
+        from ground.sqlitedb import connect_private, is_busy
 
         try:
             conn = connect_private(path, BUSY_TIMEOUT_MS)  # created 0600 before SQLite opens it
         except sqlite3.Error as exc:
-            raise LedgerError(f"{path}: {exc}") from None
+            raise LedgerError(f"{path}: {exc}", busy=is_busy(exc)) from None
         try:
             _prepare(conn, path)
             yield cls(conn)
         except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{path}: {exc}") from None
+            raise LedgerError(f"{path}: {exc}", busy=is_busy(exc)) from None
         finally:
             conn.close()
 
