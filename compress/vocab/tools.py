@@ -77,8 +77,8 @@ ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new
 """Input keys of written texts a host may show again, numbered, in the call's result (Claude Code
 up to 2.1.39 answers a Write over an existing file with the whole file, an Edit with the edited
 region)."""
-WRITTEN_KEYS = ("content", "file_text", "new_string", "newString", "new_str", "new_source")
-"""Input keys of the texts file tools write (`ECHOED_KEYS` and NotebookEdit's `new_source`)."""
+WRITTEN_KEYS = (*sorted(ECHOED_KEYS), "new_source")
+"""Input keys of the texts file tools write: `ECHOED_KEYS` and NotebookEdit's `new_source`."""
 OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
 """Input keys of edit calls that hold the text being replaced, which the model copies out of
 its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
