@@ -30,9 +30,9 @@ def connect_private(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
 
 def is_busy(exc: BaseException) -> bool:
     """Whether `exc` is SQLite saying another connection holds a lock (SQLITE_BUSY or
-    SQLITE_LOCKED, any extended code): SQLite gives up at once in some states of a WAL database
-    (a connection that closes checkpoints it), busy timeout or not, so the write is worth trying
-    again."""
+    SQLITE_LOCKED, any extended code). Under contention SQLite sometimes gives up on a WAL
+    database at once, busy timeout or not (8 writers on a loaded machine), so the write is worth
+    trying again."""
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in (
         sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)

@@ -93,12 +93,10 @@ def _write(path: Path | None, fn) -> None:
             with Ledger.open(target) as ledger:
                 fn(ledger)
             return
-        except LedgerError as exc:
-            if exc.busy and attempt < WRITE_ATTEMPTS:
+        except (OSError, sqlite3.Error, LedgerError) as exc:
+            if getattr(exc, "busy", False) and attempt < WRITE_ATTEMPTS:
                 time.sleep(random.uniform(0.02, 0.1) * attempt)
                 continue
             log.warning("ledger %s not written: %s", target, exc)
-        except (OSError, sqlite3.Error) as exc:
-            log.warning("ledger %s not written: %s", target, exc)
-        return
+            return
 
