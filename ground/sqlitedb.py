@@ -1,9 +1,11 @@
-"""SQLite files as ctxmill's stores open them: private, autocommit, a busy timeout, and write
-transactions that take the write lock first.
+"""SQLite files as ctxmill's stores open them: private, autocommit, a busy timeout, write
+transactions that take the write lock first, and writes tried again while another process holds
+the lock.
 
 Must hold: the folder is 0700 and the file is created 0600 before SQLite opens it (SQLite gives
 its -wal and -shm files the database's mode); `immediate` commits on success and rolls back on any
-exception, re-raising it.
+exception, re-raising it; every SQLite error while a store is open reaches its caller as the
+store's own `StoreError`, `busy` when only a lock held elsewhere stood in the way.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from ground.files import private_dir
 
@@ -36,6 +38,56 @@ def is_busy(exc: BaseException) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF in (
         sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+class StoreError(Exception):
+    """A store cannot be used (not a database, a newer schema, ...); `busy`: only because another
+    process held a lock (`is_busy`), so trying again may succeed (`retrying`)."""
+
+    def __init__(self, message: str, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
+
+
+@contextlib.contextmanager
+def opened(path: Path, busy_timeout_ms: int, prepare: Callable[[sqlite3.Connection, Path], None],
+           error: type[StoreError]) -> Iterator[sqlite3.Connection]:
+    """A private connection to `path` made ready by `prepare` (WAL, schema), closed when the block
+    ends; any SQLite error on the way, or raised in the block, becomes `error`."""
+    try:
+        conn = connect_private(path, busy_timeout_ms)
+    except sqlite3.Error as exc:
+        raise error(f"{path}: {exc}", busy=is_busy(exc)) from None
+    try:
+        prepare(conn, path)
+        yield conn
+    except sqlite3.DatabaseError as exc:
+        raise error(f"{path}: {exc}", busy=is_busy(exc)) from None
+    finally:
+        conn.close()
+
+
+WRITE_ATTEMPTS = 5
+"""How many times `retrying` runs a write while another process holds the file's lock."""
+
+T = TypeVar("T")
+
+
+def retrying(write: Callable[[], T]) -> T:
+    """`write()`, run again after a short random pause (longer each time) while it raises a busy
+    `StoreError`, up to `WRITE_ATTEMPTS` runs; then, or on any other error, the error is raised.
+    `write` must be safe to run twice (one transaction, or idempotent)."""
+    import random
+    import time
+
+    for attempt in range(1, WRITE_ATTEMPTS):
+        try:
+            return write()
+        except StoreError as exc:
+            if not exc.busy:
+                raise
+        time.sleep(random.uniform(0.02, 0.1) * attempt)
+    return write()
 
 
 @contextlib.contextmanager

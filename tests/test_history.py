@@ -188,6 +188,11 @@ def test_cli_import_search_get_list(tmp_path, monkeypatch, capsys):
     assert main(["history", "search", "(", "--regex"]) == 2
     assert "bad regular expression" in capsys.readouterr().err
     assert main(["history", "list"]) == 0 and "one" in capsys.readouterr().out
+    from ctxmill.settings import Settings
+
+    Settings.load().history.path.write_bytes(b"not a database" * 100)  # the store, not a file, is bad
+    assert main(["import", str(folder / "one.jsonl")]) == 2
+    assert capsys.readouterr().err.strip().endswith("file is not a database")
 
 
 def test_corpus_sessions_stay_within_a_small_budget(corpus, tmp_path):
@@ -258,6 +263,34 @@ def test_many_processes_import_at_once_and_lose_nothing(tmp_path, monkeypatch):
     from memory.history.messages import rows_of
 
     assert counts[0] == counts[1] == sum(len(rows_of(read_session(p))) for p in paths)  # each once, none lost
+
+
+def test_an_import_another_process_locked_out_is_tried_again(tmp_path, monkeypatch):
+    """A store another connection keeps locked refuses the import at once (no busy timeout
+    here): the import is run again after a pause and stores the session once the lock is gone;
+    a lock never released is an error naming the store after `WRITE_ATTEMPTS` runs."""
+    import memory.history.store as store_module
+    from ground.sqlitedb import WRITE_ATTEMPTS
+    from memory.history.store import HistoryError
+    from tests.sqlite_locks import HeldLock
+
+    cfg = cfg_for(tmp_path)
+    ingest_file(cfg, write_session(tmp_path / "s", "first", exchange(["an early session"])), "/p")
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 0)
+    lock = HeldLock(cfg.path).hold(release_after=2)
+    monkeypatch.setattr("time.sleep", lock.pause)
+    assert ingest_file(cfg, write_session(tmp_path / "s", "second", exchange([FACT])), "/p").added > 0
+    assert len(lock.pauses) == 2
+    with HistoryStore.open(cfg) as store:
+        assert search(store, "bastion").hits[0].session == "second"
+
+    lock.hold()  # never released
+    with pytest.raises(HistoryError, match="locked") as raised:
+        ingest_file(cfg, write_session(tmp_path / "s", "third", exchange(["never stored"])), "/p")
+    lock.release()
+    assert raised.value.busy and len(lock.pauses) == WRITE_ATTEMPTS - 1
+    with HistoryStore.open(cfg) as store:
+        assert sorted(s.key for s in store.sessions()) == ["first", "second"]
 
 
 def test_doctor_reports_the_store_against_its_budget(tmp_path, monkeypatch):

@@ -173,34 +173,24 @@ def test_a_write_another_process_locked_out_is_tried_again(tmp_path, caplog, mon
     """SQLite can refuse a write at once while another connection holds the lock (busy timeout
     or not): the write is tried again after a pause, and dropped with a warning only after
     `WRITE_ATTEMPTS`."""
-    import ctxmill.ledger as ledger_module
     import ctxmill.ledger.store as store_module
+    from ground.sqlitedb import WRITE_ATTEMPTS
+    from tests.sqlite_locks import HeldLock
 
     path = tmp_path / "ledger.sqlite3"
     _request(path)
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 0)
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
-    pauses = []
-
-    def pause_then_release(seconds):
-        pauses.append(seconds)
-        if len(pauses) == 2:
-            holder.execute("COMMIT")
-
-    monkeypatch.setattr("time.sleep", pause_then_release)
+    lock = HeldLock(path).hold(release_after=2)
+    monkeypatch.setattr("time.sleep", lock.pause)
     _request(path)
-    assert len(pauses) == 2 and "not written" not in caplog.text
+    assert len(lock.pauses) == 2 and "not written" not in caplog.text
     with Ledger.open(path) as ledger:
         assert summary(ledger)["totals"]["requests"] == 2
 
-    holder.execute("BEGIN EXCLUSIVE")
-    pauses.clear()
-    monkeypatch.setattr("time.sleep", pauses.append)
-    _request(path)  # never released: logged, not raised
-    holder.execute("COMMIT")
-    holder.close()
-    assert len(pauses) == ledger_module.WRITE_ATTEMPTS - 1 and "not written" in caplog.text
+    lock.hold()  # never released: logged, not raised
+    _request(path)
+    lock.release()
+    assert len(lock.pauses) == WRITE_ATTEMPTS - 1 and "not written" in caplog.text
     with Ledger.open(path) as ledger:
         assert summary(ledger)["totals"]["requests"] == 2
 

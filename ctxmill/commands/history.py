@@ -125,6 +125,7 @@ def _import(settings, args) -> int:
     from compress.formats.sessions import UnknownFormat, session_files
     from ctxmill.paths import project_root
     from memory.history.ingest import ingest_file
+    from memory.history.store import HistoryError
 
     if not settings.history.enabled:
         raise CliError("history is turned off ([history] enabled = false in config.toml)")
@@ -134,6 +135,8 @@ def _import(settings, args) -> int:
     for path in files:
         try:
             done = ingest_file(settings.history, path, project, fmt=args.fmt)
+        except HistoryError as exc:  # the store, not this file: no other file would fare better
+            raise CliError(f"history store: {exc}") from None
         except (OSError, UnknownFormat, ValueError) as exc:
             print(f"ctxmill import: {path}: {exc}", file=sys.stderr)
             failed += 1

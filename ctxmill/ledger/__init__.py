@@ -72,31 +72,24 @@ def record_expansion(*, face: str, chars: int, session: str = "", project: Proje
     _write(path, lambda ledger: ledger.add_expansion(face, session, project or Project(), chars))
 
 
-WRITE_ATTEMPTS = 5
-"""How many times a write is tried while another process holds the file's lock; then it is
-dropped with a warning (the ledger fails open)."""
-
-
 def _write(path: Path | None, fn) -> None:
     """Run `fn` on the ledger in one transaction; a write SQLite refused because another process
-    held a lock is tried again (up to `WRITE_ATTEMPTS`, after a short random pause)."""
-    import random
+    held a lock is tried again (`ground.sqlitedb.retrying`); one that still fails is dropped with a
+    warning (the ledger fails open)."""
     import sqlite3
-    import time
 
-    from ctxmill.ledger.store import Ledger, LedgerError
+    from ctxmill.ledger.store import Ledger
     from ctxmill.paths import ledger_file
+    from ground.sqlitedb import StoreError, retrying
 
     target = path or ledger_file()
-    for attempt in range(1, WRITE_ATTEMPTS + 1):
-        try:
-            with Ledger.open(target) as ledger:
-                fn(ledger)
-            return
-        except (OSError, sqlite3.Error, LedgerError) as exc:
-            if getattr(exc, "busy", False) and attempt < WRITE_ATTEMPTS:
-                time.sleep(random.uniform(0.02, 0.1) * attempt)
-                continue
-            log.warning("ledger %s not written: %s", target, exc)
-            return
+
+    def write() -> None:
+        with Ledger.open(target) as ledger:
+            fn(ledger)
+
+    try:
+        retrying(write)
+    except (OSError, sqlite3.Error, StoreError) as exc:
+        log.warning("ledger %s not written: %s", target, exc)
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
+from ground.sqlitedb import StoreError
+
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
 _SCHEMA = """
@@ -40,13 +42,9 @@ CREATE INDEX IF NOT EXISTS expansions_day ON expansions(day);
 """
 
 
-class LedgerError(Exception):
+class LedgerError(StoreError):
     """The ledger file cannot be used (a newer schema, not a database); `busy`: only because
-    another process held a lock (`ground.sqlitedb.is_busy`), so trying again may succeed."""
-
-    def __init__(self, message: str, busy: bool = False) -> None:
-        super().__init__(message)
-        self.busy = busy
+    another process held a lock, so trying again may succeed."""
 
 
 @dataclass(frozen=True)
@@ -95,19 +93,10 @@ class Ledger:
     @classmethod
     @contextlib.contextmanager
     def open(cls, path: Path) -> Iterator["Ledger"]:
-        from ground.sqlitedb import connect_private, is_busy
+        from ground.sqlitedb import opened
 
-        try:
-            conn = connect_private(path, BUSY_TIMEOUT_MS)  # created 0600 before SQLite opens it
-        except sqlite3.Error as exc:
-            raise LedgerError(f"{path}: {exc}", busy=is_busy(exc)) from None
-        try:
-            _prepare(conn, path)
+        with opened(path, BUSY_TIMEOUT_MS, _prepare, LedgerError) as conn:  # created 0600 before SQLite opens it
             yield cls(conn)
-        except sqlite3.DatabaseError as exc:
-            raise LedgerError(f"{path}: {exc}", busy=is_busy(exc)) from None
-        finally:
-            conn.close()
 
     def _transaction(self):
         from ground.sqlitedb import immediate

@@ -5,12 +5,14 @@ Must hold: a session's key is the host's session id when known, else the file's 
 Claude Code session ingested by its hooks and imported later from its file is one session); its
 project is the folder the recording names (`cwd` in its first lines) when it names one, else
 the one given; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
-and modification time are those it was last ingested with is not read again.
+and modification time are those it was last ingested with is not read again; a store another
+process keeps locked is tried again (`ground.sqlitedb.retrying`) before the error is raised.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import orjson
 
@@ -19,6 +21,7 @@ from memory.history.messages import rows_of
 from memory.history.store import HistoryStore, Ingested
 
 _CWD_LINES = 50
+T = TypeVar("T")
 
 
 def recorded_cwd(data: bytes) -> str | None:
@@ -45,8 +48,8 @@ def ingest_transcript(cfg: HistoryConfig, transcript, key: str, project: str, so
     if not cfg.enabled:
         return None
     rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
-    with HistoryStore.open(cfg) as store:
-        return store.ingest(key, rows, project=project, source=source, fmt=transcript.format, updated=updated)
+    return _store(cfg, lambda store: store.ingest(key, rows, project=project, source=source, fmt=transcript.format,
+                                                  updated=updated))
 
 
 def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | None = None, fmt: str | None = None,
@@ -62,14 +65,26 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
     key = session_id_for(path, key)
     info = path.stat()
     stamp = f"{path.resolve()}:{info.st_size}:{info.st_mtime_ns}"
-    with HistoryStore.open(cfg) as store:
-        known = store.stamp(key)
+    known = _store(cfg, lambda store: store.stamp(key))
     if known and known[0] == stamp:  # the file has not changed since it was ingested
         return Ingested(key, 0, known[1], 0)
     transcript = read_session(path, fmt)  # line by line: an over-long line is never held whole
     with open(path, "rb") as head:
         cwd = recorded_cwd(head.read(1 << 20))
     rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
-    with HistoryStore.open(cfg) as store:
-        return store.ingest(key, rows, project=cwd or project, source=str(path.resolve()),
-                            fmt=transcript.format, updated=info.st_mtime if updated is None else updated, stamp=stamp)
+    return _store(cfg, lambda store: store.ingest(
+        key, rows, project=cwd or project, source=str(path.resolve()), fmt=transcript.format,
+        updated=info.st_mtime if updated is None else updated, stamp=stamp))
+
+
+def _store(cfg: HistoryConfig, use: Callable[[HistoryStore], T]) -> T:
+    """`use(store)` on a store opened for it, run again while another process holds the lock
+    (`ground.sqlitedb.retrying`; an ingest is idempotent, so a second run changes nothing the first
+    committed)."""
+    from ground.sqlitedb import retrying
+
+    def run() -> T:
+        with HistoryStore.open(cfg) as store:
+            return use(store)
+
+    return retrying(run)

@@ -4,7 +4,8 @@ Must hold:
 - Private: the folder 0700, the database (and SQLite's WAL and shared-memory files, which take
   its mode) 0600; every text went through redaction before it reaches `ingest` (`messages.rows_of`).
 - Safe with many processes: WAL journal, a busy timeout, each ingest one `BEGIN IMMEDIATE`
-  transaction (a session's rows change together or not at all).
+  transaction (a session's rows change together or not at all); a lock held elsewhere raises a
+  `HistoryError` whose `busy` is true (`ingest` tries such writes again).
 - Incremental and idempotent: a session is known by its key; re-ingesting it keeps the messages
   whose digests match the stored ones in order and replaces only what follows the first
   difference (a grown transcript adds its new messages; the same transcript changes nothing).
@@ -26,6 +27,7 @@ from typing import Iterator, Sequence
 
 import orjson
 
+from ground.sqlitedb import StoreError
 from memory.history.config import HistoryConfig
 from memory.history.messages import Row
 
@@ -44,8 +46,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS terms USING fts5(body, tokenize = 'unicode61 
 """
 
 
-class HistoryError(Exception):
-    """The store cannot be used (not a database, a newer schema, no FTS5 in this SQLite)."""
+class HistoryError(StoreError):
+    """The store cannot be used (not a database, a newer schema, no FTS5 in this SQLite); `busy`:
+    only because another process held a lock, so trying again may succeed."""
 
 
 @dataclass(frozen=True)
@@ -85,19 +88,10 @@ class HistoryStore:
     @classmethod
     @contextlib.contextmanager
     def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
-        from ground.sqlitedb import connect_private
+        from ground.sqlitedb import opened
 
-        try:
-            conn = connect_private(cfg.path, BUSY_TIMEOUT_MS)
-        except sqlite3.Error as exc:
-            raise HistoryError(f"{cfg.path}: {exc}") from None
-        try:
-            _prepare(conn, cfg.path)
+        with opened(cfg.path, BUSY_TIMEOUT_MS, _prepare, HistoryError) as conn:
             yield cls(conn, cfg)
-        except sqlite3.DatabaseError as exc:
-            raise HistoryError(f"{cfg.path}: {exc}") from None
-        finally:
-            conn.close()
 
     def terms(self, text: str) -> list[str]:
         if self._tokenizer is None:
