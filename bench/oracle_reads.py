@@ -15,6 +15,12 @@ session and in totals (sums of costs):
 - hindsight+copied: the same, and each result also keeps the lines some later edit copies from
   it or from its call's original input. It bounds what re-timing ctxmill's decisions can reach
   even with a perfect guess of what the agent will copy.
+- told: ctxmill's own chain, told which files no later edit copies a line from (`unneeded_reads`):
+  every read of those files is cut on arrival as the cap cuts it (`told_chain`). It bounds what
+  any guess of which files a read is needed for could buy ctxmill.
+
+Also printed: how many sessions with at least 100 requests cost more than the cap (effective),
+for ctxmill and for told.
 """
 
 from __future__ import annotations
@@ -35,7 +41,12 @@ from compress.formats.sessions import Transcript, UnknownFormat, read_session, s
 from compress.line_numbers import NUMBER_PREFIX  # noqa: E402
 from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
-from compress.pipeline import run  # noqa: E402
+from compress.pipeline import Chain, run  # noqa: E402
+from compress.stage import Stage, StageContext, each_block  # noqa: E402
+from compress.tiers import Tier  # noqa: E402
+from compress.vocab.calls import first_path  # noqa: E402
+from compress.vocab.touches import same_file  # noqa: E402
+from ccr.markers import format_marker  # noqa: E402
 from replay.cap import KEEP, LIMIT  # noqa: E402
 from replay.needed import Needed, copied_lines  # noqa: E402
 from replay.runner import replay  # noqa: E402
@@ -45,7 +56,9 @@ from ccr.store import CCRStore  # noqa: E402
 from ground.jsonvalues import strings_in  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
-SIDES = ("cap", "ctxmill", "oracle", "hindsight", "hindsight+copied")
+SIDES = ("cap", "ctxmill", "oracle", "hindsight", "hindsight+copied", "told")
+BIG_SESSION = 100
+"""Requests from which a session must cost no more than the cap (issue 28's per-session target)."""
 _NUMBERED = re.compile(f"^(?:{NUMBER_PREFIX})")
 
 
@@ -144,6 +157,49 @@ def hindsight_for(transcript: Transcript, final: dict[tuple[str, str], Block],
     return per_message(transcript, decide)
 
 
+def unneeded_reads(transcript: Transcript) -> frozenset[str]:
+    """Tool ids of the file reads whose file no later edit copies a line from: no read of that
+    file holds a line (line-number prefix ignored) that an edit after it copies."""
+    shape = SHAPES[transcript.provider]
+    messages = [shape.parse_message(raw) for raw in transcript.messages]
+    later: list[set[str]] = [set() for _ in range(len(messages) + 1)]  # lines copied from message i on
+    for i in range(len(messages) - 1, -1, -1):
+        later[i] = later[i + 1] | set(copied_lines(messages[i]))
+    calls: dict[str, tuple[str, Any]] = {}
+    reads: list[tuple[str, str]] = []  # (tool id, path)
+    needed: list[str] = []
+    for i, msg in enumerate(messages):
+        for block in msg.blocks:
+            if block.kind == TOOL_USE:
+                calls[block.tool_id] = (block.tool_name, block.input)
+            elif block.kind == TOOL_RESULT and tool_kind(*calls.get(block.tool_id, ("", None))) is ToolKind.FILE_READ:
+                path = first_path(*calls[block.tool_id])
+                reads.append((block.tool_id, path))
+                if copied(block.result_text.split("\n"), later[i + 1]):
+                    needed.append(path)
+    return frozenset(tool_id for tool_id, path in reads
+                     if path and not any(same_file(path, other) for other in needed))
+
+
+def told_chain(unneeded: frozenset[str]) -> Chain:
+    """ctxmill's chain with one stage first: each read in `unneeded` (tool ids) is cut on arrival
+    to its first and last 1,000 characters, as the cap cuts it, the original in CCR."""
+
+    def cut(messages: list, ctx: StageContext) -> list:
+        def decide(msg: Any, block: Block) -> Block:
+            text = block.result_text
+            if block.tool_id not in unneeded or len(text) <= LIMIT or not ctx.may_compress_result(block):
+                return block
+            return block.with_result_text(ctx.lossy(text, lambda key: "\n".join(
+                [text[:KEEP], format_marker("a read no later edit copies from, cut as the cap cuts it", key),
+                 text[-KEEP:]]), ctx.rerun_hint(block)))
+
+        return each_block(messages, ctx, decide, "told: a read no later edit copies from")
+
+    first = Chain().names()[0]
+    return Chain().before(first, Stage("told_unneeded", cut, Tier.ALWAYS, decides_on_arrival=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
@@ -152,6 +208,7 @@ def main() -> None:
     files = [f for f in session_files(args.corpus / "transcripts") if not args.names or any(n in f.name for n in args.names)]
     raw = 0.0
     totals = {side: [0.0, 0.0, Needed()] for side in SIDES}
+    big, dearer = 0, {"ctxmill": 0, "told": 0}
     for path in files:
         try:
             transcript = read_session(path)
@@ -161,8 +218,9 @@ def main() -> None:
         report = replay(transcript, peers={"oracle": oracle_for(transcript),
                                            "hindsight": hindsight_for(transcript, final, False),
                                            "hindsight+copied": hindsight_for(transcript, final, True)})
+        told = replay(transcript, chain=told_chain(unneeded_reads(transcript)))
         raw += report.raw.cost
-        sides = report.sides()
+        sides = {**report.sides(), "told": told.compressed}
         cells = []
         for side in SIDES:
             stats = sides[side]
@@ -172,8 +230,14 @@ def main() -> None:
             total[2].merge(stats.needed)
             cells.append(f"{side} {report.ratio(stats):.3f} / {report.ratio(stats, True):.3f} / {stats.needed.fraction():.2f}")
         print(f"{path.name[:48]:48s} {report.requests:4d} req  " + "  ".join(cells), flush=True)
+        if report.requests >= BIG_SESSION:
+            big += 1
+            for side in dearer:
+                dearer[side] += sides[side].effective_cost > sides["cap"].effective_cost
     for side, (cost, effective, needed) in totals.items():
         print(f"TOTAL {side:16s} modelled {cost / raw:.3f}  effective {effective / raw:.3f}  needed {needed.fraction():.3f}")
+    for side, count in dearer.items():
+        print(f"DEARER THAN THE CAP {side}: {count} of {big} sessions with at least {BIG_SESSION} requests")
 
 
 if __name__ == "__main__":

@@ -56,3 +56,27 @@ def test_final_blocks_are_the_chains_renderings_in_the_last_request():
     assert final[(TOOL_RESULT, "r1")].result_text == SOURCE
     cut = final[(TOOL_RESULT, "b1")].result_text
     assert "[ctxmill:" in cut and len(cut) < len(log) / 2
+
+
+def test_told_cuts_on_arrival_only_the_reads_of_files_no_later_edit_copies_from():
+    """Two reads, a.py (the edit copies a line of it) and b.py (nothing copied): only b.py's is
+    unneeded, and the told chain cuts it in the very request that carries it, whole in CCR."""
+    from bench.oracle_reads import told_chain, unneeded_reads
+    from ccr.store import CCRStore
+    from compress.pipeline import run
+    from compress.session import Session
+
+    other = "\n".join(f"    def unrelated_helper_{i}(self, value):" for i in range(200))
+    session = _session()
+    second = [{"role": "assistant", "content": [{"type": "tool_use", "id": "r2", "name": "Read",
+                                                 "input": {"file_path": "b.py"}}]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "r2", "content": other}]}]
+    transcript = read_text(json.dumps({"messages": session[:3] + second + session[3:]}), "request")
+    assert unneeded_reads(transcript) == frozenset({"r2"})
+
+    store = CCRStore.in_memory()
+    sent = run(transcript.whole(5), session=Session.memory(), store=store, chain=told_chain(frozenset({"r2"}))).body["messages"]
+    cut = sent[4]["content"][0]["content"]
+    assert "unrelated_helper_199" in cut and "unrelated_helper_100(" not in cut and "[ctxmill:" in cut
+    assert sent[2]["content"][0]["content"] == SOURCE
+    assert store.get(cut.split('deep_expand("')[1].split('")')[0]).text == other
