@@ -112,15 +112,27 @@ def first_resent(messages: list[Message], frozen: int, thinking_kept: bool) -> i
     return min(frozen, first_dropped_thinking(messages, frozen, thinking_kept))
 
 
+def cached_prefixes(session: Session, changed: int, any_prefix: bool) -> list[int]:
+    """The message counts at which the provider holds a cached prefix of this request, given that
+    its first `changed` messages are sent as in the last request (`first_resent`): where earlier
+    requests ended, or, when the provider caches any prefix of a prompt it processed
+    (`CacheLife.any_prefix`: OpenAI before GPT-5.6), every message boundary up to `changed`
+    once a request was sent."""
+    if any_prefix and session.request_ends:
+        return list(range(1, changed + 1))
+    return [e for e in session.request_ends if e <= changed]
+
+
 def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: int, session: Session,
                 hashes: list[str], config: CompressConfig, thinking_kept: bool = False,
-                provider: str = "anthropic", cache_expired: bool = False) -> EpochChoice | None:
+                provider: str = "anthropic", cache_expired: bool = False, any_prefix: bool = False) -> EpochChoice | None:
     """Whether to try an epoch now, and from which message, or None.
 
     When the provider's cache has expired since the last request (`cache_expired`), it writes
     the whole request whatever changed: a re-run from the start costs nothing extra. Otherwise
     the provider reads the longest cached request that is still a prefix and ends within
-    its last blocks (`lookback_for` the `provider`: Anthropic's 20, anywhere for OpenAI) ("read end"). When none is, it writes the whole
+    its last blocks (`lookback_for` the `provider`: Anthropic's 20, anywhere for OpenAI; with
+    `any_prefix`, any prefix of the last request: `cached_prefixes`) ("read end"). When none is, it writes the whole
     request anyway (a person wrote, so it dropped the last turn's thinking; never when the
     request keeps all thinking): a re-run from the start costs nothing extra and must only save
     `window_epoch_savings`. Otherwise, when messages open to cuts (`open_to_cuts`) worth re-deciding
@@ -135,7 +147,7 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     lookback = lookback_for(provider, config)
     suffix = list(itertools.accumulate(reversed(blocks), initial=0))[::-1]
     changed = first_resent(messages, frozen, thinking_kept)
-    in_window = [e for e in session.request_ends if e <= changed and (lookback is None or suffix[e] < lookback)]
+    in_window = [e for e in cached_prefixes(session, changed, any_prefix) if lookback is None or suffix[e] < lookback]
     if not in_window:
         return EpochChoice(0, config.window_epoch_savings, 0, 0, 0)
     read_end = max(in_window)
@@ -184,7 +196,7 @@ def _gain(saved: int, written: int, not_read: int, turn: int, config: CompressCo
 def best_start(choice: EpochChoice, request_ends: Sequence[int], current: Sequence[int], trial: Sequence[int],
                turn: int, config: CompressConfig, life: CacheLife) -> EpochChoice:
     """Where an epoch that re-decides from a cached request (`choice.cached_end`) gains most: at
-    `choice.start`, or at a later cached request end up to `choice.read_end` (each lies within
+    `choice.start`, or at a later cached prefix end (`request_ends`: `cached_prefixes`) up to `choice.read_end` (each lies within
     the provider's lookback, as `choice.cached_end` does), judged on the trial's renderings
     (`_gain`; it must still save `choice.needed` and pay off, or no later start is worth
     planning again). The messages before the start keep their rendering, so the provider reads

@@ -29,6 +29,10 @@ class Price:
     long_context_above: int | None = None
     """Input tokens above which a request's input and cache prices double, for the whole request
     (OpenAI's GPT-6 models: 272K; their output then costs 1.5x, not modelled)."""
+    any_prefix: bool = False
+    """The provider serves a cache hit on any prefix of a prompt it recently processed, not only
+    where a request ended (OpenAI before the GPT-5.6 family, in 128-token increments; from it
+    on, implicit caching keeps the prefix at a breakpoint near the latest message)."""
 
     @property
     def read_ratio(self) -> float:
@@ -52,8 +56,9 @@ def _anthropic(name: str, input: float, output: float, read: float | None = None
 
 
 def _openai(name: str, input: float, cached: float, output: float) -> Price:
-    """OpenAI before the GPT-5.6 family: cached input as listed, no cache-write premium."""
-    return Price(name, input, cached, input, output)
+    """OpenAI before the GPT-5.6 family: cached input as listed, no cache-write premium, a hit on
+    any prefix of a recently processed prompt (developers.openai.com, prompt caching)."""
+    return Price(name, input, cached, input, output, any_prefix=True)
 
 
 def _openai_written(name: str, input: float, cached: float, output: float, long_context_above: int | None = None) -> Price:

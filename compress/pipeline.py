@@ -29,7 +29,8 @@ import time
 from typing import Any, Callable, Iterable, Sequence
 
 from compress.config import CompressConfig
-from compress.epochs import best_start, epoch_trial, first_resent, forced_reason, left_pressure, pays_off
+from compress.epochs import (best_start, cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure,
+                             pays_off)
 from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
                                       remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
@@ -212,16 +213,17 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(0, current_turn)
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)
-        session.forget_request_ends_after(first_resent(messages, frozen, thinking_kept))
+        resent = first_resent(messages, frozen, thinking_kept)
+        session.forget_request_ends_after(resent)
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
         choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider,
-                             life.expired(session.header.last_request_at, now))
+                             life.expired(session.header.last_request_at, now), life.any_prefix)
         if choice is not None:
             trial = planner.plan(choice.start, current_turn)
             if choice.cached_end:
-                later = best_start(choice, session.request_ends, plan.out_tokens, trial.out_tokens, current_turn,
-                                   config, life)
+                later = best_start(choice, cached_prefixes(session, resent, life.any_prefix), plan.out_tokens,
+                                   trial.out_tokens, current_turn, config, life)
                 if later.start != choice.start:
                     choice, trial = later, planner.plan(later.start, current_turn)
             if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life):

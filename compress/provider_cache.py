@@ -13,7 +13,9 @@ How long a cached prefix lives unused, and what writing it costs, is its `CacheL
 ask, an hour (writes at 2.0); every read renews it. Once it has expired the provider writes the
 whole request again, whatever changed. OpenAI promises only a least lifetime (30 minutes from the
 GPT-5.6 family on, longer when it has room), never an end, so its cache is never taken to have
-expired. What reads and writes cost, against the input price, is the model's row in the one price
+expired. Before that family it serves any prefix of a prompt it processed, not only where a
+request ended (`CacheLife.any_prefix`), so an epoch there rewrites only what follows its start
+(`compress.epochs.cached_prefixes`). What reads and writes cost, against the input price, is the model's row in the one price
 table (`compress.model_prices`): reads at 0.1 for most models, 0.05 for Claude Opus 5.5 and
 GPT-6.1 and 6.2, 0.025 for Claude Fable 5.1; OpenAI's writes at 1.25 from GPT-5.6 on, free
 before. A model the table does not list is priced as Claude Sonnet in Anthropic's shape, and in
@@ -44,6 +46,9 @@ class CacheLife:
     """Unused this long, the prefix is gone (None: the provider promises no lifetime)."""
     read_price: float = READ_PRICE
     """Of cached input, in units of the base input price."""
+    any_prefix: bool = False
+    """A hit on any prefix of an earlier request, not only where one ended
+    (`compress.model_prices.Price.any_prefix`)."""
 
     def expired(self, last_request_at: float, now: float | None) -> bool:
         """Whether a request at `now` (None: unknown) finds nothing the request at
@@ -69,7 +74,7 @@ def cache_life(provider: str, asked: str | None, configured: str = "auto", model
         listed = listed_price(model)
         if listed is None:
             return UNLISTED
-        return CacheLife("unpromised", listed.write_ratio, None, listed.read_ratio)
+        return CacheLife("unpromised", listed.write_ratio, None, listed.read_ratio, listed.any_prefix)
     life = LIVES.get(configured) or LIVES.get(asked or "") or LIVES["5m"]
     return replace(life, read_price=price_for(model, "anthropic").read_ratio)
 

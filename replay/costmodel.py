@@ -2,7 +2,8 @@
 
 Each request reads from cache the longest earlier request that is an exact block prefix of it
 (for Anthropic: ending within its last `Prices.lookback` blocks, the 20-block lookback of one
-breakpoint on the last block; OpenAI looks up any earlier prefix) and writes the rest; the
+breakpoint on the last block; OpenAI looks up any earlier prefix, and before GPT-5.6 any prefix
+of an earlier request is cached, not only its end: `Prices.any_prefix`) and writes the rest; the
 system prompt and tools (the head) are read once written. When the requests' times are known,
 a cached request unused for longer than the cache's lifetime (`compress.provider_cache.CacheLife`:
 Anthropic's 5 minutes or an hour; OpenAI promises none) is gone, and so is the head. `Prices`
@@ -58,6 +59,8 @@ class Prices:
     """Seconds a cached prefix lives unused (None: for good)."""
     long_context_above: int | None = None
     """Tokens above which a request's cache reads and writes cost twice as much (GPT-6: 272K)."""
+    any_prefix: bool = False
+    """Every prefix of an earlier request is cached, not only its end (OpenAI before GPT-5.6)."""
 
 
 def _anthropic(life: CacheLife, label: str) -> Prices:
@@ -79,7 +82,7 @@ def prices_for(provider: str, model: str = "", cache_ttl: str = "5m") -> Prices:
     life = cache_life(provider, None, model=model)
     listed = listed_price(model)
     return Prices(f"openai{f' {model}' if model else ''}", life.read_price, life.write_price, None,
-                  long_context_above=listed.long_context_above if listed else None)
+                  long_context_above=listed.long_context_above if listed else None, any_prefix=life.any_prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +103,14 @@ class CacheCost:
 class PromptCache:
     """The cache state of one session. `add(keys, tokens, head_key, head_tokens, at)` prices the
     next request: `keys[i]` identifies content block i (equal keys = equal blocks), `tokens[i]`
-    is its size, `at` when it was sent (None: unknown, nothing expires)."""
+    is its size, `at` when it was sent (None: unknown, nothing expires). `any_prefix`: a request
+    caches every prefix of itself at a block boundary, not only its end."""
 
-    def __init__(self, lookback: int | None = LOOKBACK_BLOCKS, lifetime: float | None = None) -> None:
+    def __init__(self, lookback: int | None = LOOKBACK_BLOCKS, lifetime: float | None = None,
+                 any_prefix: bool = False) -> None:
         self.lookback = lookback
         self.lifetime = lifetime
+        self.any_prefix = any_prefix
         self._entries: dict[int, float | None] = {}
         """Cached request ends (chain ids) -> when they were last written or read (None: unknown)."""
         self._heads: dict[object, float | None] = {}
@@ -139,8 +145,8 @@ class PromptCache:
         else:
             write += head_tokens
         self._heads[head_key] = at
-        if n:
-            self._entries[chain[n]] = at
+        for m in range(1 if self.any_prefix else max(n, 1), n + 1):
+            self._entries[chain[m]] = at
         return CacheCost(read, write, hit)
 
     def _alive(self, entries: dict, key: object, at: float | None) -> bool:
@@ -156,7 +162,7 @@ def head_cost(tokens: int, times: Sequence[float | None], prices: Prices) -> flo
     """What a head of `tokens` (system prompt and tools) sent with requests at `times` costs: it
     is written by the first and whenever it went unused longer than the cache's lifetime, else
     read (`PromptCache`'s rule)."""
-    cache = PromptCache(prices.lookback, prices.lifetime)
+    cache = PromptCache(prices.lookback, prices.lifetime, prices.any_prefix)
     return sum(cache.add((), (), "head", tokens, at).cost(prices) for at in times)
 
 

@@ -57,7 +57,7 @@ class RequestAccountant:
         self.count = counter.count
         self.prices = prices
         self.thinking = thinking
-        self.cache = PromptCache(prices.lookback, prices.lifetime)
+        self.cache = PromptCache(prices.lookback, prices.lifetime, prices.any_prefix)
         self.sizes: list[int] = []
         self._info = PerObject(self._info_by_content)
         self._by_content: dict[int, _MessageInfo] = cache if cache is not None else {}

@@ -46,6 +46,18 @@ def test_changed_early_block_breaks_the_prefix():
     assert cache.add([9, 2, 3, 4], [10, 10, 10, 10]) == CacheCost(read=0, write=40)
 
 
+def test_a_cache_of_any_prefix_reads_up_to_the_first_changed_block():
+    """OpenAI before GPT-5.6 caches every prefix of a prompt it processed: a request that
+    changes the third block reads the first two, though no earlier request ended there."""
+    ends_only, any_prefix = PromptCache(None), PromptCache(None, any_prefix=True)
+    for cache in (ends_only, any_prefix):
+        cache.add([1, 2, 3, 4], [10, 20, 30, 40])
+    assert ends_only.add([1, 2, 9, 4], [10, 20, 30, 40]) == CacheCost(read=0, write=100)
+    assert any_prefix.add([1, 2, 9, 4], [10, 20, 30, 40]) == CacheCost(read=30, write=70, read_blocks=2)
+    assert prices_for("openai", "gpt-5.1-codex").any_prefix and not prices_for("openai", "gpt-6.2-sol").any_prefix
+    assert not prices_for("anthropic", "claude-sonnet-4-5").any_prefix
+
+
 def test_lookback_is_twenty_blocks():
     cache = PromptCache()
     cache.add([0], [100])
@@ -67,12 +79,26 @@ def test_head_is_written_once_then_read():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=1, max_size=12))
 def test_every_token_is_read_or_written(requests):
-    cache = PromptCache(lifetime=3)
+    """Whatever the requests, each token is read or written once; a cache of every prefix reads
+    at least what a cache of request ends reads, and never past the longest shared prefix."""
+    ends, any_prefix = PromptCache(None, lifetime=3), PromptCache(None, lifetime=3, any_prefix=True)
+    seen: list[list[int]] = []
     for at, keys in enumerate(requests):
         tokens = [k + 1 for k in keys]
-        cost = cache.add(keys, tokens, at=float(at * at % 7))
-        assert cost.read + cost.write == sum(tokens)
-        assert cost.read >= 0 and cost.write >= 0
+        costs = [cache.add(keys, tokens, at=float(at * at % 7)) for cache in (ends, any_prefix)]
+        for cost in costs:
+            assert cost.read + cost.write == sum(tokens)
+            assert cost.read >= 0 and cost.write >= 0
+        shared = max((_common(keys, earlier) for earlier in seen), default=0)
+        assert costs[0].read_blocks <= costs[1].read_blocks <= shared
+        seen.append(keys)
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 def test_a_prefix_unused_longer_than_its_lifetime_is_written_again():

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, best_start, epoch_trial, pays_off
+from compress.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
 from compress.formats.requests import from_provider
 from compress.provider_cache import provider_blocks
 from compress import pipeline
@@ -331,10 +331,24 @@ def test_an_openai_request_keeps_its_cached_prefix_through_an_epoch_far_back():
         assert frozen == 5 and len(body["messages"]) - 5 > config.cache_window_blocks
         choices[provider] = epoch_trial(canon, provider_blocks(canon), frozen, len(canon) - 2, session, hashes,
                                         config, provider=provider)
+        if provider == "openai":
+            choices["any prefix"] = epoch_trial(canon, provider_blocks(canon), frozen, len(canon) - 2, session,
+                                                hashes, config, provider=provider, any_prefix=True)
         result = run(body, session=session, store=store, config=config)
         assert result.report.mode == "epoch" and " of 2,000 lines" in dumps(result.body["messages"][4]).decode()
     assert (choices["anthropic"].start, choices["anthropic"].read_end) == (0, 0)
     assert (choices["openai"].start, choices["openai"].cached_end, choices["openai"].read_end) == (4, 3, 5)
+    # OpenAI before GPT-5.6 serves any prefix of the last request: only the output on is written again
+    assert (choices["any prefix"].start, choices["any prefix"].cached_end, choices["any prefix"].read_end) == (4, 4, 5)
+
+
+def test_a_cache_that_serves_any_prefix_holds_every_boundary_up_to_the_first_change():
+    session = Session.memory()
+    assert cached_prefixes(session, 4, any_prefix=True) == []  # nothing sent yet: nothing cached
+    for end in (3, 7):
+        session.add_request_end(end)
+    assert cached_prefixes(session, 5, any_prefix=False) == [3]
+    assert cached_prefixes(session, 5, any_prefix=True) == [1, 2, 3, 4, 5]
 
 
 def test_an_epoch_starts_where_it_gains_most():
