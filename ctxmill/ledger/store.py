@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from ground.sqlitedb import StoreError
+from ground.sqlitedb import StoreError, create_schema, immediate, opened
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
@@ -93,14 +93,10 @@ class Ledger:
     @classmethod
     @contextlib.contextmanager
     def open(cls, path: Path) -> Iterator["Ledger"]:
-        from ground.sqlitedb import opened
-
         with opened(path, BUSY_TIMEOUT_MS, _prepare, LedgerError) as conn:  # created 0600 before SQLite opens it
             yield cls(conn)
 
     def _transaction(self):
-        from ground.sqlitedb import immediate
-
         return immediate(self.conn)
 
     def add_request(self, row: RequestRow) -> int:
@@ -141,6 +137,4 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
     if version == SCHEMA_VERSION:
         return
-    from ground.sqlitedb import create_schema
-
     create_schema(conn, _SCHEMA, SCHEMA_VERSION)

@@ -27,7 +27,7 @@ from typing import Iterator, Sequence
 
 import orjson
 
-from ground.sqlitedb import StoreError
+from ground.sqlitedb import StoreError, create_schema, immediate, opened
 from memory.history.config import HistoryConfig
 from memory.history.messages import Row
 
@@ -88,8 +88,6 @@ class HistoryStore:
     @classmethod
     @contextlib.contextmanager
     def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
-        from ground.sqlitedb import opened
-
         with opened(cfg.path, BUSY_TIMEOUT_MS, _prepare, HistoryError) as conn:
             yield cls(conn, cfg)
 
@@ -101,8 +99,6 @@ class HistoryStore:
         return [fts_token(t) for t in self._tokenizer.tokens(text)]
 
     def _transaction(self):
-        from ground.sqlitedb import immediate
-
         return immediate(self.conn)
 
     def stamp(self, key: str) -> tuple[str, int] | None:
@@ -244,6 +240,4 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only before the first table
     if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
         conn.execute("PRAGMA journal_mode = WAL")
-    from ground.sqlitedb import create_schema
-
     create_schema(conn, _SCHEMA, SCHEMA_VERSION)  # no FTS5 in this SQLite: an OperationalError, a HistoryError
