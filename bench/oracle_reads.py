@@ -162,9 +162,7 @@ def unneeded_reads(transcript: Transcript) -> frozenset[str]:
     file holds a line (line-number prefix ignored) that an edit after it copies."""
     shape = SHAPES[transcript.provider]
     messages = [shape.parse_message(raw) for raw in transcript.messages]
-    later: list[set[str]] = [set() for _ in range(len(messages) + 1)]  # lines copied from message i on
-    for i in range(len(messages) - 1, -1, -1):
-        later[i] = later[i + 1] | set(copied_lines(messages[i]))
+    last_copied = {line: i for i, msg in enumerate(messages) for line in copied_lines(msg)}  # the last edit's message
     calls: dict[str, tuple[str, Any]] = {}
     reads: list[tuple[str, str]] = []  # (tool id, path)
     needed: list[str] = []
@@ -175,7 +173,8 @@ def unneeded_reads(transcript: Transcript) -> frozenset[str]:
             elif block.kind == TOOL_RESULT and tool_kind(*calls.get(block.tool_id, ("", None))) is ToolKind.FILE_READ:
                 path = first_path(*calls[block.tool_id])
                 reads.append((block.tool_id, path))
-                if copied(block.result_text.split("\n"), later[i + 1]):
+                if any(last_copied.get(_NUMBERED.sub("", line).strip(), -1) > i
+                       for line in block.result_text.split("\n")):
                     needed.append(path)
     return frozenset(tool_id for tool_id, path in reads
                      if path and not any(same_file(path, other) for other in needed))
@@ -196,8 +195,8 @@ def told_chain(unneeded: frozenset[str]) -> Chain:
 
         return each_block(messages, ctx, decide, "told: a read no later edit copies from")
 
-    first = Chain().names()[0]
-    return Chain().before(first, Stage("told_unneeded", cut, Tier.ALWAYS, decides_on_arrival=True))
+    chain = Chain()
+    return chain.before(chain.names()[0], Stage("told_unneeded", cut, Tier.ALWAYS, decides_on_arrival=True))
 
 
 def main() -> None:

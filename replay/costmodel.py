@@ -112,7 +112,8 @@ class PromptCache:
         self.lifetime = lifetime
         self.any_prefix = any_prefix
         self._entries: dict[int, float | None] = {}
-        """Cached request ends (chain ids) -> when they were last written or read (None: unknown)."""
+        """Cached prefixes (chain ids: request ends, or with `any_prefix` every prefix) -> when
+        they were last written or read (None: unknown)."""
         self._heads: dict[object, float | None] = {}
         self._keys: list[int] = []
         self._chain: list[int] = [0]  # _chain[m]: identity of the first m blocks of the last request
@@ -145,7 +146,7 @@ class PromptCache:
         else:
             write += head_tokens
         self._heads[head_key] = at
-        for m in range(1 if self.any_prefix else max(n, 1), n + 1):
+        for m in range(1, n + 1) if self.any_prefix else [n] if n else []:
             self._entries[chain[m]] = at
         return CacheCost(read, write, hit)
 
