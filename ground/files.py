@@ -5,7 +5,8 @@ What must hold: folders the project creates are 0700 (every missing component, n
 leaf as `Path.mkdir(parents=True)` would do), files and lock files 0600, and a reader sees a file's old or new
 content, never a partial write. Folders that already exist keep their mode. `read_regular`
 never blocks on a pipe and never reads more than it was allowed (a device like /dev/zero is
-endless).
+endless); `read_inside` is that, and the file it read lies inside the folder it was asked about
+once every link is resolved (a cloned repository's `MEMORY.md -> ~/.ssh/id_rsa` is refused).
 
 Nothing written here follows a symbolic link (a cloned repository may ship
 `.ctxmill/ctxmill.log -> ~/.bashrc`, a neighbour may pre-create a folder in /tmp):
@@ -144,6 +145,24 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
     line) when `path` is not a regular file (a pipe, a device, a folder: opened without blocking
     and never read) or holds more than `max_bytes`."""
     with open_regular(path) as source:
+        return read_at_most(source, max_bytes, str(path))
+
+
+def read_inside(path: str | Path, root: str | Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path`, which must lie inside the folder `root` once
+    every symbolic link on the way is resolved: a link that stays inside `root` is followed, one
+    that leaves it is refused (OSError EXDEV naming `path`). Else as `read_regular`.
+
+    The check is made on the file actually opened (its device and inode against those of the
+    resolved path), so a link swapped in between the check and the open is refused too."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise OSError(errno.EXDEV, "refused: a link out of its folder", str(path))
+    with open_regular(path) as source:
+        opened, resolved = os.fstat(source.fileno()), os.stat(real)
+        if (opened.st_dev, opened.st_ino) != (resolved.st_dev, resolved.st_ino):
+            raise OSError(errno.EXDEV, "refused: the file changed while it was opened", str(path))
         return read_at_most(source, max_bytes, str(path))
 
 
