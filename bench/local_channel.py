@@ -76,19 +76,27 @@ STOP = ("import sys; from pathlib import Path; from ctxmill import always_on; "
         "always_on.stop(int(sys.argv[2]), Path(sys.argv[1]))")
 
 
+def _always_on(tree: Path, ghome: Path, upstream: str) -> tuple[int, float]:
+    """Start `tree`'s always-on proxy in `ghome` (forwarding to `upstream`): (its port, the seconds
+    `ensure` took)."""
+    ghome.mkdir(parents=True)
+    (ghome / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream}"\n')
+    port = _free_port()
+    said = _in_tree(tree, ghome.parent, ENSURE, str(ghome), str(port))
+    if said.startswith("ERROR"):
+        _in_tree(tree, ghome.parent, STOP, str(ghome), str(port))
+        raise SystemExit(f"{tree}: {said}")
+    return port, float(said)
+
+
 def session_start(trees: dict[str, Path], upstream: str, tmp: Path) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in trees}
     for i in range(ROUNDS):
         for name, tree in trees.items():
             ghome = tmp / f"start-{name}-{i}" / "ctxmill"
-            ghome.mkdir(parents=True)
-            (ghome / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream}"\n')
-            port = _free_port()
-            said = _in_tree(tree, ghome.parent, ENSURE, str(ghome), str(port))
+            port, seconds = _always_on(tree, ghome, upstream)
             _in_tree(tree, ghome.parent, STOP, str(ghome), str(port))
-            if said.startswith("ERROR"):
-                raise SystemExit(f"{name}: {said}")
-            times[name].append(float(said))
+            times[name].append(seconds)
     return times
 
 
@@ -205,11 +213,7 @@ def main() -> int:
         try:
             for name, tree in trees.items():
                 ghome = tmp / f"serve-{name}" / "ctxmill"
-                ghome.mkdir(parents=True)
-                (ghome / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream.url}"\n')
-                port = _free_port()
-                said = _in_tree(tree, ghome.parent, ENSURE, str(ghome), str(port))
-                assert not said.startswith("ERROR"), said
+                port, _ = _always_on(tree, ghome, upstream.url)
                 running[name] = (tree, ghome, port)
                 targets[name] = (f"http://127.0.0.1:{port}", None)
             cert, key = _certificate(tmp)

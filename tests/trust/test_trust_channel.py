@@ -20,23 +20,12 @@ import pytest
 
 from ctxmill import always_on, channel, keeper
 from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.test_always_on import _free_port, autostart  # noqa: F401 - the autouse fixture: proxies may start
 from tests.trust.kit import OTHER_UID, REPO, Squatter, can_be_another_user, ctxmill, hook
 
 KEY = "sk-ant-api03-" + "k" * 40
 another_user = pytest.mark.skipif(not can_be_another_user(), reason="needs root, to run a program as another user")
 lsof = pytest.mark.skipif(channel.lsof_uids(1) is None, reason="no lsof on this system")
-
-
-@pytest.fixture(autouse=True)
-def autostart(monkeypatch):
-    """The suite keeps hooks from starting proxies (tests/conftest.py); these tests are about it."""
-    monkeypatch.delenv(always_on.AUTOSTART_ENV, raising=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _listening_as(uid: int | None) -> tuple[subprocess.Popen, int]:
@@ -57,8 +46,9 @@ def upstream():
 
 
 def _message(port: int, timeout: float = 60) -> httpx.Response:
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
     return httpx.post(f"http://127.0.0.1:{port}/v1/messages", headers={"x-api-key": KEY}, trust_env=False,
-                      timeout=timeout, json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+                      timeout=timeout, json=body)
 
 
 @another_user
@@ -116,8 +106,8 @@ def test_a_proxy_killed_again_and_again_leaves_the_port_held_and_answered(tmp_pa
     sock = keeper.bind(_free_port())
     port = sock.getsockname()[1]
     monkeypatch.setattr(keeper, "RESTART_PAUSE", 0.0)
-    monkeypatch.setattr(keeper, "proxy_command", lambda *_: [sys.executable, "-c", "import os, signal; "
-                                                                                   "os.kill(os.getpid(), signal.SIGKILL)"])
+    dies = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    monkeypatch.setattr(keeper, "proxy_command", lambda *_: [sys.executable, "-c", dies])
     kept = keeper.Keeper(tmp_path, port, sock)
     thread = threading.Thread(target=kept.keep, daemon=True)
     thread.start()
@@ -137,23 +127,35 @@ def test_a_proxy_killed_again_and_again_leaves_the_port_held_and_answered(tmp_pa
     assert not thread.is_alive()
 
 
+@pytest.fixture
+def squatted(tmp_path):
+    """(a user's home, the always-on port set up in it for `client`) with another user's program
+    listening on that port: call with the client's name."""
+    squatters = []
+
+    def set_up(client: str) -> tuple[Path, int]:
+        squatter, port = _listening_as(OTHER_UID)
+        squatters.append(squatter)
+        user = tmp_path / "user"
+        (user / ".local/share/ctxmill").mkdir(parents=True, exist_ok=True)
+        always_on.enable(user / ".local/share/ctxmill", client, port)
+        return user, port
+
+    yield set_up
+    for squatter in squatters:
+        squatter.kill()
+        squatter.wait()
+
+
 @another_user
-def test_codex_mcp_server_refuses_the_session_when_another_user_holds_the_port(tmp_path):
+def test_codex_mcp_server_refuses_the_session_when_another_user_holds_the_port(tmp_path, squatted):
     """Codex's first request follows its MCP servers' start and no hook of its own: `ctxmill mcp`
     answers Codex's `initialize` with one line that says what happened, and exits 1 (install
     marks it required, so Codex stops the session). Before, it logged a warning and served."""
-    user = tmp_path / "user"
-    ghome = user / ".local/share/ctxmill"
-    ghome.mkdir(parents=True)
-    squatter, port = _listening_as(OTHER_UID)
-    try:
-        always_on.enable(ghome, "codex", port)
-        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex", "version": "0.171.0"}}}
-        done, _ = ctxmill(["mcp"], tmp_path, user, json.dumps(initialize) + "\n")
-    finally:
-        squatter.kill()
-        squatter.wait()
+    user, port = squatted("codex")
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex", "version": "0.171.0"}}}
+    done, _ = ctxmill(["mcp"], tmp_path, user, json.dumps(initialize) + "\n")
     answer = json.loads(done.stdout.splitlines()[0])
     assert done.returncode == 1 and answer["id"] == 0 and "result" not in answer
     message = answer["error"]["message"]
@@ -162,24 +164,16 @@ def test_codex_mcp_server_refuses_the_session_when_another_user_holds_the_port(t
 
 
 @another_user
-def test_claude_codes_tool_hook_stops_the_session_when_another_user_holds_the_port(tmp_path):
+def test_claude_codes_tool_hook_stops_the_session_when_another_user_holds_the_port(tmp_path, squatted):
     """The request after a tool follows PreToolUse with no hook between: when another user holds
     the port by then, PreToolUse stops the session (`continue: false`) with the one line; the
     prompt hook blocks the prompt."""
-    user = tmp_path / "user"
-    ghome = user / ".local/share/ctxmill"
-    ghome.mkdir(parents=True)
-    squatter, port = _listening_as(OTHER_UID)
-    try:
-        always_on.enable(ghome, "claude-code", port)
-        base = {"session_id": "s", "cwd": str(tmp_path)}
-        tool, _ = hook("PreToolUse", tmp_path, user, {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                                                       "tool_input": {"command": "ls"}})
-        prompt, _ = hook("UserPromptSubmit", tmp_path, user, {**base, "hook_event_name": "UserPromptSubmit",
-                                                              "prompt": "hi"})
-    finally:
-        squatter.kill()
-        squatter.wait()
+    user, _ = squatted("claude-code")
+    base = {"session_id": "s", "cwd": str(tmp_path)}
+    tool, _ = hook("PreToolUse", tmp_path, user, {**base, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                                   "tool_input": {"command": "ls"}})
+    prompt, _ = hook("UserPromptSubmit", tmp_path, user,
+                     {**base, "hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     stopped, blocked = json.loads(tool.stdout), json.loads(prompt.stdout)
     assert stopped["continue"] is False and f"uid {OTHER_UID}" in stopped["stopReason"]
     assert blocked["decision"] == "block" and stopped["stopReason"] == blocked["reason"]
@@ -212,8 +206,9 @@ def test_a_listener_lsof_cannot_see_counts_as_another_users(tmp_path):
     port this user (root) listens on, it sees no listener while the port accepts, and the port is
     refused."""
     mine, port = _listening_as(None)
-    code = ("import os, sys; os.setuid(int(sys.argv[3])); sys.path.insert(0, sys.argv[1]); from ctxmill import channel; "
-            "print(channel.lsof_uids(int(sys.argv[2])), '|', channel.problem(int(sys.argv[2]), tables=()))")
+    code = ("import os, sys; os.setuid(int(sys.argv[3])); sys.path.insert(0, sys.argv[1]); "
+            "from ctxmill import channel; port = int(sys.argv[2]); "
+            "print(channel.lsof_uids(port), '|', channel.problem(port, tables=()))")
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable  # one the other user can read
     try:
         done = subprocess.run([python, "-c", code, str(REPO), str(port), str(OTHER_UID)], capture_output=True,
