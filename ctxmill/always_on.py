@@ -15,7 +15,10 @@ after a kill; the proxy reads its upstreams and limits from `[proxy]` in
 What must hold:
 - One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
   the new proxy answers, dies or runs out of time; a second caller then finds it answering. A
-  keeper restarting a killed proxy is waited for, never doubled.
+  keeper holds the port from its start to its stop, so it is never doubled: while it restarts a
+  killed proxy its socket still accepts, and the requests wait for the new proxy.
+- A keeper whose proxy could not run answers by itself (`ctxmill.keeper`); the next `ensure()`
+  asks it to try again (SIGUSR1) and reports the reason when it fails again.
 - `ensure()` never raises; it returns a one-line problem (None: this user's proxy answers). A
   port held by another program is never taken over; one held by another user's program (or one
   nobody can name: `ctxmill.channel`) is named as such, and every caller then keeps the
