@@ -107,6 +107,8 @@ class Keeper:
     def run_proxy(self) -> int:
         self.child = subprocess.Popen(proxy_command(self.global_home, self.port, self.sock.fileno()),
                                       stdin=subprocess.DEVNULL, pass_fds=(self.sock.fileno(),))
+        if self.stopping:  # the stop came while the proxy was being started: it has not seen it
+            self.child.terminate()
         code = self.child.wait()
         self.child = None
         return code
