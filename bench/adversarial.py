@@ -81,7 +81,8 @@ def redaction_time() -> int:
 
 
 # ------------------------------------------------------------------------------------------------
-# Local trust: another local user, a cloned repository, web pages, install backups.
+# Local trust: another local user, a cloned repository, web pages, install backups, the local
+# channel (bench/adversarial_channel.py: the always-on port squatted, DNS-rebound Host names).
 # `python bench/adversarial.py --local-trust` runs these faces alone; a full run adds their table
 # after the suite's. Each face returns rows (face, what, tried, lost, leaked, slowed past budget);
 # another user is uid 65534 (root only: its rows are skipped otherwise). Harness: tests/trust/kit.py.
@@ -326,7 +327,10 @@ def local_trust() -> int:
     data_home = os.environ.get("XDG_DATA_HOME")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")  # the user's CCR store and config: the run's own
-        for face in (engine_socket_face, cloned_repo_face, browser_origin_face, install_backup_face):
+        from bench.adversarial_channel import local_channel_faces
+
+        for face in (engine_socket_face, cloned_repo_face, browser_origin_face, install_backup_face,
+                     local_channel_faces):
             folder = Path(tmp) / face.__name__
             folder.mkdir()
             rows += face(folder)

@@ -5,22 +5,27 @@ the clients start on demand.
 (`<global home>/always-on.json`: `{"port": P, "clients": [...]}`) and point the client at
 `http://127.0.0.1:P`. Whoever runs when a session starts calls `ensure()`: Claude Code's
 SessionStart, UserPromptSubmit and PreToolUse hooks, and `ctxmill mcp` (Codex starts its MCP
-servers with every session). `ensure()` starts `ctxmill proxy --port P --home <global home>`
-detached (its own session, output appended to `<global home>/logs/always-on-proxy.log`) when
-nothing answers on P, under a keeper (`keep`, this module run as a script) that starts it again
-when a signal kills it; the proxy reads its upstreams and limits from `[proxy]` in
+servers with every session, and waits for ctxmill's: `required`). `ensure()` starts the keeper
+(`ctxmill.keeper`, detached: its own session, output appended to
+`<global home>/logs/always-on-proxy.log`) when nothing answers on P; the keeper binds P once,
+holds it until stopped, and runs `ctxmill proxy --home <global home>` on that socket, again
+after a kill; the proxy reads its upstreams and limits from `[proxy]` in
 `<global home>/config.toml`.
 
 What must hold:
 - One proxy: checking and starting happen under an exclusive lock (`always-on.lock`), held until
   the new proxy answers, dies or runs out of time; a second caller then finds it answering. A
-  keeper restarting a killed proxy is waited for, never doubled.
-- Fail open: `ensure()` never raises; it returns a one-line problem (None: a ctxmill proxy
-  answers). A port held by another program is never taken over; one held by another user's
-  program is named as such (`held_by_another_user`): install and the prompt hook then keep the
-  client's requests, and their keys, away from it.
-- Cheap when up: one connect to 127.0.0.1, no third-party import (what answers there is checked
-  by `status`, which `ctxmill doctor` shows).
+  keeper holds the port from its start to its stop, so it is never doubled: while it restarts a
+  killed proxy its socket still accepts, and the requests wait for the new proxy.
+- A keeper whose proxy could not run answers by itself (`ctxmill.keeper`); the next `ensure()`
+  asks it to try again (SIGUSR1) and reports the reason when it fails again.
+- `ensure()` never raises; it returns a one-line problem (None: this user's proxy answers). A
+  port held by another program is never taken over; one held by another user's program (or one
+  nobody can name: `ctxmill.channel`) is named as such, and every caller then keeps the
+  client's requests, and their keys, away from it: install leaves the client alone, the hooks
+  stop Claude Code's session, the MCP server stops Codex's.
+- Cheap when up: one connect to 127.0.0.1 and one look at who listens (`ctxmill.channel`), no
+  third-party import (what answers there is checked by `status`, which `ctxmill doctor` shows).
 - `CTXMILL_PROXY_AUTOSTART=0` turns starting off (`ctxmill doctor` sets it while it runs the
   installed hooks and MCP server, so a check never leaves a proxy behind).
 """
@@ -33,17 +38,15 @@ import sys
 import time
 from pathlib import Path
 
+from ctxmill import channel
+from ctxmill.keeper import LOG_FILE, last_line, record
+
 HOST = "127.0.0.1"
 STATE_FILE = "always-on.json"
 LOCK_FILE = "always-on.lock"
-KEEPER_FILE = "always-on.pid"
-LOG_FILE = Path("logs") / "always-on-proxy.log"
 START_WAIT = 8.0
 """Seconds `ensure` waits for a proxy it started to answer (it takes 1-3 s on a busy machine)."""
 AUTOSTART_ENV = "CTXMILL_PROXY_AUTOSTART"
-MAX_RESTARTS = 5
-RESTART_WINDOW = 600.0
-RESTART_PAUSE = 0.5
 
 
 def url(port: int) -> str:
@@ -100,43 +103,6 @@ def serving_pid(port: int, timeout: float = 2.0) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
-def _listening(port: int) -> bool:
-    """Something accepts connections on `port` (the hooks' fast check; `serving_pid` says what)."""
-    import socket
-
-    try:
-        with socket.create_connection((HOST, port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
-def listener_uid(port: int) -> int | None:
-    """The user id of the socket listening on TCP `port` (Linux, from /proc/net/tcp and tcp6; None
-    when nothing listens there or the system does not say)."""
-    suffix = f":{port:04X}"
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 7 and fields[1].endswith(suffix) and fields[3] == "0A":  # 0A: LISTEN
-                return int(fields[7])
-    return None
-
-
-def held_by_another_user(port: int) -> str | None:
-    """Why the program listening on `port` must not get this user's requests (it runs as another
-    user, who would see their keys and content), or None."""
-    uid = listener_uid(port)
-    if uid is None or uid == os.getuid():
-        return None
-    return (f"port {port} is held by a program of another user (uid {uid}), which would see your requests and keys: "
-            "`ctxmill install <client> --port N` picks another port")
-
-
 def port_is_free(port: int) -> bool:
     """A proxy could listen on `port` now. Bound as uvicorn binds (SO_REUSEADDR): the connections a
     stopped proxy closed linger in TIME_WAIT for a minute and must not count as taking the port."""
@@ -159,13 +125,8 @@ def _private(name: str) -> bool:
         any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"))
 
 
-def _proxy_command(global_home: Path, port: int) -> list[str]:
-    return [sys.executable, "-m", "ctxmill", "proxy", "--port", str(port), "--home", str(global_home),
-            "--log-level", "warning"]
-
-
 def _spawn(global_home: Path, port: int):
-    """The keeper of the proxy for `port` (`keep`), detached (a subprocess.Popen)."""
+    """The keeper of the proxy for `port` (`ctxmill.keeper`), detached (a subprocess.Popen)."""
     import subprocess
 
     from ground.files import private_dir, private_file
@@ -173,72 +134,24 @@ def _spawn(global_home: Path, port: int):
     log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
     env = {k: v for k, v in os.environ.items() if not _private(k)}
     with open(log, "ab") as out:
-        return subprocess.Popen([sys.executable, "-m", "ctxmill.always_on", str(port), str(global_home)],
+        return subprocess.Popen([sys.executable, "-m", "ctxmill.keeper", str(port), str(global_home)],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=global_home, env=env,
                                 start_new_session=True, close_fds=True)
 
 
-def keep(global_home: Path, port: int) -> int:
-    """Run the proxy, and start it again when a signal kills it (SIGKILL, the out-of-memory
-    killer, a crash in C code): the client, still retrying its request, gets through within
-    seconds. A stop (SIGTERM or SIGINT, to the proxy or to this keeper) and any exit of the
-    proxy's own (0, or an error it reported at start) end both, and so do MAX_RESTARTS restarts
-    within RESTART_WINDOW seconds. Returns the proxy's last exit code."""
-    import signal
-    import subprocess
-
-    child: subprocess.Popen | None = None
-    stopping = False
-
-    def forward(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
-        nonlocal stopping
-        stopping = True
-        if child is not None:
-            child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    from ground.files import atomic_write
-
-    mark = global_home / KEEPER_FILE
-    atomic_write(mark, json.dumps({"pid": os.getpid(), "port": port}).encode())
-    starts: list[float] = []
-    code = 0
-    try:
-        while not stopping:
-            starts = [t for t in starts if time.monotonic() - t < RESTART_WINDOW] + [time.monotonic()]
-            child = subprocess.Popen(_proxy_command(global_home, port), stdin=subprocess.DEVNULL)
-            code = child.wait()
-            if code >= 0 or -code in (signal.SIGTERM, signal.SIGINT) or len(starts) > MAX_RESTARTS:
-                break  # uvicorn dies of the stop signal it caught, once it has shut down
-            print(f"ctxmill always-on: the proxy was killed (signal {-code}); starting it again", file=sys.stderr,
-                  flush=True)
-            time.sleep(RESTART_PAUSE)
-    finally:
-        if _keeper(global_home, port) == os.getpid():
-            mark.unlink(missing_ok=True)
-    return code
-
-
-def _keeper(global_home: Path, port: int) -> int | None:
-    """The pid of the running keeper of the proxy on `port` (None: none)."""
-    try:
-        mark = json.loads((global_home / KEEPER_FILE).read_text("utf-8"))
-        pid = mark["pid"] if mark.get("port") == port else None
-        cmdline = Path(f"/proc/{pid}/cmdline")
-        if not isinstance(pid, int) or cmdline.exists() and b"ctxmill.always_on" not in cmdline.read_bytes():
-            return None  # a pid the system gave to another program since
-    except (OSError, ValueError, KeyError, AttributeError, TypeError):
+def _keeper(global_home: Path, port: int) -> dict | None:
+    """The running keeper of the proxy on `port`: its file (`pid`, and `failed` while it answers
+    by itself: `ctxmill.keeper`); None when none runs."""
+    mark = record(global_home)
+    if mark is None or mark.get("port") != port:
         return None
-    return pid if _alive(pid) else None
-
-
-def _last_line(path: Path) -> str:
+    pid, cmdline = mark["pid"], Path(f"/proc/{mark['pid']}/cmdline")
     try:
-        lines = path.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()
+        if cmdline.exists() and b"ctxmill.keeper" not in cmdline.read_bytes():
+            return None  # a pid the system gave to another program since
     except OSError:
-        return ""
-    return lines[-1] if lines else ""
+        return None
+    return mark if _alive(pid) else None
 
 
 def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
@@ -249,8 +162,12 @@ def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
         if state is None:
             return None
         port = state["port"]
-        if _listening(port):
-            return held_by_another_user(port)
+        if channel.accepts(port):
+            problem = channel.problem(port)
+            keeper = None if problem else _keeper(global_home, port)
+            if keeper and keeper.get("failed"):  # its proxy could not run: a new session tries again
+                return _retry(global_home, keeper, wait)
+            return problem
         if os.environ.get(AUTOSTART_ENV) == "0":
             return f"the proxy on {url(port)} is not running ({AUTOSTART_ENV}=0)"
         return _start(global_home, port, wait)
@@ -266,24 +183,44 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
     deadline = time.monotonic() + wait
     try:
         with private_lock(global_home / LOCK_FILE, timeout=wait):
-            if _listening(port):  # another session started it while this one waited
-                return None
-            keeper = _keeper(global_home, port)  # restarting a killed proxy: wait for it, start none
+            if channel.accepts(port):  # another session started it while this one waited
+                return channel.problem(port)
+            keeper = _keeper(global_home, port)  # a keeper still binding: wait for it, start none
             while keeper is None and not port_is_free(port):  # a stopped proxy may still be closing its socket
                 if time.monotonic() >= deadline:
                     return f"port {port} is taken by another program: `ctxmill install <client> --port N` picks another"
                 time.sleep(0.1)
-            proxy = None if keeper else _spawn(global_home, port)
-            while time.monotonic() < deadline:
-                if proxy is not None and proxy.poll() is not None:
-                    reason = _last_line(global_home / LOG_FILE) or f"exit {proxy.returncode}"
-                    return f"the proxy did not start: {reason}"
-                if serving_pid(port, timeout=0.5) is not None:
-                    return None
-                time.sleep(0.05)
-            return f"the proxy did not answer on {url(port)} within {wait:g} s (it may still be starting)"
+            spawned = None if keeper else _spawn(global_home, port)
+            return _until_served(global_home, port, wait, deadline, spawned)
     except Timeout:
         return None if serving_pid(port) is not None else f"another process is starting the proxy on {url(port)}"
+
+
+def _until_served(global_home: Path, port: int, wait: float, deadline: float, spawned=None) -> str | None:
+    """Wait until this user's proxy answers on `port` (None), or say why it does not (the keeper
+    `spawned` exited: it could not bind; or it answers by itself: its proxy could not run)."""
+    while time.monotonic() < deadline:
+        if spawned is not None and spawned.poll() is not None:
+            said = last_line(global_home / LOG_FILE) or f"exit {spawned.returncode}"
+            return channel.problem(port) or f"the proxy did not start: {said}"
+        keeper = _keeper(global_home, port)
+        if keeper and keeper.get("failed"):
+            return str(keeper["failed"])
+        if serving_pid(port, timeout=0.5) is not None:
+            return channel.problem(port)
+        time.sleep(0.05)
+    return f"the proxy did not answer on {url(port)} within {wait:g} s (it may still be starting)"
+
+
+def _retry(global_home: Path, keeper: dict, wait: float) -> str | None:
+    """Ask a keeper that answers by itself (its proxy could not run) to start the proxy again."""
+    import signal
+
+    os.kill(keeper["pid"], signal.SIGUSR1)
+    deadline = time.monotonic() + min(wait, 1.0)
+    while time.monotonic() < deadline and (_keeper(global_home, keeper["port"]) or {}).get("failed"):
+        time.sleep(0.05)  # the keeper clears `failed` when it starts the proxy
+    return _until_served(global_home, keeper["port"], wait, time.monotonic() + wait)
 
 
 def stop(port: int, global_home: Path | None = None, wait: float = 10.0) -> int | None:
@@ -292,7 +229,8 @@ def stop(port: int, global_home: Path | None = None, wait: float = 10.0) -> int 
     its restart); wait for both to exit. The proxy's pid (else the keeper's), or None when neither ran."""
     import signal
 
-    keeper = _keeper(global_home, port) if global_home else None
+    mark = _keeper(global_home, port) if global_home else None
+    keeper = mark["pid"] if mark else None
     pid = serving_pid(port)
     for target in (keeper, pid):  # the keeper forwards the signal to the proxy and ends with it
         if target is not None:
@@ -338,8 +276,11 @@ def status(global_home: Path) -> tuple[str, str | None]:
         return ("always-on compression: off (requests are compressed only through `ctxmill run`; "
                 "`ctxmill install claude-code` or `ctxmill install codex` turns it on)", None)
     port, clients = state["port"], ", ".join(state["clients"])
-    if held_by_another_user(port):
-        return f"always-on compression for {clients}", held_by_another_user(port)
+    if problem := channel.problem(port):
+        return f"always-on compression for {clients}", problem
+    keeper = _keeper(global_home, port)
+    if keeper and keeper.get("failed"):
+        return f"always-on compression for {clients}", f"{keeper['failed']} (the next session starts it again)"
     pid = serving_pid(port)
     if pid is not None:
         return (f"always-on compression for {clients}: proxy answers on {url(port)} (pid {pid})"
@@ -349,7 +290,3 @@ def status(global_home: Path) -> tuple[str, str | None]:
                 f"port {port} is taken by another program - `ctxmill install <client> --port N` picks another")
     return (f"always-on compression for {clients}: the proxy on {url(port)} is not running now; the next session "
             "starts it (`ctxmill proxy --ensure` starts it now)", None)
-
-
-if __name__ == "__main__":  # the detached keeper `_spawn` starts: PORT GLOBAL_HOME
-    sys.exit(keep(Path(sys.argv[2]), int(sys.argv[1])))

@@ -2,9 +2,9 @@
 undo exactly that.
 
 Install adds the MCP server `[mcp_servers.ctxmill]` (Codex starts it with every session, and it
-starts the always-on proxy: `ctxmill.always_on`) and, with a proxy URL, sends Codex's model
-requests through the proxy: a provider `[model_providers.ctxmill]` selected by `model_provider`.
-It is the provider Codex used until then with only its `base_url` changed (so its key, headers
+starts the always-on proxy: `ctxmill.always_on`) and, with a proxy URL, marks it `required`
+(`GATE`) and sends Codex's model requests through the proxy: a provider
+`[model_providers.ctxmill]` selected by `model_provider`. It is the provider Codex used until then with only its `base_url` changed (so its key, headers
 and wire API stay), or, for the built-in OpenAI provider, one that signs in as it does
 (`requires_openai_auth`: the key of `codex login --with-api-key`). Speaking plain HTTP, it never
 tries the websockets the built-in provider would. The base URL it had (`OPENAI_BASE_URL` for the
@@ -29,6 +29,10 @@ from ctxmill.integrations import Change, manifest_extra, save_manifest
 
 PROVIDER = "ctxmill"
 BUILT_IN = "openai"
+GATE = {"required": True, "startup_timeout_sec": 30}
+"""With the proxy: the MCP server is the one thing of ctxmill's that runs before Codex's first
+request (`ctxmill.commands.mcp`), so Codex must wait for it (it starts the proxy: up to 8 s on a
+busy machine) and must not go on when it refuses the port (another user's program listens there)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ def install_codex(target: CodexTarget, command: list[str], proxy_url: str | None
     else:
         doc.setdefault("model_providers", tomlkit.table(is_super_table=True))[PROVIDER] = table
         doc["model_provider"] = PROVIDER
+        servers["ctxmill"].update(GATE)  # Codex waits for it, and starts no session it refuses
         change.proxied = True
         extra = {"created_config": created, "model_provider": replaced}
     toml_files.write(target.config, doc, change, [str(target.config)] if created else [])

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxmill import always_on, codex_install
+from ctxmill import always_on, channel, codex_install
+from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
 from ctxmill.integrations import _with_proxy_env, _without_proxy_env
 from tests.fake_upstream import FakeUpstream, ServerThread
 
@@ -154,7 +155,8 @@ def test_codex_goes_through_the_proxy_with_its_own_provider_and_comes_back_byte_
     change, warnings = codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
     data = tomllib.loads(config.read_text())
     assert warnings == [] and change.proxied and change.upstream == "https://gw.corp.example/openai"
-    assert data["model_provider"] == "ctxmill" and data["mcp_servers"]["ctxmill"] == {"command": "ctxmill", "args": ["mcp"]}
+    assert data["model_provider"] == "ctxmill" and data["mcp_servers"]["ctxmill"] == {  # Codex waits for it
+        "command": "ctxmill", "args": ["mcp"], "required": True, "startup_timeout_sec": 30}
     assert data["model_providers"]["ctxmill"] == {"name": "ctxmill", "base_url": "http://127.0.0.1:9999/v1",
                                                   "env_key": "CORP_KEY", "wire_api": "responses"}
     assert "# the gateway" in config.read_text()
@@ -300,7 +302,7 @@ def test_a_port_held_by_another_user_gets_no_request_and_no_prompt(dirs):
                                 stdout=subprocess.PIPE, text=True)
     try:
         port = int(listener.stdout.readline())
-        assert always_on.listener_uid(port) == 65534
+        assert channel.listener_uids(port) == {65534}
         proc = _ctxmill(root, user, "install", "claude-code", "--port", str(port))
         assert proc.returncode == 0 and "another user (uid 65534)" in proc.stderr
         assert always_on.read_state(ghome) is None
@@ -347,7 +349,7 @@ def test_a_killed_proxy_is_started_again_and_a_stop_ends_its_keeper(tmp_path):
     try:
         assert always_on.ensure(tmp_path, wait=30) is None
         first = always_on.serving_pid(port)
-        keeper = json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"]
+        keeper = json.loads((tmp_path / KEEPER_FILE).read_text())["pid"]
         os.kill(first, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while always_on.serving_pid(port) in (None, first) and time.monotonic() < deadline:
@@ -356,8 +358,8 @@ def test_a_killed_proxy_is_started_again_and_a_stop_ends_its_keeper(tmp_path):
         assert second not in (None, first)
         os.kill(second, signal.SIGKILL)  # and stopped while its keeper starts it again: both end
         assert always_on.stop(port, tmp_path) in (keeper, second) and always_on.serving_pid(port) is None
-        assert not always_on._alive(keeper) and not (tmp_path / always_on.KEEPER_FILE).exists()
-        time.sleep(always_on.RESTART_PAUSE + 3)
+        assert not always_on._alive(keeper) and not (tmp_path / KEEPER_FILE).exists()
+        time.sleep(RESTART_PAUSE + 3)
         assert always_on.serving_pid(port) is None  # nothing came back
     finally:
         always_on.stop(port, tmp_path)
@@ -382,12 +384,13 @@ def test_a_session_starting_while_the_keeper_restarts_the_proxy_starts_no_second
     always_on.enable(tmp_path, "codex", port)
     try:
         assert always_on.ensure(tmp_path, wait=30) is None
-        keeper = json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"]
+        keeper = json.loads((tmp_path / KEEPER_FILE).read_text())["pid"]
         killed = always_on.serving_pid(port)
         os.kill(killed, signal.SIGKILL)
         _until_exited(killed)  # a kill is delivered asynchronously: till then its socket still accepts
-        assert always_on.ensure(tmp_path, wait=30) is None  # waited for the keeper's restart
-        assert json.loads((tmp_path / always_on.KEEPER_FILE).read_text())["pid"] == keeper
+        assert always_on.ensure(tmp_path, wait=30) is None  # the keeper holds the port: requests wait for it
+        assert always_on.serving_pid(port, timeout=30) not in (None, killed)
+        assert json.loads((tmp_path / KEEPER_FILE).read_text())["pid"] == keeper
         children = Path(f"/proc/{keeper}/task/{keeper}/children")
         if children.exists():
             assert len(children.read_text().split()) == 1

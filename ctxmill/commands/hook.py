@@ -27,6 +27,8 @@ PROXY_WAIT = {"SessionStart": 20.0, "UserPromptSubmit": 1.5, "PreToolUse": 1.5}
 proxy starts in 1-3 s (2.8 s on a loaded 2-core machine); SessionStart leaves room for a busier
 one, since the session's first request follows it at once (a prompt's or a tool's requests are
 retried by the client)."""
+STOPPING = ("UserPromptSubmit", "PreToolUse")
+"""The events whose answer can keep Claude Code's next request from a port another user holds."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -126,19 +128,26 @@ def answer(event_name: str) -> None:
 
 
 def _foreign_proxy(event_name: str) -> dict | None:
-    """UserPromptSubmit's answer when the always-on port is held by another user's program: the
-    prompt is blocked, since its request would go there with the person's key (None: go on)."""
-    if event_name != "UserPromptSubmit":
+    """The answer that stops Claude Code before its next request when the always-on port may not
+    receive it (another user's program listens there: `ctxmill.channel`); None: go on.
+    UserPromptSubmit blocks the prompt (the session's first request waits for it); PreToolUse
+    stops the session (`continue: false`), since the request after the tool would go there.
+    SessionStart cannot stop a session (Claude Code ignores `continue` there)."""
+    if event_name not in STOPPING:
         return None
-    from ctxmill import always_on
+    from ctxmill import always_on, channel
     from ctxmill.paths import global_home
 
     try:
         state = always_on.read_state(global_home())
-        reason = state and always_on.held_by_another_user(state["port"])
+        reason = state and channel.problem(state["port"])
     except Exception:  # noqa: BLE001 - fail open
         return None
-    return {"decision": "block", "reason": f"ctxmill: {reason}"} if reason else None
+    if not reason:
+        return None
+    line = f"ctxmill: {reason}"
+    return {"decision": "block", "reason": line} if event_name == "UserPromptSubmit" else \
+        {"continue": False, "stopReason": line}
 
 
 def _start_proxy(event_name: str):

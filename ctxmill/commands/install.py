@@ -46,7 +46,7 @@ def register(subparsers) -> None:
 def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None]:
     """(the always-on proxy's port, None) or, when the port is held by another program, (None, why:
     the rest of the install goes on without always-on)."""
-    from ctxmill import always_on
+    from ctxmill import always_on, channel
     from ctxmill.errors import CliError
 
     state = always_on.read_state(global_home)
@@ -56,7 +56,7 @@ def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None
     if state and state["port"] != port and set(state["clients"]) - {args.host}:
         raise CliError(f"{', '.join(state['clients'])} already use the always-on proxy on port {state['port']}: "
                        "install with that --port, or uninstall them first")
-    held = always_on.held_by_another_user(port)
+    held = channel.problem(port)
     if held or always_on.serving_pid(port) is None and not always_on.port_is_free(port):
         return None, (f"{held or f'port {port} is taken by another program'}; {args.host}'s requests are left "
                       "alone: re-run with a free --port for always-on compression")

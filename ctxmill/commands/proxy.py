@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="start the always-on proxy (see `ctxmill install`) unless it is running; print its URL")
     p.add_argument("--stop", action="store_true",
                    help="stop the ctxmill proxy on --port (default: the always-on proxy's port)")
+    p.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # the keeper's socket (ctxmill.keeper)
     p.set_defaults(func=run)
 
 
@@ -197,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # the in-flight limit below --max-body-mb
         raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None
-    sock = _listen(args.host, args.port)  # bound before the banner says the proxy is up
+    sock = _inherited(args.listen_fd, args.host, args.port) if args.listen_fd is not None else \
+        _listen(args.host, args.port)  # bound before the banner says the proxy is up
     print(f"ctxmill proxy on {base_url(args.host, args.port)} · ANTHROPIC_BASE_URL={base_url(args.host, args.port)}"
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr, flush=True)
     serve(config, sock, args.host, args.port, args.log_level)
@@ -218,3 +220,21 @@ def _listen(host: str, port: int):
             raise CliError(f"port {port} on {host} is taken: another program listens there (a proxy already "
                            f"running? `ctxmill proxy --stats --port {port}`); stop it or choose another --port") from None
         raise CliError(f"cannot listen on {base_url(host, port)}: {exc.strerror or exc}") from None
+
+
+def _inherited(fd: int, host: str, port: int):
+    """The listening socket the keeper handed over (ctxmill.keeper), checked to be host:port."""
+    import socket
+
+    from ctxmill.errors import CliError
+
+    try:
+        sock = socket.socket(fileno=fd)
+        bound = sock.getsockname()[:2]
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    except OSError as exc:
+        raise CliError(f"--listen-fd {fd}: not a socket ({exc.strerror or exc})") from None
+    if not listening or bound != (host, port):
+        raise CliError(f"--listen-fd {fd}: not a socket listening on {base_url(host, port)} ({bound[0]}:{bound[1]})")
+    return sock
+

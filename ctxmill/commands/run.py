@@ -5,8 +5,8 @@ pointing at it; stops the proxy when COMMAND exits, and exits with COMMAND's exi
 - Home: `--home`, else the project's (`.ctxmill/` of the working directory's project).
 - Port: `--port` when given (an error if taken), else 8787, else a free one when 8787 is taken by
   anything else: it never attaches to whatever listens (`--attach` uses the ctxmill proxy already
-  answering on `--port` instead, only when this user's process listens there: another user's
-  server on the port would receive the API key).
+  answering on `--port` instead, only when this user's process listens there, `ctxmill.channel`:
+  another user's server on the port would receive the API key).
 - Upstream: `--upstream-anthropic` / `--upstream-openai`, else where the command would have gone
   without ctxmill (ANTHROPIC_BASE_URL, OPENAI_BASE_URL without its `/v1`), else the providers' APIs.
 - Codex reads neither base URL: `ctxmill run -- codex …` adds `-c` overrides that select a model
@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from ctxmill import channel
 from ctxmill.always_on import port_is_free as _free
 from ctxmill.settings import DEFAULT_PORT
 
@@ -73,30 +74,7 @@ def _answers(port: int, pid: int | None = None) -> bool:
         stats = fetch_stats(HOST, port)
     except CliError:
         return False
-    return (pid is None or stats.get("pid") == pid) and listener_uids(port) == {os.getuid()}
-
-
-def listener_uids(port: int) -> set[int] | None:
-    """The uids of the processes listening on TCP `port` (Linux: /proc/net/tcp and tcp6, which
-    name each socket's owner; elsewhere `lsof`); None when neither can tell."""
-    uids, seen = set(), False
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            rows = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        seen = True
-        for fields in (row.split() for row in rows):  # sl local remote st ... uid at index 7
-            if len(fields) > 7 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                uids.add(int(fields[7]))
-    if seen:
-        return uids
-    try:
-        out = subprocess.run(["lsof", "-nP", f"-iTCP:{port}", "-sTCP:LISTEN", "-Fu"], capture_output=True,
-                             text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return {int(line[1:]) for line in out.splitlines() if line[:1] == "u" and line[1:].isdigit()}
+    return (pid is None or stats.get("pid") == pid) and channel.problem(port) is None
 
 
 def _pick_port(wanted: int | None) -> int:
@@ -178,12 +156,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("name the command to run, e.g. `ctxmill run -- claude`")
     if args.attach:
         port = args.port or DEFAULT_PORT
-        owners = listener_uids(port)
-        if owners is None:
-            raise CliError(f"cannot tell who listens on {HOST}:{port} on this system: not attaching")
-        if owners - {os.getuid()}:
-            raise CliError(f"{HOST}:{port} is served by uid {min(owners - {os.getuid()})}, not by this user: "
-                           "not attaching (it would receive the API key)")
+        if why := channel.problem(port):
+            raise CliError(f"not attaching to {HOST}:{port}: {why}")
         if not _answers(port):
             raise CliError(f"no ctxmill proxy answers on {HOST}:{port} to attach to")
         started = None

@@ -6,7 +6,9 @@ Routes (relative to where it is mounted): `GET /` the page; `GET /static/NAME`; 
 (one session's requests); `GET api/memory?q=` (search, or every entry, plus the pinned ones and
 the last checkpoint); `POST api/memory/pin` `{id, pinned}` and `POST api/memory/forget` `{id}`.
 Must hold: every answer is computed from the files at request time (the ledger and memory are
-written by other processes); the write actions refuse a request that is cross-site
+written by other processes); a request that reached a loopback address and names another host (a
+DNS-rebound name: the page, its token and its API read by a stranger's page) is refused before any
+route (`ctxmill.proxy.browsers.LoopbackHost`, wherever the app is served); the write actions refuse a request that is cross-site
 (`Sec-Fetch-Site` other than same-origin/none, or an `Origin` other than the page's own) or
 lacks this process's token (`X-Ctxmill-Token`, which only the page served here carries).
 """
@@ -19,9 +21,12 @@ from pathlib import Path
 from typing import Callable
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from ctxmill.proxy.browsers import LoopbackHost
 
 STATIC = {"chart.umd.min.js": "text/javascript", "dashboard.js": "text/javascript", "dashboard.css": "text/css",
           "chart.js-LICENSE.md": "text/plain"}
@@ -153,6 +158,6 @@ def create_app(ledger_path: Callable[[], Path], settings: Callable[[], object], 
         Route("/api/memory", memory, methods=["GET"]),
         Route("/api/memory/pin", write(pin), methods=["POST"]),
         Route("/api/memory/forget", write(forget), methods=["POST"]),
-    ])
+    ], middleware=[Middleware(LoopbackHost)])
     app.state.token = token
     return app

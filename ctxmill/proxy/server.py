@@ -1,4 +1,5 @@
-"""Run the proxy under uvicorn. Binds to loopback unless remote access is asked for explicitly."""
+"""Run the proxy under uvicorn. Binds to loopback unless remote access is asked for explicitly; on
+loopback every request must name a loopback host (`ctxmill.proxy.browsers.LoopbackHost`)."""
 
 from __future__ import annotations
 
@@ -65,12 +66,21 @@ def fit_descriptors(config: ProxyConfig) -> ProxyConfig:
     return dataclasses.replace(config, max_connections=fitting)
 
 
+def served_app(config: ProxyConfig, host: str):
+    """The proxy's app as it is served on `host`: on loopback, behind the Host check of
+    `ctxmill.proxy.browsers.LoopbackHost` (a DNS-rebound name is refused on every route)."""
+    from ctxmill.proxy.app import create_app
+    from ctxmill.proxy.browsers import LoopbackHost
+
+    app = create_app(config)
+    return LoopbackHost(app) if is_loopback(host) else app
+
+
 def uvicorn_config(config: ProxyConfig, host: str, port: int, log_level: str = "info"):
     import uvicorn
 
-    from ctxmill.proxy.app import create_app
-
-    return uvicorn.Config(create_app(config), host=host, port=port, log_level=log_level, **uvicorn_options(config))
+    return uvicorn.Config(served_app(config, host), host=host, port=port, log_level=log_level,
+                          **uvicorn_options(config))
 
 
 def listen(host: str, port: int) -> socket.socket:

@@ -1,6 +1,7 @@
 """Shared by tests/trust/ and bench/adversarial.py's local-trust faces: an impostor engine on a
 Unix socket with a real plugin turn against it, ctxmill run as a hook or an install in a given
-user home, and another local user (uid 65534, needs root)."""
+user home, another local user (uid 65534, needs root), and that user squatting a loopback port
+(`Squatter`: it binds the port as soon as it can and records the keys of what it is sent)."""
 
 from __future__ import annotations
 
@@ -147,3 +148,103 @@ def attach_to_a_server_run_by(uid: int | None, tmp_path: Path) -> subprocess.Com
     finally:
         server.kill()
         server.wait(timeout=10)
+
+
+SQUATTER = """
+import os, socket, sys, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+os.setuid(int(sys.argv[3]))
+deadline, tries, sock = time.monotonic() + seconds, 0, None
+print("READY", flush=True)
+while sock is None and time.monotonic() < deadline:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen(64)
+        sock = s
+    except OSError:
+        s.close()
+        tries += 1
+        time.sleep(0.001)  # a thousand tries a second: well inside any pause, and one core left to the rest
+print(f"TRIED {tries}", flush=True)
+if sock is None:
+    sys.exit(0)
+print("BOUND", flush=True)
+sock.settimeout(0.2)
+while time.monotonic() < deadline + 60:
+    try:
+        conn, _ = sock.accept()
+    except OSError:
+        continue
+    conn.settimeout(5)
+    head = b""
+    try:
+        while b"\\r\\n\\r\\n" not in head and len(head) < 1 << 20:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            head += chunk
+    except OSError:
+        pass
+    keys = [line.split(b":", 1)[1].strip().decode("latin-1") for line in head.split(b"\\r\\n")
+            if line.lower().startswith((b"authorization:", b"x-api-key:"))]
+    if head:  # a bare connect (a check that something listens) sends nothing
+        print("GOT " + (head.split(b" ", 2)[1].decode("latin-1") if head.count(b" ") >= 2 else "?") + " "
+              + " ".join(keys), flush=True)
+    try:
+        conn.sendall(b"HTTP/1.1 500 Internal Server Error\\r\\ncontent-length: 0\\r\\nconnection: close\\r\\n\\r\\n")
+    except OSError:
+        pass
+    conn.close()
+"""
+
+
+class Squatter:
+    """Another user (uid `uid`) trying to bind 127.0.0.1:`port` in a loop for `seconds`, and, once it
+    holds it, recording the keys of every request it gets (and answering 500). `bound`: it got the
+    port; `got`: the requests' "PATH KEY…" lines; `tried`: its failed binds."""
+
+    def __init__(self, port: int, seconds: float, uid: int = OTHER_UID) -> None:
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        self.lines: list[str] = []
+        self.proc = subprocess.Popen([python, "-c", SQUATTER, str(port), str(seconds), str(uid)],
+                                     stdout=subprocess.PIPE, text=True, cwd="/")
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + 30
+        while "READY" not in self.lines and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def wait_bound_or_done(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.bound and not any(x.startswith("TRIED") for x in self.lines) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    @property
+    def bound(self) -> bool:
+        return "BOUND" in self.lines
+
+    @property
+    def got(self) -> list[str]:
+        return [x[4:] for x in self.lines if x.startswith("GOT ")]
+
+    @property
+    def tried(self) -> int:
+        return next((int(x.split()[1]) for x in self.lines if x.startswith("TRIED")), 0)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self._reader.join(5)
+
+    def __enter__(self) -> Squatter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
