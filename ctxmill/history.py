@@ -26,7 +26,8 @@ def history_config(settings: Any) -> HistoryConfig:
 
     return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
                          redact_extra=settings.redaction["redact_extra"],
-                         redact_allow=settings.redaction["redact_allow"], **settings.table("history", _table_values))
+                         redact_allow=settings.redaction["redact_allow"],
+                         **settings.table("history", _table_values))
 
 
 def _table_values(table: Any, where: str) -> dict[str, Any]:

@@ -39,6 +39,7 @@ def _memory_default(key: str) -> Callable[[], Any]:
         from memory.config import MemoryConfig
 
         return getattr(MemoryConfig, key)
+
     return default
 
 
@@ -47,13 +48,27 @@ def _map_default(key: str) -> Callable[[], Any]:
         from repomap.api import RepoMapConfig
 
         return getattr(RepoMapConfig, key)
+
     return default
 
 
-_COMPRESS_ANY = ("epoch_savings_threshold", "window_epoch_savings", "window_start_min_tokens", "epoch_horizon",
-                 "cache_window_blocks", "protect_tail_tokens", "protect_tail_turns", "protect_tail_blocks",
-                 "min_saving_fraction", "min_saving_chars", "tiers", "model_tiers", "cache_ttl", "disabled_stages",
-                 "stages")
+_COMPRESS_ANY = (
+    "epoch_savings_threshold",
+    "window_epoch_savings",
+    "window_start_min_tokens",
+    "epoch_horizon",
+    "cache_window_blocks",
+    "protect_tail_tokens",
+    "protect_tail_turns",
+    "protect_tail_blocks",
+    "min_saving_fraction",
+    "min_saving_chars",
+    "tiers",
+    "model_tiers",
+    "cache_ttl",
+    "disabled_stages",
+    "stages",
+)
 PROJECT_MAY_SET: dict[str, dict[str, tuple[str, Callable[[], Any] | None]]] = {
     "compress": {**{key: (ANY, None) for key in _COMPRESS_ANY}, "protected_tools": (ADD, None)},
     "memory": {"recency": (ANY, None), "inject_chars": (AT_MOST, _memory_default("inject_chars"))},
@@ -63,8 +78,15 @@ PROJECT_MAY_SET: dict[str, dict[str, tuple[str, Callable[[], Any] | None]]] = {
 }
 """table -> key -> (rule, the default when the rule needs one): all a project may set."""
 USER_ONLY: dict[str, tuple[str, ...]] = {
-    "proxy": ("upstream_anthropic", "upstream_openai", "latency_budget_ms", "workers", "max_inflight_mb",
-              "max_connections", "client_timeout"),
+    "proxy": (
+        "upstream_anthropic",
+        "upstream_openai",
+        "latency_budget_ms",
+        "workers",
+        "max_inflight_mb",
+        "max_connections",
+        "client_timeout",
+    ),
     "store": ("url", "prefix"),
     "ccr": ("ttl_hours", "max_mb"),
     "security": ("redact_allow",),
@@ -104,7 +126,11 @@ class Layers:
 
     def __post_init__(self) -> None:
         if self.same_file:
-            self._kept = {name: table for name, table in self.project_tables.items() if isinstance(table, dict)}
+            self._kept = {
+                name: table
+                for name, table in self.project_tables.items()
+                if isinstance(table, dict)
+            }
             return
         refused = []
         for name, table in self.project_tables.items():
@@ -124,10 +150,14 @@ class Layers:
                 else:
                     self._unknown.setdefault(name, []).append(key)
         if refused:
-            warn_once(self.source, ", ".join(refused),
-                      "a project's config.toml may not say where requests go, name a store, set what the shared "
-                      f"stores keep or the proxy's limits, or let text through redaction: only your own config "
-                      f"({self.user_source}) or a flag may (docs/security.md lists what a project may set)")
+            warn_once(
+                self.source,
+                ", ".join(refused),
+                "a project's config.toml may not say where requests go, name a store, set what "
+                "the shared stores keep or the proxy's limits, or let text through redaction: "
+                f"only your own config ({self.user_source}) or a flag may (docs/security.md lists "
+                "what a project may set)",
+            )
 
     def project(self, table: str) -> Any:
         """The project's `table` as far as it may set it; ConfigError naming a key ctxmill does
@@ -135,7 +165,9 @@ class Layers:
         if self._unknown.get(table):
             from ctxmill.errors import ConfigError
 
-            raise ConfigError(f"{self.source}: unknown key {table}.{sorted(self._unknown[table])[0]}")
+            raise ConfigError(
+                f"{self.source}: unknown key {table}.{sorted(self._unknown[table])[0]}"
+            )
         return self._kept.get(table, {})
 
     def user(self, table: str) -> Any:
@@ -162,5 +194,8 @@ class Layers:
         return out
 
     def _clipped(self, table: str, key: str, value: Any, how: str) -> None:
-        warn_once(self.source, f"[{table}] {key} = {value!r}",
-                  f"a project's config.toml {how} (your own config, {self.user_source}, sets the limit)")
+        warn_once(
+            self.source,
+            f"[{table}] {key} = {value!r}",
+            f"a project's config.toml {how} (your own config, {self.user_source}, sets the limit)",
+        )

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ccr.store import Retention
     from compress.config import CompressConfig
     from compress.pipeline import Chain
+    from ground.redis_client import StoreAddress
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
-    from ground.redis_client import StoreAddress
     from memory.history.config import HistoryConfig
     from repomap.api import RepoMapConfig
 
@@ -73,7 +73,7 @@ class Settings:
         global_home = paths.global_home()
         settings = cls(home, global_home, read_config(home), read_config(global_home),
                        store_url=store or os.environ.get("CTXMILL_STORE") or None)
-        settings.layers  # noqa: B018 - what the project may not set is said now, whatever the command reads
+        settings.layers  # noqa: B018 - what a project may not set is said now, whatever is read
         return settings
 
     @property
@@ -86,7 +86,7 @@ class Settings:
 
     @cached_property
     def layers(self) -> Layers:
-        """The two files kept apart, the project's held to what it may set (`ctxmill.provenance`)."""
+        """The two files kept apart, the project's held to what it may set (ctxmill.provenance)."""
         same = os.path.realpath(self.home) == os.path.realpath(self.global_home)
         return Layers(self.tables, self.user_tables, self.source, self.user_source, same)
 
@@ -97,7 +97,8 @@ class Settings:
         project, user = self.layers.project(name), self.layers.user(name)
         parse(project, self.source)
         parse(user, self.user_source)
-        return parse(self.layers.combine(name, user, project), self.source if project else self.user_source)
+        where = self.source if project else self.user_source
+        return parse(self.layers.combine(name, user, project), where)
 
     @property
     def ccr_dir(self) -> Path:
@@ -128,7 +129,8 @@ class Settings:
         from ctxmill.shared_store import store_address
 
         # a project's [store] never gets here (ctxmill.provenance refuses it)
-        return store_address(self.store_url, {}, self.source, self.global_home / CONFIG_FILE, self.user_tables)
+        return store_address(self.store_url, {}, self.source, self.global_home / CONFIG_FILE,
+                             self.user_tables)
 
     @cached_property
     def tiktoken_cache(self) -> Path | None:

@@ -139,7 +139,8 @@ def test_run_points_claude_code_at_its_proxy_over_the_base_url_of_its_settings_f
     assert through_proxy(["python3", "x.py"], "http://127.0.0.1:9", {}) == ["python3", "x.py"]
 
 
-def test_a_project_proxy_forwards_to_the_users_gateway_unless_a_flag_says_otherwise(tmp_path, monkeypatch):
+def test_a_project_proxy_forwards_to_the_users_gateway_unless_a_flag_says_otherwise(
+        tmp_path, monkeypatch):
     """The upstreams `ctxmill install` keeps in the user's own config serve every project's proxy;
     a project's config cannot redirect them (ctxmill.provenance: a cloned repository's
     `[proxy] upstream_anthropic` received the API key); a flag can."""
@@ -156,9 +157,10 @@ def test_a_project_proxy_forwards_to_the_users_gateway_unless_a_flag_says_otherw
     args = argparse.Namespace(upstream_anthropic=None, upstream_openai=None, host="127.0.0.1", port=8787,
                               latency_budget_ms=None, workers=None, max_inflight_mb=None, max_connections=None)
     got = _proxy_settings(args, Settings.load(project))
-    assert got == {"upstream_anthropic": "https://gw.example/a", "upstream_openai": "https://api.openai.com",
-                   "workers": 7}
-    (project / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://evil.example"\nworkers = 1\n')
+    assert got == {"upstream_anthropic": "https://gw.example/a",
+                   "upstream_openai": "https://api.openai.com", "workers": 7}
+    (project / "config.toml").write_text(
+        '[proxy]\nupstream_anthropic = "https://evil.example"\nworkers = 1\n')
     assert _proxy_settings(args, Settings.load(project)) == got
     args.upstream_anthropic = "https://flag.example"
     assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://flag.example"
@@ -170,8 +172,9 @@ def test_run_says_what_its_proxy_saved_when_the_command_exits(tmp_path, fake):
     from tests.proxy_helpers import example
 
     (tmp_path / "body.json").write_text(json.dumps({**example(), "model": "claude-sonnet-4-5"}))
-    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)  # the user's own config: wait for the compression
-    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+    mine = tmp_path / "xdg" / "ctxmill" / "config.toml"  # the user's own: wait for the compression
+    mine.parent.mkdir(parents=True)
+    mine.write_text('[proxy]\nlatency_budget_ms = "none"\n')
     send = ("import os, urllib.request; body = open('body.json', 'rb').read(); "
             "request = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', data=body, "
             "headers={'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01'}); "

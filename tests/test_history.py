@@ -163,10 +163,11 @@ def test_config_errors_name_the_key(tmp_path, monkeypatch):
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
-    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text("[history]\nmax_mb = 0\n")  # the user's setting
+    mine = tmp_path / "xdg" / "ctxmill" / "config.toml"  # the budget is the user's setting
+    mine.write_text("[history]\nmax_mb = 0\n")
     with pytest.raises(ConfigError, match="history.max_mb"):
         Settings.load(tmp_path).history
-    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text("")
+    mine.write_text("")
     (tmp_path / "config.toml").write_text("[history]\nmax_mb = 2\nkeep = 1\n")
     with pytest.raises(ConfigError, match="history.keep"):
         Settings.load(tmp_path).history

@@ -120,7 +120,7 @@ def test_cli_stats_queries_a_running_proxy():
 
 
 def _users_config(tmp_path, monkeypatch):
-    """The user's own config.toml, where [proxy] is set (a project's is refused: ctxmill.provenance)."""
+    """The user's own config.toml, where [proxy] is set (a project's is refused: provenance)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
     return tmp_path / "xdg" / "ctxmill" / "config.toml"

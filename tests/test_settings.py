@@ -61,7 +61,7 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
     assert settings.ccr.max_bytes == 300 * 2**20
     proxy, security = ("".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
         [f"[{table}]\n", "\n"])) for table in ("proxy", "security"))
-    (tmp_path / "config.toml").write_text(proxy + security)  # a project's [proxy] and redact_allow: ignored
+    (tmp_path / "config.toml").write_text(proxy + security)  # a project's: [proxy], allow ignored
     settings = Settings.load(tmp_path)
     assert settings.proxy_overrides == {}
     assert settings.redaction == {"redact_extra": ("INTERNAL-[0-9]{6}",), "redact_allow": ()}

@@ -85,7 +85,7 @@ def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path, monkeypat
     ('[security]\nredact = []\n', "unknown key security.redact"),
 ])
 def test_bad_security_config_is_one_clear_error(tmp_path, monkeypatch, toml, message):
-    """In the user's own config.toml (a project's redact_allow is refused unread: ctxmill.provenance)."""
+    """In the user's own config.toml (a project's redact_allow is refused: ctxmill.provenance)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
     (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(toml)
