@@ -26,7 +26,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads files here)
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing it (memory searches read here)
 if TYPE_CHECKING:
     from typing import BinaryIO
 

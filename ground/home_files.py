@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads through here)
+TYPE_CHECKING = (
+    False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads through here)
+)
 if TYPE_CHECKING:
     from typing import BinaryIO
 
@@ -75,5 +77,7 @@ def read_home_file_or_skip(home: Path, name: str | Path, max_bytes: int) -> byte
     except OSError as exc:
         import logging
 
-        logging.getLogger("ctxmill.files").warning("%s: %s; left unread", Path(home) / name, exc.strerror or exc)
+        logging.getLogger("ctxmill.files").warning(
+            "%s: %s; left unread", Path(home) / name, exc.strerror or exc
+        )
         return None
