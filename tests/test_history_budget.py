@@ -53,6 +53,21 @@ def test_a_session_larger_than_the_whole_budget_is_refused_and_nothing_is_evicte
     assert _keys(cfg) == ["small1", "small0"]
 
 
+def test_a_session_whose_text_fits_but_whose_rows_do_not_is_refused_and_rolled_back(tmp_path):
+    """Thousands of tiny messages: their text is a sixth of the budget, what they take on disk is
+    more than all of it. Measured before the transaction commits, the session is refused and the
+    store keeps its sessions, within its budget."""
+    cfg = cfg_for(tmp_path, max_bytes=2_500_000)
+    small = write_session(tmp_path / "s", "small", exchange(["the parser is fixed"]))
+    ingest_file(cfg, small, "/p")
+    tiny = write_session(tmp_path / "s", "tiny", exchange([f"ok {i}" for i in range(16_000)]))
+    with pytest.raises(SessionTooLarge):
+        ingest_file(cfg, tiny, "/p")
+    assert _keys(cfg) == ["small"]
+    with HistoryStore.open(cfg) as store:
+        assert store.size() <= cfg.max_bytes
+
+
 def test_one_session_never_evicts_more_than_itself(tmp_path):
     """A store near its budget takes a session three times as large as the others, recorded
     before all of them: it is kept (never evicted by its own ingest), and what goes to make room

@@ -140,6 +140,12 @@ class HistoryStore:
         now = time.time() if updated is None else updated
         stored = self._digests(key)  # read without the write lock: new rows are staged before it
         staged = self._stage(key, rows, stored)
+        return self._write(key, staged, stored, project=project, source=source, fmt=fmt, now=now,
+                           stamp=stamp)
+
+    def _write(self, key: str, staged: _Staged, stored: list[str], *, project: str, source: str,
+               fmt: str, now: float, stamp: str) -> Ingested:
+        """Move the staged rows of session `key` into the store (one transaction), then evict."""
         with self._transaction() as cur:
             found = cur.execute("SELECT id FROM sessions WHERE key = ?", (key,)).fetchone()
             if self._digests(key) != stored:  # another process changed the session meanwhile
@@ -160,8 +166,8 @@ class HistoryStore:
                         " ORDER BY seq", (session,))
             cur.execute("INSERT INTO terms (rowid, body) SELECT m.id, s.body FROM temp.staged s"
                         " JOIN messages m ON m.session = ? AND m.seq = s.seq", (session,))
-            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ? WHERE id = ?",
-                        (staged.count, now, project, source, stamp, session))
+            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ?"
+                        " WHERE id = ?", (staged.count, now, project, source, stamp, session))
             added = max(0, self._used() - before)
             self._fits(key, staged, added)
         self.conn.execute("DROP TABLE temp.staged")
