@@ -10,14 +10,15 @@ config.toml (`<global home>/config.toml`) or from flags.
 
 What must hold:
 - `Layers.project(table)` holds only allow-listed keys of the project's table; every other key
-  of a table ctxmill reads (and every table it does not read) is dropped and named in one
-  warning, once per file and key in a process (the log, and the terminal when it is one);
-  a key no table knows is a ConfigError when its table is first read (a typo stays an error);
-- `Layers.combine(table, user, project)` is the user's table with the project's keys on top,
-  never looser than the user's (or the default, when the user sets nothing) for the keys marked
-  so: `ADD` lists only grow (protected tools, redact_extra), `AT_MOST` numbers only shrink
-  (prompt budgets), `OFF_ONLY` switches only turn off (keeping history). A project value
-  beyond the user's is clipped to it, with the same one warning.
+  of a table ctxmill reads (and every table it does not read) is dropped, and all of them are
+  named in one warning line per file, said once in a process (the log, and the terminal when
+  stderr is one); a key no table knows is a ConfigError when its table is first read (a typo
+  stays an error);
+- `Layers.combine(table, user, project)` is the user's table with the project's keys on top:
+  an `ANY` key's value replaces the user's; the others are never looser than the user's (or the
+  default, when the user sets nothing): `ADD` lists only grow (protected tools, redact_extra),
+  `AT_MOST` numbers only shrink (prompt budgets), `OFF_ONLY` switches only turn off (keeping
+  history). A project value beyond the user's is held to it, with one warning.
 - when the project's config file is the user's own (the project home is the global home),
   nothing is refused: every table is the user's.
 """
