@@ -66,3 +66,16 @@ def test_a_link_that_stays_in_the_home_is_followed(tmp_path):
     (home / "MEMORY.md").symlink_to("kept.md")
     done, _ = hook("SessionStart", repo, user, hook_event(repo, user), memory_mb=LIMIT_MB)
     assert "The build uses make" in done.stdout
+
+
+def test_a_global_home_linked_as_a_whole_is_read(tmp_path, monkeypatch):
+    """The user's own way to keep their config with their dotfiles: the folder linked, not the file."""
+    from ctxmill.settings import Settings
+
+    dotfiles = tmp_path / "dotfiles" / "ctxmill"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "config.toml").write_text("[ccr]\nmax_mb = 9\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "ctxmill").symlink_to(dotfiles)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert Settings.load(tmp_path / "project").ccr.max_bytes == 9 * 2**20
