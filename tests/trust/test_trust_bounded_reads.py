@@ -69,7 +69,7 @@ def test_a_link_that_stays_in_the_home_is_followed(tmp_path):
 
 
 def test_a_global_home_linked_as_a_whole_is_read(tmp_path, monkeypatch):
-    """The user's own way to keep their config with their dotfiles: the folder linked, not the file."""
+    """How the user keeps their config with their dotfiles: the folder linked, not the file."""
     from ctxmill.settings import Settings
 
     dotfiles = tmp_path / "dotfiles" / "ctxmill"
