@@ -323,14 +323,17 @@ def local_trust() -> int:
     started = time.monotonic()
     if str(ROOT) not in sys.path:  # the harness lives in tests/trust/kit.py
         sys.path.insert(0, str(ROOT))
+    from bench.trust_faces import FACES  # provenance, foreign homes, hostile home files, imports
+
     rows = []
     data_home = os.environ.get("XDG_DATA_HOME")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_DATA_HOME"] = str(Path(tmp) / "data")  # the user's CCR store and config: the run's own
         from bench.adversarial_channel import local_channel_faces
 
-        for face in (engine_socket_face, cloned_repo_face, browser_origin_face, install_backup_face,
-                     local_channel_faces):
+        faces = (engine_socket_face, cloned_repo_face, browser_origin_face, install_backup_face,
+                 local_channel_faces, *FACES)
+        for face in faces:
             folder = Path(tmp) / face.__name__
             folder.mkdir()
             rows += face(folder)

@@ -31,21 +31,22 @@ _SCALARS = {"epoch_savings_threshold": int, "window_epoch_savings": int, "window
             "min_saving_chars": int}
 
 
-def ignored(source: str, user_config: Path, what: str, why: str) -> None:
-    """Log that a project's `what` (in `source`) is ignored: `why` is the user's setting, in `user_config`."""
-    import logging
+def read_config(home: Path) -> dict[str, Any]:
+    """`<home>/config.toml` as parsed ({} when there is none), read bounded
+    (`ground.home_files`: a regular file of at most CONFIG_BYTES inside `home`); ConfigError
+    naming the file when it is refused or unparsable."""
+    from ground.home_files import CONFIG_BYTES, read_home_file
 
-    logging.getLogger("ctxmill.settings").warning("%s: %s ignored: %s is the user's setting, in %s",
-                                                  source, what, why, user_config)
-
-
-def read_config(path: Path) -> dict[str, Any]:
+    path = home / CONFIG_FILE
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
+        data = read_home_file(home, CONFIG_FILE, CONFIG_BYTES)
+        text = "" if data is None else data.decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    if not text:
+        return {}
     import tomllib  # only a project with a config file pays for the parser
 
     try:
@@ -163,7 +164,7 @@ def parse_budget(value: Any) -> float | None:
     return float(value)
 
 
-def compress_table(section: dict[str, Any], where: str) -> CompressConfig:
+def compress_table(section: Any, where: str) -> CompressConfig:
     from compress.config import CompressConfig
     from compress.provider_cache import LIVES
     from compress.vocab.tools import PROTECTED_TOOLS
@@ -171,7 +172,7 @@ def compress_table(section: dict[str, Any], where: str) -> CompressConfig:
     config = CompressConfig()
     known = {f.name for f in fields(CompressConfig)} - {"redact_extra", "redact_allow"} | {"stages"}
     changes: dict[str, Any] = {}
-    for key, value in section.items():
+    for key, value in _table(section, f"{where}: compress").items():
         if key not in known:
             raise ConfigError(f"{where}: unknown key compress.{key}")
         if key in _SCALARS:

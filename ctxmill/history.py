@@ -3,7 +3,8 @@
 `[history]` keys: `enabled` (default true: sessions are kept), `max_mb` (the store's size budget,
 default 256), `regex_seconds` (the time a regular-expression search may take, default 2). The
 store is one file per user, `<global home>/history/history.sqlite3`, so `max_mb` and
-`regex_seconds` are read from the user's own config.toml only; a project may set `enabled`.
+`regex_seconds` are read from the user's own config.toml only; a project may turn `enabled`
+off, never on (`ctxmill.provenance`).
 """
 
 from __future__ import annotations
@@ -20,26 +21,19 @@ HISTORY_FILE = Path("history") / "history.sqlite3"
 
 
 def history_config(settings: Any) -> HistoryConfig:
-    """`settings`: the `ctxmill.settings.Settings` whose tables and homes to read. A project's
-    `[history]` may turn its own sessions' history off; the store's budget and search limits are
-    the user's (their own config.toml), as the store is shared by every project."""
+    """`settings`: the `ctxmill.settings.Settings` whose tables and homes to read."""
     from memory.history.config import HistoryConfig
 
-    from ctxmill.config_tables import CONFIG_FILE, ignored
-
-    project = _table_values(settings.tables.get("history", {}), f"{settings.source}: history")
-    user = _table_values(settings.user_tables.get("history", {}), f"{settings.global_home / CONFIG_FILE}: history")
-    if set(project) - {"enabled"}:
-        ignored(settings.source, settings.global_home / CONFIG_FILE,
-                "[history] " + ", ".join(sorted(set(project) - {"enabled"})), "the shared history store's budget")
-    values = {**user, **({"enabled": project["enabled"]} if "enabled" in project else {})}
     return HistoryConfig(path=settings.global_home / HISTORY_FILE, cache_dir=settings.global_home / "cache",
                          redact_extra=settings.redaction["redact_extra"],
-                         redact_allow=settings.redaction["redact_allow"], **values)
+                         redact_allow=settings.redaction["redact_allow"],
+                         **settings.table("history", _table_values))
 
 
 def _table_values(table: Any, where: str) -> dict[str, Any]:
-    """A `[history]` table as HistoryConfig field values (ConfigError naming a bad key)."""
+    """A `[history]` table (of the config file `where`) as HistoryConfig field values
+    (ConfigError naming a bad key)."""
+    where = f"{where}: history"
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     unknown = set(table) - {"enabled", "max_mb", "regex_seconds"}

@@ -56,24 +56,30 @@ def remember_session(home: Path, event: dict) -> None:
     record = {k: event.get(k) for k in ("session_id", "transcript_path", "cwd") if isinstance(event.get(k), str)}
     if not record.get("transcript_path"):
         return
-    path = home / "sessions" / CURRENT_FILE
     data = orjson.dumps(record)
-    try:
-        if path.read_bytes() == data:
-            return
-    except OSError:
-        pass
+    if _session_record(home) == data:
+        return
     from ground.files import atomic_write
 
-    atomic_write(path, data)
+    atomic_write(home / "sessions" / CURRENT_FILE, data)
+
+
+def _session_record(home: Path) -> bytes | None:
+    """`<home>/sessions/current.json` read bounded (`ground.home_files`), None when it cannot be."""
+    from ground.home_files import RECORD_BYTES, read_home_file
+
+    try:
+        return read_home_file(home, Path("sessions") / CURRENT_FILE, RECORD_BYTES)
+    except OSError:
+        return None
 
 
 def current_session(home: Path) -> dict | None:
     import orjson
 
     try:
-        record = orjson.loads((home / "sessions" / CURRENT_FILE).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        record = orjson.loads(_session_record(home) or b"null")
+    except orjson.JSONDecodeError:
         return None
     return record if isinstance(record, dict) and isinstance(record.get("transcript_path"), str) else None
 

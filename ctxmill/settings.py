@@ -9,10 +9,11 @@ A missing file means defaults; an unknown key or a wrong type is a `ConfigError`
 Each table is checked when first used, so a command fails only on the tables it reads (a bad
 `[proxy]` table must not silence the hooks).
 
-A project's config.toml may come from a repository someone else wrote: it tunes how that project
-is compressed and searched, never what is shared with other projects. The retention of the
-user's CCR store (`[ccr]`) is read from the user's config file only; a project's `[ccr]` table is
-ignored with a one-line warning in the log.
+Every table is the user's table with the project's on top, as far as `ctxmill.provenance` lets a
+project set it (a project's config.toml may come from a repository someone else wrote: it tunes
+how that project is compressed, searched and shown, never where data goes, what redaction lets
+through or what the shared stores keep). Each table's parser checks each file on its own, so an
+error names the file that holds it.
 """
 
 from __future__ import annotations
@@ -24,19 +25,20 @@ from pathlib import Path
 
 from ctxmill import paths
 from ctxmill.config_tables import (CONFIG_FILE, ccr_table, compress_table, map_table, memory_table,
-                                   proxy_table, read_config, security_table, ignored)
+                                   proxy_table, read_config, security_table)
+from ctxmill.provenance import Layers
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads settings)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from ccr.base import OriginalsStore
     from ccr.store import Retention
     from compress.config import CompressConfig
     from compress.pipeline import Chain
+    from ground.redis_client import StoreAddress
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
-    from ground.redis_client import StoreAddress
     from memory.history.config import HistoryConfig
     from repomap.api import RepoMapConfig
 
@@ -57,7 +59,7 @@ class Settings:
     global_home: Path
     """Cross-project memory and caches (`ctxmill.paths.global_home`)."""
     tables: dict[str, Any] = field(default_factory=dict, repr=False)
-    """The project's config.toml as parsed; each table is checked by the property that reads it."""
+    """The project's config.toml as parsed, as it is: read only through `layers`."""
     user_tables: dict[str, Any] = field(default_factory=dict, repr=False)
     """The user's config.toml (in the global home) as parsed: the settings no project may change."""
     store_url: str | None = None
@@ -69,12 +71,34 @@ class Settings:
         `store`: a face's `--store URL`. ConfigError when its config.toml or the user's is unreadable."""
         home = home or paths.project_home()
         global_home = paths.global_home()
-        return cls(home, global_home, read_config(home / CONFIG_FILE), read_config(global_home / CONFIG_FILE),
-                   store_url=store or os.environ.get("CTXMILL_STORE") or None)
+        settings = cls(home, global_home, read_config(home), read_config(global_home),
+                       store_url=store or os.environ.get("CTXMILL_STORE") or None)
+        settings.layers  # noqa: B018 - what a project may not set is said now, whatever is read
+        return settings
 
     @property
     def source(self) -> str:
         return str(self.home / CONFIG_FILE)
+
+    @property
+    def user_source(self) -> str:
+        return str(self.global_home / CONFIG_FILE)
+
+    @cached_property
+    def layers(self) -> Layers:
+        """The two files kept apart, the project's held to what it may set (ctxmill.provenance)."""
+        same = os.path.realpath(self.home) == os.path.realpath(self.global_home)
+        return Layers(self.tables, self.user_tables, self.source, self.user_source, same)
+
+    def table(self, name: str, parse: Callable[[Any, str], Any]) -> Any:
+        """`parse(table, where)` of the table `name`: the user's with what the project may set on
+        top (`Layers.combine`); each file's table is parsed on its own first, so an error names
+        the file it is in."""
+        project, user = self.layers.project(name), self.layers.user(name)
+        parse(project, self.source)
+        parse(user, self.user_source)
+        where = self.source if project else self.user_source
+        return parse(self.layers.combine(name, user, project), where)
 
     @property
     def ccr_dir(self) -> Path:
@@ -88,11 +112,8 @@ class Settings:
 
     @cached_property
     def ccr(self) -> Retention:
-        """The user's `[ccr]` table: how long and how much the user's CCR store keeps (a
-        project's `[ccr]` is ignored, with a warning)."""
-        if "ccr" in self.tables:
-            ignored(self.source, self.global_home / CONFIG_FILE, "[ccr]", "the shared store's retention")
-        return ccr_table(self.user_tables.get("ccr", {}), str(self.global_home / CONFIG_FILE))
+        """The user's `[ccr]` table: how long and how much the user's CCR store keeps."""
+        return self.table("ccr", ccr_table)
 
     def open_ccr(self) -> OriginalsStore:
         """The CCR store originals are written to (`ccr_dir`, or the shared `store`), with the
@@ -107,8 +128,9 @@ class Settings:
         embedded files and SQLite (`ctxmill.shared_store.store_address` says where it is read)."""
         from ctxmill.shared_store import store_address
 
-        user_config = self.global_home / CONFIG_FILE
-        return store_address(self.store_url, self.tables, self.source, user_config, self.user_tables)
+        # a project's [store] never gets here (ctxmill.provenance refuses it)
+        return store_address(self.store_url, {}, self.source, self.global_home / CONFIG_FILE,
+                             self.user_tables)
 
     @cached_property
     def tiktoken_cache(self) -> Path | None:
@@ -117,20 +139,15 @@ class Settings:
 
     @cached_property
     def redaction(self) -> dict[str, tuple[str, ...]]:
-        """`[security]`: `redact_extra` from the project's table and the user's (a project may
+        """`[security]`: `redact_extra` from the user's table and the project's (a project may
         redact more), `redact_allow` from the user's alone (a cloned project must not let
         secrets into the shared stores); as the engines' configs name them."""
-        project = security_table(self.tables.get("security", {}), self.source)
-        user = security_table(self.user_tables.get("security", {}), str(self.global_home / CONFIG_FILE))
-        if project["redact_allow"]:
-            ignored(self.source, self.global_home / CONFIG_FILE, "[security] redact_allow", "what is redacted before anything is stored")
-        return {"redact_extra": tuple(dict.fromkeys(project["redact_extra"] + user["redact_extra"])),
-                "redact_allow": user["redact_allow"]}
+        return self.table("security", security_table)
 
     @cached_property
     def compress(self) -> CompressConfig:
         """The `[compress]` and `[security]` tables."""
-        return replace(compress_table(self.tables.get("compress", {}), self.source), **self.redaction)
+        return replace(self.table("compress", compress_table), **self.redaction)
 
     @cached_property
     def memory(self) -> MemoryConfig:
@@ -138,12 +155,12 @@ class Settings:
         from memory.config import MemoryConfig
 
         return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
-                            **memory_table(self.tables.get("memory", {}), self.source), **self.redaction)
+                            **self.table("memory", memory_table), **self.redaction)
 
     @cached_property
     def repomap(self) -> RepoMapConfig:
         """The `[map]` table: `enabled` (a map with each prompt) and `budget` (its tokens)."""
-        return map_table(self.tables.get("map", {}), self.source)
+        return self.table("map", map_table)
 
     @cached_property
     def history(self) -> HistoryConfig:
@@ -160,8 +177,8 @@ class Settings:
 
     @cached_property
     def proxy_overrides(self) -> dict[str, Any]:
-        """The `[proxy]` table as ProxyConfig field overrides (only the keys it sets)."""
-        return proxy_table(self.tables.get("proxy", {}), self.source)
+        """The user's `[proxy]` table as ProxyConfig field overrides (only the keys it sets)."""
+        return self.table("proxy", proxy_table)
 
 
 def default_workers() -> int:

@@ -25,7 +25,10 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing it (memory searches read here)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -151,7 +154,13 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
 def read_inside(path: str | Path, root: str | Path, max_bytes: int) -> bytes:
     """The bytes of the regular file at `path`, which must lie inside the folder `root` once
     every symbolic link on the way is resolved: a link that stays inside `root` is followed, one
-    that leaves it is refused (OSError EXDEV naming `path`). Else as `read_regular`.
+    that leaves it is refused (OSError EXDEV naming `path`). Else as `read_regular`."""
+    with open_inside(path, root) as source:
+        return read_at_most(source, max_bytes, str(path))
+
+
+def open_inside(path: str | Path, root: str | Path) -> BinaryIO:
+    """The regular file at `path` opened for reading (binary), refused as `read_inside` says.
 
     The check is made on the file actually opened (its device and inode against those of the
     resolved path), so a link swapped in between the check and the open is refused too."""
@@ -159,11 +168,19 @@ def read_inside(path: str | Path, root: str | Path, max_bytes: int) -> bytes:
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise OSError(errno.EXDEV, "refused: a link out of its folder", str(path))
-    with open_regular(path) as source:
-        opened, resolved = os.fstat(source.fileno()), os.stat(real)
-        if (opened.st_dev, opened.st_ino) != (resolved.st_dev, resolved.st_ino):
-            raise OSError(errno.EXDEV, "refused: the file changed while it was opened", str(path))
-        return read_at_most(source, max_bytes, str(path))
+    source = open_regular(path)
+    opened, resolved = os.fstat(source.fileno()), _stat_or_none(real)
+    if resolved is None or (opened.st_dev, opened.st_ino) != (resolved.st_dev, resolved.st_ino):
+        source.close()
+        raise OSError(errno.EXDEV, "refused: the file changed while it was opened", str(path))
+    return source
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def open_regular(path: str | Path) -> BinaryIO:

@@ -17,7 +17,7 @@ Entry ids look like `m-1a2b3c4d` and never change. Files: <home>/MEMORY.md (type
 see memory.markdown), <home>/notes.md (bullets are notes), <project home>/.index/index.bin.
 
 Modules: `api` (the functions above), `config` (`MemoryConfig`, built by the faces), `entry`,
-`markdown` (MEMORY.md, parsed losslessly), `files` (the provider memory tool's files as entries),
+`markdown` (MEMORY.md, parsed losslessly), `reading` (memory files read bounded), `files` (the provider memory tool's files as entries),
 `index_file` (over `pieces`: a file read piece by piece), `bm25`, `tokenize`, `stem`, `cjk`
 (search), `similar` (near-duplicates), `checkpoint` (checkpoint.md), `extract` (what a checkpoint records) and `fixes` (which call fixed
 an error), `summary` (the last checkpoint for session start), `dream` (consolidation) with `statements`

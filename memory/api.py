@@ -60,10 +60,15 @@ def _sources(cfg: MemoryConfig) -> list[Source]:
     return sources
 
 
+def index_home(cfg: MemoryConfig) -> Path:
+    """The home the index lives in: the project home when it exists (searching never creates a
+    project's `.ctxmill/`), else the global home. Its files are read inside it
+    (ground.home_files)."""
+    return cfg.project_home if cfg.project_home.is_dir() else cfg.global_home
+
+
 def index_path(cfg: MemoryConfig) -> Path:
-    """In the project home when it exists; searching never creates a project's `.ctxmill/`."""
-    home = cfg.project_home if cfg.project_home.is_dir() else cfg.global_home
-    return home / INDEX_FILE
+    return index_home(cfg) / INDEX_FILE
 
 
 def lock(path: Path):
@@ -74,11 +79,18 @@ def lock(path: Path):
 
 
 def _read(path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
-    return _parse(_read_bytes(path), path, scope, default_type)
+    """The memory file at `path` as read for injection, listing and duplicates: a file refused
+    (a link out of its home, a device, over its cap) is empty, with a warning."""
+    from memory.reading import read_file_or_skip
+
+    return _parse(read_file_or_skip(path), path, scope, default_type)
 
 
 def _read_bytes(path: Path) -> bytes:
-    return path.read_bytes() if path.exists() else b""
+    """The memory file at `path` as a writer reads it before replacing it (OSError when refused)."""
+    from memory.reading import read_file
+
+    return read_file(path)
 
 
 def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
@@ -97,7 +109,8 @@ def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, ad
     key = (where, cfg.bm25, cfg.jieba_cache)
     index = _indexes.get(key)
     if index is None or _changed_on_disk(index, where):
-        index = SearchIndex.load(where, cfg.bm25, tokenizer(cfg)) if where.exists() else None
+        index = (SearchIndex.load(where, cfg.bm25, tokenizer(cfg), index_home(cfg))
+                 if where.exists() else None)
         if index is None:
             return
         _indexes[key] = index
@@ -245,7 +258,7 @@ def open_index(cfg: MemoryConfig, rebuild: bool = False) -> SearchIndex:
         return cached
     if rebuild:
         path.unlink(missing_ok=True)
-    index = SearchIndex.open(path, _sources(cfg), cfg.bm25, tokenizer(cfg))
+    index = SearchIndex.open(path, _sources(cfg), cfg.bm25, tokenizer(cfg), index_home(cfg))
     _indexes[key] = index
     return index
 

@@ -46,11 +46,13 @@ import orjson
 import regex
 
 from ground.files import atomic_write, private_lock
+from ground.home_files import RECORD_BYTES, read_home_file
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
 from memory.files import file_path
 from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
+from memory.reading import read_file, read_file_or_skip
 from memory.dream_archive import write_run
 from memory.similar import LOST_SHARE, numbers_in, says_as_much, terms
 from memory.statements import Replacement, flaw, probe
@@ -244,8 +246,7 @@ def dream(cfg: MemoryConfig, dry_run: bool = False, deadline: float | None = Non
     home = cfg.project_home
     memory_path, notes_path = home / api.MEMORY_FILE, home / api.NOTES_FILE
     with private_lock(home / ".dream.lock"), api.lock(memory_path), api.lock(notes_path):
-        memory_text = decode(memory_path.read_bytes()) if memory_path.exists() else ""
-        notes_text = decode(notes_path.read_bytes()) if notes_path.exists() else ""
+        memory_text, notes_text = decode(read_file(memory_path)), decode(read_file(notes_path))
         memory = parse(memory_text, "project", str(memory_path))
         notes = parse(notes_text, "project", str(notes_path), "note")
         before_ids = memory.ids()
@@ -273,7 +274,7 @@ def dream(cfg: MemoryConfig, dry_run: bool = False, deadline: float | None = Non
 
 def _schedule(home: Path) -> dict:
     try:
-        state = orjson.loads((home / SCHEDULE_FILE).read_bytes())
+        state = orjson.loads(read_home_file(home, SCHEDULE_FILE, RECORD_BYTES) or b"{}")
         return state if isinstance(state, dict) else {}
     except (OSError, orjson.JSONDecodeError):
         return {}
@@ -307,7 +308,7 @@ def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
     if "last_dream" in state and now - since < RETRY_AFTER:
         return False
     notes = home / api.NOTES_FILE
-    return notes.exists() and len(parse(decode(notes.read_bytes()), default_type="note").entries()) > NOTES_LIMIT
+    return len(parse(decode(read_file_or_skip(notes)), default_type="note").entries()) > NOTES_LIMIT
 
 
 def record_run(cfg: MemoryConfig, result: DreamResult | None, error: str | None = None,

@@ -20,6 +20,7 @@ from memory import api
 from memory.config import MemoryConfig
 from memory.entry import SECTIONS, Entry
 from memory.markdown import decode, encode, format_entry, parse
+from memory.reading import read_file
 
 ARCHIVE_DIR = "dream-archive"
 REMOVED_FILE = "removed.md"
@@ -47,7 +48,7 @@ def write_run(cfg: MemoryConfig, removed: list[tuple[Entry, str]], title: str, n
     private_dir(folder)
     for name in (api.MEMORY_FILE, api.NOTES_FILE):
         if (home / name).exists():
-            atomic_write(folder / name, (home / name).read_bytes())
+            atomic_write(folder / name, read_file(home / name))
     lines = [f"# {title}: {folder.name}", "",
              f"Put an entry back with `ctxmill dream --restore ID`, both files as they were before this run "
              f"with `ctxmill dream --restore {folder.name}`.", ""]
@@ -69,7 +70,8 @@ def restore(cfg: MemoryConfig, what: str) -> str:
         path = run / REMOVED_FILE
         if not path.exists():
             continue
-        entry = next((e for e in parse(decode(path.read_bytes())).entries() if e.id == what), None)
+        entries = parse(decode(_archived(cfg, path))).entries()
+        entry = next((e for e in entries if e.id == what), None)
         if entry is not None:
             return _restore_entry(cfg, entry, run)
     raise NothingToRestore(f"no archived dream run or removed entry named {what!r} "
@@ -81,7 +83,7 @@ def _restore_entry(cfg: MemoryConfig, entry: Entry, run: Path) -> str:
         return f"{entry.id} is in memory already"
     path = cfg.project_home / api.MEMORY_FILE
     with api.lock(path):
-        doc = parse(decode(path.read_bytes()) if path.exists() else "", "project", str(path))
+        doc = parse(decode(read_file(path)), "project", str(path))
         doc.add(entry)
         atomic_write(path, encode(doc.text()))
     return f"restored {entry.id} from {run.name} to MEMORY.md"
@@ -94,7 +96,14 @@ def _restore_run(cfg: MemoryConfig, run: Path) -> str:
         saved = write_run(cfg, [], "Before restoring " + run.name)
         for path in (memory_path, notes_path):
             if (run / path.name).exists():
-                atomic_write(path, (run / path.name).read_bytes())
+                atomic_write(path, _archived(cfg, run / path.name))
             else:
                 path.unlink(missing_ok=True)  # absent before that run; its copy is in `saved`
     return f"restored MEMORY.md and notes.md as they were before {run.name}; the files replaced are in {saved.name}"
+
+
+def _archived(cfg: MemoryConfig, path: Path) -> bytes:
+    """A file of an archived run, read bounded inside the project home (`ground.home_files`)."""
+    from ground.home_files import MEMORY_BYTES, read_home_file
+
+    return read_home_file(cfg.project_home, path.relative_to(cfg.project_home), MEMORY_BYTES) or b""

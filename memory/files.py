@@ -42,6 +42,7 @@ from memory import api
 from memory.config import MemoryConfig
 from memory.entry import SCOPES, TYPES, Entry, new_id, now
 from memory.markdown import MemoryDocument, decode, encode, normalize_text, parse
+from memory.reading import read_file
 
 ROOT = "/memories"
 MAX_PATH_CHARS = 1024
@@ -275,7 +276,7 @@ class MemoryFiles:
     def _document(self) -> tuple[bytes, int, MemoryDocument]:
         """MEMORY.md's bytes, their hash and the parsed document; parsed again only when the bytes
         changed (a 10,000-entry file takes about half a second to parse)."""
-        data = self.path.read_bytes() if self.path.exists() else b""
+        data = read_file(self.path)
         digest = xxhash.xxh3_64_intdigest(data)
         if self._parsed is None or self._parsed[0] != digest:
             self._parsed = (digest, parse(decode(data), self.scope, str(self.path)))

@@ -203,11 +203,11 @@ class SearchIndex:
         except OSError:
             self.stamp = None
 
-    def _restore(self, path: Path) -> None:
-        """Fill self from the file at `path`; raises ValueError on anything that does not check
-        out, _Stale for a file of another version or other parameters."""
+    def _restore(self, path: Path, root: Path | None) -> None:
+        """Fill self from the file at `path` (inside the folder `root`: memory.pieces.read); raises
+        ValueError on anything that does not check out, _Stale for another version or parameters."""
         try:
-            header, parts, stat = pieces.read(path, MAGIC)
+            header, parts, stat = pieces.read(path, MAGIC, root)
         except pieces.WrongMagic as exc:
             if exc.found in _OLD_MAGICS:
                 raise _Stale() from None
@@ -234,22 +234,24 @@ class SearchIndex:
         self.stamp = (stat.st_size, stat.st_mtime_ns)  # of the file read, even if replaced since
 
     @classmethod
-    def load(cls, path: Path, params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex | None:
+    def load(cls, path: Path, params: Bm25Params, tokenizer: Tokenizer,
+             root: Path | None = None) -> SearchIndex | None:
         """The saved index as it is (not synced with the files); None if missing or unusable."""
         index = cls(params, tokenizer)
         try:
-            index._restore(path)
+            index._restore(path, root)
         except (ValueError, OSError, _Stale):
             return None
         return index
 
     @classmethod
-    def open(cls, path: Path | None, sources: list[Source], params: Bm25Params, tokenizer: Tokenizer) -> SearchIndex:
-        """Load (or rebuild) the index at `path` and bring it up to date with `sources`."""
+    def open(cls, path: Path | None, sources: list[Source], params: Bm25Params,
+             tokenizer: Tokenizer, root: Path | None = None) -> SearchIndex:
+        """Load (or rebuild) the index at `path` (inside `root`), up to date with `sources`."""
         index = cls(params, tokenizer)
         if path is not None and path.exists():
             try:
-                index._restore(path)
+                index._restore(path, root)
             except _Stale:
                 index = cls(params, tokenizer)
             except (ValueError, OSError) as exc:
@@ -286,7 +288,9 @@ class SearchIndex:
         settled = time.time_ns() - stat.st_mtime_ns > _MTIME_SLACK_NS
         if old is not None and old[:2] == (stat.st_size, stat.st_mtime_ns) and settled:
             return
-        data = source.path.read_bytes()
+        from memory.reading import read_file_or_skip
+
+        data = read_file_or_skip(source.path)
         digest = xxhash.xxh64_hexdigest(data)
         if old is None or old[2] != digest:
             from memory.markdown import decode, parse  # only a changed file is parsed

@@ -23,9 +23,9 @@ has (a copy-pasted line) gets a new one on read, derived from the old id, its te
 taken (so every read of the same text gives the same ids), and `text()` carries it; `add` and
 `replace_entry` never give a second entry an id the document holds.
 
-Files are bytes: `decode` never fails (bytes that are not UTF-8 become lone surrogates, as
-`surrogateescape` does) and `encode` gives those bytes back, so a rewrite keeps bytes it could not
-read. Entry texts show such bytes as U+FFFD.
+Files are bytes (read bounded: `memory.reading`): `decode` never fails (bytes that are not UTF-8
+become lone surrogates, as `surrogateescape` does) and `encode` gives those bytes back, so a
+rewrite keeps bytes it could not read. Entry texts show such bytes as U+FFFD.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import regex
 import xxhash
 
 from memory.entry import SECTIONS, Entry, content_id
+
 
 _HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
 _BULLET = regex.compile(r"[-*+][ \t]")

@@ -16,6 +16,7 @@ What must hold:
 
 from __future__ import annotations
 
+import errno
 import marshal
 import os
 import weakref
@@ -41,15 +42,28 @@ class WrongMagic(ValueError):
 
 class _Reader:
     """Reads spans of one opened file: `os.pread` where there is one, else the bytes read at once
-    (a descriptor held open would keep other processes from replacing the file there)."""
+    (a descriptor held open would keep other processes from replacing the file there). The file
+    is opened as `ground.home_files` opens a home's file: regular, inside `root` once links are
+    resolved, at most INDEX_BYTES."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, root: Path):
+        from ground.home_files import INDEX_BYTES, open_home_file
+
+        source = open_home_file(root, Path(path).relative_to(root))
+        if source is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", str(path))
+        self._stat = os.fstat(source.fileno())
+        if self._stat.st_size > INDEX_BYTES:
+            source.close()
+            raise OSError(errno.EFBIG, f"larger than {INDEX_BYTES:,} bytes", str(path))
         if hasattr(os, "pread"):
-            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self._fd = os.dup(source.fileno())
+            source.close()
             weakref.finalize(self, os.close, self._fd)
-            self._data, self._stat = None, os.fstat(self._fd)
+            self._data = None
         else:  # pragma: no cover - Windows
-            self._data, self._stat = path.read_bytes(), path.stat()
+            with source:
+                self._data = source.read()
 
     def read(self, start: int, size: int) -> bytes:
         if self._data is not None:  # pragma: no cover - Windows
@@ -86,7 +100,7 @@ class Pieces(Mapping):
 
     def __getitem__(self, key) -> Piece:
         first, last, digest = self._spans[key]
-        if not 0 <= first <= last:
+        if not 0 <= first <= last <= self._reader.stat().st_size - self._base:  # never past the end
             raise CorruptPiece(f"the piece {key!r} has no place in the file")
         return Piece(self._reader, self._base + first, last - first, digest)
 
@@ -115,15 +129,17 @@ def write(path: Path, magic: bytes, header: dict, pieces: dict) -> None:
                  fsync=False)
 
 
-def read(path: Path, magic: bytes) -> tuple[dict, Pieces, os.stat_result]:
-    """(header, key -> Piece, the stat of the file opened) of the file at `path`. WrongMagic when
-    it is not this kind of file, ValueError when its header does not check out, OSError when it
-    cannot be read."""
-    reader = _Reader(path)
+def read(path: Path, magic: bytes, root: Path | None = None) -> tuple[dict, Pieces, os.stat_result]:
+    """(header, key -> Piece, the stat of the file opened) of the file at `path`, which must lie
+    inside `root` (default: its folder). WrongMagic when it is not this kind of file, ValueError
+    when its header does not check out, OSError when it cannot be read or is refused."""
+    reader = _Reader(path, path.parent if root is None else root)
     start = reader.read(0, len(magic) + _SIZE + 8)
     if start[: len(magic)] != magic:
         raise WrongMagic(start[: len(magic)])
     size = int.from_bytes(start[len(magic) : len(magic) + _SIZE], "little")
+    if size > reader.stat().st_size:
+        raise ValueError("header checksum mismatch (a header larger than the file)")
     head = reader.read(len(start), size)
     if len(head) != size or xxhash.xxh3_64_digest(head) != start[len(magic) + _SIZE :]:
         raise ValueError("header checksum mismatch")

@@ -22,10 +22,17 @@ _MORE = "…"
 
 def latest_summary(home: Path, max_chars: int = 1500) -> str | None:
     """The Task, Next steps and Critical context of the last checkpoint, for session start."""
-    path = home / CHECKPOINT_FILE
-    if not path.exists():
-        return None
-    return summarize(path.read_text("utf-8", errors="replace"), max_chars)
+    text = checkpoint_text(home)
+    return None if text is None else summarize(text, max_chars)
+
+
+def checkpoint_text(home: Path) -> str | None:
+    """The project's last checkpoint (`<home>/checkpoint.md`), None when there is none or it is
+    refused (`ground.home_files`: a link out of the home, a device, over CHECKPOINT_BYTES)."""
+    from ground.home_files import CHECKPOINT_BYTES, read_home_file_or_skip
+
+    data = read_home_file_or_skip(home, CHECKPOINT_FILE, CHECKPOINT_BYTES)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def summarize(text: str, max_chars: int = 1500) -> str:

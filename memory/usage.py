@@ -18,6 +18,7 @@ skipped (fail open: a search never fails for it); ids no longer in memory are ha
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,7 +27,6 @@ from memory.config import MemoryConfig
 
 USAGE_FILE = "usage.log"
 COMPACT_BYTES = 256 * 1024
-MAX_READ_BYTES = 16 * 2**20  # a log grown past this (compaction failing) is read only this far
 
 
 class Use(NamedTuple):
@@ -40,9 +40,14 @@ def _path(cfg: MemoryConfig) -> Path:
 
 def load(cfg: MemoryConfig) -> dict[str, Use]:
     """id -> its uses; {} when there are none or the log is unreadable."""
+    from ground.home_files import USAGE_BYTES, open_home_file
+
     try:
-        with open(_path(cfg), "rb") as log:
-            data = log.read(MAX_READ_BYTES)
+        log = open_home_file(api.index_home(cfg), api.INDEX_FILE.with_name(USAGE_FILE))
+        if log is None:
+            return {}
+        with log:
+            data = log.read(USAGE_BYTES)  # a log grown past it (compaction failing): read this far
     except OSError:
         return {}
     uses: dict[str, Use] = {}
@@ -67,9 +72,12 @@ def record(cfg: MemoryConfig, ids, day: str) -> None:
         from ground.files import private_dir
 
         private_dir(path.parent)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_CLOEXEC", 0), 0o600)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK  # a pipe: never waited on
+        flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o600)
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return
             os.write(fd, line)
             size = os.fstat(fd).st_size
         finally:

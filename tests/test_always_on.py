@@ -190,14 +190,18 @@ def test_codex_built_in_provider_and_the_cases_install_leaves_alone(codex_home, 
     assert target.config.read_text() == "model = ["
 
 
-def test_upstreams_in_the_config_file(tmp_path):
+def test_upstreams_in_the_config_file(tmp_path, monkeypatch):
+    """In the user's own config.toml (a project's may not name one: ctxmill.provenance)."""
     from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
-    (tmp_path / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://gw.example/a/"\n')
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    config = tmp_path / "xdg" / "ctxmill" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[proxy]\nupstream_anthropic = "https://gw.example/a/"\n')
     assert Settings.load(tmp_path).proxy_overrides == {"upstream_anthropic": "https://gw.example/a"}
     for bad in ('upstream_openai = "gw.example"', "upstream_openai = 1"):
-        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        config.write_text(f"[proxy]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"proxy\.upstream_openai"):
             Settings.load(tmp_path).proxy_overrides
 

@@ -139,24 +139,29 @@ def test_run_points_claude_code_at_its_proxy_over_the_base_url_of_its_settings_f
     assert through_proxy(["python3", "x.py"], "http://127.0.0.1:9", {}) == ["python3", "x.py"]
 
 
-def test_a_project_proxy_forwards_to_the_users_gateway_unless_told_otherwise(tmp_path):
-    """The upstreams `ctxmill install` keeps in the global config serve every project's proxy;
-    the project's config and the flags come first."""
+def test_a_project_proxy_forwards_to_the_users_gateway_unless_a_flag_says_otherwise(
+        tmp_path, monkeypatch):
+    """The upstreams `ctxmill install` keeps in the user's own config serve every project's proxy;
+    a project's config cannot redirect them (ctxmill.provenance: a cloned repository's
+    `[proxy] upstream_anthropic` received the API key); a flag can."""
     import argparse
 
     from ctxmill.commands.proxy import _proxy_settings
     from ctxmill.settings import Settings
 
-    project, user = tmp_path / "proj", tmp_path / "user"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    project, user = tmp_path / "proj", tmp_path / "xdg" / "ctxmill"
     project.mkdir()
-    user.mkdir()
+    user.mkdir(parents=True)
     (user / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://gw.example/a"\nworkers = 7\n')
     args = argparse.Namespace(upstream_anthropic=None, upstream_openai=None, host="127.0.0.1", port=8787,
                               latency_budget_ms=None, workers=None, max_inflight_mb=None, max_connections=None)
-    got = _proxy_settings(args, Settings(project, user))
-    assert got == {"upstream_anthropic": "https://gw.example/a", "upstream_openai": "https://api.openai.com"}
-    (project / "config.toml").write_text('[proxy]\nupstream_anthropic = "https://mine.example"\n')
-    assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://mine.example"
+    got = _proxy_settings(args, Settings.load(project))
+    assert got == {"upstream_anthropic": "https://gw.example/a",
+                   "upstream_openai": "https://api.openai.com", "workers": 7}
+    (project / "config.toml").write_text(
+        '[proxy]\nupstream_anthropic = "https://evil.example"\nworkers = 1\n')
+    assert _proxy_settings(args, Settings.load(project)) == got
     args.upstream_anthropic = "https://flag.example"
     assert _proxy_settings(args, Settings.load(project))["upstream_anthropic"] == "https://flag.example"
 
@@ -167,7 +172,9 @@ def test_run_says_what_its_proxy_saved_when_the_command_exits(tmp_path, fake):
     from tests.proxy_helpers import example
 
     (tmp_path / "body.json").write_text(json.dumps({**example(), "model": "claude-sonnet-4-5"}))
-    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')  # wait for the compression
+    mine = tmp_path / "xdg" / "ctxmill" / "config.toml"  # the user's own: wait for the compression
+    mine.parent.mkdir(parents=True)
+    mine.write_text('[proxy]\nlatency_budget_ms = "none"\n')
     send = ("import os, urllib.request; body = open('body.json', 'rb').read(); "
             "request = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', data=body, "
             "headers={'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01'}); "

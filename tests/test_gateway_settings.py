@@ -29,11 +29,15 @@ def test_flag_then_environment_then_the_users_config(homes, monkeypatch):
     assert Settings.load(project, store="redis://flag:1/2?prefix=x:").store == StoreAddress("redis://flag:1/2", "x:")
 
 
-def test_a_project_config_may_not_name_a_store(homes):
-    project, _ = homes
+def test_a_project_config_may_not_name_a_store(homes, caplog):
+    """Refused with a warning (ctxmill.provenance): the user's store, or none, is used."""
+    project, user = homes
     (project / "config.toml").write_text('[store]\nurl = "redis://evil.example:6379/0"\n')
-    with pytest.raises(ConfigError, match="belongs in the user's config"):
-        Settings.load(project).store
+    with caplog.at_level("WARNING", logger="ctxmill.settings"):
+        assert Settings.load(project).store is None
+    assert "[store] url ignored" in caplog.text
+    (user / "config.toml").write_text('[store]\nurl = "redis://cfg:6379/0"\n')
+    assert Settings.load(project).store == StoreAddress.parse("redis://cfg:6379/0")
 
 
 @pytest.mark.parametrize("bad", ['[store]\nurl = 5\n', '[store]\nhost = "x"\n', '[store]\nurl = "http://x"\n'])

@@ -157,13 +157,17 @@ def test_session_end_hook_keeps_the_transcript_unless_history_is_off(tmp_path, m
         assert [s.key for s in store.sessions()] == ["live-1"]
 
 
-def test_config_errors_name_the_key(tmp_path):
+def test_config_errors_name_the_key(tmp_path, monkeypatch):
     from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
-    (tmp_path / "config.toml").write_text("[history]\nmax_mb = 0\n")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    mine = tmp_path / "xdg" / "ctxmill" / "config.toml"  # the budget is the user's setting
+    mine.write_text("[history]\nmax_mb = 0\n")
     with pytest.raises(ConfigError, match="history.max_mb"):
         Settings.load(tmp_path).history
+    mine.write_text("")
     (tmp_path / "config.toml").write_text("[history]\nmax_mb = 2\nkeep = 1\n")
     with pytest.raises(ConfigError, match="history.keep"):
         Settings.load(tmp_path).history

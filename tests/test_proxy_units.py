@@ -119,36 +119,47 @@ def test_cli_stats_queries_a_running_proxy():
     assert r.returncode == 2 and "no ctxmill proxy answering" in r.stderr
 
 
-def test_proxy_settings_from_the_config_file_and_flags(tmp_path):
+def _users_config(tmp_path, monkeypatch):
+    """The user's own config.toml, where [proxy] is set (a project's is refused: provenance)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    return tmp_path / "xdg" / "ctxmill" / "config.toml"
+
+
+def test_proxy_settings_from_the_config_file_and_flags(tmp_path, monkeypatch):
     from ctxmill.errors import ConfigError
     from ctxmill.config_tables import parse_budget
     from ctxmill.settings import Settings
 
+    config = _users_config(tmp_path, monkeypatch)
     assert Settings.load(tmp_path).proxy_overrides == {}
-    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')
+    config.write_text('[proxy]\nlatency_budget_ms = 40\nworkers = 3\n')
     assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": 40.0, "workers": 3}
-    (tmp_path / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+    config.write_text('[proxy]\nlatency_budget_ms = "none"\n')
     assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": None}
     for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1'):
-        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        config.write_text(f"[proxy]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"proxy\."):
             Settings.load(tmp_path).proxy_overrides
+    config.write_text("")
     assert parse_budget("12.5") == 12.5 and parse_budget("none") is None
     r = _cli("proxy", "--latency-budget-ms", "-1")
     assert r.returncode == 2 and "--latency-budget-ms" in r.stderr
 
 
-def test_client_limits_from_the_config_file_and_flags(tmp_path):
+def test_client_limits_from_the_config_file_and_flags(tmp_path, monkeypatch):
     from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
-    (tmp_path / "config.toml").write_text("[proxy]\nmax_inflight_mb = 100\nmax_connections = 50\nclient_timeout = 7\n")
+    config = _users_config(tmp_path, monkeypatch)
+    config.write_text("[proxy]\nmax_inflight_mb = 100\nmax_connections = 50\nclient_timeout = 7\n")
     assert Settings.load(tmp_path).proxy_overrides == {"max_inflight_bytes": 100 * 2**20, "max_connections": 50,
                                                        "client_timeout": 7.0}
     for bad in ("max_inflight_mb = 0", "max_connections = 0", "client_timeout = -1", 'client_timeout = "1"'):
-        (tmp_path / "config.toml").write_text(f"[proxy]\n{bad}\n")
+        config.write_text(f"[proxy]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"proxy\."):
             Settings.load(tmp_path).proxy_overrides
+    config.write_text("")
     r = _cli("proxy", "--max-inflight-mb", "10", "--max-body-mb", "20")
     assert r.returncode == 2 and "raise --max-inflight-mb" in r.stderr and len(r.stderr.splitlines()) == 1
     for flag in ("--max-inflight-mb", "--max-connections"):

@@ -42,8 +42,8 @@ tags = ["system-reminder", "env"]
 
 
 def test_the_documented_config_examples_load(tmp_path, monkeypatch):
-    """docs/configuration.md's examples ([compress], [memory], [map]; [ccr] in the user's own
-    file; [proxy]; [security]) are valid config files."""
+    """docs/configuration.md's examples ([compress], [memory], [map]; [ccr] and [proxy] in the
+    user's own file; [security]) are valid config files, and a project's [proxy] is not taken."""
     page = (Path(__file__).parent.parent / "docs" / "configuration.md").read_text()
     example = page.split("```toml\n[compress]\n", 1)[1].split("```", 1)[0]
     (tmp_path / "config.toml").write_text("[compress]\n" + example)
@@ -59,15 +59,18 @@ def test_the_documented_config_examples_load(tmp_path, monkeypatch):
     assert config.options("supersede_inputs")["settled_after_turns"] == 12
     assert settings.memory.recency == 0.2 and settings.repomap.budget == 512
     assert settings.ccr.max_bytes == 300 * 2**20
-    proxy_and_security = "".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
-        [f"[{table}]\n", "\n"]) for table in ("proxy", "security"))
-    (tmp_path / "config.toml").write_text(proxy_and_security)
+    proxy, security = ("".join(page.split(f"```toml\n[{table}]\n", 1)[1].split("```", 1)[0].join(
+        [f"[{table}]\n", "\n"])) for table in ("proxy", "security"))
+    (tmp_path / "config.toml").write_text(proxy + security)  # a project's: [proxy], allow ignored
+    settings = Settings.load(tmp_path)
+    assert settings.proxy_overrides == {}
+    assert settings.redaction == {"redact_extra": ("INTERNAL-[0-9]{6}",), "redact_allow": ()}
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(proxy + security)  # the user's own
     settings = Settings.load(tmp_path)
     assert settings.proxy_overrides["latency_budget_ms"] == 25 and settings.proxy_overrides["workers"] == 2
     assert settings.proxy_overrides["max_inflight_bytes"] == 256 * 2**20
-    assert settings.redaction == {"redact_extra": ("INTERNAL-[0-9]{6}",), "redact_allow": ()}  # a project's allow: ignored
-    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(proxy_and_security)
-    assert Settings.load(tmp_path).redaction["redact_allow"] == ("AKIAIOSFODNN7EXAMPLE",)
+    assert settings.proxy_overrides["upstream_anthropic"] == "https://gateway.example/anthropic"
+    assert settings.redaction["redact_allow"] == ("AKIAIOSFODNN7EXAMPLE",)
 
 
 @pytest.mark.parametrize("text, message", [

@@ -26,10 +26,10 @@ EXAMPLE = REPO / "fixtures" / "example-request.json"
     ("[proxy]\nclient_timeout = inf", "proxy_overrides", "proxy.client_timeout must be a positive number, got inf"),
 ])
 def test_infinite_settings_are_one_clear_error(tmp_path, monkeypatch, text, read, message):
-    """[ccr] is read from the user's own config.toml, the rest from the project's."""
+    """[ccr] and [proxy] are read from the user's own config.toml, the rest from the project's."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
-    where = tmp_path / "xdg" / "ctxmill" if read == "ccr" else tmp_path
+    where = tmp_path / "xdg" / "ctxmill" if read in ("ccr", "proxy_overrides") else tmp_path
     (where / "config.toml").write_text(text)
     settings = Settings.load(tmp_path)
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):

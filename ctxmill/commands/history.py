@@ -125,7 +125,7 @@ def _import(settings, args) -> int:
     from compress.formats.sessions import UnknownFormat, session_files
     from ctxmill.paths import project_root
     from memory.history.ingest import ingest_file
-    from memory.history.store import HistoryError
+    from memory.history.store import HistoryError, SessionTooLarge
 
     if not settings.history.enabled:
         raise CliError("history is turned off ([history] enabled = false in config.toml)")
@@ -135,6 +135,10 @@ def _import(settings, args) -> int:
     for path in files:
         try:
             done = ingest_file(settings.history, path, project, fmt=args.fmt)
+        except SessionTooLarge as exc:  # this file only: the others may fit
+            print(f"ctxmill import: {path}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
         except HistoryError as exc:  # the store, not this file: no other file would fare better
             raise CliError(f"history store: {exc}") from None
         except (OSError, UnknownFormat, ValueError) as exc:
@@ -142,8 +146,10 @@ def _import(settings, args) -> int:
             failed += 1
             continue
         added += done.added
-        print(f"{path}: {done.added} new messages ({done.kept} kept)" + (f", {done.evicted} old sessions evicted"
-                                                                          if done.evicted else ""))
+        kept = f", {done.kept} already kept" if done.kept else ""
+        evicted = (f", {done.evicted} older sessions evicted to stay within the budget"
+                   if done.evicted else "")
+        print(f"{path}: {done.added} new messages{kept}{evicted}")
     if len(files) > 1:
         print(f"{len(files) - failed} sessions, {added} new messages")
     return 1 if failed else 0

@@ -105,15 +105,12 @@ def format_stats(data: dict) -> str:
 
 def _proxy_settings(args: argparse.Namespace, settings: Settings) -> dict:
     """The upstreams, latency_budget_ms, workers, max_inflight_bytes and max_connections: the
-    flags, else the config file's [proxy] table; an upstream, else the user's global config
-    (where `ctxmill install` keeps the gateway a client used), else the provider's API."""
+    flags, else the [proxy] table of the user's own config (where `ctxmill install` keeps the
+    gateway a client used; a project's config may not set it: `ctxmill.provenance`), else the
+    provider's API and the defaults."""
     from ctxmill.errors import CliError
-    from ctxmill.config_tables import UPSTREAM_KEYS
 
     overrides = dict(settings.proxy_overrides)
-    if settings.home.resolve() != settings.global_home.resolve():
-        mine = Settings.load(settings.global_home).proxy_overrides
-        overrides = {**{k: mine[k] for k in UPSTREAM_KEYS if k in mine}, **overrides}
     overrides["upstream_anthropic"] = _check_upstream(
         args.upstream_anthropic or overrides.get("upstream_anthropic", ANTHROPIC_API), "--upstream-anthropic",
         args.host, args.port)

@@ -162,10 +162,14 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"no ctxmill proxy answers on {HOST}:{port} to attach to")
         started = None
     else:
+        from ctxmill.settings import Settings
+
+        home = args.home or project_home()
+        Settings.load(home)  # what the project's config may not set is said here, on the terminal
         port = _pick_port(args.port)
         for attempt in range(3):
             try:
-                started = _start_proxy(port, args.home or project_home(), upstreams(args, dict(os.environ)))
+                started = _start_proxy(port, home, upstreams(args, dict(os.environ)))
                 break
             except CliError as exc:  # another process took the port since it was picked: take a free one
                 if args.port is not None or "address already in use" not in str(exc) or attempt == 2:

@@ -11,7 +11,7 @@ MAX_ENTRIES = 200
 def view(settings: Any, query: str = "") -> dict[str, Any]:
     """`{entries, pinned, checkpoint, error}` for `settings` (`ctxmill.settings.Settings`)."""
     from memory import api
-    from memory.summary import CHECKPOINT_FILE
+    from memory.summary import checkpoint_text
 
     cfg = settings.memory
     error = ""
@@ -22,9 +22,6 @@ def view(settings: Any, query: str = "") -> dict[str, Any]:
             entries = [e.to_dict() for e in api.list_entries(cfg)[:MAX_ENTRIES]]
     except api.BadInput as exc:
         entries, error = [], str(exc)
-    try:
-        checkpoint = (settings.home / CHECKPOINT_FILE).read_text("utf-8", errors="replace")
-    except OSError:
-        checkpoint = ""
+    checkpoint = checkpoint_text(settings.home) or ""
     return {"query": query, "entries": entries, "pinned": [e.to_dict() for e in api.pinned(cfg)],
             "checkpoint": checkpoint, "error": error}

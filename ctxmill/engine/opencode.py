@@ -137,6 +137,7 @@ class OpenCodeEngine:
         from compress.formats.opencode_live import as_export, first_prompt
         from compress.formats.sessions.opencode import read_object
         from ctxmill.settings import Settings
+        from ground.home_files import PROMPT_BYTES, read_home_file
         from memory.checkpoint import write_checkpoint
         from memory.summary import latest_summary
 
@@ -147,9 +148,10 @@ class OpenCodeEngine:
         live = self._live(settings.home, session_id)
         with live.lock:
             messages = list(live.messages)
-            try:
-                prompt = (live.directory / PROMPT_FILE).read_text("utf-8")
-            except OSError:
+            try:  # bounded, inside the home (ground.home_files)
+                name = live.directory.relative_to(settings.home) / PROMPT_FILE
+                prompt = (read_home_file(settings.home, name, PROMPT_BYTES) or b"").decode("utf-8")
+            except (OSError, UnicodeDecodeError, ValueError):
                 prompt = ""
         if prompt and not first_prompt(messages):  # compacted before: put the first request back in front
             messages.insert(0, {"id": "ctxmill-first-prompt", "role": "user",

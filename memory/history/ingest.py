@@ -5,19 +5,24 @@ Must hold: a session's key is the host's session id when known, else the file's 
 Claude Code session ingested by its hooks and imported later from its file is one session); its
 project is the folder the recording names (`cwd` in its first lines) when it names one, else
 the one given; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
-and modification time are those it was last ingested with is not read again; a store another
-process keeps locked is tried again (`ground.sqlitedb.retrying`) before the error is raised.
+and modification time are those it was last ingested with is not read again; a file is read
+piece by piece (`read_session_pieces`) and its rows reach the store as they are made, so memory
+holds one piece of a session however long it is; a session larger than the store's budget is
+refused (`store.SessionTooLarge`) with nothing written or evicted; a store another process
+keeps locked is tried again (`ground.sqlitedb.retrying`, the file read again) before the error
+is raised.
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import orjson
 
 from memory.history.config import HistoryConfig
-from memory.history.messages import rows_of
+from memory.history.messages import Row, rows_of
 from memory.history.store import HistoryStore, Ingested
 
 _CWD_LINES = 50
@@ -56,7 +61,8 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
                 updated: float | None = None) -> Ingested | None:
     """Store the session recorded in `path` (OSError / `compress.formats.sessions.UnknownFormat`
     on bad input). `updated` defaults to the file's modification time."""
-    from compress.formats.sessions import read_session
+    from compress.formats.sessions import read_session_pieces
+    from ground.files import open_regular
     from memory.checkpoint import session_id_for
 
     if not cfg.enabled:
@@ -68,12 +74,18 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
     known = _store(cfg, lambda store: store.stamp(key))
     if known and known[0] == stamp:  # the file has not changed since it was ingested
         return Ingested(key, 0, known[1], 0)
-    transcript = read_session(path, fmt)  # line by line: an over-long line is never held whole
-    with open(path, "rb") as head:
+    pieces = read_session_pieces(path, fmt)
+    first = next(pieces)  # bad input is said before the store is touched
+    with open_regular(path) as head:
         cwd = recorded_cwd(head.read(1 << 20))
-    rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+    unread = [chain([first], pieces)]  # for this attempt; one tried again reads the file again
+
+    def rows() -> Iterator[Row]:
+        for piece in unread.pop() if unread else read_session_pieces(path, first.format):
+            yield from rows_of(piece, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+
     return _store(cfg, lambda store: store.ingest(
-        key, rows, project=cwd or project, source=str(path.resolve()), fmt=transcript.format,
+        key, rows(), project=cwd or project, source=str(path.resolve()), fmt=first.format,
         updated=info.st_mtime if updated is None else updated, stamp=stamp))
 
 

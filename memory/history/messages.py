@@ -2,7 +2,8 @@
 
 Must hold: every string that reaches a row went through `ground.redact.redact` (text, tool
 inputs, tool results, example commands); a row's text is at most `max_chars` (longer text keeps
-its head and says how many characters were left out); the same transcript gives the same rows.
+its head and says how many characters were left out; only the head, and REDACT_MARGIN more,
+is redacted); the same transcript gives the same rows.
 """
 
 from __future__ import annotations
@@ -52,10 +53,19 @@ def _block_text(block) -> str:
     return "[image]" if block.kind == IMAGE else ""  # redacted thinking and unknown blocks: nothing readable
 
 
-def _cut(text: str, max_chars: int) -> str:
+REDACT_MARGIN = 64 * 1024
+"""Characters past `max_chars` redaction still sees, so a secret that starts in the kept head
+and runs past it (a private key block) is found whole."""
+
+
+def _kept(text: str, max_chars: int, clean) -> str:
+    """`clean(text)` cut to `max_chars` with a note of what was left out: only the head (and
+    REDACT_MARGIN more) is redacted, so a huge tool output costs its head, not its length."""
     if len(text) <= max_chars:
-        return text
-    return text[:max_chars] + f"\n[… {len(text) - max_chars:,} more characters not kept in history]"
+        return clean(text)
+    head = clean(text[: max_chars + REDACT_MARGIN])
+    note = f"\n[… {len(text) - max_chars:,} more characters not kept in history]"
+    return head[:max_chars] + note
 
 
 def rows_of(transcript, redact_extra=(), redact_allow=(), max_chars: int = 32_000) -> list[Row]:
@@ -79,5 +89,5 @@ def rows_of(transcript, redact_extra=(), redact_allow=(), max_chars: int = 32_00
             if block.kind == TOOL_USE:
                 example = command_of(block.input) or block.tool_name
                 steps += [(step, clean(example[:300])) for step in call_steps(block.tool_name, block.input)]
-        rows.append(Row(message.role, _cut(clean(text), max_chars), tuple(steps)))
+        rows.append(Row(message.role, _kept(text, max_chars, clean), tuple(steps)))
     return rows

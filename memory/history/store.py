@@ -9,9 +9,17 @@ Must hold:
 - Incremental and idempotent: a session is known by its key; re-ingesting it keeps the messages
   whose digests match the stored ones in order and replaces only what follows the first
   difference (a grown transcript adds its new messages; the same transcript changes nothing).
-- Bounded: after an ingest, when the store is larger than `max_bytes`, the sessions updated
-  longest ago are deleted (oldest first) until it holds 80% of it, the search index is merged
-  (deleted rows leave it) and the freed pages are given back to the file system.
+- Bounded memory: `ingest` takes the rows as any iterable (read once) and stages the new ones,
+  tokenized, in a temporary table of this connection (on disk, outside the store's lock), so a
+  session of hundreds of megabytes is never held in memory; the write lock is taken only to
+  move the staged rows in.
+- Bounded by its budget, one session never evicting more than itself: a session larger than
+  `max_bytes` on its own is refused before anything is written or evicted (`SessionTooLarge`,
+  which says how large it is and which setting to raise). After an ingest, when the store is
+  larger than `max_bytes`, the sessions updated longest ago other than the one just written are
+  deleted (oldest first) until it holds 80% of it, freeing at most what the ingest added (plus
+  what the store was already over its budget, as after the budget was lowered); the search
+  index is merged (deleted rows leave it) and the freed pages are given back to the file system.
 - Search terms are `memory.tokenize.Tokenizer` terms (English stemmed, compounds split, CJK
   characters and bigrams), each an FTS5 token (`fts_token`), ranked by FTS5's BM25.
 """
@@ -23,7 +31,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator
 
 import orjson
 
@@ -33,6 +41,8 @@ from memory.history.messages import Row
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
+_BATCH = 256
+"""Rows staged at a time."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, project TEXT NOT NULL, source TEXT NOT NULL,
@@ -51,6 +61,11 @@ class HistoryError(StoreError):
     only because another process held a lock, so trying again may succeed."""
 
 
+class SessionTooLarge(HistoryError):
+    """One session needs more room than the store's whole budget: nothing of it was written and
+    nothing was evicted."""
+
+
 @dataclass(frozen=True)
 class Session:
     key: str
@@ -60,6 +75,18 @@ class Session:
     started: float
     updated: float
     count: int
+
+
+@dataclass(frozen=True)
+class _Staged:
+    count: int
+    """Rows of the session."""
+    first: int
+    """The first row that differs from the stored session (the rows before it are kept)."""
+    chars: int
+    """Characters of the staged rows' text and search terms."""
+    kept_chars: int
+    """Characters of the kept rows' text."""
 
 
 @dataclass(frozen=True)
@@ -106,76 +133,141 @@ class HistoryStore:
         found = self.conn.execute("SELECT stamp, count FROM sessions WHERE key = ?", (key,)).fetchone()
         return (found[0], found[1]) if found else None
 
-    def ingest(self, key: str, rows: Sequence[Row], *, project: str, source: str, fmt: str,
+    def ingest(self, key: str, rows: Iterable[Row], *, project: str, source: str, fmt: str,
                updated: float | None = None, stamp: str = "") -> Ingested:
         """Store session `key` as `rows` (see the module's rules); then keep the store within budget.
         `stamp`: what the source looked like (an unchanged file is not read again: `ingest.ingest_file`)."""
         now = time.time() if updated is None else updated
-        digests = [r.digest for r in rows]
-        bodies: dict[int, str] = {}
-        first = self._unchanged(key, digests)  # read without the write lock: the new rows are tokenized before it
-        for seq in range(first, len(rows)):
-            bodies[seq] = " ".join(self.terms(rows[seq].text))
+        stored = self._digests(key)  # read without the write lock: new rows are staged before it
+        staged = self._stage(key, rows, stored)
+        return self._write(key, staged, stored, project=project, source=source, fmt=fmt, now=now,
+                           stamp=stamp)
+
+    def _write(self, key: str, staged: _Staged, stored: list[str], *, project: str, source: str,
+               fmt: str, now: float, stamp: str) -> Ingested:
+        """Move the staged rows of session `key` into the store (one transaction), then evict."""
         with self._transaction() as cur:
             found = cur.execute("SELECT id FROM sessions WHERE key = ?", (key,)).fetchone()
+            if self._digests(key) != stored:  # another process changed the session meanwhile
+                raise HistoryError(f"session {key} changed while it was ingested", busy=True)
+            if found is not None and staged.first == staged.count == len(stored):
+                cur.execute("UPDATE sessions SET stamp = ? WHERE id = ?", (stamp, found[0]))
+                return Ingested(key, 0, staged.first, 0)
+            before = self._used()
             if found is None:
                 cur.execute("INSERT INTO sessions (key, project, source, format, started, updated, count)"
                             " VALUES (?,?,?,?,?,?,0)", (key, project, source, fmt, now, now))
-                session, keep = cur.lastrowid, 0
+                session = cur.lastrowid
             else:
                 session = found[0]
-                stored = [d for (d,) in cur.execute("SELECT digest FROM messages WHERE session = ? ORDER BY seq",
-                                                    (session,))]
-                keep = _common(stored, digests)
-                if keep == len(stored) == len(rows):
-                    cur.execute("UPDATE sessions SET stamp = ? WHERE id = ?", (stamp, session))
-                    return Ingested(key, 0, keep, 0)
-                _delete_messages(cur, "session = ? AND seq >= ?", (session, keep))
-            for seq in range(keep, len(rows)):
-                row = rows[seq]
-                cur.execute("INSERT INTO messages (session, seq, role, digest, text, steps) VALUES (?,?,?,?,?,?)",
-                            (session, seq, row.role, digests[seq], row.text, orjson.dumps(row.steps).decode()))
-                body = bodies[seq] if seq in bodies else " ".join(self.terms(row.text))
-                cur.execute("INSERT INTO terms (rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
-            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ? WHERE id = ?",
-                        (len(rows), now, project, source, stamp, session))
-        return Ingested(key, len(rows) - keep, keep, self.evict())
+                _delete_messages(cur, "session = ? AND seq >= ?", (session, staged.first))
+            cur.execute("INSERT INTO messages (session, seq, role, digest, text, steps)"
+                        " SELECT ?, seq, role, digest, text, steps FROM temp.staged"
+                        " ORDER BY seq", (session,))
+            cur.execute("INSERT INTO terms (rowid, body) SELECT m.id, s.body FROM temp.staged s"
+                        " JOIN messages m ON m.session = ? AND m.seq = s.seq", (session,))
+            cur.execute("UPDATE sessions SET count = ?, updated = ?, project = ?, source = ?, stamp = ?"
+                        " WHERE id = ?", (staged.count, now, project, source, stamp, session))
+            added = max(0, self._used() - before)
+            self._fits(key, staged, added)
+        self.conn.execute("DROP TABLE temp.staged")
+        over = max(0, before - self.cfg.max_bytes)
+        evicted = self.evict(keep=session, at_most=added + over)
+        return Ingested(key, staged.count - staged.first, staged.first, evicted)
 
-    def _unchanged(self, key: str, digests: list[str]) -> int:
-        """How many leading rows of session `key` the store holds as they are."""
-        stored = [d for (d,) in self.conn.execute(
+    def _digests(self, key: str) -> list[str]:
+        return [d for (d,) in self.conn.execute(
             "SELECT m.digest FROM messages m JOIN sessions s ON s.id = m.session WHERE s.key = ? ORDER BY m.seq", (key,))]
-        return _common(stored, digests)
+
+    def _stage(self, key: str, rows: Iterable[Row], stored: list[str]) -> _Staged:
+        """The rows after the first that differs from `stored`, tokenized, in `temp.staged` (a
+        table of this connection only: writing it takes no lock of the store). SessionTooLarge
+        as soon as their text alone is over the budget (the rest is not read)."""
+        self.conn.execute("DROP TABLE IF EXISTS temp.staged")
+        self.conn.execute("CREATE TEMP TABLE staged (seq INTEGER PRIMARY KEY, role TEXT,"
+                          " digest TEXT, text TEXT, steps TEXT, body TEXT)")
+        first = count = chars = kept_chars = 0
+        staging, batch = False, []
+        self.conn.execute("BEGIN")
+        try:
+            for seq, row in enumerate(rows):
+                count = seq + 1
+                if not staging and seq < len(stored) and row.digest == stored[seq]:
+                    first, kept_chars = count, kept_chars + len(row.text)
+                    continue
+                staging = True
+                body = " ".join(self.terms(row.text))
+                chars += len(row.text) + len(body)
+                steps = orjson.dumps(row.steps).decode()
+                batch.append((seq, row.role, row.digest, row.text, steps, body))
+                if len(batch) >= _BATCH:
+                    self.conn.executemany("INSERT INTO temp.staged VALUES (?,?,?,?,?,?)", batch)
+                    batch.clear()
+                    self._fits(key, _Staged(count, first, chars, kept_chars))
+            self.conn.executemany("INSERT INTO temp.staged VALUES (?,?,?,?,?,?)", batch)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        staged = _Staged(count, first, chars, kept_chars)
+        self._fits(key, staged)
+        return staged
+
+    def _fits(self, key: str, staged: _Staged, added: int | None = None) -> None:
+        """SessionTooLarge when session `key` alone needs more than the budget: judged by its text
+        before anything is written, then by what its rows took on disk (`added` bytes for the
+        staged rows; the kept ones in proportion), before the transaction commits."""
+        need = staged.chars + staged.kept_chars
+        if added is not None and staged.chars:
+            need = int(added * (1 + staged.kept_chars / staged.chars))
+        if need > self.cfg.max_bytes:
+            raise SessionTooLarge(
+                f"session {key} needs at least {need / 2**20:,.0f} MB in the history store, "
+                f"more than its whole budget of {self.cfg.max_bytes / 2**20:,.0f} MB: it was not "
+                "kept, nothing was evicted (raise [history] max_mb in your own config.toml to "
+                "keep it)")
+
+    def _used(self) -> int:
+        """Bytes of the file's pages in use (free pages aside), as this connection sees them."""
+        page, pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0]
+                             for p in ("page_size", "page_count", "freelist_count"))
+        return (pages - free) * page
 
     def size(self) -> int:
         """Bytes the store takes on disk: the database and its WAL."""
         return sum(p.stat().st_size for p in (self.cfg.path, self.cfg.path.with_name(self.cfg.path.name + "-wal"))
                    if p.exists())
 
-    def evict(self) -> int:
-        """Delete the least recently updated sessions while the store is over its budget, down to
-        80% of it (so eviction, which rewrites the search index, is rare); the number deleted."""
+    def evict(self, keep: int | None = None, at_most: int | None = None) -> int:
+        """Delete the least recently updated sessions (never the session `keep`) while the store is
+        over its budget, down to 80% of it (so eviction, which rewrites the search index, is rare)
+        and freeing at most `at_most` bytes (None: no limit); the number deleted."""
         if self.size() <= self.cfg.max_bytes:
             return 0
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL's pages into the file, the WAL emptied
-        page = self.conn.execute("PRAGMA page_size").fetchone()[0]
         target, evicted = int(self.cfg.max_bytes * 0.8), 0
+        start = self._used()
+        allowance = float("inf") if at_most is None else at_most
         for _ in range(8):  # each round deletes what its estimate says, then measures again
-            pages, free = (self.conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("page_count", "freelist_count"))
-            used = (pages - free) * page
+            used = self._used()
             if used <= target:
                 break
             sizes = self.conn.execute("SELECT s.id, coalesce(sum(length(m.text)), 0) FROM sessions s LEFT JOIN messages m"
                                       " ON m.session = s.id GROUP BY s.id ORDER BY s.updated, s.id").fetchall()
-            if not sizes:
-                break
             per_char = used / max(1, sum(n for _, n in sizes))  # bytes on disk per character of text
             doomed, freed = [], 0.0
             for session, chars in sizes:
-                doomed.append(session)
-                freed += chars * per_char
                 if used - freed <= target:
                     break
+                if session == keep:
+                    continue
+                beyond = start - used + freed + chars * per_char > allowance
+                if beyond and used - freed <= self.cfg.max_bytes:
+                    break  # it would free more than the ingest may, and the store is within budget
+                doomed.append(session)
+                freed += chars * per_char
+            if not doomed:
+                break
             with self._transaction() as cur:
                 for session in doomed:
                     _delete_messages(cur, "session = ?", (session,))
@@ -209,11 +301,6 @@ class HistoryStore:
             "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
         return {"sessions": sessions, "messages": messages, "bytes": self.size(), "max_bytes": self.cfg.max_bytes,
                 "path": str(self.cfg.path)}
-
-
-def _common(stored: list[str], digests: list[str]) -> int:
-    """The length of the common prefix of two digest lists."""
-    return next((i for i, (a, b) in enumerate(zip(stored, digests)) if a != b), min(len(stored), len(digests)))
 
 
 def project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:

@@ -42,7 +42,7 @@ def run_through(client, project, env, *args) -> clients.Result:
 
 def test_claude_code_through_ctxmill(claude_code, home, serve, tmp_path):
     project = make_project(tmp_path / "proj", large=True)
-    proxy_waits_for_compression(project)
+    proxy_waits_for_compression(home)
     scenario = with_ctxmill(scenario_for(project), "mcp__ctxmill__deep_expand", "mcp__ctxmill__memory_store")
     srv = serve(scenario.script)
     env = claude_env(home, srv.url)

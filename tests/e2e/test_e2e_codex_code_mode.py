@@ -20,7 +20,7 @@ MODEL = "gpt-6.2-sol"  # Codex's bundled metadata: tool_mode code_mode_only, use
 
 def test_codex_code_mode_through_ctxmill(codex, home, serve, tmp_path):
     project = make_project(tmp_path / "proj", large=True)
-    proxy_waits_for_compression(project)
+    proxy_waits_for_compression(home)
     scenario = scenario_for(project)
     srv = serve(scenario.script)
     res, env = run_codex_through(codex, home, project, srv.url, scenario.prompt, MODEL, TIMEOUT)

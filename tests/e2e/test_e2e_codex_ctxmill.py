@@ -29,7 +29,7 @@ def expand_by_shell(body: dict, index: int) -> Turn:
 
 def test_codex_through_ctxmill(codex, home, serve, tmp_path):
     project = make_project(tmp_path / "proj", large=True)
-    proxy_waits_for_compression(project)
+    proxy_waits_for_compression(home)
     scenario = scenario_for(project)
     store = f"ctxmill memory store --type decision {shlex.quote(MEMORY)}"
     scenario.script[-1:] = [expand_by_shell, Turn("Saving the decision.", [Call("exec_command", {"cmd": store, "login": False})]),

@@ -29,13 +29,14 @@ def path_with_ctxmill(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
 
 
-def proxy_waits_for_compression(project: Path) -> None:
-    """The proxy `ctxmill run` starts in `project` waits for every compression (`[proxy]
-    latency_budget_ms = "none"`): which requests carry markers must not depend on how busy the
-    machine is. The budget's fallback (a request sent as it came) is the proxy tests' subject."""
-    home = project / ".ctxmill"
-    home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text('[proxy]\nlatency_budget_ms = "none"\n')
+def proxy_waits_for_compression(home: Path) -> None:
+    """The proxy `ctxmill run` starts for the user whose HOME is `home` waits for every
+    compression (`[proxy] latency_budget_ms = "none"` in the user's own config: a project's may not
+    set it): which requests carry markers must not depend on how busy the machine is. The
+    budget's fallback (a request sent as it came) is the proxy tests' subject."""
+    config = home / ".local" / "share" / "ctxmill" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('[proxy]\nlatency_budget_ms = "none"\n')
 
 
 def run_codex_through(codex, home: Path, project: Path, url: str, prompt: str, model: str,

@@ -69,10 +69,12 @@ def test_a_thousand_half_sent_requests_under_a_1024_descriptor_limit(tmp_path):
             pytest.skip(f"the open-file limit of the test process is {hard}")
         resource.setrlimit(resource.RLIMIT_NOFILE, (2048, hard))
     up_port, proxy_port = _free_port(), _free_port()
-    home = tmp_path / "home"
+    home, mine = tmp_path / "home", tmp_path / "xdg" / "ctxmill"
     home.mkdir()
-    (home / "config.toml").write_text("[proxy]\nclient_timeout = 3\n")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXMILL_HOME": str(home)}
+    mine.mkdir(parents=True)
+    (mine / "config.toml").write_text("[proxy]\nclient_timeout = 3\n")  # the user's own config
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXMILL_HOME": str(home),
+           "XDG_DATA_HOME": str(mine.parent)}
     limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))  # noqa: E731
     fake_up = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), "--port", str(up_port)],
                                env=env, stderr=subprocess.DEVNULL)

@@ -84,8 +84,11 @@ def test_config_deny_and_allow_lists_reach_the_ccr_originals(tmp_path, monkeypat
     ('[security]\nredact_allow = "x"\n', "security.redact_allow must be a list of strings"),
     ('[security]\nredact = []\n', "unknown key security.redact"),
 ])
-def test_bad_security_config_is_one_clear_error(tmp_path, toml, message):
-    (tmp_path / "config.toml").write_text(toml)
+def test_bad_security_config_is_one_clear_error(tmp_path, monkeypatch, toml, message):
+    """In the user's own config.toml (a project's redact_allow is refused: ctxmill.provenance)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    (tmp_path / "xdg" / "ctxmill").mkdir(parents=True)
+    (tmp_path / "xdg" / "ctxmill" / "config.toml").write_text(toml)
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         Settings.load(tmp_path).redaction
 

@@ -98,22 +98,33 @@ def plugin_turn(sock: Path, log: Path, owner: int | None = None) -> tuple[str, l
         server.server_close()
 
 
-def ctxmill(args: list[str], cwd: Path, user: Path, stdin: str = "", umask: int | None = None
-            ) -> tuple[subprocess.CompletedProcess, float]:
+def ctxmill(args: list[str], cwd: Path, user: Path, stdin: str = "", umask: int | None = None,
+            memory_mb: int | None = None) -> tuple[subprocess.CompletedProcess, float]:
     """`ctxmill ARGS` in `cwd` for a user whose home is `user` (its own XDG folders); the
-    result and its wall time in seconds."""
+    result and its wall time in seconds. `memory_mb`: the process's address space is limited to
+    it (a read of /dev/zero fails fast instead of taking the machine's memory)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXMILL_", "XDG_"))}
     env.update(HOME=str(user), XDG_CONFIG_HOME=str(user / ".config"), XDG_DATA_HOME=str(user / ".local/share"),
                PYTHONPATH=str(REPO), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
+
+    def limits() -> None:
+        if umask is not None:
+            os.umask(umask)
+        if memory_mb is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_mb * 2**20, memory_mb * 2**20))
+
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "ctxmill", *args], input=stdin, cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=180,
-                          preexec_fn=None if umask is None else (lambda: os.umask(umask)))
+                          preexec_fn=None if umask is None and memory_mb is None else limits)
     return done, time.monotonic() - started
 
 
-def hook(event: str, repo: Path, user: Path, payload: dict) -> tuple[subprocess.CompletedProcess, float]:
-    return ctxmill(["hook", event], repo, user, json.dumps(payload))
+def hook(event: str, repo: Path, user: Path, payload: dict, memory_mb: int | None = None
+         ) -> tuple[subprocess.CompletedProcess, float]:
+    return ctxmill(["hook", event], repo, user, json.dumps(payload), memory_mb=memory_mb)
 
 
 STATS_SERVER = """

@@ -45,6 +45,16 @@ def upstream():
         yield fake
 
 
+@pytest.fixture
+def ghome(tmp_path, monkeypatch) -> Path:
+    """The user's own global home (XDG_DATA_HOME/ctxmill), whose config.toml alone may set
+    `[proxy]` (ctxmill.provenance); the keeper and its proxies inherit the variable."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    home = tmp_path / "ctxmill"
+    home.mkdir()
+    return home
+
+
 def _message(port: int, timeout: float = 60) -> httpx.Response:
     body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
     return httpx.post(f"http://127.0.0.1:{port}/v1/messages", headers={"x-api-key": KEY}, trust_env=False,
@@ -52,16 +62,16 @@ def _message(port: int, timeout: float = 60) -> httpx.Response:
 
 
 @another_user
-def test_another_user_binding_the_port_while_the_killed_proxy_restarts_gets_nothing(tmp_path, upstream):
+def test_another_user_binding_the_port_while_the_killed_proxy_restarts_gets_nothing(ghome, upstream):
     """The out-of-memory killer takes the proxy mid-turn; another user tries to bind the port in a
     loop from that moment: the keeper never let the port go, and the request the client sends in
     the pause waits in the backlog and is answered by the restarted proxy, with the key going only
     upstream. (Before: the port was free for RESTART_PAUSE, and the other user got the request.)"""
     port = _free_port()
-    (tmp_path / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream.url}"\n')
-    always_on.enable(tmp_path, "claude-code", port)
+    (ghome / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream.url}"\n')
+    always_on.enable(ghome, "claude-code", port)
     try:
-        assert always_on.ensure(tmp_path, wait=30) is None
+        assert always_on.ensure(ghome, wait=30) is None
         killed = always_on.serving_pid(port)
         with Squatter(port, seconds=keeper.RESTART_PAUSE + 2) as squatter:
             os.kill(killed, signal.SIGKILL)
@@ -71,20 +81,20 @@ def test_another_user_binding_the_port_while_the_killed_proxy_restarts_gets_noth
         assert reply.status_code == 200 and upstream.received[-1].headers["x-api-key"] == KEY
         assert always_on.serving_pid(port) not in (None, killed)
     finally:
-        always_on.stop(port, tmp_path)
+        always_on.stop(port, ghome)
     assert always_on.port_is_free(port)  # a stop lets it go
 
 
 @another_user
-def test_a_proxy_that_cannot_start_leaves_the_port_held_and_every_request_told_why(tmp_path):
+def test_a_proxy_that_cannot_start_leaves_the_port_held_and_every_request_told_why(ghome):
     """A config the proxy cannot read: the keeper keeps the port (another user cannot take it),
     answers each request with the reason and no retry, and `ensure` says it in one line; once
     fixed, the next session's `ensure` starts the proxy on the same socket."""
     port = _free_port()
-    (tmp_path / "config.toml").write_text("[proxy]\nworkers = 'many'\n")
-    always_on.enable(tmp_path, "codex", port)
+    (ghome / "config.toml").write_text("[proxy]\nworkers = 'many'\n")
+    always_on.enable(ghome, "codex", port)
     try:
-        problem = always_on.ensure(tmp_path, wait=30)
+        problem = always_on.ensure(ghome, wait=30)
         assert problem.startswith("the always-on proxy cannot start: ") and "proxy.workers" in problem
         with Squatter(port, seconds=1.0) as squatter:
             squatter.wait_bound_or_done(30)
@@ -92,11 +102,11 @@ def test_a_proxy_that_cannot_start_leaves_the_port_held_and_every_request_told_w
         reply = _message(port)
         assert reply.status_code == 503 and reply.headers["x-should-retry"] == "false"
         assert reply.json()["error"]["message"] == f"ctxmill: {problem}"
-        assert always_on.status(tmp_path)[1].startswith(problem)
-        (tmp_path / "config.toml").write_text("[proxy]\nworkers = 1\n")
-        assert always_on.ensure(tmp_path, wait=30) is None and always_on.serving_pid(port) is not None
+        assert always_on.status(ghome)[1].startswith(problem)
+        (ghome / "config.toml").write_text("[proxy]\nworkers = 1\n")
+        assert always_on.ensure(ghome, wait=30) is None and always_on.serving_pid(port) is not None
     finally:
-        always_on.stop(port, tmp_path)
+        always_on.stop(port, ghome)
     assert always_on.port_is_free(port)
 
 

@@ -11,7 +11,9 @@ counted in `Transcript.skipped` under OVERSIZED. What is kept of it is its first
 falls inside one long string, as in a huge tool output), else nothing (the line is left out).
 So one line never costs more than `max_line_bytes` in memory or parsing. Readers never raise on bad content:
 unreadable lines or items are counted in `Transcript.malformed`. A file that is neither JSON nor
-JSONL of a known format raises `UnknownFormat` with a one-line reason.
+JSONL of a known format raises `UnknownFormat` with a one-line reason. `read_session_pieces` reads
+a long JSONL session as consecutive transcripts of about PIECE_BYTES each, cut only where its
+format's `starts_turn` says a person's prompt begins (Claude Code, Codex).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import errno
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -37,6 +39,8 @@ MAX_SESSION_BYTES = 512 * 2**20
 """The largest session file `read_session` reads by default."""
 MAX_LINE_BYTES = 8 * 2**20
 """The longest line `read_session` keeps by default."""
+PIECE_BYTES = 8 * 2**20
+"""About how much of a session `read_session_pieces` reads at a time."""
 OVERSIZED = "line over the length limit (cut or left out)"
 KEEP_BYTES = 32 * 1024
 _CHUNK = 2**20
@@ -96,11 +100,62 @@ def read_session(path: str | Path, fmt: str | None = None, max_bytes: int = MAX_
                  max_line_bytes: int = MAX_LINE_BYTES) -> Transcript:
     """Read one session file (OSError when unreadable, not a regular file or larger than
     `max_bytes`; UnknownFormat when not a session)."""
-    with open_regular(path) as source:
-        if os.fstat(source.fileno()).st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
+    with _opened(path, max_bytes) as source:
         kept, oversized = _bounded_lines(source, max_bytes, max_line_bytes, str(path))
-    transcript = read_text(b"".join(kept).decode("utf-8", errors="replace"), fmt)
+    return _transcript(kept, oversized, fmt)
+
+
+def read_session_pieces(path: str | Path, fmt: str | None = None, piece_bytes: int = PIECE_BYTES,
+                        max_bytes: int = MAX_SESSION_BYTES, max_line_bytes: int = MAX_LINE_BYTES
+                        ) -> Iterator[Transcript]:
+    """The session at `path` as consecutive transcripts, each of about `piece_bytes` of its
+    lines, so a reader holds one piece at a time (history imports of sessions of hundreds of
+    megabytes). A piece ends only before a line its format's `starts_turn` accepts (a person's
+    new prompt: no call waits for its result across the cut), so the pieces' messages, one after
+    the other, are the session's. A file no larger than `piece_bytes`, a file of one JSON
+    object and a format without `starts_turn` are one piece, as `read_session` reads them.
+    Errors as `read_session`'s, raised by the first piece."""
+    with _opened(path, max_bytes) as source:
+        lines = _lines(source, max_bytes, max_line_bytes, str(path))
+        piece, cut, size = [], 0, 0
+        for line, shortened in lines:
+            piece.append(line)
+            cut, size = cut + shortened, size + len(line)
+            if size >= piece_bytes:
+                break
+        else:  # the whole file
+            yield _transcript(piece, cut, fmt)
+            return
+        text = b"".join(piece).decode("utf-8", errors="replace")
+        name = fmt or _sniff_format(text, _whole_json(text))
+        starts_turn = getattr(FORMATS[name], "starts_turn", None)
+        for line, shortened in lines:
+            if starts_turn is not None and size >= piece_bytes and _starts_turn(starts_turn, line):
+                yield _transcript(piece, cut, name)
+                piece, cut, size = [], 0, 0
+            piece.append(line)
+            cut, size = cut + shortened, size + len(line)
+    yield _transcript(piece, cut, name)
+
+
+def _starts_turn(accepts, line: bytes) -> bool:
+    try:
+        item = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(item, dict) and accepts(item)
+
+
+def _opened(path: str | Path, max_bytes: int):
+    source = open_regular(path)
+    if os.fstat(source.fileno()).st_size > max_bytes:
+        source.close()
+        raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
+    return source
+
+
+def _transcript(lines: list[bytes], oversized: int, fmt: str | None) -> Transcript:
+    transcript = read_text(b"".join(lines).decode("utf-8", errors="replace"), fmt)
     if oversized:
         transcript.skipped[OVERSIZED] += oversized
     return transcript
@@ -109,12 +164,21 @@ def read_session(path: str | Path, fmt: str | None = None, max_bytes: int = MAX_
 def _bounded_lines(source, max_bytes: int, max_line_bytes: int, name: str) -> tuple[list[bytes], int]:
     """The lines of `source` (each with its line end), those over `max_line_bytes` shortened (see
     the module docstring), and how many were. OSError (EFBIG) past `max_bytes` in all."""
-    kept, oversized, total = [], 0, 0
+    kept, oversized = [], 0
+    for line, shortened in _lines(source, max_bytes, max_line_bytes, name):
+        kept.append(line)
+        oversized += shortened
+    return kept, oversized
+
+
+def _lines(source, max_bytes: int, max_line_bytes: int, name: str) -> Iterator[tuple[bytes, bool]]:
+    """`_bounded_lines` one at a time, each with whether it was shortened."""
+    total = 0
     keep = min(KEEP_BYTES, max_line_bytes // 4)  # head and tail never overlap
     while line := source.readline(max_line_bytes + 1):
         total += len(line)
-        if len(line) > max_line_bytes and not line.endswith(b"\n"):
-            oversized += 1
+        oversized = len(line) > max_line_bytes and not line.endswith(b"\n")
+        if oversized:
             tail, cut = line[-keep:], len(line) - 2 * keep
             while chunk := source.readline(_CHUNK):
                 total += len(chunk)
@@ -123,10 +187,9 @@ def _bounded_lines(source, max_bytes: int, max_line_bytes: int, name: str) -> tu
                 if chunk.endswith(b"\n") or total > max_bytes:
                     break
             line = _spliced(line[:keep], tail.rstrip(b"\r\n"), cut) + b"\n"
-        kept.append(line)
         if total > max_bytes:
             raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", name)
-    return kept, oversized
+        yield line, oversized
 
 
 def _spliced(head: bytes, tail: bytes, cut: int) -> bytes:

@@ -31,6 +31,18 @@ def sniff(sample: list[Any]) -> bool:
     return any(isinstance(x, dict) and "parentUuid" in x and "sessionId" in x for x in sample)
 
 
+def starts_turn(line: dict[str, Any]) -> bool:
+    """Whether `line` is a person's new prompt on the main conversation (not a tool's result, a
+    sidechain, meta or summary line): where `read_session_pieces` may cut a long session."""
+    message = line.get("message")
+    if line.get("type") != "user" or not isinstance(message, dict) or any(
+            line.get(flag) for flag in ("isSidechain", "isMeta", "isCompactSummary")):
+        return False
+    content = message.get("content")
+    return isinstance(content, str) or isinstance(content, list) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
 def _main_chain(lines: list[dict[str, Any]]) -> set[str]:
     """uuids on the path from the last non-sidechain message back to the root. A compaction
     boundary whose logical parent is not in the file (the host did not record it) continues

@@ -30,6 +30,14 @@ def sniff(sample: list[Any]) -> bool:
     return any(isinstance(x, dict) and x.get("type") in _KINDS and isinstance(x.get("payload"), dict) for x in sample)
 
 
+def starts_turn(line: dict[str, Any]) -> bool:
+    """Whether `line` is a person's message (every earlier call was answered before it): where
+    `read_session_pieces` may cut a long rollout."""
+    payload = line.get("payload")
+    return line.get("type") == "response_item" and isinstance(payload, dict) \
+        and payload.get("type") == "message" and payload.get("role") == "user"
+
+
 def _as_sent(item: dict[str, Any]) -> dict[str, Any]:
     if any(k in item for k in _LOCAL_KEYS):
         return {k: v for k, v in item.items() if k not in _LOCAL_KEYS}
