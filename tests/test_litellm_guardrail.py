@@ -49,7 +49,7 @@ guardrails:
   - guardrail_name: ctxmill
     litellm_params:
       guardrail: ctxmill.litellm_guardrail.CtxmillGuardrail
-      mode: pre_call
+      mode: [pre_call, post_call]
       default_on: true
       store: "{store_url}"
       home: "{home}"

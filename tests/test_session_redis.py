@@ -24,7 +24,7 @@ from tests.test_session import _Memory, _reminder_turns, feed
 def place(redis_server):
     address = fresh_address(redis_server)
     client = connect(address)
-    yield lambda name="s", **options: RedisState(client, address.prefix, name, **options)
+    yield lambda name="s", **options: RedisState(client, address.prefix, name, key=address.key, **options)
     client.close()
 
 
