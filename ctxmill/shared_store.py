@@ -105,6 +105,27 @@ def session_place(address: StoreAddress | None, directory: Path, name: str):
     return RedisState(client(address), address.prefix, name, key=address.key)
 
 
+def check(address: StoreAddress) -> str | None:
+    """Whether a long-running face (the proxy) can work on the store: raises ConfigError with one
+    line when it never could (the `redis` package missing, a password or database Redis refuses,
+    not a Redis); returns a warning when Redis does not answer now (requests then pass through
+    unchanged until it does); None when it answers."""
+    try:
+        redis = client(address)
+    except ImportError as exc:
+        raise ConfigError(f"--store {address.shown}: {exc}") from None
+    import redis as redis_package
+
+    try:
+        redis.ping()
+    except (redis_package.AuthenticationError, redis_package.ResponseError) as exc:
+        raise ConfigError(f"--store {address.shown}: Redis refused: {str(exc).splitlines()[0][:200]}") from None
+    except (redis_package.ConnectionError, redis_package.TimeoutError, OSError) as exc:
+        return (f"store {address.shown} does not answer now ({type(exc).__name__}); requests pass through "
+                f"unchanged until it does")
+    return None
+
+
 def add_flag(parser) -> None:
     """`--store URL` on a face's command line (proxy, expand, mcp, hook)."""
     parser.add_argument("--store", metavar="URL",

@@ -34,7 +34,6 @@ from starlette.routing import Mount
 from starlette.routing import Route as StarletteRoute
 
 from compress.formats.usage import Usage
-from ctxmill.logs import log_file
 from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
@@ -67,7 +66,8 @@ class Proxy:
             sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
             ccr_retention=config.ccr, store=config.store,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
-            max_kept_bytes=config.max_inflight_bytes, log_file=log_file()), config.workers)
+            max_kept_bytes=config.max_inflight_bytes, log_file=config.log_file, log_level=config.log_level,
+            save_delay=config.save_delay), config.workers)
         budget = config.latency_budget_ms
         self.budget = None if budget is None else budget / 1000
         self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000

@@ -74,7 +74,8 @@ class WorkerSetup:
     """Request bytes the sessions kept in memory may add up to (each counts its last request);
     beyond it the least recently used are dropped from memory (their state stays on disk)."""
     log_file: Path | None = None
-    """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
+    """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
+    log_level: str = "info"
     ccr_retention: Retention | None = None
     """The CCR store's TTL and size cap (None: the store's defaults)."""
     store: StoreAddress | None = None
@@ -284,14 +285,31 @@ _worker: Worker | None = None
 
 
 def start(setup: WorkerSetup) -> None:
-    """Logging like the proxy's (secrets redacted), then the worker."""
+    """Logging like the proxy's (stderr and its log file, secrets redacted), then the worker."""
     global _worker
-    from ctxmill.logs import configure_logging, redact_every_record
+    from ctxmill.logs import configure_server_logging
 
-    redact_every_record()
-    if setup.log_file is not None:
-        configure_logging(setup.log_file)
+    configure_server_logging(setup.log_level, setup.log_file)
     _worker = Worker(setup)
+
+
+PARENT_POLL_SECONDS = 0.5
+
+
+def _die_with_parent() -> None:
+    """End this process as soon as its parent (the forkserver, which ends with the proxy) is
+    gone, even in the middle of a job: a killed proxy leaves no worker behind."""
+    import os
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctxmill-parent-watch", daemon=True).start()
 
 
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
@@ -299,6 +317,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     A job is an 8-byte big-endian length and a pickle of (function, args); the answer is the
     same framing around (True, result) or (False, exception)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
+    _die_with_parent()
     start(setup)
     with sock:
         while _answer(sock):
