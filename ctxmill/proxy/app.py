@@ -105,8 +105,10 @@ class Proxy:
             return JSONResponse({"error": f"ctxmill proxy: refused: {why}"}, status_code=403)
         sessions = self.pool.snapshot()
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "store_failures", "epochs",
-                "deferred", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
-        totals = {k: sum(s[k] for s in sessions) for k in keys}
+                "deferred", "rejected_records", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                "output_tokens")
+        totals: dict = {k: sum(s[k] for s in sessions) for k in keys}
+        totals["deferred_share"] = round(totals["deferred"] / totals["requests"], 4) if totals["requests"] else 0.0
         store = self.config.store.shown if self.config.store is not None else "embedded"
         return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot(),
                              "store": store, "pid": os.getpid()})

@@ -293,23 +293,27 @@ def start(setup: WorkerSetup) -> None:
     _worker = Worker(setup)
 
 
-PARENT_POLL_SECONDS = 0.5
-
-
-def _die_with_parent() -> None:
-    """End this process as soon as its parent (the forkserver, which ends with the proxy) is
-    gone, even in the middle of a job: a killed proxy leaves no worker behind."""
+def _die_with_proxy(sock: socket.socket) -> None:
+    """End this process as soon as the proxy's end of `sock` is closed, even in the middle of a
+    job: a killed proxy leaves no worker behind. (The forkserver outlives the proxy while any of
+    its workers runs, so the worker's parent says nothing; the socket's hang-up does.) A daemon
+    thread waits for the hang-up without reading, so jobs are not disturbed."""
     import os
+    import select
     import threading
 
-    parent = os.getppid()
+    if not hasattr(select, "poll"):
+        return
+    events = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_SECONDS)
+        poller = select.poll()
+        poller.register(sock.fileno(), events)
+        while not poller.poll():
+            pass
         os._exit(1)
 
-    threading.Thread(target=watch, name="ctxmill-parent-watch", daemon=True).start()
+    threading.Thread(target=watch, name="ctxmill-proxy-watch", daemon=True).start()
 
 
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
@@ -317,7 +321,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     A job is an 8-byte big-endian length and a pickle of (function, args); the answer is the
     same framing around (True, result) or (False, exception)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
-    _die_with_parent()
+    _die_with_proxy(sock)
     start(setup)
     with sock:
         while _answer(sock):
