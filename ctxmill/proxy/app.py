@@ -401,7 +401,12 @@ def dashboard(config: ProxyConfig):
             from ctxmill.ledger.team import cache_file, synced
             from ctxmill.paths import global_home
 
-            return synced(config.store, cache_file(global_home(), config.store))
+            cache = cache_file(global_home(), config.store)
+            try:
+                return synced(config.store, cache)
+            except Exception as exc:  # noqa: BLE001 - Redis away: the copy as of the last look
+                log.warning("team ledger not brought up to date: %s", type(exc).__name__)
+                return cache
         return config.ledger_file or ledger_file()
 
     return dashboard_app(ledger, lambda: Settings.load(config.home))
