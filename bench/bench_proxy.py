@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -172,6 +173,12 @@ def _rss_mib(pids: list[int]) -> float:
     return total / 1024
 
 
+def _sample_rss(pid: int, done, out: list) -> None:
+    """(time, RSS MiB of the proxy and its workers) every half second until `done` is set."""
+    while not done.wait(0.5):
+        out.append((time.monotonic(), _rss_mib([pid, *_descendants(pid)])))
+
+
 def floor_ms(body: bytes, rounds: int = 30) -> float:
     """The floor: what any JSON proxy pays at least, one orjson loads + dumps of the body (median ms)."""
     times = []
@@ -233,15 +240,8 @@ def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: in
                 began = time.monotonic()
                 before = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
                 sampling = name == "proxy"
-                import threading
-
                 done = threading.Event()
-
-                def sample() -> None:
-                    while not done.wait(0.5):
-                        rss.append((time.monotonic(), _rss_mib([proxy.pid, *_descendants(proxy.pid)])))
-
-                sampler = threading.Thread(target=sample, daemon=True)
+                sampler = threading.Thread(target=_sample_rss, args=(proxy.pid, done, rss), daemon=True)
                 if sampling:
                     sampler.start()
                 lat, errors = asyncio.run(run_clients(url, clients, args.turns, args.tokens, args.delay,

@@ -143,7 +143,8 @@ class RedisCCRStore(OriginalsStore):
         """`value` when its MAC holds; None (and a log line) when it is forged or changed."""
         if value is None:
             return None
-        if stored_mac is None or not hmac.compare_digest(stored_mac, mac(self._key, (self._entry + key).encode(), value)):
+        expected = mac(self._key, (self._entry + key).encode(), value)
+        if stored_mac is None or not hmac.compare_digest(stored_mac, expected):
             log.warning("CCR entry %s at %s fails its integrity check: ignored", key, self.path)
             return None
         return value

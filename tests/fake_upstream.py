@@ -6,7 +6,8 @@ bytes it answered with, and replies in the providers' recorded shapes: Messages 
 when `stream_options.include_usage` is set), Responses JSON and SSE (response.created …
 response.completed, usage in the last), count_tokens. Replies come from `replies`
 (a queue of assistant messages in the provider's shape) or a one-line text default.
-Reported prompt tokens are the body's bytes / 4 (× `usage_factor`). Per-request behaviour via headers: `x-fake-status: 429` answers that status with a provider error
+Reported prompt tokens are the body's bytes / 4 (× `usage_factor`).
+Per-request behaviour via headers: `x-fake-status: 429` answers that status with a provider error
 body; `x-fake-slow: N` streams N events 50 ms apart (for disconnect tests).
 """
 

@@ -28,7 +28,8 @@ def test_flag_then_environment_then_the_users_config(homes, monkeypatch):
     assert Settings.load(project).store == StoreAddress("redis://cfg:6379/0", "team-a:", key)
     monkeypatch.setenv("CTXMILL_STORE", "redis://env:6379/1")
     assert Settings.load(project).store == StoreAddress("redis://env:6379/1", "team-a:", key)
-    assert Settings.load(project, store="redis://flag:1/2?prefix=x:").store == StoreAddress("redis://flag:1/2", "x:", key)
+    flagged = Settings.load(project, store="redis://flag:1/2?prefix=x:").store
+    assert flagged == StoreAddress("redis://flag:1/2", "x:", key)
 
 
 def test_a_shared_store_needs_the_teams_key_from_the_environment_or_a_private_file(homes, monkeypatch, tmp_path):

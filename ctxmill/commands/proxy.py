@@ -101,6 +101,11 @@ def format_stats(data: dict) -> str:
                     f"{s['tokens_before']:>12,}{s['tokens_after']:>12,}{s['saved']:>11,}"
                     f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}"
                     f"{s.get('deferred', 0):>9,}")
+    totals = data.get("totals", {})
+    if totals.get("requests"):
+        rows.append(f"deferred past the latency budget: {totals.get('deferred', 0):,} of {totals['requests']:,} "
+                    f"requests ({100 * totals.get('deferred_share', 0):.1f}%); records failing the shared store's "
+                    f"integrity check: {totals.get('rejected_records', 0):,}")
     return "\n".join(rows)
 
 

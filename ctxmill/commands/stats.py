@@ -28,7 +28,6 @@ def run(args: argparse.Namespace) -> int:
     from ctxmill.errors import CliError
     from ctxmill.ledger.report import render, summary
     from ctxmill.ledger.store import Ledger, LedgerError
-    from ctxmill.paths import ledger_file
 
     try:
         with Ledger.open(_ledger_path(args.store)) as ledger:

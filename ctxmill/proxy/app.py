@@ -9,9 +9,9 @@ that is not a JSON request (invalid JSON, no conversation list), one that contin
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
 without the proxy. Each compressed request whose answer succeeded is added to the savings ledger
-(`ctxmill.ledger`, written in batches off the event loop; the team's in the shared store). The proxy answers `GET /` (a page linking the
-dashboard), `GET /favicon.ico` (empty), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are
-never forwarded.
+(`ctxmill.ledger`, written in batches off the event loop; the team's in the shared store). The
+proxy answers `GET /` (a page linking the dashboard), `GET /favicon.ico` (empty),
+`/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are never forwarded.
 """
 
 from __future__ import annotations
