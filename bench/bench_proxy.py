@@ -198,6 +198,7 @@ def main() -> int:
     p.add_argument("--budget", default=None, help="the proxy's --latency-budget-ms (default: its own)")
     p.add_argument("--workers", type=int, default=None, help="the proxy's --workers (default: its own)")
     p.add_argument("--time-limit", type=float, default=400, help="seconds per phase before giving up")
+    p.add_argument("--baseline", metavar="DIR", help="also run the proxy of this checkout (another commit), side by side")
     args = p.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -214,15 +215,18 @@ def main() -> int:
     try:
         _wait_ready(up_url, upstream)
         for clients in counts:
-            failed += _phase(args, env, up_url, upstream, clients, floor)
+            for label, tree in ([("baseline", Path(args.baseline))] if args.baseline else []) + [("proxy", ROOT)]:
+                failed += _phase(args, {**env, "PYTHONPATH": str(tree)}, up_url, upstream, clients, floor, label)
     finally:
         upstream.terminate()
         upstream.wait(timeout=10)
     return 1 if failed else 0
 
 
-def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: int, floor: float) -> int:
-    """Direct, then through a fresh proxy: one line of figures; the number of errors."""
+def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: int, floor: float,
+           label: str = "proxy") -> int:
+    """Direct, then through a fresh proxy (of the checkout on env's PYTHONPATH): one line of
+    figures; the number of errors."""
     proxy_port = _free_port()
     proxy_url = f"http://127.0.0.1:{proxy_port}"
     with tempfile.TemporaryDirectory() as home:
@@ -230,7 +234,8 @@ def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: in
                                   "--upstream-anthropic", up_url, "--home", home, "--log-level", "warning",
                                   *(["--latency-budget-ms", args.budget] if args.budget else []),
                                   *(["--workers", str(args.workers)] if args.workers else [])],
-                                 env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")})
+                                 env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")}, cwd=env["PYTHONPATH"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_ready(proxy_url, proxy)
             if os.environ.get("BENCH_PROFILE"):  # e.g. BENCH_PROFILE="py-spy record -o prof.svg -p {pid}"
@@ -261,10 +266,10 @@ def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: in
     p50, p99 = _quantile(x, .5) - _quantile(d, .5), _quantile(x, .99) - _quantile(d, .99)
     warm = [r for t, r in rss if t >= rss[0][0] + 0.1 * (rss[-1][0] - rss[0][0])] if rss else [float("nan")]
     n = len(x)
-    print(f"{clients:3d} sessions × {args.turns} turns: {n} requests, errors {results['direct'][1]}/{results['proxy'][1]};"
+    print(f"{label:>8} {clients:3d} sessions × {args.turns} turns: {n} requests, errors {results['direct'][1]}/{results['proxy'][1]};"
           f" added p50 {p50:+.1f} ms ({p50 / floor:.1f}× floor), p99 {p99:+.1f} ms ({p99 / floor:.1f}× floor);"
           f" turns 2+ p50 {_quantile(later, .5) - _quantile(later_d, .5):+.1f} ms;"
-          f" deferred {stats['deferred']}/{stats['requests']} ({100 * stats.get('deferred_share', 0):.1f}%),"
+          f" deferred {stats['deferred']}/{stats['requests']} ({100 * stats['deferred'] / max(1, stats['requests']):.1f}%),"
           f" epochs {stats['epochs']}; CPU ms/request proxy {1000 * used['proxy']['proxy'] / n:.1f}"
           f" + workers {1000 * used['proxy']['workers'] / n:.1f};"
           f" RSS (proxy + workers) after warm-up {warm[0]:.0f} MiB, end {warm[-1]:.0f} MiB, max {max(warm):.0f} MiB",

@@ -25,7 +25,7 @@ import orjson
 from ctxmill.proxy.identity import session_key
 from ground.redis_client import StoreAddress, connect
 
-HANG_SECONDS = 5.0
+HANG_SECONDS = 2.0
 
 
 def faults_phase(folder, redis, url, upstream: str, fake, turns: list[bytes], Replicas, post, received) -> None:
@@ -39,6 +39,8 @@ def faults_phase(folder, redis, url, upstream: str, fake, turns: list[bytes], Re
                 post(replicas.urls[k % 2], turns[k], f"{fault}/{k}")
             rows = []
             hang = None
+            began_fault = time.perf_counter()
+            back = began_fault  # when Redis answers again (stop: never, within the session)
             if fault == "stop":
                 redis.stop()
             elif fault == "restart":
@@ -52,12 +54,13 @@ def faults_phase(folder, redis, url, upstream: str, fake, turns: list[bytes], Re
                 os.kill(redis.process.pid, signal.SIGSTOP)
                 hang = threading.Timer(HANG_SECONDS, os.kill, (redis.process.pid, signal.SIGCONT))
                 hang.start()
+                back = began_fault + HANG_SECONDS
             for k in range(middle, len(turns)):
                 began = time.perf_counter()
                 status = post(replicas.urls[k % 2], turns[k], f"{fault}/{k}")
                 took = time.perf_counter() - began
                 body = received(fake, f"{fault}/{k}")
-                rows.append((status, took, body == turns[k]))
+                rows.append((status, took, body == turns[k], began - back))
             if hang is not None:
                 hang.join()
             stats = [httpx.get(u + "/ctxmill/stats", trust_env=False).json()["totals"]
@@ -69,9 +72,13 @@ def faults_phase(folder, redis, url, upstream: str, fake, turns: list[bytes], Re
         statuses = sorted({r[0] for r in rows})
         times = sorted(r[1] for r in rows)
         unchanged = [i for i, r in enumerate(rows) if r[2]]
+        resumed = next(((i, r[3]) for i, r in enumerate(rows) if not r[2] and r[3] >= 0), None)
+        recovery = ("never (Redis stays down)" if fault == "stop" else
+                    f"request {resumed[0] + 1}, sent {resumed[1]:.2f} s after Redis answered again" if resumed else "-")
         print(f"fault {fault}: {len(rows)} requests after it, statuses {statuses}, latency median "
               f"{1000 * times[len(times) // 2]:.0f} ms, max {1000 * times[-1]:.0f} ms (request "
               f"{max(range(len(rows)), key=lambda i: rows[i][1]) + 1}); {len(unchanged)} sent unchanged "
               f"(requests {[i + 1 for i in unchanged][:12]}), {len(rows) - len(unchanged)} compressed; "
-              f"store failures {sum(s['store_failures'] for s in stats)}, deferred {sum(s['deferred'] for s in stats)}",
+              f"store failures {sum(s['store_failures'] for s in stats)}, deferred {sum(s['deferred'] for s in stats)};"
+              f" first compressed after it: {recovery}",
               flush=True)

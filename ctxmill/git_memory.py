@@ -37,7 +37,7 @@ def driver_lines() -> list[str]:
     return [f"{name} merge={DRIVER}" for name in FILES]
 
 
-def _add_lines(path: Path, lines: list[str], drop: list[str] = ()) -> bool:
+def _add_lines(path: Path, lines: list[str], drop: tuple[str, ...] | list[str] = ()) -> bool:
     """`path` with `lines` present (and `drop` gone); True if it changed."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     have = [line for line in text.splitlines() if line not in drop]

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from ctxmill.ledger.store import RequestRow
+from ctxmill.ledger.store import Ledger, RequestRow
 
 log = logging.getLogger("ctxmill.ledger")
 
@@ -41,15 +41,13 @@ class FileSink:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._open: contextlib.ExitStack | None = None
-        self._ledger = None
+        self._ledger: Ledger | None = None
 
     def write(self, rows: list[RequestRow]) -> None:
         from ground.sqlitedb import retrying
 
         def add() -> None:
             if self._ledger is None:
-                from ctxmill.ledger.store import Ledger
-
                 self._open = contextlib.ExitStack()
                 self._ledger = self._open.enter_context(Ledger.open(self.path))
             try:
@@ -85,6 +83,7 @@ class LedgerWriter:
         batch: list[RequestRow] = []
         due = 0.0
         while True:
+            row: RequestRow | object | None
             try:
                 row = self._rows.get(timeout=max(0.0, due - time.monotonic()) if batch else None)
             except queue.Empty:

@@ -48,8 +48,8 @@ from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declare
 
 log = logging.getLogger("ctxmill.proxy")
 
-START_WAIT_FACTOR = 10
-"""A request waits for its run to start at most this many latency budgets (250 ms at 25 ms)."""
+START_WAIT_FACTOR = 4
+"""A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -158,17 +158,20 @@ class Proxy:
             self.ledger.add(ledger_row(entry.key, target.vendor, outcome, usage, folder))
 
     async def settle(self, entry: ProxySession, outcome: Outcome, usage: Usage | None, size: int) -> None:
-        """Before the answer's last bytes go to the client: the provider's count of the request
-        into the session's state (see ctxmill.proxy.worker), so the client's next request, on any
-        replica, is calibrated by it. Nothing to wait for without a usage report or a run."""
+        """The provider's count of the request into the session's state (see ctxmill.proxy.worker),
+        before the answer's last bytes go to the client when other replicas share the state, so
+        the client's next request, on any replica, is calibrated by it. Nothing to do without a
+        usage report or a run."""
         sent = outcome.sent_tokens
         if usage is None or not usage.prompt_total or not sent or outcome.deferred:
             return
-        try:
-            await self.workers.submit(entry.key, worker.settle_request, entry.key, usage.prompt_total, sent,
-                                      outcome.tokens_per_byte(size), first=True).done
-        except Exception as exc:  # noqa: BLE001 - fail open: the next request uses ctxmill's estimate
-            log.warning("session %s: usage not recorded: %s: %s", entry.key[:12], type(exc).__name__, exc)
+        job = self.workers.submit(entry.key, worker.settle_request, entry.key, usage.prompt_total, sent,
+                                  outcome.tokens_per_byte(size), first=True)
+        job.done.add_done_callback(_usage_recorded)
+        if self.config.store is not None:  # another replica may get the next request: wait for the write
+            with contextlib.suppress(Exception):
+                await job.done
+        # One process: the session's next run queues behind this job in the same worker anyway.
 
     def refuse(self, request: Request, target: Route) -> Response | None:
         """The error for a request a web page sent, or for an API body declared as a page's (see
@@ -209,13 +212,11 @@ class Proxy:
 
     async def compress(self, entry: ProxySession, raw: bytes, context_window: int | None = None) -> Outcome:
         """The request's compression, waited for within the latency budget (`within_budget`).
-        A run that misses it goes on in the background and records its stats when done; the
-        session's next request waits for that run as for a queue (never a second background
-        run), and is sent as it is if the run outlasts that wait too."""
+        A run that misses it goes on in the background and records its stats when done; while it
+        runs, the session's requests are sent as they are (a session never queues a second
+        background run)."""
         if entry.pending is not None:
-            await asyncio.wait({entry.pending}, timeout=self.start_wait)
-            if entry.pending is not None:
-                return Outcome(deferred=True)
+            return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
                                            entry.stats_bytes(), context_window, entry.directory is not None)
         if outcome.deferred and outcome.pending is not None:
@@ -348,11 +349,12 @@ def ledger_row(session: str, vendor: str, outcome: Outcome, usage: Usage | None,
 
     s = outcome.summary
     ran = s is not None and not s.error and not outcome.error
-    before = s.tokens_before if ran else 0
-    saved = ran and not outcome.deferred
+    before = s.tokens_before if s is not None and ran else 0
+    saved = s is not None and ran and not outcome.deferred
     return request_row(face="proxy", session=session, project=project_of(folder), model=s.model if s else "",
-                       vendor=vendor, tokens_before=before, tokens_after=s.tokens_after if saved else before,
-                       usage=usage, stages=s.stages if saved else None)
+                       vendor=vendor, tokens_before=before,
+                       tokens_after=s.tokens_after if s is not None and saved else before,
+                       usage=usage, stages=s.stages if s is not None and saved else None)
 
 
 def team_ledger(config: ProxyConfig):
@@ -367,6 +369,11 @@ def team_ledger(config: ProxyConfig):
 
         return LedgerWriter(TeamSink(config.store))
     return LedgerWriter(FileSink(config.ledger_file or ledger_file()))
+
+
+def _usage_recorded(future: asyncio.Future) -> None:
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        log.warning("usage not recorded: %s: %s", type(exc).__name__, exc)  # the next request uses the estimate
 
 
 def _settle(outcome: Outcome, future: asyncio.Future) -> None:

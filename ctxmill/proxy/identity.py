@@ -129,14 +129,16 @@ def _request_identity(shape, provider: str, raw: bytes) -> Identity:
     kept: list[dict] = []
     context: list[bytes] = []
     for message in messages:
-        role = message.get("role") if isinstance(message, simdjson.Object) else None
+        obj = message if isinstance(message, simdjson.Object) else None
+        role = obj.get("role") if obj is not None else None
         if kept and kept[-1].get("role") == "user":  # past the key's fields: the clients' context messages
-            if role in ("system", "developer", "user"):
-                context.append(message.mini)
+            if obj is not None and role in ("system", "developer", "user"):
+                mini = obj.mini
+                context.append(mini if isinstance(mini, bytes) else str(mini).encode())
             if len(context) == FOLDER_LOOKAHEAD or role not in ("system", "developer", "user"):
                 break
-        elif role in wanted or role == "user":
-            kept.append(message.as_dict())
+        elif obj is not None and (role in wanted or role == "user"):
+            kept.append(obj.as_dict())
     fields = (shape.SYSTEM_FIELD, "metadata", *_OPENAI_ID_FIELDS)
     skeleton = {name: _plain(doc.get(name)) for name in fields if name and name in doc}
     return _identity(provider, {**skeleton, shape.MESSAGES_FIELD: kept}, b"".join(context))

@@ -166,8 +166,8 @@ class SessionState:
         if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
             return
         low, high = CALIBRATION_RANGE
-        calibration = round(min(high, max(low, prompt_tokens / sent_tokens)), 3)
-        per_byte = float(f"{tokens_per_byte:.4g}")
+        calibration = round(min(high, max(low, prompt_tokens / sent_tokens)), 2)
+        per_byte = float(f"{tokens_per_byte:.3g}")  # to a percent or so: the state changes when the tier might
         try:
             with self._locked():
                 session = self._current()
