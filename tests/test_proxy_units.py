@@ -191,6 +191,31 @@ def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     assert dropped.cancelled()
 
 
+def test_the_pool_knows_how_long_a_new_job_of_a_session_would_wait():
+    """What the adaptive budget reads: an idle worker means no wait; a worker with jobs ahead
+    means their number times how long its jobs take."""
+    import asyncio
+
+    from compress.config import CompressConfig
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+    from tests.proxy_stages import stamp
+
+    async def scenario():
+        pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
+        pool.start()
+        idle = pool.expected_wait("a")
+        await pool.submit("a", stamp, "first", 0.2).done
+        running = [pool.submit("a", stamp, f"queued {n}", 0.2).done for n in range(3)]
+        behind = pool.expected_wait("a")
+        await asyncio.gather(*running)
+        await pool.close()
+        return idle, behind
+
+    idle, behind = asyncio.run(scenario())
+    assert idle == 0 and behind >= 3 * 0.2 * 0.9  # three jobs ahead of ~0.2 s each
+
+
 def test_a_run_holds_its_sessions_lock_until_its_state_is_written(tmp_path):
     """Another process that wants the session (a replica, the CLI) waits until the state of the
     request before is written: it can never run on the state before that."""

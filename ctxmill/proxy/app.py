@@ -236,15 +236,19 @@ class Proxy:
         or later in the background when it misses the budget: `deferred`, with `pending` set).
         The budget adapts to load: it counts the run's own time from when the worker starts it,
         so the time a request waits behind other sessions' runs (at most `start_wait`) never
-        defers it; what the budget defers are runs that take long themselves, epochs.
+        defers it; what the budget defers are runs that take long themselves, epochs. A worker
+        so far behind that the run would not start within `start_wait` (its queue times its
+        jobs' moving average time) defers the request at once.
         `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
-        job = self.workers.submit(key, fn, *args, wait=self.start_wait, needed=needed)
+        hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
+        job = self.workers.submit(key, fn, *args, wait=0 if hopeless else self.start_wait, needed=needed)
         job.done.add_done_callback(lambda f: _settle(outcome, f))
         if self.budget is None:
             await asyncio.wait({job.done})
             return outcome
-        await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
+        if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
+            await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
         done, _ = await asyncio.wait({job.done}, timeout=self.budget if job.started.done() else 0)
         if not done:
             outcome.deferred, outcome.pending = True, job.done

@@ -38,6 +38,8 @@ from ctxmill.proxy.worker import WorkerSetup
 log = logging.getLogger("ctxmill.proxy")
 
 PRELOAD = ["ctxmill.proxy.worker", "compress.pipeline", "ccr.store"]
+MOVING = 0.2
+"""Weight of the latest job in a worker's moving average of job time."""
 CLOSE_TIMEOUT = 30.0
 """Seconds `close` waits for queued jobs before stopping the workers anyway."""
 IO_LIMIT = 2**24
@@ -130,6 +132,8 @@ class _Slot:
     process: _Process | None = None
     busy: bool = False
     queue: list[_Job] = field(default_factory=list)
+    seconds: float = 0.0
+    """How long this worker's jobs take, as a moving average (0 until one finished)."""
 
 
 class WorkerPool:
@@ -181,6 +185,7 @@ class WorkerPool:
     async def _run(self, slot: _Slot, job: _Job) -> None:
         if not job.started.done():
             job.started.set_result(None)
+        began = asyncio.get_running_loop().time()
         try:
             result = await self._process(slot).call(job.fn, job.args)
         except WorkerDied as exc:
@@ -192,8 +197,16 @@ class WorkerPool:
             if not job.future.done():
                 job.future.set_result(result)
         finally:
+            took = asyncio.get_running_loop().time() - began
+            slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
             slot.busy = False
             self._dispatch(slot)
+
+    def expected_wait(self, key: str) -> float:
+        """Seconds until a job submitted now for `key` would start, from the jobs ahead of it and
+        how long this worker's jobs take (0 for an idle worker)."""
+        slot = self._slots[self.slot(key)]
+        return (slot.busy + len(slot.queue)) * slot.seconds
 
     def _next(self, slot: _Slot) -> _Job | None:
         """The waiting job with the earliest deadline still ahead; else the oldest needed one."""
