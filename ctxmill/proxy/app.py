@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import time
-from pathlib import Path
 from typing import AsyncIterator
 
 import httpx
@@ -34,13 +33,15 @@ from starlette.routing import Mount
 from starlette.routing import Route as StarletteRoute
 
 from compress.formats.usage import Usage
-from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
+from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
 from ctxmill.proxy.identity import request_identity
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
+from ctxmill.proxy.books import dashboard, ledger_row, team_ledger
+from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.workerpool import WorkerPool
 from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declared_context_window, downstream_headers,
@@ -274,7 +275,7 @@ class Proxy:
         if content:  # sent as it came: with its length, not chunked
             headers.append(("content-length", str(len(content))))
         upstream = self.client.build_request(request.method, url, headers=headers,
-                                             content=_SentOnce(content) if content else b"")
+                                             content=SentOnce(content) if content else b"")
         try:
             response = await self.client.send(upstream, stream=True)
         except httpx.HTTPError as exc:
@@ -287,92 +288,9 @@ class Proxy:
         if on_usage is not None and response.headers.get("content-encoding", "identity") == "identity":
             event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
             tap = UsageTap(target.shape, event_stream)
-        out = StreamingResponse(_relay(response, tap, on_usage, settle), status_code=response.status_code)
+        out = StreamingResponse(relay(response, tap, on_usage, settle), status_code=response.status_code)
         out.raw_headers = downstream_headers(response.headers.raw)
         return out
-
-
-class _SentOnce(httpx.AsyncByteStream):
-    """A request body that is forgotten once sent: the answer may stream for minutes, and the
-    body's memory must not stay with it."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        data, self.data = self.data, b""
-        yield data
-
-
-class UpstreamBroke(Exception):
-    """The upstream's answer broke off mid-body. Raised from the relay, it ends the client's
-    response the same way (uvicorn closes the connection without finishing the body), so the
-    client sees a broken answer, never a complete-looking short one."""
-
-
-class _QuietBreaks(logging.Filter):
-    """Drops uvicorn's traceback for an UpstreamBroke: the relay logged it in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
-
-
-async def _relay(response: httpx.Response, tap: UsageTap | None, on_usage, settle=None) -> AsyncIterator[bytes]:
-    """The upstream bytes as they arrive; usage is recorded when the stream ends or breaks. Each
-    chunk goes on when the next arrives, so the last one is held until `settle(usage)` (the
-    session's calibration, ctxmill.proxy.worker) is done: a client cannot send its next request
-    before the state it needs is written."""
-    relayed, held = 0, None
-    try:
-        async for chunk in response.aiter_raw():
-            if tap is not None:
-                tap.feed(chunk)
-            relayed += len(chunk)
-            if held is not None:
-                yield held
-            held = chunk
-        if settle is not None and tap is not None and response.is_success:
-            await settle(tap.finish())
-        if held is not None:
-            yield held
-    except httpx.HTTPError as exc:
-        log.warning("upstream %s answer broke off after %d bytes (%s); the client's answer is cut off too",
-                    response.url.host, relayed, type(exc).__name__)
-        raise UpstreamBroke() from None
-    finally:
-        await response.aclose()
-        usage = tap.finish() if tap is not None else None
-        if on_usage is not None and response.is_success:
-            on_usage(usage)
-
-
-def ledger_row(session: str, vendor: str, outcome: Outcome, usage: Usage | None, folder: str | None):
-    """A proxied request as the ledger keeps it: what was sent (a deferred or failed run sent the
-    original: nothing saved; a run still going counts its tokens as unknown, 0)."""
-    from ctxmill.ledger import project_of, request_row
-
-    s = outcome.summary
-    ran = s is not None and not s.error and not outcome.error
-    before = s.tokens_before if s is not None and ran else 0
-    saved = s is not None and ran and not outcome.deferred
-    return request_row(face="proxy", session=session, project=project_of(folder), model=s.model if s else "",
-                       vendor=vendor, tokens_before=before,
-                       tokens_after=s.tokens_after if s is not None and saved else before,
-                       usage=usage, stages=s.stages if s is not None and saved else None)
-
-
-def team_ledger(config: ProxyConfig):
-    """The ledger writer: the team's (in the shared store) or the user's file; None with
-    persist=False (tests, benchmarks)."""
-    if not config.persist:
-        return None
-    from ctxmill.ledger.batch import FileSink, LedgerWriter
-
-    if config.store is not None:
-        from ctxmill.ledger.team import TeamSink
-
-        return LedgerWriter(TeamSink(config.store))
-    return LedgerWriter(FileSink(config.ledger_file or ledger_file()))
 
 
 def _usage_recorded(future: asyncio.Future) -> None:
@@ -400,29 +318,6 @@ async def home(request: Request) -> Response:
     return HTMLResponse(HOME_PAGE)
 
 
-def dashboard(config: ProxyConfig):
-    """The dashboard at /ctxmill/: the proxy's ledger (the team's with a shared store, brought up
-    to date on each look: ctxmill.ledger.team; else its file, or the user's when it writes none)
-    and the memory of the proxy's home project."""
-    from ctxmill.dashboard.app import create_app as dashboard_app
-    from ctxmill.settings import Settings
-
-    def ledger() -> Path:
-        if config.store is not None and config.persist:
-            from ctxmill.ledger.team import cache_file, synced
-            from ctxmill.paths import global_home
-
-            cache = cache_file(global_home(), config.store)
-            try:
-                return synced(config.store, cache)
-            except Exception as exc:  # noqa: BLE001 - Redis away: the copy as of the last look
-                log.warning("team ledger not brought up to date: %s", type(exc).__name__)
-                return cache
-        return config.ledger_file or ledger_file()
-
-    return dashboard_app(ledger, lambda: Settings.load(config.home))
-
-
 class _ControlCharacterGuard:
     """A path holding a control character reaches no route of the proxy's own but its 400:
     Starlette's `$` matches before a trailing newline, so `/%0a` would otherwise be `/`."""
@@ -440,8 +335,8 @@ class _ControlCharacterGuard:
 
 def create_app(config: ProxyConfig) -> Starlette:
     uvicorn_log = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
-        uvicorn_log.addFilter(_QuietBreaks())
+    if not any(isinstance(f, QuietBreaks) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(QuietBreaks())
     proxy = Proxy(config)
     app = Starlette(routes=[
         StarletteRoute("/", home, methods=["GET"]),
