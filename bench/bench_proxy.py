@@ -4,9 +4,13 @@ Starts the fake upstream (tests/fake_upstream.py, answering after --delay second
 would) and `ctxmill proxy` as separate processes on 127.0.0.1, then runs N concurrent clients ×
 T turns of growing ~150K-token tool-using Anthropic conversations (alternating streaming and
 JSON responses; client starts spread over one upstream delay), first directly against the
-upstream, then through the proxy. Reports errors,
-latency to the last response byte p50/p99 for both, the added latency (proxy − direct) and the
-proxy's peak RSS (VmHWM). Run: python bench/bench_proxy.py [--clients 32 --turns 20]
+upstream, then through a fresh proxy, once per number of concurrent sessions in --clients.
+Reports per phase: errors, the added latency to the last response byte (proxy − direct) p50/p99,
+also as a ratio to the floor (one orjson loads + dumps of the request: what any JSON proxy pays,
+so the ratio reads the same on any machine), the share of requests deferred past the latency
+budget, CPU per request, and the proxy's and its workers' RSS after warm-up and at the end.
+Run: python bench/bench_proxy.py [--clients 1,10,20 --turns 20]; a 1,000-request run for RSS:
+--clients 20 --turns 50.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -118,13 +123,6 @@ def _wait_ready(url: str, proc: subprocess.Popen) -> None:
     raise RuntimeError(f"{url} did not start")
 
 
-def _peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -163,67 +161,120 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total / 1024
+
+
+def _sample_rss(pid: int, done, out: list) -> None:
+    """(time, RSS MiB of the proxy and its workers) every half second until `done` is set."""
+    while not done.wait(0.5):
+        out.append((time.monotonic(), _rss_mib([pid, *_descendants(pid)])))
+
+
+def floor_ms(body: bytes, rounds: int = 30) -> float:
+    """The floor: what any JSON proxy pays at least, one orjson loads + dumps of the body (median ms)."""
+    times = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        orjson.dumps(orjson.loads(body))
+        times.append((time.perf_counter() - began) * 1000)
+    return sorted(times)[len(times) // 2]
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--clients", type=int, default=32)
+    p.add_argument("--clients", default="1,10,20", help="concurrent sessions, one phase each (comma-separated)")
     p.add_argument("--turns", type=int, default=20)
     p.add_argument("--tokens", type=int, default=150_000, help="size of each conversation at turn 1")
     p.add_argument("--delay", type=float, default=1.0, help="upstream answer delay in seconds")
     p.add_argument("--budget", default=None, help="the proxy's --latency-budget-ms (default: its own)")
     p.add_argument("--workers", type=int, default=None, help="the proxy's --workers (default: its own)")
-    p.add_argument("--time-limit", type=float, default=240, help="seconds per phase before giving up")
+    p.add_argument("--time-limit", type=float, default=400, help="seconds per phase before giving up")
+    p.add_argument("--baseline", metavar="DIR", help="also run the proxy of this checkout (another commit), side by side")
     args = p.parse_args()
-
+    counts = [int(c) for c in args.clients.split(",")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    up_port, proxy_port = _free_port(), _free_port()
-    up_url, proxy_url = f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{proxy_port}"
+    up_port = _free_port()
+    up_url = f"http://127.0.0.1:{up_port}"
+    size = len(orjson.dumps(conversation(0, args.tokens, 0)[0]))
+    sample = orjson.dumps({"model": "claude-bench", "messages": conversation(0, args.tokens, args.turns)[0]})
+    floor = floor_ms(sample)
+    print(f"~{args.tokens:,}-token requests (~{size / 1e6:.2f} MB, {len(sample) / 1e6:.2f} MB at the last turn),"
+          f" upstream delay {args.delay * 1000:.0f} ms; floor (orjson loads+dumps of the last request) {floor:.2f} ms")
+    failed = 0
+    upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), "--port", str(up_port),
+                                 "--delay", str(args.delay)], env=env)
+    try:
+        _wait_ready(up_url, upstream)
+        for clients in counts:
+            for label, tree in ([("baseline", Path(args.baseline))] if args.baseline else []) + [("proxy", ROOT)]:
+                failed += _phase(args, {**env, "PYTHONPATH": str(tree)}, up_url, upstream, clients, floor, label)
+    finally:
+        upstream.terminate()
+        upstream.wait(timeout=10)
+    return 1 if failed else 0
+
+
+def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: int, floor: float,
+           label: str = "proxy") -> int:
+    """Direct, then through a fresh proxy (of the checkout on env's PYTHONPATH): one line of
+    figures; the number of errors."""
+    proxy_port = _free_port()
+    proxy_url = f"http://127.0.0.1:{proxy_port}"
     with tempfile.TemporaryDirectory() as home:
-        upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), "--port", str(up_port),
-                                     "--delay", str(args.delay)], env=env)
         proxy = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(proxy_port),
                                   "--upstream-anthropic", up_url, "--home", home, "--log-level", "warning",
                                   *(["--latency-budget-ms", args.budget] if args.budget else []),
-                                  *(["--workers", str(args.workers)] if args.workers else [])], env=env)
+                                  *(["--workers", str(args.workers)] if args.workers else [])],
+                                 env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")}, cwd=env["PYTHONPATH"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            _wait_ready(up_url, upstream)
             _wait_ready(proxy_url, proxy)
             if os.environ.get("BENCH_PROFILE"):  # e.g. BENCH_PROFILE="py-spy record -o prof.svg -p {pid}"
                 subprocess.Popen(os.environ["BENCH_PROFILE"].format(pid=proxy.pid).split())
-            results, used = {}, {}
+            results, used, rss = {}, {}, []
             for name, url in (("direct", up_url), ("proxy", proxy_url)):
                 began = time.monotonic()
                 before = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
-                lat, errors = asyncio.run(run_clients(url, args.clients, args.turns, args.tokens, args.delay,
+                sampling = name == "proxy"
+                done = threading.Event()
+                sampler = threading.Thread(target=_sample_rss, args=(proxy.pid, done, rss), daemon=True)
+                if sampling:
+                    sampler.start()
+                lat, errors = asyncio.run(run_clients(url, clients, args.turns, args.tokens, args.delay,
                                                       began + args.time_limit))
+                done.set()
                 results[name] = (lat, errors, time.monotonic() - began)
                 after = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
                 used[name] = dict(zip(("proxy", "workers", "upstream"), (b - a for a, b in zip(before, after))))
-            rss = _peak_rss_mib(proxy.pid)
-            worker_rss = [_peak_rss_mib(p) for p in _descendants(proxy.pid)]
             stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
         finally:
-            for proc in (proxy, upstream):
-                proc.terminate()
-                proc.wait(timeout=10)
-    size = len(orjson.dumps(conversation(0, args.tokens, 0)[0]))
-    print(f"{args.clients} clients × {args.turns} turns, ~{args.tokens:,}-token requests (~{size / 1e6:.2f} MB),"
-          f" upstream delay {args.delay * 1000:.0f} ms")
-    for name, (lat, errors, wall) in results.items():
-        ms = [x for _, x in lat]
-        print(f"  {name:<7} requests {len(lat):4d}  errors {errors}  p50 {_quantile(ms, .5):7.1f} ms"
-              f"  p99 {_quantile(ms, .99):7.1f} ms  wall {wall:5.1f} s  CPU ms/request: proxy"
-              f" {1000 * used[name]['proxy'] / len(lat):.1f} + workers {1000 * used[name]['workers'] / len(lat):.1f},"
-              f" upstream {1000 * used[name]['upstream'] / len(lat):.1f}")
-    for label, keep in (("all turns", lambda t: True), ("turn 1 (new sessions)", lambda t: t == 0),
-                        ("turns 2+", lambda t: t > 0)):
-        d = [x for t, x in results["direct"][0] if keep(t)]
-        x = [x for t, x in results["proxy"][0] if keep(t)]
-        print(f"  added latency, {label:<22}: p50 {_quantile(x, .5) - _quantile(d, .5):+7.1f} ms"
-              f"  p99 {_quantile(x, .99) - _quantile(d, .99):+7.1f} ms")
-    print(f"  proxy peak RSS {rss:.0f} MiB, its {len(worker_rss)} child processes (workers, forkserver)"
-          f" {' + '.join(f'{r:.0f}' for r in worker_rss)} MiB · tokens {stats['tokens_before']:,} →"
-          f" {stats['tokens_after']:,} · epochs {stats['epochs']} · failures {stats['failures']} · deferred {stats['deferred']}")
-    return 1 if results["direct"][1] or results["proxy"][1] else 0
+            proxy.terminate()
+            proxy.wait(timeout=30)
+    d = [x for _, x in results["direct"][0]]
+    x = [x for _, x in results["proxy"][0]]
+    later = [x for t, x in results["proxy"][0] if t > 0]
+    later_d = [x for t, x in results["direct"][0] if t > 0]
+    p50, p99 = _quantile(x, .5) - _quantile(d, .5), _quantile(x, .99) - _quantile(d, .99)
+    warm = [r for t, r in rss if t >= rss[0][0] + 0.1 * (rss[-1][0] - rss[0][0])] if rss else [float("nan")]
+    n = len(x)
+    print(f"{label:>8} {clients:3d} sessions × {args.turns} turns: {n} requests, errors {results['direct'][1]}/{results['proxy'][1]};"
+          f" added p50 {p50:+.1f} ms ({p50 / floor:.1f}× floor), p99 {p99:+.1f} ms ({p99 / floor:.1f}× floor);"
+          f" turns 2+ p50 {_quantile(later, .5) - _quantile(later_d, .5):+.1f} ms;"
+          f" deferred {stats['deferred']}/{stats['requests']} ({100 * stats['deferred'] / max(1, stats['requests']):.1f}%),"
+          f" epochs {stats['epochs']}; CPU ms/request proxy {1000 * used['proxy']['proxy'] / n:.1f}"
+          f" + workers {1000 * used['proxy']['workers'] / n:.1f};"
+          f" RSS (proxy + workers) after warm-up {warm[0]:.0f} MiB, end {warm[-1]:.0f} MiB, max {max(warm):.0f} MiB",
+          flush=True)
+    return results["direct"][1] + results["proxy"][1]
 
 
 if __name__ == "__main__":

@@ -1,20 +1,27 @@
 """A team's gateway on loopback: `ctxmill proxy --store redis://…` replicas over one redis-server.
 
-Bounded, stops by itself; everything on 127.0.0.1 in temporary folders. Phases:
-1. replicas: --sessions corpus Claude Code sessions replayed at once (request k = the messages up
-   to the k-th user turn, at most --turns per session), each request to a random one of 3
-   replicas; then the same through one replica on a store of its own. Every upstream body must be
-   byte-identical; every marker must expand from the store and through `ctxmill mcp --store`.
-2. kill: one session again on 3 replicas; one request's replica is SIGKILLed while it runs; the
+Bounded, stops by itself; everything on 127.0.0.1 in temporary folders. The stand-in upstream
+reports usage as a provider would, input tokens ≈ the request's size × 1.3 (`usage_factor`), so
+calibration from reported usage is in play. Phases (`--skip` any of them):
+1. identity: --sessions corpus Claude Code sessions (request k = the messages up to the k-th user
+   turn, at most --turns per session) replayed at once through one `ctxmill proxy` on the
+   embedded store (files and SQLite), then --runs times through 3 replicas on Redis, each
+   request to the next replica (round-robin) and to a random one; every upstream body must be
+   byte-identical to the embedded process's; every marker must expand from the store and through
+   `ctxmill mcp --store`.
+2. race: the same through 3 replicas whose workers pause 300 ms between each answer and writing
+   its state (CTXMILL_SAVE_DELAY_MS), each request to the next replica: still identical.
+3. team: `ctxmill stats --store` after phases 1–2: its one team figure against the sum of what
+   the replicas' /ctxmill/stats say they handled.
+4. kill: one session again on 3 replicas; one request's replica is SIGKILLed while it runs; the
    client retries on another. The retry must send the one-process bytes; every CCR key of the
    requests answered before the kill must expand.
-3. redis down: redis-server stopped mid-session: every later request answered 200 with its body
-   unchanged (no 5xx), the replica's stats say `store_failures`.
-4. latency: 16 concurrent synthetic conversations (bench/bench_proxy.py's) directly and through
+5. faults: per Redis fault (stop, hang = SIGSTOP, restart, a lock key without a lease), one
+   session on 2 replicas with the default latency budget: answers, latency and bytes of the
+   requests during and after the fault.
+6. latency: 16 concurrent synthetic conversations (bench/bench_proxy.py's) directly and through
    1, 2 and 4 replicas (default latency budget); added latency p50/p99; requests per second.
-5. memory: Redis bytes per conversation (INFO used_memory before/after phase 4 and the store's own
-   key sizes).
-Run: python bench/gateway.py [--sessions 3 --turns 30]
+Run: python bench/gateway.py [--sessions 20 --turns 15 --runs 3]
 """
 
 from __future__ import annotations
@@ -47,16 +54,20 @@ from ground.redis_client import StoreAddress, connect  # noqa: E402
 from tests.fake_upstream import FakeUpstream, ServerThread  # noqa: E402
 from tests.redis_fixture import RedisServer, free_port  # noqa: E402
 
+STORE_KEY = "bench-team-store-key-0123456789abcdef"
 HEADERS = {"x-api-key": "bench", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 
 
 class Replicas:
     """`ctxmill proxy` processes on one store; each its own home and port."""
 
-    def __init__(self, folder: Path, store: str | None, upstream: str, count: int, budget: str = "none") -> None:
-        """`store` None: the embedded store (files and SQLite), for comparison."""
+    def __init__(self, folder: Path, store: str | None, upstream: str, count: int, budget: str = "none",
+                 save_delay_ms: int = 0) -> None:
+        """`store` None: the embedded store (files and SQLite), for comparison. `save_delay_ms`:
+        the workers' pause between an answer and writing its state (the forced race)."""
         self.procs, self.urls = [], []
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(folder / "xdg")}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(folder / "xdg"),
+               "CTXMILL_STORE_KEY": STORE_KEY, "CTXMILL_SAVE_DELAY_MS": str(save_delay_ms)}
         for i in range(count):
             home = folder / f"replica{i}-{time.monotonic_ns()}"
             home.mkdir(parents=True)
@@ -127,10 +138,15 @@ def received(fake: FakeUpstream, tag: str) -> bytes:
     return next(r.body for r in reversed(fake.received) if r.headers.get("x-bench") == tag)
 
 
-def replay(urls: list[str], sessions: list[list[bytes]], fake: FakeUpstream, label: str, seed: int) -> dict:
-    """Each session on its own thread, each request to a random replica; {(session, k): upstream body}."""
+def replay(urls: list[str], sessions: list[list[bytes]], fake: FakeUpstream, label: str, seed: int,
+           policy: str = "random") -> dict:
+    """Each session on its own thread, each request to a random replica (or, `policy`
+    "round-robin", to the next one); {(session, k): upstream body}."""
     rng, out, errors = random.Random(seed), {}, []
-    picks = [[rng.choice(urls) for _ in turns] for turns in sessions]
+    if policy == "random":
+        picks = [[rng.choice(urls) for _ in turns] for turns in sessions]
+    else:
+        picks = [[urls[(s + k) % len(urls)] for k in range(len(turns))] for s, turns in enumerate(sessions)]
 
     def one(s: int) -> None:
         for k, body in enumerate(sessions[s]):
@@ -162,7 +178,7 @@ def mcp_expands(store_url: str, keys: list[str], folder: Path) -> int:
 
     async def talk() -> int:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(folder / "xdg"),
-               "CTXMILL_HOME": str(folder / "mcp-home")}
+               "CTXMILL_HOME": str(folder / "mcp-home"), "CTXMILL_STORE_KEY": STORE_KEY}
         params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp", "--store", store_url],
                                        env=env, cwd=str(folder))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -230,51 +246,99 @@ def loopback(name: str):
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sessions", type=int, default=3)
-    p.add_argument("--turns", type=int, default=30, help="requests per corpus session (its last user turns)")
+    p.add_argument("--sessions", type=int, default=20)
+    p.add_argument("--turns", type=int, default=15, help="requests per corpus session (its last user turns)")
+    p.add_argument("--runs", type=int, default=3, help="identity runs (each round-robin and random)")
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--lat-turns", type=int, default=6)
     p.add_argument("--base-tokens", type=int, default=30_000)
     p.add_argument("--rounds", type=int, default=2, help="latency rounds (this machine's speed drifts)")
-    p.add_argument("--skip", default="", help="comma-separated phases to skip: replicas,kill,redis,latency")
+    p.add_argument("--skip", default="", help="comma-separated phases to skip: identity,race,team,kill,faults,latency")
     args = p.parse_args()
     skip = set(args.skip.split(","))
     with loopback("gateway") as (folder, redis, fake, upstream):
+        fake.usage_factor = 1.3
         sessions = corpus_turns(args.sessions, args.turns)
         print(f"corpus: {len(sessions)} sessions, {sum(map(len, sessions))} requests, "
-              f"{sum(len(b) for s in sessions for b in s) / 2**20:.1f} MiB of request bodies")
+              f"{sum(len(b) for s in sessions for b in s) / 2**20:.1f} MiB of request bodies; the stand-in reports "
+              f"input tokens = bytes / 4 × {fake.usage_factor}", flush=True)
         url = lambda prefix: f"{redis.url}?prefix={prefix}"  # noqa: E731
-        reference: dict = {}
-        if "replicas" not in skip or "kill" not in skip:
-            one = Replicas(folder, url("one:"), upstream.url, 1)
-            reference = replay(one.urls, sessions, fake, "one", 0)
-            one.stop()
-        if "replicas" not in skip:
-            three = Replicas(folder, url("three:"), upstream.url, 3)
-            shared = replay(three.urls, sessions, fake, "three", 25)
-            same = sum(shared.get(k) == v for k, v in reference.items())
-            print(f"replicas: {same}/{len(reference)} upstream bodies byte-identical to one process "
-                  f"({sum(len(s) for s in sessions)} sent)")
-            keys = sorted(keys_in(shared.values()))
-            store = StoreAddress.parse(url("three:"))
-            found = sum(expand_first([], k, shared=store).ok for k in keys)
-            sample = keys[:: max(1, len(keys) // 25)]
-            print(f"  markers: {found}/{len(keys)} keys expand from the store; "
-                  f"{mcp_expands(url('three:'), sample, folder)}/{len(sample)} sampled through `ctxmill mcp --store`")
-            client = connect(store)
-            sizes = {"session": 0, "ccr": 0}
-            for key in client.scan_iter(match="three:*", count=1000):
-                sizes["session" if key.startswith(b"three:session:") else "ccr"] += client.memory_usage(key) or 0
-            client.close()
-            print(f"  Redis per corpus session: {sizes['session'] / len(sessions) / 2**20:.2f} MiB of session state, "
-                  f"{sizes['ccr'] / len(sessions) / 2**20:.2f} MiB of originals")
-            three.stop()
+        one = Replicas(folder, None, upstream.url, 1)
+        reference = replay(one.urls, sessions, fake, "one", 0)
+        one.stop()
+        if "identity" not in skip:
+            identity_phase(folder, url, upstream.url, fake, sessions, reference, args.runs)
+        if "race" not in skip:
+            race = Replicas(folder, url("race:"), upstream.url, 3, save_delay_ms=300)
+            shared = replay(race.urls, sessions, fake, "race", 7, policy="round-robin")
+            handled = _handled(race)
+            race.stop()
+            print(f"race (workers pause 300 ms between answer and write, each request to the next replica): "
+                  f"{_same(shared, reference)}/{len(reference)} byte-identical to one embedded process; "
+                  f"{_team(url('race:'), folder, handled)}", flush=True)
         if "kill" not in skip:
             kill_phase(folder, url("kill:"), upstream.url, fake, sessions[0], reference)
-        if "redis" not in skip:
-            redis_phase(folder, redis, url("down:"), upstream.url, fake, sessions[0])
+        if "faults" not in skip:
+            from bench.gateway_faults import faults_phase
+
+            faults_phase(folder, redis, url, upstream.url, fake, sessions[0], Replicas, post, received)
         if "latency" not in skip:
             latency_phase(folder, redis, url, upstream.url, args)
+
+
+def _same(shared: dict, reference: dict) -> int:
+    return sum(shared.get(k) == v for k, v in reference.items())
+
+
+def _handled(replicas: Replicas) -> int:
+    return sum(httpx.get(u + "/ctxmill/stats", trust_env=False).json()["totals"]["requests"] for u in replicas.urls)
+
+
+def _team(store: str, folder: Path, handled: int) -> str:
+    return (f"team figure (`ctxmill stats --store`) {_team_requests(store, folder):,} requests, the replicas' "
+            f"/ctxmill/stats {handled:,}")
+
+
+def _team_requests(store: str, folder: Path) -> int:
+    """The team figure `ctxmill stats --store` prints, as another user on another machine would see it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(folder / "someone-else"),
+           "CTXMILL_STORE_KEY": STORE_KEY}
+    deadline = time.monotonic() + 10  # the replicas have written their last rows within a second of stopping
+    while True:
+        out = subprocess.run([sys.executable, "-m", "ctxmill", "stats", "--json", "--store", store],
+                             capture_output=True, env=env, timeout=120)
+        if out.returncode == 0 or time.monotonic() > deadline:
+            break
+    return orjson.loads(out.stdout)["totals"]["requests"] if out.returncode == 0 else -1
+
+
+def identity_phase(folder: Path, url, upstream: str, fake: FakeUpstream, sessions: list[list[bytes]],
+                   reference: dict, runs: int) -> None:
+    """Replicas vs the embedded process, `runs` times each way, each pass on a store (prefix) of its own."""
+    for run in range(runs):
+        for policy in ("round-robin", "random"):
+            prefix = f"team{run}{policy[:2]}:"
+            three = Replicas(folder, url(prefix), upstream, 3)
+            shared = replay(three.urls, sessions, fake, f"three-{run}-{policy}", 25 + run, policy=policy)
+            handled = _handled(three)
+            three.stop()
+            print(f"identity run {run + 1}, {policy}: {_same(shared, reference)}/{len(reference)} upstream bodies "
+                  f"byte-identical to one embedded-store process; {_team(url(prefix), folder, handled)}", flush=True)
+    keys = sorted(keys_in(shared.values()))
+    store = StoreAddress.parse(url(prefix)).with_key(STORE_KEY.encode())
+    found = sum(expand_first([], k, shared=store).ok for k in keys)
+    sample = keys[:: max(1, len(keys) // 25)]
+    print(f"  markers: {found}/{len(keys)} keys expand from the store; "
+          f"{mcp_expands(url(prefix), sample, folder)}/{len(sample)} sampled through `ctxmill mcp --store`")
+    client = connect(store)
+    sizes = {"session": 0, "ccr": 0}
+    for key in client.scan_iter(match=prefix + "*", count=1000):
+        if key.startswith(f"{prefix}session:".encode()) or key.startswith(f"{prefix}ccr".encode()):
+            sizes["session" if key.startswith(f"{prefix}session:".encode()) else "ccr"] += client.memory_usage(key) or 0
+    client.close()
+    print(f"  Redis per corpus session: {sizes['session'] / len(sessions) / 2**20:.2f} MiB of session state, "
+          f"{sizes['ccr'] / len(sessions) / 2**20:.2f} MiB of originals", flush=True)
+    return handled
 
 
 def kill_phase(folder: Path, store: str, upstream: str, fake: FakeUpstream, turns: list[bytes], reference: dict) -> None:
@@ -318,7 +382,7 @@ def _kill_and_retry(replicas: Replicas, store: str, fake: FakeUpstream, turns: l
     rest = all(post(alive[k % 2], turns[k], f"kill/{k}") == 200 and
                received(fake, f"kill/{k}") == reference.get((0, k)) for k in range(middle + 1, len(turns)))
     keys = sorted(keys_in(answered))
-    found = sum(expand_first([], k, shared=StoreAddress.parse(store)).ok for k in keys)
+    found = sum(expand_first([], k, shared=StoreAddress.parse(store).with_key(STORE_KEY.encode())).ok for k in keys)
     print(f"kill: {1000 * delay:.0f} ms after request {middle} was sent (requests took {1000 * percentile(took, .5):.0f} ms "
           f"at the median), its replica was killed {'holding' if held else 'not holding'} the session's lock: "
           f"the client got {result.get('status')}; retry on another "
@@ -341,28 +405,6 @@ def _kill_all(pids: list[int]) -> None:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def redis_phase(folder: Path, redis: RedisServer, store: str, upstream: str, fake: FakeUpstream,
-                turns: list[bytes]) -> None:
-    replicas = Replicas(folder, store, upstream, 2)
-    try:
-        middle = len(turns) // 2
-        for k in range(middle):
-            post(replicas.urls[k % 2], turns[k], f"down/{k}")
-        redis.stop()
-        statuses, unchanged = [], 0
-        for k in range(middle, len(turns)):
-            statuses.append(post(replicas.urls[k % 2], turns[k], f"down/{k}"))
-            unchanged += received(fake, f"down/{k}") == turns[k]
-        failures = sum(httpx.get(u + "/ctxmill/stats", trust_env=False).json()["totals"]["store_failures"]
-                       for u in replicas.urls)
-        print(f"redis down: {len(statuses)} requests, statuses {sorted(set(statuses))}, "
-              f"{sum(s >= 500 for s in statuses)} 5xx, {unchanged}/{len(statuses)} bodies unchanged, "
-              f"store_failures in stats: {failures}")
-    finally:
-        replicas.stop()
-        redis.start()
 
 
 def latency_phase(folder: Path, redis: RedisServer, url, upstream: str, args) -> None:

@@ -11,6 +11,7 @@ Run: python bench/gateway_litellm.py [--sessions 1 --turns 30]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.gateway import HEADERS, Replicas, corpus_turns, loopback  # noqa: E402
+from bench.gateway import HEADERS, STORE_KEY, Replicas, corpus_turns, loopback  # noqa: E402
 from compress.tokens import estimate_tokens  # noqa: E402
 from tests.test_litellm_guardrail import litellm_proxy, prefix_shares, run_conversation  # noqa: E402
 
@@ -29,6 +30,7 @@ def main() -> None:
     p.add_argument("--sessions", type=int, default=1)
     p.add_argument("--turns", type=int, default=30)
     args = p.parse_args()
+    os.environ.setdefault("CTXMILL_STORE_KEY", STORE_KEY)  # the LiteLLM process signs with the replicas' key
     with loopback("litellm") as (folder, redis, fake, upstream):
         sessions = [[{**orjson.loads(b), "model": "claude-test"} for b in s] for s in corpus_turns(args.sessions, args.turns)]
         with litellm_proxy(folder / "litellm", upstream.url, f"{redis.url}?prefix=litellm:", "") as (url, master):

@@ -26,4 +26,4 @@ def open_store(directory: Path | None, retention: Retention = Retention(),
         client = client if client is not None else connect(address)
     except ImportError as exc:
         raise CCRError(str(exc)) from None
-    return RedisCCRStore(client, address.prefix, retention=retention, shown=address.shown)
+    return RedisCCRStore(client, address.prefix, key=address.key, retention=retention, shown=address.shown)

@@ -103,6 +103,12 @@ class Header:
     """When the CCR entries the session's renderings name were last refreshed (store clock)."""
     last_request_at: float = 0.0
     """When the session's latest request was sent, by its caller's clock (0: unknown)."""
+    calibration: float | None = None
+    """The caller's measure of how the provider counts this session's requests (the proxy: its
+    reported prompt tokens over ctxmill's estimate); None until a usage report. It decides the
+    tier, so it is state like the rest: every process that continues the session reads it."""
+    tokens_per_byte: float | None = None
+    """ctxmill's raw token estimate per request byte, as of the calibrated request."""
 
 
 @dataclass
@@ -165,6 +171,9 @@ class Session:
                 session.header.touched_at = item["touched_at"]
             elif "last_request_at" in item:
                 session.header.last_request_at = item["last_request_at"]
+            elif "calibration" in item:
+                session.header.calibration = item["calibration"]
+                session.header.tokens_per_byte = item.get("tokens_per_byte")
             elif "end" in item:
                 session.request_ends.append(item["end"])
             elif "ends_upto" in item:
@@ -189,7 +198,8 @@ class Session:
         that ended there stay cached."""
         self.header = Header(provider=provider, epoch=self.header.epoch + 1, tier=tier,
                              anchor_turn=anchor_turn, next_trial_at=0, touched_at=self.header.touched_at,
-                             last_request_at=self.header.last_request_at)
+                             last_request_at=self.header.last_request_at, calibration=self.header.calibration,
+                             tokens_per_byte=self.header.tokens_per_byte)
         self.records = dict(records)
         self.request_ends = [e for e in self.request_ends if e <= unchanged]
         self.parsed = {h: m for h, m in self.parsed.items() if h in self.records}
@@ -224,6 +234,10 @@ class Session:
     def set_last_request(self, when: float) -> None:
         self.header.last_request_at = when
         self._pending.append(dumps({"last_request_at": when}))
+
+    def set_calibration(self, calibration: float, tokens_per_byte: float) -> None:
+        self.header.calibration, self.header.tokens_per_byte = calibration, tokens_per_byte
+        self._pending.append(dumps({"calibration": calibration, "tokens_per_byte": tokens_per_byte}))
 
     def named_keys(self, hashes: list[str]) -> set[str]:
         """The CCR keys the renderings of these messages name."""

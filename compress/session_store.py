@@ -1,8 +1,9 @@
 """Where a session's state is kept: a directory (the embedded default) or a Redis server.
 
-Both places hold the same bytes, the lines `compress.session` writes (an epoch header, then
+Both places hold the same lines, those `compress.session` writes (an epoch header, then
 message records sealed against the raw messages, so no secret the client sent is at rest in
-either), and offer the same five operations:
+either; in Redis, which others may write, each line is signed: `RedisState`), and offer the same
+five operations:
 - `lock()`: a context manager held around every load, run and save of the session (a file lock;
   in Redis a lock with a lease, so the lock of a process killed while holding it expires);
   raises `StateBusy` when it cannot be had within its wait;
@@ -18,10 +19,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Iterator
 
 from ground.files import atomic_write, open_private, private_lock
+from ground.signing import open_line, sign_line
 
 log = logging.getLogger("ctxmill.compress")
 
@@ -82,16 +86,53 @@ class StateFiles:
         return self.signature()
 
 
-class RedisState:
-    """A session's state in Redis: `<prefix>session:<name>` (the lines), `…:v` (a write counter,
-    the signature) and `…:lock` (the lock, `redis-py`'s token lock with a lease). `client` is a
-    `redis.Redis` (see `ground.redis_client`); its errors propagate (the caller fails open)."""
+_TAKE = """
+local held = redis.call('GET', KEYS[1])
+if not held or held == ARGV[1] or redis.call('PTTL', KEYS[1]) == -1 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+"""Take the lock when it is free, already ours, or has no lease (no ctxmill process sets one
+without: it is garbage or another program's, and would block the session for ever)."""
+_GIVE_BACK = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+POLL_SECONDS = 0.05
+"""How often a process waiting for a session's lock tries again."""
 
-    def __init__(self, client, prefix: str, name: str, lease: float = LEASE_SECONDS,
+
+class RedisState:
+    """A session's state in Redis: `<prefix>session:<name>` (the lines, each signed:
+    `ground.signing`), `…:v` (a write counter, the signature) and `…:lock` (the lock: a token
+    with a lease). `client` is a `redis.Redis` (see `ground.redis_client`); its errors propagate
+    (the caller fails open). `key`: the MAC key of the team's records (never read from Redis).
+
+    Must hold:
+    - A line whose MAC fails (written by anyone without the key, moved from another session or
+      prefix, changed) is never used: dropped on `read`, counted in `take_rejected()`; when the
+      header line fails, the whole state is ignored (the session starts a new epoch). So who can
+      write the Redis can make ctxmill forget (an epoch, a cache write) but never put text of
+      their choosing into a request.
+    - The lock is taken atomically (a Lua script) when free, already held with this place's
+      token, or held without a lease (`_TAKE`); it is given back only by its holder. A lock this
+      place may have left behind because Redis failed mid-call (a hang, a restart) is given back
+      as soon as Redis answers again (`_Janitor`, trying for at most one lease), so
+      the session's next request, on any replica, is not held up by it."""
+
+    def __init__(self, client, prefix: str, name: str, key: bytes = b"", lease: float = LEASE_SECONDS,
                  wait: float = WAIT_SECONDS, keep: int = KEEP_SECONDS) -> None:
+        if not key:
+            raise ValueError("a shared store's session records need a MAC key (the team's store key)")
         self._redis = client
         base = f"{prefix}session:{name}"
         self._data, self._version, self._lock = base, base + ":v", base + ":lock"
+        self._context = self._data.encode()
+        self._key = key
+        self._token = os.urandom(16).hex()
+        self._rejected = 0
         self.lease, self.wait, self.keep = lease, wait, keep
 
     def __repr__(self) -> str:
@@ -99,20 +140,36 @@ class RedisState:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        held = self._redis.lock(self._lock, timeout=self.lease, blocking_timeout=self.wait, thread_local=False)
-        if not held.acquire():
-            raise StateBusy(f"session lock {self._lock} still held after {self.wait:g} s")
+        lease_ms = str(int(self.lease * 1000))
+        give_up = time.monotonic() + self.wait
+        try:
+            while not self._redis.eval(_TAKE, 1, self._lock, self._token, lease_ms):
+                if time.monotonic() >= give_up:
+                    raise StateBusy(f"session lock {self._lock} still held after {self.wait:g} s")
+                time.sleep(POLL_SECONDS)
+        except StateBusy:
+            raise
+        except Exception:
+            _janitor.give_back(self._redis, self._lock, self._token, self.lease)  # it may have landed
+            raise
         try:
             yield
         finally:
             try:
-                held.release()
-            except Exception as exc:  # noqa: BLE001 - the lease ran out (a very slow run): say so
-                log.warning("session lock %s lost before release: %s", self._lock, type(exc).__name__)
+                if not self._redis.eval(_GIVE_BACK, 1, self._lock, self._token):
+                    log.warning("session lock %s lost before release: its lease ran out", self._lock)
+            except Exception as exc:  # noqa: BLE001 - Redis failed: given back once it answers
+                log.warning("session lock %s not released now: %s", self._lock, type(exc).__name__)
+                _janitor.give_back(self._redis, self._lock, self._token, self.lease)
 
     def read(self) -> tuple[bytes | None, object]:
         data, version = self._redis.pipeline(transaction=True).get(self._data).get(self._version).execute()
-        return data, version
+        return self._verified(data), version
+
+    def take_rejected(self) -> int:
+        """Lines dropped by `read` since the last call, for the caller's stats."""
+        n, self._rejected = self._rejected, 0
+        return n
 
     def signature(self) -> object:
         return self._redis.get(self._version)
@@ -121,10 +178,27 @@ class RedisState:
         return bool(self._redis.exists(self._data))
 
     def rewrite(self, data: bytes) -> object:
-        return self._write("set", data)
+        return self._write("set", self._signed(data))
 
     def append(self, data: bytes) -> object:
-        return self._write("append", data)
+        return self._write("append", self._signed(data))
+
+    def _signed(self, data: bytes) -> bytes:
+        return b"".join(sign_line(self._key, self._context, line) + b"\n" for line in data.split(b"\n") if line)
+
+    def _verified(self, data: bytes | None) -> bytes | None:
+        if data is None:
+            return None
+        lines = [line for line in data.split(b"\n") if line]
+        opened = [open_line(self._key, self._context, line) for line in lines]
+        if opened and opened[0] is None:
+            self._rejected += len(lines)
+            log.warning("%s: its header fails the integrity check: the state is ignored", self._data)
+            return None
+        if bad := sum(line is None for line in opened):
+            self._rejected += bad
+            log.warning("%s: %d records fail the integrity check and are ignored", self._data, bad)
+        return b"".join(line + b"\n" for line in opened if line is not None)
 
     def _write(self, how: str, data: bytes) -> object:
         pipe = self._redis.pipeline(transaction=True)
@@ -132,3 +206,44 @@ class RedisState:
         pipe.incr(self._version).expire(self._data, self.keep).expire(self._version, self.keep)
         version = pipe.execute()[1]
         return str(version).encode()
+
+
+class _Janitor:
+    """Gives back locks a place may have left in Redis when a call failed (the command may have
+    reached Redis, its answer not us): one daemon thread tries each every `POLL_SECONDS` × 4 until
+    Redis answers or the lock's lease would have ended it anyway."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._todo: dict[tuple[int, str, str], tuple[object, float]] = {}
+        self._thread: threading.Thread | None = None
+
+    def give_back(self, client, lock: str, token: str, lease: float) -> None:
+        with self._lock:
+            self._todo[(id(client), lock, token)] = (client, time.monotonic() + lease)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="ctxmill-lock-janitor", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                todo = dict(self._todo)
+            if not todo:
+                with self._lock:
+                    if not self._todo:
+                        self._thread = None
+                        return
+                continue
+            for item, (client, until) in todo.items():
+                try:
+                    client.eval(_GIVE_BACK, 1, item[1], item[2])  # type: ignore[attr-defined]
+                except Exception:  # noqa: BLE001 - still unreachable: try again
+                    if time.monotonic() < until:
+                        continue
+                with self._lock:
+                    self._todo.pop(item, None)
+            time.sleep(POLL_SECONDS * 4)
+
+
+_janitor = _Janitor()

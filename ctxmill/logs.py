@@ -90,3 +90,23 @@ def log_file() -> Path | None:
         if isinstance(handler, logging.FileHandler):
             return Path(handler.baseFilename)
     return None
+
+
+def configure_server_logging(level: str = "info", log_file: Path | None = None) -> None:
+    """A long-running server's logging (the proxy and its workers): every record at `level` and
+    above to stderr and, when given, appended to `log_file` (0600, never through a link); all of
+    it redacted. Replaces what the command line set up (its project log file)."""
+    redact_every_record()
+    formatter = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    if log_file is not None:
+        handlers.append(_LazyFileHandler(log_file, delay=True, encoding="utf-8"))
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = handlers
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    ours = logging.getLogger("ctxmill")
+    ours.handlers.clear()
+    ours.propagate = True
+    ours.setLevel(logging.NOTSET)

@@ -234,6 +234,12 @@ class ProxyConfig:
     ledger_file: Path | None = None
     """The savings ledger each request is added to (None: the user's, `paths.ledger_file()`);
     with persist=False no ledger is written."""
+    log_file: Path | None = None
+    """Where the proxy and its workers log besides stderr (`--log-file`)."""
+    log_level: str = "info"
+    save_delay: float = 0.0
+    """Seconds each worker waits between a run's answer and writing its state: 0; only
+    bench/gateway.py sets it (CTXMILL_SAVE_DELAY_MS) to force the race between replicas."""
 
     def __post_init__(self) -> None:
         if self.max_inflight_bytes < self.max_body_bytes:

@@ -5,6 +5,9 @@ Must hold:
   namespace (default `ctxmill:`), so teams can share one Redis; every other query parameter is
   the `redis` client's own (`redis.from_url`).
 - `shown` is the address without its password: only `shown` goes into logs, stats and errors.
+- `key` is the team's MAC key for what ctxmill keeps there (`ground.signing`); it comes from the
+  user's configuration or environment (`ctxmill.shared_store`), never from the store, and never
+  appears in a repr, log or message.
 - `connect` gives a client with short timeouts (a dead Redis costs a request at most
   `timeout` seconds, never a hang) and no retries of its own: the caller fails open.
 - `redis` is imported only here and only by `connect`: without the `gateway` extra nothing else
@@ -13,7 +16,7 @@ Must hold:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 SCHEMES = ("redis", "rediss", "unix")
@@ -30,6 +33,11 @@ class StoreAddress:
     url: str
     """The client's URL (without the `prefix` parameter)."""
     prefix: str = DEFAULT_PREFIX
+    key: bytes = field(default=b"", repr=False)
+    """The MAC key of the records kept there (b"": none given yet)."""
+
+    def with_key(self, key: bytes) -> StoreAddress:
+        return replace(self, key=key)
 
     @classmethod
     def parse(cls, text: str) -> StoreAddress:

@@ -3,8 +3,9 @@
 Two branches that each add, edit or forget entries merge without conflict markers: the result
 is `ours` with the changes `theirs` made since `base` applied to it, entry by entry (an entry is
 matched by its `<!-- m-… -->` id):
-- added by theirs: added to its type's section (same id added by both with different text: both
-  kept, theirs under a new id);
+- added by theirs: added to its type's section, unless ours added an entry of the same type and
+  text too (the same fact added on both branches is kept once); the same id added by both
+  with different text: both kept, theirs under a new id;
 - edited by theirs: ours takes the edit when ours left the entry alone; when both edited it
   differently, both versions are kept (theirs under a new id); when ours forgot it, the edit is
   kept (nothing is lost);
@@ -39,6 +40,11 @@ def _content(entry: Entry) -> tuple:
     return entry.type, entry.text, entry.pinned, entry.tags, entry.created
 
 
+def _fact(entry: Entry) -> tuple:
+    """What makes two entries the same fact, whatever their ids and dates."""
+    return entry.type, " ".join(entry.text.split())
+
+
 def _skeleton(doc: MemoryDocument) -> list[str]:
     """The text outside entries, block by block."""
     return [block.raw for block in doc.blocks if block.entry is None]
@@ -55,6 +61,7 @@ def merge(base: str, ours: str, theirs: str, default_type: str | None = None) ->
         # Only theirs changed the text around entries: start from theirs, apply ours' changes.
         return merge(base, theirs, ours, default_type)
     doc, used, renamed = docs[1], set(o) | set(t) | set(b), []
+    ours_added = {_fact(e) for i, e in o.items() if i not in b}
 
     def keep_beside(entry: Entry) -> None:
         salt = 0
@@ -69,6 +76,8 @@ def merge(base: str, ours: str, theirs: str, default_type: str | None = None) ->
         if base_entry is not None and _content(theirs_entry) == _content(base_entry):
             continue  # theirs left it alone
         if ours_entry is None:
+            if base_entry is None and _fact(theirs_entry) in ours_added:
+                continue  # ours added the same fact under its own id
             doc.add(theirs_entry)  # added by theirs, or edited by theirs and forgotten by ours
         elif _content(ours_entry) == _content(theirs_entry):
             continue

@@ -6,6 +6,7 @@ bytes it answered with, and replies in the providers' recorded shapes: Messages 
 when `stream_options.include_usage` is set), Responses JSON and SSE (response.created …
 response.completed, usage in the last), count_tokens. Replies come from `replies`
 (a queue of assistant messages in the provider's shape) or a one-line text default.
+Reported prompt tokens are the body's bytes / 4 (× `usage_factor`).
 Per-request behaviour via headers: `x-fake-status: 429` answers that status with a provider error
 body; `x-fake-slow: N` streams N events 50 ms apart (for disconnect tests).
 """
@@ -43,6 +44,9 @@ class Received:
 @dataclass
 class FakeUpstream:
     delay: float = 0.0
+    usage_factor: float = 1.0
+    """Reported prompt tokens = body bytes / 4 × this (1.3: a provider counting 30% more than
+    ctxmill's estimate, as the gateway bench has it)."""
     received: list[Received] = field(default_factory=list)
     sent: list[bytes] = field(default_factory=list)
     replies: deque = field(default_factory=deque)
@@ -77,7 +81,7 @@ class FakeUpstream:
                    if anthropic else {"error": {"message": "invalid JSON", "type": "invalid_request_error"}})
             return self._json(err, 400)
         self._counter += 1
-        prompt = len(body) // 4
+        prompt = int(len(body) // 4 * self.usage_factor)
         slow = int(request.headers.get("x-fake-slow", "0"))
         if anthropic:
             message = self.replies.popleft() if self.replies else {"role": "assistant", "content": [
@@ -259,14 +263,15 @@ class ServerThread:
 
 
 def main() -> None:
-    """`python tests/fake_upstream.py --port N [--delay S]`: serve until killed (benchmark)."""
+    """`python tests/fake_upstream.py --port N [--delay S] [--usage-factor F]`: serve until killed (benchmark)."""
     import argparse
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--usage-factor", type=float, default=1.0)
     args = p.parse_args()
-    fake = FakeUpstream(delay=args.delay)
+    fake = FakeUpstream(delay=args.delay, usage_factor=args.usage_factor)
     fake.received = _Discard()  # type: ignore[assignment]  # the benchmark must not grow memory
     fake.sent = _Discard()  # type: ignore[assignment]
     uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

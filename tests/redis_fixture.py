@@ -76,6 +76,10 @@ def redis_server(tmp_path_factory):
     server.stop()
 
 
+TEST_KEY = b"tests-store-key-0123456789abcdef"
+"""The store key the tests' ctxmill processes sign with (CTXMILL_STORE_KEY in their environment)."""
+
+
 def fresh_address(server: RedisServer) -> StoreAddress:
-    """An address on `server` with a key prefix no other test uses."""
-    return StoreAddress.parse(f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}:")
+    """An address on `server` with a key prefix no other test uses, signed with `TEST_KEY`."""
+    return StoreAddress.parse(f"{server.url}?prefix=t{uuid.uuid4().hex[:12]}:").with_key(TEST_KEY)

@@ -40,7 +40,7 @@ def backend(request):
 
     def open_redis(**options):
         address = fresh_address(server)
-        return RedisCCRStore(connect(address), address.prefix, **options)
+        return RedisCCRStore(connect(address), address.prefix, key=address.key, **options)
     return open_redis
 
 

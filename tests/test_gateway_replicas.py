@@ -78,7 +78,7 @@ def mcp_deep_expand(store_url: str, key: str, folder) -> str:
 
     async def talk() -> str:
         params = StdioServerParameters(command=sys.executable, args=["-m", "ctxmill", "mcp", "--store", store_url],
-                                       cwd=str(folder))
+                                       cwd=str(folder), env=dict(os.environ))  # the store key with it
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             found = await session.call_tool("deep_expand", {"key": key, "lines": "1:2"})

@@ -7,6 +7,7 @@ import pytest
 from ctxmill.errors import ConfigError
 from ctxmill.settings import Settings
 from ground.redis_client import StoreAddress, StoreAddressError
+from tests.redis_fixture import TEST_KEY
 
 
 @pytest.fixture
@@ -23,10 +24,37 @@ def test_flag_then_environment_then_the_users_config(homes, monkeypatch):
     project, user = homes
     assert Settings.load(project).store is None
     (user / "config.toml").write_text('[store]\nurl = "redis://cfg:6379/0"\nprefix = "team-a:"\n')
-    assert Settings.load(project).store == StoreAddress("redis://cfg:6379/0", "team-a:")
+    key = TEST_KEY
+    assert Settings.load(project).store == StoreAddress("redis://cfg:6379/0", "team-a:", key)
     monkeypatch.setenv("CTXMILL_STORE", "redis://env:6379/1")
-    assert Settings.load(project).store == StoreAddress("redis://env:6379/1", "team-a:")
-    assert Settings.load(project, store="redis://flag:1/2?prefix=x:").store == StoreAddress("redis://flag:1/2", "x:")
+    assert Settings.load(project).store == StoreAddress("redis://env:6379/1", "team-a:", key)
+    flagged = Settings.load(project, store="redis://flag:1/2?prefix=x:").store
+    assert flagged == StoreAddress("redis://flag:1/2", "x:", key)
+
+
+def test_a_shared_store_needs_the_teams_key_from_the_environment_or_a_private_file(homes, monkeypatch, tmp_path):
+    import os
+
+    project, user = homes
+    monkeypatch.delenv("CTXMILL_STORE_KEY")
+    with pytest.raises(ConfigError, match="CTXMILL_STORE_KEY or \\[store\\] key_file"):
+        Settings.load(project, store="redis://team:6379/0").store
+    key_file = tmp_path / "team.key"
+    key_file.write_text("k" * 40 + "\n")
+    (user / "config.toml").write_text(f'[store]\nkey_file = "{key_file}"\n')
+    os.chmod(key_file, 0o644)
+    with pytest.raises(ConfigError, match="must be yours and private"):
+        Settings.load(project, store="redis://team:6379/0").store
+    os.chmod(key_file, 0o600)
+    assert Settings.load(project, store="redis://team:6379/0").store.key == b"k" * 40
+    monkeypatch.setenv("CTXMILL_STORE_KEY", "short")
+    with pytest.raises(ConfigError, match="at least 16"):
+        Settings.load(project, store="redis://team:6379/0").store
+
+
+def test_the_store_key_never_shows_in_the_address():
+    address = StoreAddress.parse("redis://db:6379/0").with_key(b"very-secret-team-key-123")
+    assert "very-secret" not in repr(address) and "very-secret" not in address.shown
 
 
 def test_a_project_config_may_not_name_a_store(homes, caplog):
@@ -37,7 +65,7 @@ def test_a_project_config_may_not_name_a_store(homes, caplog):
         assert Settings.load(project).store is None
     assert "[store] url ignored" in caplog.text
     (user / "config.toml").write_text('[store]\nurl = "redis://cfg:6379/0"\n')
-    assert Settings.load(project).store == StoreAddress.parse("redis://cfg:6379/0")
+    assert Settings.load(project).store.url == StoreAddress.parse("redis://cfg:6379/0").url
 
 
 @pytest.mark.parametrize("bad", ['[store]\nurl = 5\n', '[store]\nhost = "x"\n', '[store]\nurl = "http://x"\n'])

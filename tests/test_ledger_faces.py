@@ -143,12 +143,17 @@ def test_the_litellm_guardrail_writes_the_ledger(tmp_path, monkeypatch):
     import pytest
 
     pytest.importorskip("litellm", reason="LiteLLM is not installed (pip install -e '.[litellm]')")
-    from ctxmill.litellm_guardrail import record
+    from compress.formats.usage import Usage
+    from ctxmill.ledger.batch import FileSink, LedgerWriter
+    from ctxmill.litellm_guardrail import Routed, row
     from ctxmill.proxy.stats import RunSummary
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    record("s1", "anthropic", RunSummary(b"{}", 1000, 400, model="claude-sonnet-4-5", folder="/home/dev/shop-app"))
-    record("s2", "openai_chat", RunSummary(None, 800, 0, error="boom", model="gpt-5"))
+    ledger = LedgerWriter(FileSink(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3"))
+    ledger.add(row(Routed("s1", "anthropic", RunSummary(b"{}", 1000, 400, model="claude-sonnet-4-5"),
+                          "/home/dev/shop-app", 4000), Usage(input=380, output=20)))
+    ledger.add(row(Routed("s2", "openai_chat", RunSummary(None, 800, 0, error="boom", model="gpt-5"), None, 3200), None))
+    ledger.close()
     data = ledger_summary(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3")
     assert (data["totals"]["tokens_before"], data["totals"]["tokens_after"]) == (1800, 1200)
     assert {p["project"] for p in data["projects"]} >= {"shop-app"}

@@ -49,7 +49,7 @@ guardrails:
   - guardrail_name: ctxmill
     litellm_params:
       guardrail: ctxmill.litellm_guardrail.CtxmillGuardrail
-      mode: pre_call
+      mode: [pre_call, post_call]
       default_on: true
       store: "{store_url}"
       home: "{home}"
@@ -130,7 +130,7 @@ def run_conversation(url: str, path: str, turns: list[dict], fake, headers: dict
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
-def test_litellm_compresses_as_the_ctxmill_proxy_does(gateway, fake, start_proxy, redis_server, shape):
+def test_litellm_compresses_as_the_ctxmill_proxy_does(gateway, fake, start_proxy, redis_server, shape, tmp_path):
     url, address, master = gateway
     body = example()
     if shape == "openai":
@@ -156,4 +156,19 @@ def test_litellm_compresses_as_the_ctxmill_proxy_does(gateway, fake, start_proxy
     assert prefix_shares(through_litellm) == prefix_shares(without_null_content(through_proxy))
     keys = {m.key for sent in through_litellm for m in find_markers(orjson.dumps(sent).decode())}
     assert keys and all(expand_first([], key, shared=address).ok for key in keys)
+    # the post-call hook put each request in the team's ledger with the provider's reported usage
+    from ctxmill.ledger.store import Ledger
+    from ctxmill.ledger.team import synced
+    from ctxmill.litellm_guardrail import conversation_key
+
+    session = conversation_key("openai_chat" if shape == "openai" else "anthropic", {}, {"x-ctxmill-session": f"s-{shape}"})
+    deadline = time.monotonic() + 20  # rows are written within a second
+    while True:
+        with Ledger.open(synced(address, tmp_path / "team.sqlite")) as ledger:
+            rows = ledger.query("SELECT reported, input, cache_read FROM requests WHERE face = 'litellm' AND session = ?",
+                                (session,))
+        if len(rows) >= len(turns) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert len(rows) == len(turns) and all(r["reported"] and r["input"] + r["cache_read"] > 0 for r in rows)
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmill.git_memory import attribute_lines, register, unregister
+from ctxmill.git_memory import attribute_lines, driver_lines, register, unregister
 from memory.merge import merge
 from memory.markdown import parse
 
@@ -143,9 +143,58 @@ def test_install_registers_the_driver_in_a_git_repository(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ctxmill", "install", "claude-code", "--project"], cwd=repo,
                           capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path / "home")})
     assert done.returncode == 0, done.stderr
-    assert ".ctxmill/MEMORY.md merge=ctxmill-memory" in (repo / ".gitattributes").read_text()
+    assert ".ctxmill/MEMORY.md merge=union" in (repo / ".gitattributes").read_text()  # any clone
+    assert ".ctxmill/MEMORY.md merge=ctxmill-memory" in (repo / ".git" / "info" / "attributes").read_text()  # here
     driver = git(repo, "config", "--get", "merge.ctxmill-memory.driver").stdout
     assert driver.strip().endswith("merge-memory %O %A %B %P")
+    assert git(repo, "check-attr", "merge", ".ctxmill/MEMORY.md").stdout.strip().endswith("ctxmill-memory")
+
+
+def test_install_leaves_no_backup_among_the_repositorys_untracked_files(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".claude").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / ".claude" / "settings.json").write_text('{"permissions": {}}\n')
+    (repo / ".mcp.json").write_text('{"mcpServers": {}}\n')
+    done = subprocess.run([sys.executable, "-m", "ctxmill", "install", "claude-code", "--project"], cwd=repo,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    assert list(repo.rglob("*.ctxmill.bak"))  # kept for uninstall…
+    assert ".ctxmill.bak" not in git(repo, "status", "--porcelain", "--untracked-files=all").stdout  # …never shown
+
+
+def test_identical_entries_added_on_both_branches_are_kept_once():
+    ours = edit(BASE, "## Gotchas\n", "## Gotchas\n\n- Run ruff before pushing. <!-- m-0000000a 2025-07-01 -->\n")
+    theirs = edit(BASE, "## Gotchas\n", "## Gotchas\n\n- Run ruff before pushing. <!-- m-0000000b 2025-07-02 -->\n")
+    result = merge(BASE, ours, theirs)
+    assert [e.text for e in parse(result.text).entries()].count("Run ruff before pushing.") == 1
+
+
+def test_a_fresh_clone_with_no_driver_merges_without_conflict_markers(tmp_path):
+    origin = tmp_path / "origin"
+    (origin / ".ctxmill").mkdir(parents=True)
+    git(origin, "init", "-q", "-b", "main")
+    register(origin, [sys.executable, "-m", "ctxmill"])
+    (origin / ".ctxmill" / "MEMORY.md").write_text(BASE)
+    git(origin, "add", "-A")
+    git(origin, "commit", "-qm", "base")
+    clone = tmp_path / "clone"
+    assert git(tmp_path, "clone", "-q", str(origin), str(clone)).returncode == 0  # no ctxmill install here
+    assert git(clone, "config", "--get", "merge.ctxmill-memory.driver").stdout == ""
+    memory = clone / ".ctxmill" / "MEMORY.md"
+    git(clone, "checkout", "-qb", "other")
+    memory.write_text(edit(BASE, "## Gotchas\n", "## Gotchas\n\n- Theirs added this. <!-- m-0000000b 2025-07-02 -->\n"))
+    git(clone, "commit", "-qam", "theirs")
+    git(clone, "checkout", "-q", "main")
+    memory.write_text(edit(BASE, "## Gotchas\n", "## Gotchas\n\n- Ours added this. <!-- m-0000000a 2025-07-01 -->\n"))
+    git(clone, "commit", "-qam", "ours")
+    merged = git(clone, "merge", "-q", "--no-edit", "other")
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    text = memory.read_text()
+    assert "<<<<<<<" not in text
+    entries = parse(text).entries()
+    assert {"Ours added this.", "Theirs added this.", "Use BM25 for search."} <= {e.text for e in entries}
+    assert len({e.id for e in entries}) == len(entries)
 
 
 def test_uninstall_takes_the_driver_away_and_keeps_other_attributes(tmp_path):
@@ -160,3 +209,5 @@ def test_uninstall_takes_the_driver_away_and_keeps_other_attributes(tmp_path):
     (repo / ".gitattributes").write_text("".join(f"{line}\n" for line in attribute_lines()))
     unregister(repo)
     assert not (repo / ".gitattributes").exists()
+    assert not (repo / ".git" / "info" / "attributes").exists() or not any(
+        line in (repo / ".git" / "info" / "attributes").read_text() for line in driver_lines())

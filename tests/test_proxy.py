@@ -111,15 +111,23 @@ def test_openai_sdk_conversation_streaming_and_not(fake, proxy):
     assert session["cache_read_tokens"] > 0 and session["cache_write_tokens"] == 0
 
 
-def test_usage_calibrates_the_next_request(fake, proxy):
-    """calibration = reported prompt tokens / estimated sent tokens (fake reports len(body)//4)."""
+def test_usage_calibrates_the_next_request_from_the_sessions_state(fake, start_proxy, tmp_path):
+    """calibration = reported prompt tokens / estimated sent tokens (fake reports len(body)//4),
+    written into the session's state before the answer ends, where any process finds it."""
+    from compress.session import Session
+    from ctxmill.paths import sessions_dir
+
+    proxy = start_proxy(home=tmp_path / ".ctxmill")
     body = example()
     client, _ = anthropic_client(proxy.url)
     client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:5])
     [session] = stats(proxy)["sessions"]
     reported = len(fake.received[-1].body) // 4
-    assert session["calibration"] == pytest.approx(reported / session["tokens_after"])
-    assert session["tokens_per_byte"] > 0
+    folder = sessions_dir(tmp_path / ".ctxmill") / f"proxy-{session['session']}"
+    eventually(lambda: Session.load(folder).header.calibration is not None)  # one process: written behind the answer
+    state = Session.load(folder)
+    assert state.header.calibration == pytest.approx(reported / session["tokens_after"], abs=0.01)
+    assert state.header.tokens_per_byte > 0
 
 
 def test_headers_forwarded_hop_by_hop_dropped_and_secrets_never_logged(fake, proxy, caplog):

@@ -84,15 +84,25 @@ def test_session_key_is_stable_across_turns_and_separates_conversations():
     assert session_key("openai", chat) != session_key("openai", {**chat, "user": "u2"})
 
 
-def test_calibration_scales_the_raw_estimate_by_reported_over_estimated():
-    entry = ProxySession("k", None, SessionStats())
-    assert entry.calibrated_tokens(1000) is None  # no usage yet: the pipeline estimates
-    entry.stats.tokens_per_byte = 0.25
-    entry.record_usage(Usage(input=100, cache_read=900, cache_write=200), estimated_sent=1000)
-    assert entry.stats.calibration == 1.2
-    assert entry.calibrated_tokens(40_000) == 12_000  # 1.2 * 0.25 * 40,000
-    entry.record_usage(Usage(input=10**9), estimated_sent=1)
-    assert entry.stats.calibration == 4.0  # clamped
+def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
+    from ccr.store import CCRStore
+    from compress.config import CompressConfig
+    from compress.session import Session
+    from ctxmill.proxy.worker import Worker, WorkerSetup, calibrated
+    from tests.proxy_helpers import example
+
+    setup = WorkerSetup(tmp_path / "sessions", None, CompressConfig(), None, max_sessions=4)
+    first = Worker(setup)
+    first.store.close()
+    first.store = CCRStore.in_memory()
+    raw = orjson.dumps(example())
+    assert first.compress("k" * 32, raw).error == ""
+    first.settle("k" * 32, prompt_tokens=1200, sent_tokens=1000, tokens_per_byte=0.25)
+    first.settle("k" * 32, prompt_tokens=10**9, sent_tokens=1, tokens_per_byte=0.25)  # clamped
+    saved = Session.load(tmp_path / "sessions" / f"proxy-{'k' * 32}")
+    assert (saved.header.calibration, saved.header.tokens_per_byte) == (4.0, 0.25)
+    assert calibrated(saved, 40_000) == 40_000  # 4.0 * 0.25 * 40,000: what the next run passes as reported
+    assert calibrated(Session.memory(), 40_000) is None  # no usage yet: the pipeline estimates
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -167,23 +177,6 @@ def test_client_limits_from_the_config_file_and_flags(tmp_path, monkeypatch):
         assert r.returncode == 2 and flag in r.stderr
 
 
-def test_a_new_session_is_calibrated_like_the_last_calibrated_session_of_its_provider():
-    from ctxmill.proxy.sessions import SessionPool
-
-    pool = SessionPool(None, 8, 8)
-    assert pool.stand_in("anthropic") is None
-    old = pool._entry("a" * 32)
-    old.stats.provider, old.stats.tokens_per_byte = "anthropic", 0.25
-    old.record_usage(Usage(input=1200), estimated_sent=1000)
-    other = pool._entry("b" * 32)
-    other.stats.provider, other.stats.calibration, other.stats.tokens_per_byte = "openai", 3.0, 0.3
-    new = pool._entry("c" * 32)
-    assert new.calibrated_tokens(40_000) is None
-    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 12_000  # 1.2 * 0.25 * 40,000
-    new.stats.calibration, new.stats.tokens_per_byte = 2.0, 0.5
-    assert new.calibrated_tokens(40_000, pool.stand_in("anthropic")) == 40_000  # its own, once it has one
-
-
 def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     import asyncio
 
@@ -195,10 +188,10 @@ def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     async def scenario():
         pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
         pool.start()
-        blocker = pool.submit("a", stamp, "blocker", 0.5)
-        late = pool.submit("b", stamp, "late but needed", 0.0, budget=0.05)
-        dropped = pool.submit("c", stamp, "late count_tokens", 0.0, budget=0.05, needed=False)
-        waiting = pool.submit("d", stamp, "still waited for", 0.0, budget=None)
+        blocker = pool.submit("a", stamp, "blocker", 0.5).done
+        late = pool.submit("b", stamp, "late but needed", 0.0, wait=0.05).done
+        dropped = pool.submit("c", stamp, "late count_tokens", 0.0, wait=0.05, needed=False).done
+        waiting = pool.submit("d", stamp, "still waited for", 0.0, wait=None).done
         done = [await blocker, await waiting, await late]
         await asyncio.sleep(0)
         await pool.close()
@@ -209,30 +202,51 @@ def test_worker_pool_runs_waiting_requests_first_and_drops_unneeded_late_jobs():
     assert dropped.cancelled()
 
 
-def test_a_worker_never_overwrites_session_state_another_process_wrote(tmp_path, caplog):
-    import logging
+def test_the_pool_knows_how_long_a_new_job_of_a_session_would_wait():
+    """What the adaptive budget reads: an idle worker means no wait; a worker with jobs ahead
+    means their number times how long its jobs take."""
+    import asyncio
 
     from compress.config import CompressConfig
-    from compress.session import STATE_FILE, Session
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+    from tests.proxy_stages import stamp
+
+    async def scenario():
+        pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
+        pool.start()
+        idle = pool.expected_wait("a")
+        await pool.submit("a", stamp, "first", 0.2).done
+        running = [pool.submit("a", stamp, f"queued {n}", 0.2).done for n in range(3)]
+        behind = pool.expected_wait("a")
+        await asyncio.gather(*running)
+        await pool.close()
+        return idle, behind
+
+    idle, behind = asyncio.run(scenario())
+    assert idle == 0 and behind >= 3 * 0.2 * 0.9  # three jobs ahead of ~0.2 s each
+
+
+def test_a_run_holds_its_sessions_lock_until_its_state_is_written(tmp_path):
+    """Another process that wants the session (a replica, the CLI) waits until the state of the
+    request before is written: it can never run on the state before that."""
+    from filelock import Timeout
+
+    from compress.config import CompressConfig
+    from compress.session import Session
+    from compress.session_store import LOCK_FILE
     from ctxmill.proxy.worker import Worker, WorkerSetup
+    from ground.files import private_lock
     from tests.proxy_helpers import example
 
     worker = Worker(WorkerSetup(tmp_path, None, CompressConfig(), None, max_sessions=4))
-    state, body = worker.state("k"), example()
-    assert not state.compress(orjson.dumps({**body, "messages": body["messages"][:-2]}), None, worker).error
-    state.persist(None)
-    assert not state.compress(orjson.dumps(body), None, worker).error  # two more messages, kept in memory
+    state = worker.state("k")
+    assert not worker.compress("k", orjson.dumps(example())).error  # answered; its state not written yet
+    with pytest.raises(Timeout):
+        private_lock(state.directory / LOCK_FILE, timeout=0).acquire()
+    worker.finish()
     with Session.open(state.directory) as theirs:
-        theirs.set_next_trial(123)
-    written = (state.directory / STATE_FILE).read_bytes()
-    logging.getLogger("ctxmill.proxy").addHandler(caplog.handler)
-    try:
-        state.persist(None)
-    finally:
-        logging.getLogger("ctxmill.proxy").removeHandler(caplog.handler)
-    assert (state.directory / STATE_FILE).read_bytes() == written
-    assert "state changed by another process" in caplog.text
-    assert not state.compress(orjson.dumps(body), None, worker).error  # runs on their state, reloaded
+        assert theirs.records  # what the run decided, there for the next process
     worker.store.close()
 
 

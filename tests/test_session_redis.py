@@ -24,7 +24,7 @@ from tests.test_session import _Memory, _reminder_turns, feed
 def place(redis_server):
     address = fresh_address(redis_server)
     client = connect(address)
-    yield lambda name="s", **options: RedisState(client, address.prefix, name, **options)
+    yield lambda name="s", **options: RedisState(client, address.prefix, name, key=address.key, **options)
     client.close()
 
 
@@ -91,3 +91,43 @@ def test_runs_of_one_session_take_turns(place):
         t.join(10)
     assert len(order) == 8
     assert all(order[i].split()[0] == order[i + 1].split()[0] for i in range(0, 8, 2))
+
+
+def test_a_lock_key_without_a_lease_does_not_hold_the_session(place):
+    """No ctxmill process sets a lock without a lease: one found there (garbage, another program,
+    an old crash) would otherwise block every request of its session for its whole wait."""
+    stuck = place()
+    stuck._redis.set(stuck._lock, b"left-behind")  # no TTL
+    with place(wait=0.5).lock():  # taken, not waited for
+        assert stuck._redis.pttl(stuck._lock) > 0  # now under a lease of its own
+
+
+def test_a_lock_left_by_a_hang_is_given_back_when_redis_answers_again(tmp_path):
+    """Redis hangs (SIGSTOP) while a replica asks for a session's lock: the replica gives up after
+    its client's timeout, but the command is in Redis's queue and takes the lock when Redis
+    resumes. The replica gives it back as soon as Redis answers, not after its lease, so the
+    session's next request (on any replica) is not held up. (A release that timed out is
+    carried out by Redis itself when it resumes.)"""
+    import os
+    import shutil
+    import signal
+
+    from tests.redis_fixture import RedisServer
+
+    server = RedisServer(shutil.which("redis-server") or pytest.skip("no redis-server"), tmp_path)
+    server.start()
+    try:
+        address = fresh_address(server)
+        holder = RedisState(connect(address), address.prefix, "s", key=address.key, lease=30.0)
+        other = RedisState(connect(address), address.prefix, "s", key=address.key, wait=10.0)
+        holder._redis.ping()  # its connection is open, as a replica's is
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(Exception, match="[Tt]imeout"):
+                holder.lock().__enter__()  # the client's 2 s timeout; Redis still has the command
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        with other.lock():  # within its 10 s wait, long before the 30 s lease would have freed it
+            pass
+    finally:
+        server.stop()

@@ -92,8 +92,8 @@ def test_the_threat_model_names_only_what_exists():
             "`ground/home_files.py` | `tests/trust/test_trust_read_inside.py`",
         ),
         (
-            "TBD (gateway) | TBD (gateway) |\n| a co-tenant of a shared Redis | a lock",
-            "TBD (gateway) | |\n| a co-tenant of a shared Redis | a lock",
+            "`ground/signing.py` | `tests/test_gateway_integrity.py` |",
+            "`ground/signing.py` | |",
         ),
     ],
 )

@@ -184,6 +184,8 @@ def checks() -> Iterator[tuple[str, str | None]]:
     from ctxmill import always_on
 
     yield always_on.status(global_home())
+    if (deferrals := _deferrals(global_home())) is not None:
+        yield deferrals
     try:
         from compress.tokens import exact_counter
         from ctxmill.settings import tiktoken_cache
@@ -203,6 +205,33 @@ def checks() -> Iterator[tuple[str, str | None]]:
         yield "mcp SDK importable", None
     except ImportError:
         yield "mcp SDK", "not installed - `pip install mcp` (the MCP server needs it)"
+
+
+DEFERRED_SHARE_LIMIT = 0.05
+"""More of the always-on proxy's requests than this sent uncompressed past its latency budget is a problem."""
+
+
+def _deferrals(global_home) -> tuple[str, str | None] | None:
+    """The always-on proxy's share of requests sent as they were past its latency budget (None
+    when it is not running)."""
+    from ctxmill import always_on
+    from ctxmill.commands.proxy import fetch_stats
+    from ctxmill.errors import CliError
+
+    state = always_on.read_state(global_home)
+    if state is None or always_on.serving_pid(state["port"]) is None:
+        return None
+    try:
+        totals = fetch_stats("127.0.0.1", state["port"])["totals"]
+    except (CliError, KeyError, TypeError):
+        return None
+    share, requests = totals.get("deferred_share", 0.0), totals.get("requests", 0)
+    name = (f"latency budget: {totals.get('deferred', 0):,} of {requests:,} requests sent uncompressed "
+            f"({100 * share:.1f}%)")
+    if requests >= 20 and share > DEFERRED_SHARE_LIMIT:
+        return name, ("more than 5% - the machine is busy or the budget is tight: raise [proxy] latency_budget_ms "
+                      "or --workers")
+    return name, None
 
 
 def _scopes(command: str) -> str:

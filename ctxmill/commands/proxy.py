@@ -47,6 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="pipeline worker processes (default min(2, CPUs), or [proxy] workers in config.toml)")
     add_flag(p)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-file", type=Path, metavar="FILE",
+                   help="append the proxy's log to FILE as well (it always goes to stderr)")
     p.add_argument("--stats", action="store_true", help="print the stats of the proxy running on --host/--port")
     p.add_argument("--json", action="store_true", help="with --stats: print the raw JSON")
     p.add_argument("--ensure", action="store_true",
@@ -54,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop", action="store_true",
                    help="stop the ctxmill proxy on --port (default: the always-on proxy's port)")
     p.add_argument("--listen-fd", type=int, help=argparse.SUPPRESS)  # the keeper's socket (ctxmill.keeper)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, logs=False)  # the proxy logs to stderr (and --log-file): ctxmill.logs
 
 
 def _check_upstream(url: str, flag: str, host: str, port: int) -> str:
@@ -100,6 +102,11 @@ def format_stats(data: dict) -> str:
                     f"{s['tokens_before']:>12,}{s['tokens_after']:>12,}{s['saved']:>11,}"
                     f"{s['cache_read_tokens']:>12,}{s['cache_write_tokens']:>12,}{s['failures']:>9,}"
                     f"{s.get('deferred', 0):>9,}")
+    totals = data.get("totals", {})
+    if totals.get("requests"):
+        rows.append(f"deferred past the latency budget: {totals.get('deferred', 0):,} of {totals['requests']:,} "
+                    f"requests ({100 * totals.get('deferred_share', 0):.1f}%); records failing the shared store's "
+                    f"integrity check: {totals.get('rejected_records', 0):,}")
     return "\n".join(rows)
 
 
@@ -183,6 +190,12 @@ def run(args: argparse.Namespace) -> int:
     from ctxmill.proxy.server import serve
 
     settings = Settings.load(args.home, store=args.store)
+    store = settings.store  # ConfigError (one line) for a store without its key
+    if store is not None:
+        from ctxmill.shared_store import check
+
+        if warning := check(store):  # ConfigError when the store can never work
+            print(f"ctxmill proxy: {warning}", file=sys.stderr, flush=True)
     try:
         config = ProxyConfig(
             **_proxy_settings(args, settings),
@@ -191,7 +204,10 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=int(args.max_body_mb * 2**20),
             compress=settings.compress,
             ccr=settings.ccr,
-            store=settings.store,
+            store=store,
+            log_file=args.log_file,
+            log_level=args.log_level,
+            save_delay=_save_delay(),
         )
     except ValueError as exc:  # the in-flight limit below --max-body-mb
         raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None
@@ -201,6 +217,17 @@ def run(args: argparse.Namespace) -> int:
           f" · OPENAI_BASE_URL={base_url(args.host, args.port)}/v1", file=sys.stderr, flush=True)
     serve(config, sock, args.host, args.port, args.log_level)
     return 0
+
+
+def _save_delay() -> float:
+    """CTXMILL_SAVE_DELAY_MS: how long workers pause between an answer and writing its state
+    (bench/gateway.py forces the race between replicas with it; never set otherwise)."""
+    import os
+
+    try:
+        return max(0.0, float(os.environ.get("CTXMILL_SAVE_DELAY_MS", "0")) / 1000)
+    except ValueError:
+        return 0.0
 
 
 def _listen(host: str, port: int):

@@ -4,6 +4,9 @@
 `record_expansion(...)` when an original behind a marker was read. Both fail open: a ledger that
 cannot be written logs one warning and the face goes on. Storage: `ctxmill.ledger.store`;
 prices: `compress.model_prices`; what `ctxmill stats` and the dashboard read: `ctxmill.ledger.report`.
+Long-running faces (the proxy, the LiteLLM guardrail) write `request_row`s in batches
+(`ctxmill.ledger.batch`), to the user's file or, with a shared store, to the team's ledger in
+it (`ctxmill.ledger.team`).
 
 Modelled cost of one request at its model's list prices (`compress.model_prices.price_for`):
 - with the provider's usage report: `with` is the report priced; `without` prices the same
@@ -20,7 +23,7 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping
 
-from ctxmill.ledger.store import Project
+from ctxmill.ledger.store import Project, RequestRow
 
 log = logging.getLogger("ctxmill.ledger")
 
@@ -47,13 +50,13 @@ def modelled_costs(price, tokens_before: int, tokens_after: int, usage: Any = No
     return output + prompt * scale, output + prompt
 
 
-def record_request(*, face: str, session: str, project: Project, model: str, vendor: str, tokens_before: int,
-                   tokens_after: int, usage: Any = None, stages: Mapping[str, int] | None = None,
-                   path: Path | None = None) -> None:
-    """Add one request to the ledger at `path` (default: the user's, `ctxmill.paths.ledger_file`).
-    `usage`: the provider's report (`compress.formats.usage.Usage`), if any."""
+def request_row(*, face: str, session: str, project: Project, model: str, vendor: str, tokens_before: int,
+                tokens_after: int, usage: Any = None, stages: Mapping[str, int] | None = None) -> RequestRow:
+    """One request as the ledger keeps it, priced. `usage`: the provider's report
+    (`compress.formats.usage.Usage`), if any."""
+    import time
+
     from compress.model_prices import price_for
-    from ctxmill.ledger.store import RequestRow
 
     price = price_for(model, vendor)
     without, with_ = modelled_costs(price, tokens_before, tokens_after, usage)
@@ -61,8 +64,14 @@ def record_request(*, face: str, session: str, project: Project, model: str, ven
     if usage is not None and usage.prompt_total:
         counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
                   "output": usage.output, "reported": True}
-    row = RequestRow(face, session, project, model, price.name, tokens_before, tokens_after, without, with_,
-                     stages=dict(stages or {}), **counts)
+    return RequestRow(face, session, project, model, price.name, tokens_before, tokens_after, without, with_,
+                      stages=dict(stages or {}), ts=time.time(), **counts)
+
+
+def record_request(*, path: Path | None = None, **fields: Any) -> None:
+    """Add one request (`request_row`'s fields) to the ledger at `path` (default: the user's,
+    `ctxmill.paths.ledger_file`)."""
+    row = request_row(**fields)
     _write(path, lambda ledger: ledger.add_request(row))
 
 

@@ -100,18 +100,26 @@ class Ledger:
         return immediate(self.conn)
 
     def add_request(self, row: RequestRow) -> int:
-        ts = time.time() if row.ts is None else row.ts
+        return self.add_requests([row])[0]
+
+    def add_requests(self, rows: list[RequestRow]) -> list[int]:
+        """Add `rows` in one transaction (all or none); their ids."""
         with self._transaction() as cur:
-            cur.execute(
-                "INSERT INTO requests (ts, day, face, session, project_id, project, model, priced_as, tokens_before,"
-                " tokens_after, input, cache_read, cache_write, output, reported, cost_without, cost_with)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (ts, day_of(ts), row.face, row.session, row.project.id, row.project.name, row.model, row.priced_as,
-                 row.tokens_before, row.tokens_after, row.input, row.cache_read, row.cache_write, row.output,
-                 int(row.reported), row.cost_without, row.cost_with))
-            request = cur.lastrowid
-            cur.executemany("INSERT INTO stage_savings (request, stage, tokens) VALUES (?,?,?)",
-                            [(request, stage, int(n)) for stage, n in row.stages.items() if n])
+            return [self._insert(cur, row) for row in rows]
+
+    @staticmethod
+    def _insert(cur: sqlite3.Cursor, row: RequestRow) -> int:
+        ts = time.time() if row.ts is None else row.ts
+        cur.execute(
+            "INSERT INTO requests (ts, day, face, session, project_id, project, model, priced_as, tokens_before,"
+            " tokens_after, input, cache_read, cache_write, output, reported, cost_without, cost_with)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (ts, day_of(ts), row.face, row.session, row.project.id, row.project.name, row.model, row.priced_as,
+             row.tokens_before, row.tokens_after, row.input, row.cache_read, row.cache_write, row.output,
+             int(row.reported), row.cost_without, row.cost_with))
+        request = cur.lastrowid
+        cur.executemany("INSERT INTO stage_savings (request, stage, tokens) VALUES (?,?,?)",
+                        [(request, stage, int(n)) for stage, n in row.stages.items() if n])
         return int(request or 0)
 
     def add_expansion(self, face: str, session: str, project: Project, chars: int, ts: float | None = None) -> None:

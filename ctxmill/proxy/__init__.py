@@ -7,9 +7,10 @@ route compresses), `wire` (headers, bodies, provider-shaped errors), `connection
 how many client connections may wait for their request), `inflight` (the request bytes held at
 once, and memory given back), `identity` (session keys),
 `usage_tap` (provider-reported token usage, read from JSON and SSE without buffering), `sessions`
-(per-session stats, turn-taking and calibration on the event loop), `stats` (the run summary and
-the stats file both sides share), `worker` (what runs in a worker process: the pipeline and the
-sessions' state), `workerpool` (the worker processes, session affinity and scheduling), `app`
+(per-session stats and turn-taking on the event loop), `stats` (the run summary and the stats file
+both sides share), `worker` (what runs in a worker process: the pipeline and the sessions' state,
+calibration included), `workerpool` (the worker processes, session affinity and scheduling),
+`relay` (the upstream's answer to the client), `books` (ledger rows and the dashboard), `app`
 (the ASGI app), `server` (uvicorn runner and the loopback rule).
 """
 

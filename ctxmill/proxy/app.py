@@ -9,9 +9,9 @@ that is not a JSON request (invalid JSON, no conversation list), one that contin
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
 sends the original bytes; the provider answers invalid requests itself, exactly as it would
 without the proxy. Each compressed request whose answer succeeded is added to the savings ledger
-(`ctxmill.ledger`, written off the event loop). The proxy answers `GET /` (a page linking the
-dashboard), `GET /favicon.ico` (empty), `/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are
-never forwarded.
+(`ctxmill.ledger`, written in batches off the event loop; the team's in the shared store). The
+proxy answers `GET /` (a page linking the dashboard), `GET /favicon.ico` (empty),
+`/ctxmill/stats` and the dashboard at `/ctxmill/` itself; they are never forwarded.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import AsyncIterator
 
 import httpx
@@ -34,14 +33,15 @@ from starlette.routing import Mount
 from starlette.routing import Route as StarletteRoute
 
 from compress.formats.usage import Usage
-from ctxmill.logs import log_file
-from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
+from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
-from ctxmill.proxy.identity import request_key
+from ctxmill.proxy.identity import request_identity
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
+from ctxmill.proxy.books import dashboard, ledger_row, team_ledger
+from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.workerpool import WorkerPool
 from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declared_context_window, downstream_headers,
@@ -49,6 +49,8 @@ from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declare
 
 log = logging.getLogger("ctxmill.proxy")
 
+START_WAIT_FACTOR = 4
+"""A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -65,12 +67,14 @@ class Proxy:
             sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
             ccr_retention=config.ccr, store=config.store,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
-            max_kept_bytes=config.max_inflight_bytes, log_file=log_file()), config.workers)
+            max_kept_bytes=config.max_inflight_bytes, log_file=config.log_file, log_level=config.log_level,
+            save_delay=config.save_delay), config.workers)
         budget = config.latency_budget_ms
         self.budget = None if budget is None else budget / 1000
-        self.ledger = (config.ledger_file or ledger_file()) if config.persist else None
-        self.ledger_writes = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-ledger")
-        """Ledger rows are written off the event loop, one at a time."""
+        self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000
+        """How long a request waits for its worker to start its run (behind other sessions' runs)."""
+        self.ledger = team_ledger(config)
+        """Rows are written in batches off the event loop (ctxmill.ledger.batch)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -91,7 +95,8 @@ class Proxy:
             finally:
                 await self.workers.close()
                 self.pool.flush()
-                self.ledger_writes.shutdown(wait=True)
+                if self.ledger is not None:
+                    await asyncio.to_thread(self.ledger.close)  # every row added so far is written
 
     # -- endpoints ------------------------------------------------------------------
 
@@ -101,8 +106,10 @@ class Proxy:
             return JSONResponse({"error": f"ctxmill proxy: refused: {why}"}, status_code=403)
         sessions = self.pool.snapshot()
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "store_failures", "epochs",
-                "deferred", "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
-        totals = {k: sum(s[k] for s in sessions) for k in keys}
+                "deferred", "rejected_records", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                "output_tokens")
+        totals: dict = {k: sum(s[k] for s in sessions) for k in keys}
+        totals["deferred_share"] = round(totals["deferred"] / totals["requests"], 4) if totals["requests"] else 0.0
         store = self.config.store.shown if self.config.store is not None else "embedded"
         return JSONResponse({"sessions": sessions, "totals": totals, "inflight": self.inflight.snapshot(),
                              "store": store, "pid": os.getpid()})
@@ -123,7 +130,7 @@ class Proxy:
             raw = await self.read(request, target, held)
             if isinstance(raw, Response):
                 return raw
-            key = request_key(target.shape, raw) if target.shape else None
+            key, folder = request_identity(target.shape, raw) if target.shape else (None, None)
             if key is None:
                 return await self.forward(request, target, raw, started)
             if target.kind == COUNT_TOKENS:
@@ -131,23 +138,41 @@ class Proxy:
                 pending = outcome.pending
                 return await self.forward(request, target, outcome.data or raw, started)
             async with self.pool.use(key) as entry:
-                outcome = await self.compress(entry, raw, self.calibrated(entry, target.shape, len(raw)),
-                                              declared_context_window(request.headers.items()))
+                outcome = await self.compress(entry, raw, declared_context_window(request.headers.items()))
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
+            size = len(raw)
             return await self.forward(request, target, outcome.data or raw, started,
-                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage),
+                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder),
+                                      settle=lambda usage: self.settle(entry, outcome, usage, size),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
 
-    def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None) -> None:
-        """A compressed request's successful answer ended: its usage (if reported) calibrates the
-        session, and the request goes to the savings ledger."""
+    def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None,
+                 folder: str | None) -> None:
+        """A compressed request's successful answer ended: its usage (if reported) goes to the
+        session's stats, and the request to the savings ledger."""
         if usage is not None:
-            entry.record_usage(usage, outcome.sent_tokens)
+            entry.record_usage(usage)
         if self.ledger is not None:
-            self.ledger_writes.submit(ledger_row, self.ledger, entry.key, target.vendor, outcome, usage)
+            self.ledger.add(ledger_row(entry.key, target.vendor, outcome, usage, folder))
+
+    async def settle(self, entry: ProxySession, outcome: Outcome, usage: Usage | None, size: int) -> None:
+        """The provider's count of the request into the session's state (see ctxmill.proxy.worker),
+        before the answer's last bytes go to the client when other replicas share the state, so
+        the client's next request, on any replica, is calibrated by it. Nothing to do without a
+        usage report or a run."""
+        sent = outcome.sent_tokens
+        if usage is None or not usage.prompt_total or not sent or outcome.deferred:
+            return
+        job = self.workers.submit(entry.key, worker.settle_request, entry.key, usage.prompt_total, sent,
+                                  outcome.tokens_per_byte(size), first=True)
+        job.done.add_done_callback(_usage_recorded)
+        if self.config.store is not None:  # another replica may get the next request: wait for the write
+            with contextlib.suppress(Exception):
+                await job.done
+        # One process: the session's next run queues behind this job in the same worker anyway.
 
     def refuse(self, request: Request, target: Route) -> Response | None:
         """The error for a request a web page sent, or for an API body declared as a page's (see
@@ -186,24 +211,15 @@ class Proxy:
 
     # -- compression ------------------------------------------------------------------
 
-    def calibrated(self, entry: ProxySession, shape: str, size: int) -> int | None:
-        """The request's size as the provider counts it, from this replica's usage reports. With a
-        shared store: None (the pipeline's own estimate), so every replica decides the same tier."""
-        if self.config.store is not None:
-            return None
-        stand_in = None if entry.stats.calibration is not None else self.pool.stand_in(shape)
-        return entry.calibrated_tokens(size, stand_in)
-
-    async def compress(self, entry: ProxySession, raw: bytes, calibrated_tokens: int | None,
-                       context_window: int | None = None) -> Outcome:
-        """The request's compression, waited for at most the latency budget. Past it the run goes
-        on in the background and records its stats when done; while it runs, the session's
-        requests are sent as they are (a session never queues a second background run)."""
+    async def compress(self, entry: ProxySession, raw: bytes, context_window: int | None = None) -> Outcome:
+        """The request's compression, waited for within the latency budget (`within_budget`).
+        A run that misses it goes on in the background and records its stats when done; while it
+        runs, the session's requests are sent as they are (a session never queues a second
+        background run)."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           calibrated_tokens, entry.stats_bytes(), context_window,
-                                           entry.directory is not None)
+                                           entry.stats_bytes(), context_window, entry.directory is not None)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
@@ -219,13 +235,24 @@ class Proxy:
     async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
         or later in the background when it misses the budget: `deferred`, with `pending` set).
+        The budget adapts to load: it counts the run's own time from when the worker starts it,
+        so the time a request waits behind other sessions' runs (at most `start_wait`) never
+        defers it; what the budget defers are runs that take long themselves, epochs. A worker
+        so far behind that the run would not start within `start_wait` (its queue times its
+        jobs' moving average time) defers the request at once.
         `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
-        future = self.workers.submit(key, fn, *args, budget=self.budget, needed=needed)
-        future.add_done_callback(lambda f: _settle(outcome, f))
-        done, _ = await asyncio.wait({future}, timeout=self.budget)
+        hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
+        job = self.workers.submit(key, fn, *args, wait=0 if hopeless else self.start_wait, needed=needed)
+        job.done.add_done_callback(lambda f: _settle(outcome, f))
+        if self.budget is None:
+            await asyncio.wait({job.done})
+            return outcome
+        if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
+            await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
+        done, _ = await asyncio.wait({job.done}, timeout=self.budget if job.started.done() else 0)
         if not done:
-            outcome.deferred, outcome.pending = True, future
+            outcome.deferred, outcome.pending = True, job.done
         return outcome
 
     def describe(self, outcome: Outcome) -> str:
@@ -240,7 +267,7 @@ class Proxy:
     # -- forwarding -----------------------------------------------------------------
 
     async def forward(self, request: Request, target: Route, content: bytes, started: float,
-                      on_usage=None, note: str = "") -> Response:
+                      on_usage=None, settle=None, note: str = "") -> Response:
         assert self.client is not None
         path = request.url.path
         url = target.upstream + path + (f"?{request.url.query}" if request.url.query else "")
@@ -248,7 +275,7 @@ class Proxy:
         if content:  # sent as it came: with its length, not chunked
             headers.append(("content-length", str(len(content))))
         upstream = self.client.build_request(request.method, url, headers=headers,
-                                             content=_SentOnce(content) if content else b"")
+                                             content=SentOnce(content) if content else b"")
         try:
             response = await self.client.send(upstream, stream=True)
         except httpx.HTTPError as exc:
@@ -261,69 +288,14 @@ class Proxy:
         if on_usage is not None and response.headers.get("content-encoding", "identity") == "identity":
             event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
             tap = UsageTap(target.shape, event_stream)
-        out = StreamingResponse(_relay(response, tap, on_usage), status_code=response.status_code)
+        out = StreamingResponse(relay(response, tap, on_usage, settle), status_code=response.status_code)
         out.raw_headers = downstream_headers(response.headers.raw)
         return out
 
 
-class _SentOnce(httpx.AsyncByteStream):
-    """A request body that is forgotten once sent: the answer may stream for minutes, and the
-    body's memory must not stay with it."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        data, self.data = self.data, b""
-        yield data
-
-
-class UpstreamBroke(Exception):
-    """The upstream's answer broke off mid-body. Raised from the relay, it ends the client's
-    response the same way (uvicorn closes the connection without finishing the body), so the
-    client sees a broken answer, never a complete-looking short one."""
-
-
-class _QuietBreaks(logging.Filter):
-    """Drops uvicorn's traceback for an UpstreamBroke: the relay logged it in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
-
-
-async def _relay(response: httpx.Response, tap: UsageTap | None, on_usage) -> AsyncIterator[bytes]:
-    """The upstream bytes as they arrive; usage is recorded when the stream ends or breaks."""
-    relayed = 0
-    try:
-        async for chunk in response.aiter_raw():
-            if tap is not None:
-                tap.feed(chunk)
-            relayed += len(chunk)
-            yield chunk
-    except httpx.HTTPError as exc:
-        log.warning("upstream %s answer broke off after %d bytes (%s); the client's answer is cut off too",
-                    response.url.host, relayed, type(exc).__name__)
-        raise UpstreamBroke() from None
-    finally:
-        await response.aclose()
-        usage = tap.finish() if tap is not None else None
-        if on_usage is not None and response.is_success:
-            on_usage(usage)
-
-
-def ledger_row(path, session: str, vendor: str, outcome: Outcome, usage: Usage | None) -> None:
-    """Add a proxied request to the ledger: what was sent (a deferred or failed run sent the
-    original: nothing saved; a run still going counts its tokens as unknown, 0)."""
-    from ctxmill.ledger import project_of, record_request
-
-    s = outcome.summary
-    ran = s is not None and not s.error and not outcome.error
-    before = s.tokens_before if ran else 0
-    saved = ran and not outcome.deferred
-    record_request(face="proxy", session=session, project=project_of(s.folder if s else None),
-                   model=s.model if s else "", vendor=vendor, tokens_before=before,
-                   tokens_after=s.tokens_after if saved else before, usage=usage,
-                   stages=s.stages if saved else None, path=path)
+def _usage_recorded(future: asyncio.Future) -> None:
+    if not future.cancelled() and (exc := future.exception()) is not None:
+        log.warning("usage not recorded: %s: %s", type(exc).__name__, exc)  # the next request uses the estimate
 
 
 def _settle(outcome: Outcome, future: asyncio.Future) -> None:
@@ -346,15 +318,6 @@ async def home(request: Request) -> Response:
     return HTMLResponse(HOME_PAGE)
 
 
-def dashboard(config: ProxyConfig, ledger):
-    """The dashboard at /ctxmill/: the proxy's ledger (or the user's, when it writes none) and the
-    memory of the proxy's home project."""
-    from ctxmill.dashboard.app import create_app as dashboard_app
-    from ctxmill.settings import Settings
-
-    return dashboard_app(lambda: ledger or ledger_file(), lambda: Settings.load(config.home))
-
-
 class _ControlCharacterGuard:
     """A path holding a control character reaches no route of the proxy's own but its 400:
     Starlette's `$` matches before a trailing newline, so `/%0a` would otherwise be `/`."""
@@ -372,15 +335,15 @@ class _ControlCharacterGuard:
 
 def create_app(config: ProxyConfig) -> Starlette:
     uvicorn_log = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _QuietBreaks) for f in uvicorn_log.filters):
-        uvicorn_log.addFilter(_QuietBreaks())
+    if not any(isinstance(f, QuietBreaks) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(QuietBreaks())
     proxy = Proxy(config)
     app = Starlette(routes=[
         StarletteRoute("/", home, methods=["GET"]),
         StarletteRoute("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # a page asks
         StarletteRoute("/ctxmill/stats", proxy.stats, methods=["GET"]),
         StarletteRoute("/ctxmill", lambda request: RedirectResponse("/ctxmill/"), methods=["GET"]),
-        Mount("/ctxmill", dashboard(config, proxy.ledger)),
+        Mount("/ctxmill", dashboard(config)),
         StarletteRoute("/{path:path}", proxy.handle, methods=METHODS),
     ], middleware=[Middleware(_ControlCharacterGuard, proxy=proxy)], lifespan=proxy.lifespan)
     app.state.proxy = proxy

@@ -11,17 +11,20 @@ invalidates the provider's prompt cache anyway, so starting a new session then c
 are not part of the key: Claude Code marks the first prompt's last block in its first request
 only (`compress.formats.requests.unmarked_messages`).
 
-`request_key(provider, raw)` reads only those fields from the raw bytes (simdjson parses lazily:
-a 0.7 MB body costs the event loop ~0.3 ms instead of ~0.6–1.8 ms for a full parse and the
-objects it builds) and gives the same key as `session_key` on the parsed body. A body that
-continues a conversation the provider stores (`previous_response_id`) has no key: the proxy
-forwards it untouched, as the pipeline would pass it through.
+`request_identity(provider, raw)` reads only those fields from the raw bytes (simdjson parses
+lazily: a 0.7 MB body costs the event loop ~0.3 ms instead of ~0.6–1.8 ms for a full parse and
+the objects it builds) and gives the same key as `session_key` on the parsed body, and the folder
+the client works in from the same fields (`working_directory`: the system prompt, the system and
+developer messages, the first user message and the few messages after it, where the clients name
+it: `FOLDER_LOOKAHEAD`), never by scanning the whole body. A body that continues a conversation the
+provider stores (`previous_response_id`) has no key: the proxy forwards it untouched, as the
+pipeline would pass it through.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import simdjson
 import xxhash
@@ -31,6 +34,10 @@ from compress.formats.requests.shape import stored_history
 from ground.jsonbytes import dumps
 
 _OPENAI_ID_FIELDS = ("prompt_cache_key", "safety_identifier", "user")
+FOLDER_LOOKAHEAD = 3
+"""Messages right after the first user message read for the folder only: Codex's environment
+context follows its AGENTS.md message, Claude Code 2.1 sends its context as a `role: "system"`
+message after the first prompt."""
 _WORKING_DIRECTORY = re.compile(rb'(?:Working directory: |<cwd>)([^\\"<\n]{1,1024})')
 
 
@@ -58,14 +65,27 @@ def _system_and_first_user(provider: str, body: dict) -> tuple[Any, Any]:
     return ([prompt, *system] if prompt is not None else system), first_user
 
 
+class Identity(NamedTuple):
+    key: str | None
+    """The session key (`session_key`); None: the body is forwarded as it is."""
+    folder: str | None = None
+    """The folder the client works in (`working_directory`), if the identifying fields name it."""
+
+
 def session_key(provider: str, body: dict) -> str | None:
     """32 hex characters; equal for every request of one conversation. None when the body has no
     user message with content: no conversation, nothing to keep (anyone on the machine can post
     such bodies; they must not create session folders)."""
+    return _identity(provider, body).key
+
+
+def _identity(provider: str, body: dict, extra: bytes = b"") -> Identity:
+    """The key, and the folder named in the key's fields (or in `extra`, more of the request)."""
     system, first_user = _system_and_first_user(provider, body)
     if not isinstance(first_user, dict) or "content" not in first_user:
-        return None
-    return xxhash.xxh3_128(dumps([provider, client_id(provider, body), system, first_user])).hexdigest()
+        return Identity(None)
+    hashed = dumps([provider, client_id(provider, body), system, first_user])
+    return Identity(xxhash.xxh3_128(hashed).hexdigest(), working_directory(hashed) or working_directory(extra))
 
 
 _PARSER = simdjson.Parser()
@@ -85,38 +105,50 @@ def _plain(value: Any) -> Any:
 
 
 def request_key(provider: str, raw: bytes) -> str | None:
-    """`session_key` of the request in `raw`, or None when `raw` is not a JSON object with a
-    conversation list, continues a conversation the provider stores, or holds what the parser
-    cannot represent (nesting past its depth limit, integers past 64 bits, invalid UTF-8): such
-    a body is forwarded as it is."""
+    """`session_key` of the request in `raw` (see `request_identity`)."""
+    return request_identity(provider, raw).key
+
+
+def request_identity(provider: str, raw: bytes) -> Identity:
+    """`session_key` of the request in `raw` and the folder it names, or no key when `raw` is not
+    a JSON object with a conversation list, continues a conversation the provider stores, or
+    holds what the parser cannot represent (nesting past its depth limit, integers past 64 bits,
+    invalid UTF-8): such a body is forwarded as it is."""
     try:
-        return _request_key(SHAPES[provider], provider, raw)
+        return _request_identity(SHAPES[provider], provider, raw)
     except (ValueError, RuntimeError, TypeError):  # simdjson raises RuntimeError for DEPTH_ERROR, BIGINT_ERROR
-        return None
+        return Identity(None)
 
 
-def _request_key(shape, provider: str, raw: bytes) -> str | None:
+def _request_identity(shape, provider: str, raw: bytes) -> Identity:
     doc = (_PARSER if len(raw) <= REUSE_LIMIT else simdjson.Parser()).parse(raw)
     messages = doc.get(shape.MESSAGES_FIELD) if isinstance(doc, simdjson.Object) else None
     if not isinstance(messages, simdjson.Array) or stored_history(shape, doc):
-        return None
+        return Identity(None)
     wanted = ("system", "developer") if provider != "anthropic" else ()
-    kept = []
+    kept: list[dict] = []
+    context: list[bytes] = []
     for message in messages:
-        role = message.get("role") if isinstance(message, simdjson.Object) else None
-        if role in wanted:
-            kept.append(message.as_dict())
-        elif role == "user":
-            kept.append(message.as_dict())
-            break
+        obj = message if isinstance(message, simdjson.Object) else None
+        role = obj.get("role") if obj is not None else None
+        if kept and kept[-1].get("role") == "user":  # past the key's fields: the clients' context messages
+            if obj is not None and role in ("system", "developer", "user"):
+                mini = obj.mini
+                context.append(mini if isinstance(mini, bytes) else str(mini).encode())
+            if len(context) == FOLDER_LOOKAHEAD or role not in ("system", "developer", "user"):
+                break
+        elif obj is not None and (role in wanted or role == "user"):
+            kept.append(obj.as_dict())
     fields = (shape.SYSTEM_FIELD, "metadata", *_OPENAI_ID_FIELDS)
     skeleton = {name: _plain(doc.get(name)) for name in fields if name and name in doc}
-    return session_key(provider, {**skeleton, shape.MESSAGES_FIELD: kept})
+    return _identity(provider, {**skeleton, shape.MESSAGES_FIELD: kept}, b"".join(context))
 
 
-def working_directory(raw: bytes) -> str | None:
+def working_directory(data: bytes | str) -> str | None:
     """The folder the client says it works in (Claude Code's and OpenCode's system prompt:
-    `Working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention;
-    None when the request names none. Only the ledger's project name and hash are made of it."""
+    `Working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention in
+    `data` (JSON text of the request's identifying fields); None when it names none. Only the
+    ledger's project name and hash are made of it."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     found = _WORKING_DIRECTORY.search(raw)
     return found.group(1).decode("utf-8", "replace").strip() if found else None

@@ -99,10 +99,12 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(config: ProxyConfig, sock: socket.socket, host: str, port: int, log_level: str = "info") -> None:
-    """Serve on `sock` (from `listen(host, port)`) until stopped."""
+    """Serve on `sock` (from `listen(host, port)`) until stopped; logs to stderr and
+    `config.log_file` (its workers too)."""
     import uvicorn
 
-    logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from ctxmill.logs import configure_server_logging
+
+    configure_server_logging(log_level, config.log_file)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs full upstream URLs, queries included
     uvicorn.Server(uvicorn_config(fit_descriptors(config), host, port, log_level)).run(sockets=[sock])

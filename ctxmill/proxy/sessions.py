@@ -1,4 +1,4 @@
-"""Per-session proxy state on the event loop: stats, usage calibration and turn-taking.
+"""Per-session proxy state on the event loop: stats and turn-taking.
 
 Must hold:
 - One `ProxySession` per session key in memory (bounded LRU; an entry in use is never evicted);
@@ -15,17 +15,9 @@ Must hold:
   folders are created in any hour; beyond it a new session's state stays in memory only (it is
   still compressed), so a flood of made-up conversations cannot fill the disk.
 
-Tier calibration. The pipeline's tier is defined on the size of the RAW request, but the
-provider reports the size of the COMPRESSED request it received. For each response with usage:
-    calibration = reported prompt tokens / our estimate of that compressed request (tokens_after)
-(clamped to [0.25, 4]) — how much the provider's count exceeds our estimate, system, tools and
-framing included. For the next request of the session, before the pipeline runs:
-    reported_input_tokens = calibration × tokens_per_byte × len(raw body bytes)
-where tokens_per_byte = tokens_before / body bytes of the session's previous request (our raw
-estimate per byte, which changes slowly within one conversation). Of a deferred request the
-upstream saw the original, so its estimate is tokens_before. Until the session's first usage
-report, the most recently used calibrated session of the same provider stands in (`stand_in`);
-with none, the pipeline uses its own estimate.
+Calibration from the provider's reported usage decides tiers, so it is session state, kept
+where the state is (`ctxmill.proxy.worker.SessionState.settle`), not here: every process and
+replica that continues a session calibrates it the same way.
 """
 
 from __future__ import annotations
@@ -45,7 +37,6 @@ from compress.formats.usage import Usage
 from ctxmill.proxy.stats import (STORE_FAILURE, RunSummary, SessionStats, read_stats, session_directory,
                                  write_stats)
 
-CALIBRATION_RANGE = (0.25, 4.0)
 HOUR = 3600.0
 log = logging.getLogger("ctxmill.proxy")
 
@@ -75,6 +66,11 @@ class Outcome:
             return 0
         return s.tokens_before if self.deferred else s.tokens_after
 
+    def tokens_per_byte(self, body_size: int) -> float:
+        """ctxmill's raw estimate per byte of the request (0 when unknown)."""
+        s = self.summary
+        return s.tokens_before / body_size if s is not None and not s.error and body_size else 0.0
+
 
 class ProxySession:
     def __init__(self, key: str, directory: Path | None, stats: SessionStats) -> None:
@@ -85,14 +81,6 @@ class ProxySession:
         self.active = 0
         self.pending: asyncio.Future | None = None
         """The session's deferred run while it is still going."""
-
-    def calibrated_tokens(self, body_size: int, stand_in: SessionStats | None = None) -> int | None:
-        """The request's size as the provider will count it; until this session has a usage
-        report, `stand_in`'s calibration (another session's) is used, if given."""
-        s = self.stats if _calibrated(self.stats) else stand_in
-        if s is None or not _calibrated(s):
-            return None
-        return round(s.calibration * s.tokens_per_byte * body_size)  # type: ignore[operator]
 
     def stats_bytes(self) -> bytes | None:
         """The stats for the worker to write beside the state (None: nothing to write)."""
@@ -123,6 +111,7 @@ class ProxySession:
         counted, the original was sent)."""
         s = self.stats
         summary = outcome.summary
+        s.rejected_records += summary.rejected if summary is not None else 0
         if outcome.error or summary is None or summary.error:
             s.failures += 1
             s.store_failures += summary is not None and summary.error.startswith(STORE_FAILURE)
@@ -131,23 +120,14 @@ class ProxySession:
         s.tokens_after += summary.tokens_before if outcome.deferred else summary.tokens_after
         s.last_tier = summary.tier
         s.epochs += summary.mode == "epoch"
-        if body_size and summary.tokens_before:
-            s.tokens_per_byte = summary.tokens_before / body_size
 
-    def record_usage(self, usage: Usage, estimated_sent: int) -> None:
+    def record_usage(self, usage: Usage) -> None:
         s = self.stats
         s.usage_reports += 1
         s.input_tokens += usage.input
         s.cache_read_tokens += usage.cache_read
         s.cache_write_tokens += usage.cache_write
         s.output_tokens += usage.output
-        if estimated_sent > 0 and usage.prompt_total > 0:
-            low, high = CALIBRATION_RANGE
-            s.calibration = min(high, max(low, usage.prompt_total / estimated_sent))
-
-
-def _calibrated(s: SessionStats) -> bool:
-    return s.calibration is not None and s.tokens_per_byte is not None
 
 
 class SessionPool:
@@ -209,15 +189,6 @@ class SessionPool:
             del self._live[key]
         while len(self._stats) > self.max_stats:
             self._stats.popitem(last=False)
-
-    def stand_in(self, provider: str) -> SessionStats | None:
-        """The most recently used calibrated session of `provider`: a new session uses its
-        calibration, so a large first request runs at the tier its next request will have
-        (instead of an epoch at the second request when the tier changes)."""
-        for stats in reversed(self._stats.values()):
-            if stats.provider == provider and _calibrated(stats):
-                return stats
-        return None
 
     def flush(self) -> None:
         """Write every live session's stats (at shutdown, after the workers stopped)."""

@@ -22,6 +22,8 @@ log = logging.getLogger("ctxmill.proxy")
 STATS_FILE = "proxy-stats.json"
 STORE_FAILURE = "shared store failed: "
 """How a run's error starts when the shared store (Redis) failed; the request went as it came."""
+CALIBRATION_RANGE = (0.25, 4.0)
+"""The provider's reported prompt tokens over ctxmill's estimate, clamped to this range."""
 
 
 def session_directory(root: Path | None, key: str) -> Path | None:
@@ -44,8 +46,10 @@ class RunSummary:
     model: str = ""
     stages: dict[str, int] = field(default_factory=dict)
     """Tokens each stage saved (`RunReport.stages_saved`), for the savings ledger."""
-    folder: str | None = None
-    """The folder the client works in, if its request says (`identity.working_directory`)."""
+    rejected: int = 0
+    """Records of the shared store that failed their integrity check and were ignored."""
+    run_ms: float = 0.0
+    """The worker's time for the run (parse, pipeline, serialisation)."""
 
 
 @dataclass
@@ -64,14 +68,14 @@ class SessionStats:
     deferred: int = 0
     """Requests sent as they were because their compression missed the latency budget. The
     session's next compressed request costs one prompt-cache write (as an epoch does)."""
+    rejected_records: int = 0
+    """Session records of the shared store that failed their integrity check (ignored)."""
     usage_reports: int = 0
     input_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
     last_tier: str = ""
-    calibration: float | None = None
-    tokens_per_byte: float | None = None
 
     def to_dict(self, key: str) -> dict[str, Any]:
         return {"session": key, **asdict(self), "saved": self.tokens_before - self.tokens_after}

@@ -7,11 +7,21 @@ compressed bytes and a small `RunSummary`. Must hold:
   one request at a time; a session's runs are therefore in request order.
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
-  takes) and reloads the state when another process changed it since this worker last saved it.
-  With a shared store, state and originals live in Redis, so any replica renders the same bytes;
-  a store failure fails the run open (`RunSummary.error` starts with `STORE_FAILURE`).
-- State is written by one saver thread after the result went back; the session's next run, an
-  eviction and `flush` wait for that write. Stats bytes sent with a run are written beside it.
+  takes) from before it loads the state until the state is written, and reloads the state when
+  another process changed it since this worker last saved it. So no process ever runs on the
+  state of a session's previous request: one that wants the session while its state is still
+  being written waits for the lock. With a shared store, state and originals live in Redis, so
+  any replica renders the same bytes; a store failure fails the run open (`RunSummary.error`
+  starts with `STORE_FAILURE`).
+- The state is written right after the answer went back, before the worker reads its next job
+  (`Worker.finish`); the write overlaps the upstream's work, not the request's. Stats bytes
+  sent with a run are written beside it.
+- Everything that decides a session's bytes is in its state, calibration included: `settle`
+  records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
+  sent, clamped to `CALIBRATION_RANGE`), and the next run, on whichever process or replica,
+  passes `calibration × tokens_per_byte × body bytes` to the pipeline as the reported size
+  (`calibrated`). The proxy settles before it releases the answer's last bytes, so the client's
+  next request always finds it.
 - Nothing raises out of `compress_request` / `count_request`: failures come back as
   `RunSummary.error` and the proxy sends the original bytes.
 """
@@ -25,7 +35,6 @@ import signal
 import socket
 import time
 from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -41,9 +50,8 @@ from compress.pipeline import Chain
 from compress.pipeline import run as run_pipeline
 from compress.session import Session
 from compress.session_store import StateBusy
-from ctxmill.proxy.identity import working_directory
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
-from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, session_directory, write_stats
+from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
@@ -66,16 +74,25 @@ class WorkerSetup:
     """Request bytes the sessions kept in memory may add up to (each counts its last request);
     beyond it the least recently used are dropped from memory (their state stays on disk)."""
     log_file: Path | None = None
-    """Where the proxy process logs (`ctxmill.logs.configure_logging`); None: stderr."""
+    """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
+    log_level: str = "info"
     ccr_retention: Retention | None = None
     """The CCR store's TTL and size cap (None: the store's defaults)."""
     store: StoreAddress | None = None
     """A shared Redis store for session state and originals (None: files and SQLite)."""
+    save_delay: float = 0.0
+    """Seconds a worker waits between a run's answer and writing its state: 0, except to force
+    the race between replicas in bench/gateway.py (the lock makes the others wait it out)."""
 
 
 class SessionState:
     """One session's `compress.Session`, kept in this worker's memory between runs and in step
-    with its directory through `compress.session` (its file lock and `changed_on_disk`)."""
+    with its place (files or the shared store) through `compress.session`.
+
+    A run takes the place's lock and keeps it until its state is written (`finish`, which the
+    worker calls right after the answer went back and before it reads its next job): another
+    process that wants the session waits on the lock, so it never reads the state of the request
+    before."""
 
     def __init__(self, key: str, directory: Path | None, store: StoreAddress | None = None) -> None:
         self.key = key
@@ -83,55 +100,93 @@ class SessionState:
         """Where the stats are written (and the state, without a shared store)."""
         self.place = (session_place(store, directory, f"proxy-{key}")  # type: ignore[arg-type]
                       if store is not None or directory is not None else None)
-        self.saving: Future | None = None
         self.size = 0
         """The byte size of the session's last request (what its state keeps in memory, roughly)."""
         self._session: Session | None = None
+        self._held: contextlib.ExitStack | None = None
+        """The place's lock, from a run's start until its state is written."""
+        self._stats: bytes | None = None
 
-    def compress(self, raw: bytes, calibrated_tokens: int | None, worker: "Worker",
+    def compress(self, raw: bytes, worker: "Worker", stats: bytes | None = None,
                  context_window: int | None = None) -> RunSummary:
+        self.finish(worker)
+        began = time.perf_counter()
         try:
             body = orjson.loads(raw)
-            with self._locked():
-                result = run_pipeline(body, session=self._current(), store=worker.store,
-                                      config=worker.setup.compress, chain=worker.setup.chain,
-                                      reported_input_tokens=calibrated_tokens, context_window=context_window,
-                                      now=time.time())
+            self._hold()
+            session = self._current()
+            result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
+                                  chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
+                                  context_window=context_window, now=time.time())
             report = result.report
             data = None if result.body is body or report.error else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
+            self._release()
             store = STORE_FAILURE if _store_failure(exc) else ""
             if store:
                 self._session = None  # reloaded from the store once it answers again
             log.warning("session %s: %scompression failed, original sent: %s: %s",
                         self.key[:12], store, type(exc).__name__, exc)
-            return RunSummary(None, error=f"{store}{type(exc).__name__}: {exc}"[:500])
+            return RunSummary(None, error=f"{store}{type(exc).__name__}: {exc}"[:500], rejected=self._rejected())
+        self._stats = stats
         model = body.get("model") if isinstance(body, dict) else None
         return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
                           report.summary_line(), report.error, model if isinstance(model, str) else "",
-                          dict(report.stages_saved), working_directory(raw))
+                          dict(report.stages_saved), rejected=self._rejected(),
+                          run_ms=(time.perf_counter() - began) * 1000)
 
-    def persist(self, stats: bytes | None) -> None:
-        """Write the state `compress` left in memory. If another process rewrote the state file
-        since this worker loaded it, theirs wins: ours is dropped and reloaded on the next run."""
-        if self.place is not None and self._session is not None:
-            try:
-                with self._locked():
-                    if self._session.changed_on_disk():
-                        self._session = None
-                        log.warning("session %s: state changed by another process; reloading", self.key[:12])
-                    else:
-                        self._session.save()
-            except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
-                self._session = None
-                log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
-        if stats is not None and self.directory is not None:
-            write_stats(self.directory, stats)
+    def finish(self, worker: "Worker") -> None:
+        """Write the state the last run left in memory, then let the lock go (nothing to do when
+        no run is unwritten). If the lock's lease ran out during the run and another process
+        wrote the state meanwhile, theirs wins: ours is dropped and reloaded on the next run."""
+        if self._held is None:
+            return
+        try:
+            if worker.setup.save_delay:
+                time.sleep(worker.setup.save_delay)  # the forced race of bench/gateway.py
+            if self.place is not None and self._session is not None:
+                if self._session.changed_on_disk():
+                    self._session = None
+                    log.warning("session %s: state changed by another process; reloading", self.key[:12])
+                else:
+                    self._session.save()
+        except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
+            self._session = None
+            log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+        finally:
+            self._release()
+        if self._stats is not None and self.directory is not None:
+            write_stats(self.directory, self._stats)
+        self._stats = None
 
-    def wait_saved(self) -> None:
-        if self.saving is not None:
-            self.saving.result()
-            self.saving = None
+    def settle(self, worker: "Worker", prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+        """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
+        estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
+        self.finish(worker)
+        if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
+            return
+        low, high = CALIBRATION_RANGE
+        calibration = round(min(high, max(low, prompt_tokens / sent_tokens)), 2)
+        per_byte = float(f"{tokens_per_byte:.3g}")  # to a percent or so: the state changes when the tier might
+        try:
+            with self._locked():
+                session = self._current()
+                if (session.header.calibration, session.header.tokens_per_byte) != (calibration, per_byte):
+                    session.set_calibration(calibration, per_byte)
+                    session.save()
+        except Exception as exc:  # noqa: BLE001 - fail open: the tier comes from ctxmill's estimate
+            self._session = None
+            log.warning("session %s: calibration not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+
+    def _hold(self) -> None:
+        held = contextlib.ExitStack()
+        held.enter_context(self._locked())
+        self._held = held
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
 
     def _locked(self) -> contextlib.AbstractContextManager:
         return self.place.lock() if self.place is not None else contextlib.nullcontext()
@@ -141,6 +196,17 @@ class SessionState:
             self._session = Session.load(self.place) if self.place is not None else Session.memory()
         return self._session
 
+    def _rejected(self) -> int:
+        """Records of the shared store that failed their integrity check at the last load."""
+        return getattr(self.place, "take_rejected", lambda: 0)()
+
+
+def calibrated(session: Session, body_size: int) -> int | None:
+    """The request's size as the provider will count it, from the session's calibration (None
+    until a usage report: the pipeline's own estimate decides the tier)."""
+    c, per_byte = session.header.calibration, session.header.tokens_per_byte
+    return None if c is None or per_byte is None else round(c * per_byte * body_size)
+
 
 def _store_failure(exc: BaseException) -> bool:
     """Whether `exc` says the shared store failed (unreachable, busy), not the pipeline."""
@@ -148,14 +214,15 @@ def _store_failure(exc: BaseException) -> bool:
 
 
 class Worker:
-    """The sessions this worker owns (LRU, at most `max_sessions` and `max_kept_bytes`), its CCR
-    store and saver."""
+    """The sessions this worker owns (LRU, at most `max_sessions` and `max_kept_bytes`) and its
+    CCR store. `finish` writes the state of the last run (the proxy's worker process calls it
+    after each answer; in-process callers, after each `compress`)."""
 
     def __init__(self, setup: WorkerSetup) -> None:
         self.setup = setup
         self.store = open_store(setup.ccr_root, setup.ccr_retention or Retention(), setup.store)
-        self.saver = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-save")
         self.states: OrderedDict[str, SessionState] = OrderedDict()
+        self._unwritten: SessionState | None = None
 
     def state(self, key: str, persist: bool = True) -> SessionState:
         state = self.states.get(key)
@@ -165,32 +232,33 @@ class Worker:
         self.states.move_to_end(key)
         return state
 
-    def compress(self, key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
-                 context_window: int | None = None, persist: bool = True) -> RunSummary:
+    def compress(self, key: str, raw: bytes, stats: bytes | None = None, context_window: int | None = None,
+                 persist: bool = True) -> RunSummary:
+        self.finish()
         state = self.state(key, persist)
-        state.wait_saved()
-        summary = state.compress(raw, calibrated_tokens, self, context_window)
+        summary = state.compress(raw, self, stats, context_window)
         state.size = len(raw)
-        state.saving = self.saver.submit(state.persist, stats)
-        if state.size >= TRIM_AFTER_BYTES:  # a large body's parse leaves freed heap pages behind
-            state.saving.add_done_callback(lambda _: give_back_memory())
-        self._shed()
+        self._unwritten = state
         return summary
 
-    def _shed(self) -> None:
-        """Drop the least recently used sessions beyond the limits (the latest always stays)."""
+    def settle(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+        self.finish()
+        if (state := self.states.get(key)) is not None:
+            state.settle(self, prompt_tokens, sent_tokens, tokens_per_byte)
+
+    def finish(self) -> None:
+        """Write the last run's state and release its lock; then drop the least recently used
+        sessions beyond the limits (the latest always stays)."""
+        state, self._unwritten = self._unwritten, None
+        if state is None:
+            return
+        state.finish(self)
         shed = 0
         while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
                                         or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
-            state = self.states.popitem(last=False)[1]
-            state.wait_saved()
-            shed += state.size
-        if shed >= TRIM_AFTER_BYTES:
+            shed += self.states.popitem(last=False)[1].size
+        if shed + state.size >= TRIM_AFTER_BYTES:  # a large body's parse leaves freed heap pages behind
             give_back_memory()
-
-    def flush(self) -> None:
-        for state in self.states.values():
-            state.wait_saved()
 
 
 class DiscardingStore:
@@ -217,14 +285,35 @@ _worker: Worker | None = None
 
 
 def start(setup: WorkerSetup) -> None:
-    """Logging like the proxy's (secrets redacted), then the worker."""
+    """Logging like the proxy's (stderr and its log file, secrets redacted), then the worker."""
     global _worker
-    from ctxmill.logs import configure_logging, redact_every_record
+    from ctxmill.logs import configure_server_logging
 
-    redact_every_record()
-    if setup.log_file is not None:
-        configure_logging(setup.log_file)
+    configure_server_logging(setup.log_level, setup.log_file)
     _worker = Worker(setup)
+
+
+def _die_with_proxy(sock: socket.socket) -> None:
+    """End this process as soon as the proxy's end of `sock` is closed, even in the middle of a
+    job: a killed proxy leaves no worker behind. (The forkserver outlives the proxy while any of
+    its workers runs, so the worker's parent says nothing; the socket's hang-up does.) A daemon
+    thread waits for the hang-up without reading, so jobs are not disturbed."""
+    import os
+    import select
+    import threading
+
+    if not hasattr(select, "poll"):
+        return
+    events = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(sock.fileno(), events)
+        while not poller.poll():
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctxmill-proxy-watch", daemon=True).start()
 
 
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
@@ -232,6 +321,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     A job is an 8-byte big-endian length and a pickle of (function, args); the answer is the
     same framing around (True, result) or (False, exception)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
+    _die_with_proxy(sock)
     start(setup)
     with sock:
         while _answer(sock):
@@ -253,6 +343,9 @@ def _answer(sock: socket.socket) -> bool:
         answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
     sock.sendall(len(answer).to_bytes(8, "big"))
     sock.sendall(answer)
+    del answer
+    if _worker is not None:
+        _worker.finish()  # the state is written before the next job is read
     return True
 
 
@@ -272,11 +365,17 @@ def _exactly(sock: socket.socket, size: int) -> bytearray | None:
     return data
 
 
-def compress_request(key: str, raw: bytes, calibrated_tokens: int | None, stats: bytes | None,
-                     context_window: int | None = None, persist: bool = True) -> RunSummary:
+def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: int | None = None,
+                     persist: bool = True) -> RunSummary:
     """`persist` False: the session's state stays in memory (see ctxmill.proxy.sessions)."""
     assert _worker is not None
-    return _worker.compress(key, raw, calibrated_tokens, stats, context_window, persist)
+    return _worker.compress(key, raw, stats, context_window, persist)
+
+
+def settle_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    """The provider's usage of the session's last request, into its state (`Worker.settle`)."""
+    assert _worker is not None
+    _worker.settle(key, prompt_tokens, sent_tokens, tokens_per_byte)
 
 
 def count_request(raw: bytes) -> RunSummary:
@@ -292,6 +391,6 @@ def flush() -> None:
     """Write every session's state and close the CCR store; the worker takes no job after it."""
     global _worker
     if _worker is not None:
-        _worker.flush()
+        _worker.finish()
         _worker.store.close()
         _worker = None

@@ -7,12 +7,14 @@ forked itself; a new worker costs a fork, not an interpreter start). Each is con
 socket pair the event loop reads and writes itself (`worker.serve` on the other end): a job is one
 length-prefixed pickle of (function, args) and its answer one pickle of (ok, value), so a 0.7 MB
 request crosses with no helper thread and no GIL hand-over. Must hold:
-- `submit` returns an asyncio future and never blocks the event loop.
-- A worker gets one job at a time. Of the jobs waiting for it, the one whose request is still
-  waiting with the earliest deadline goes first; jobs past their deadline (their request already
-  left with the original bytes) run only when no request is waiting, and a job not `needed`
-  after its deadline (count_tokens) is dropped then. A session has at most one job waiting
-  (the app sees to that), so reordering never reorders one session's runs.
+- `submit` returns a `Submitted` (asyncio futures: `started` when the job went to its worker,
+  `done` with its result) and never blocks the event loop.
+- A worker gets one job at a time. `first` jobs (a session's usage, which the client's answer
+  waits for) go before all others; of the rest, the one whose request is still waiting with the
+  earliest deadline goes first; jobs past their deadline (their request already left with the
+  original bytes) run only when no request is waiting, and a job not `needed` after its deadline
+  (count_tokens) is dropped then. A session has at most one run waiting (the app sees to that),
+  so reordering never reorders one session's runs.
 - A worker that died (its socket closed mid-job) fails that job, so the proxy sends that
   request's original bytes, and is replaced by the next dispatch.
 - `close` lets the queued jobs finish and every worker write its sessions' state, then stops them.
@@ -36,6 +38,8 @@ from ctxmill.proxy.worker import WorkerSetup
 log = logging.getLogger("ctxmill.proxy")
 
 PRELOAD = ["ctxmill.proxy.worker", "compress.pipeline", "ccr.store"]
+MOVING = 0.2
+"""Weight of the latest job in a worker's moving average of job time."""
 CLOSE_TIMEOUT = 30.0
 """Seconds `close` waits for queued jobs before stopping the workers anyway."""
 IO_LIMIT = 2**24
@@ -57,6 +61,16 @@ class _Job:
     """Run it even when its request left (a compression run: its state serves the next request)."""
     seq: int
     future: asyncio.Future
+    started: asyncio.Future
+    first: bool = False
+
+
+@dataclass(frozen=True)
+class Submitted:
+    started: asyncio.Future
+    """Done (None) when the job was sent to its worker."""
+    done: asyncio.Future
+    """The job's result (or exception; cancelled when it was dropped unrun)."""
 
 
 class WorkerDied(RuntimeError):
@@ -118,6 +132,8 @@ class _Slot:
     process: _Process | None = None
     busy: bool = False
     queue: list[_Job] = field(default_factory=list)
+    seconds: float = 0.0
+    """How long this worker's jobs take, as a moving average (0 until one finished)."""
 
 
 class WorkerPool:
@@ -147,16 +163,17 @@ class WorkerPool:
         for slot in self._slots:
             self._process(slot)
 
-    def submit(self, key: str, fn: Callable[..., Any], *args: Any, budget: float | None = None,
-               needed: bool = True) -> asyncio.Future:
-        """Queue `fn(*args)` for the session's worker; `budget`: seconds its request waits."""
+    def submit(self, key: str, fn: Callable[..., Any], *args: Any, wait: float | None = None,
+               needed: bool = True, first: bool = False) -> Submitted:
+        """Queue `fn(*args)` for the session's worker; `wait`: seconds its request waits for the
+        job to start (None: as long as it takes)."""
         loop = asyncio.get_running_loop()
-        deadline = math.inf if budget is None else loop.time() + budget
-        job = _Job(fn, args, deadline, needed, next(self._seq), loop.create_future())
+        deadline = math.inf if wait is None else loop.time() + wait
+        job = _Job(fn, args, deadline, needed, next(self._seq), loop.create_future(), loop.create_future(), first)
         slot = self._slots[self.slot(key)]
         slot.queue.append(job)
         self._dispatch(slot)
-        return job.future
+        return Submitted(job.started, job.future)
 
     def _dispatch(self, slot: _Slot) -> None:
         if not slot.busy and (job := self._next(slot)) is not None:
@@ -166,6 +183,9 @@ class WorkerPool:
             task.add_done_callback(self._tasks.discard)
 
     async def _run(self, slot: _Slot, job: _Job) -> None:
+        if not job.started.done():
+            job.started.set_result(None)
+        began = asyncio.get_running_loop().time()
         try:
             result = await self._process(slot).call(job.fn, job.args)
         except WorkerDied as exc:
@@ -177,8 +197,16 @@ class WorkerPool:
             if not job.future.done():
                 job.future.set_result(result)
         finally:
+            took = asyncio.get_running_loop().time() - began
+            slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
             slot.busy = False
             self._dispatch(slot)
+
+    def expected_wait(self, key: str) -> float:
+        """Seconds until a job submitted now for `key` would start, from the jobs ahead of it and
+        how long this worker's jobs take (0 for an idle worker)."""
+        slot = self._slots[self.slot(key)]
+        return (slot.busy + len(slot.queue)) * slot.seconds
 
     def _next(self, slot: _Slot) -> _Job | None:
         """The waiting job with the earliest deadline still ahead; else the oldest needed one."""
@@ -186,8 +214,12 @@ class WorkerPool:
         for job in [j for j in slot.queue if j.deadline <= now and not j.needed]:
             slot.queue.remove(job)
             job.future.cancel()
+            job.started.cancel()
         if not slot.queue:
             return None
+        if first := [j for j in slot.queue if j.first]:
+            slot.queue.remove(first[0])
+            return first[0]
         waiting = [j for j in slot.queue if j.deadline > now]
         job = min(waiting, key=lambda j: (j.deadline, j.seq)) if waiting else min(slot.queue, key=lambda j: j.seq)
         slot.queue.remove(job)
