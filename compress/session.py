@@ -25,7 +25,7 @@ import os
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 import xxhash
@@ -103,6 +103,9 @@ class Header:
     """When the CCR entries the session's renderings name were last refreshed (store clock)."""
     last_request_at: float = 0.0
     """When the session's latest request was sent, by its caller's clock (0: unknown)."""
+    prepared: str = ""
+    """Why the epoch started after the last run's answer (`settle`), until the next run, the
+    first one sent with it, reports it ('' otherwise)."""
 
 
 @dataclass
@@ -119,6 +122,9 @@ class Session:
     only new messages."""
     redaction: tuple[tuple, tuple] = ((), ())
     """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
+    deferred: Callable[[], None] | None = field(default=None, repr=False)
+    """What the last run left for after its answer (`settle`; memory only, never left unsettled
+    when the state is saved)."""
     _pending: list[bytes | tuple[str, Record]] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
     _signature: object = field(default=None, repr=False)
@@ -165,6 +171,8 @@ class Session:
                 session.header.touched_at = item["touched_at"]
             elif "last_request_at" in item:
                 session.header.last_request_at = item["last_request_at"]
+            elif "prepared" in item:
+                session.header.prepared = item["prepared"]
             elif "end" in item:
                 session.request_ends.append(item["end"])
             elif "ends_upto" in item:
@@ -182,6 +190,20 @@ class Session:
             session.save()
 
     # -- changes -----------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Do what the last run left for after its answer (judging an epoch trial:
+        `compress.trial`). A face calls it once it has delivered the run's body; `save` and the
+        next run call it when the face did not, so what is saved, and so the next request's
+        bytes, never depend on whether a process kept the session in memory. Never raises: a
+        failure is logged and the session stays as the run left it."""
+        pending, self.deferred = self.deferred, None
+        if pending is None:
+            return
+        try:
+            pending()
+        except Exception as exc:  # noqa: BLE001 - fail open: the session goes on in its epoch
+            log.warning("epoch trial after the answer failed: %s: %s", type(exc).__name__, exc)
 
     def start_epoch(self, provider: str, tier: int, anchor_turn: int, records: dict[str, Record],
                     unchanged: int = 0) -> None:
@@ -217,6 +239,13 @@ class Session:
         self.header.next_trial_at = tokens
         self._pending.append(dumps({"next_trial_at": tokens}))
 
+    def take_prepared(self) -> str:
+        """`Header.prepared`, cleared: the run that reports the epoch takes it."""
+        reason, self.header.prepared = self.header.prepared, ""
+        if reason:
+            self._pending.append(dumps({"prepared": ""}))
+        return reason
+
     def set_touched(self, when: float) -> None:
         self.header.touched_at = when
         self._pending.append(dumps({"touched_at": when}))
@@ -236,6 +265,7 @@ class Session:
         return self.place is not None and self.place.signature() != self._signature
 
     def save(self) -> None:
+        self.settle()
         if self.place is None:
             self._pending.clear()
             self._rewrite = False

@@ -10,8 +10,9 @@ compressed bytes and a small `RunSummary`. Must hold:
   takes) and reloads the state when another process changed it since this worker last saved it.
   With a shared store, state and originals live in Redis, so any replica renders the same bytes;
   a store failure fails the run open (`RunSummary.error` starts with `STORE_FAILURE`).
-- State is written by one saver thread after the result went back; the session's next run, an
-  eviction and `flush` wait for that write. Stats bytes sent with a run are written beside it.
+- State is written by one saver thread after the result went back, after it judged the epoch
+  trial the run left for then (`compress.session.Session.settle`); the session's next run, an eviction
+  and `flush` wait for that write. Stats bytes sent with a run are written beside it.
 - Nothing raises out of `compress_request` / `count_request`: failures come back as
   `RunSummary.error` and the proxy sends the original bytes.
 """
@@ -112,8 +113,11 @@ class SessionState:
                           dict(report.stages_saved), working_directory(raw))
 
     def persist(self, stats: bytes | None) -> None:
-        """Write the state `compress` left in memory. If another process rewrote the state file
+        """Judge the epoch trial the run left for after its answer (`Session.settle`; saving
+        does it first), then write the state `compress` left in memory. If another process rewrote the state file
         since this worker loaded it, theirs wins: ours is dropped and reloaded on the next run."""
+        if self._session is not None and self.place is None:
+            self._session.settle()
         if self.place is not None and self._session is not None:
             try:
                 with self._locked():
