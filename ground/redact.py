@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from ground.secret_rules import CONCATENATED, KEY_LINE, MULTI_LINE, NAME_REACH, RULES
 
-
 if TYPE_CHECKING:
     import regex
     from ahocorasick_rs import AhoCorasick

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-_NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|[|>][1-9+-]{0,2}+(?:[ \t\\]|$)|(?:true|false|none|null|nil|undefined|string|str|bool"
+_NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|[|>][1-9+-]{0,2}+(?:[ \t\\]|$)"
+                r"|(?:true|false|none|null|nil|undefined|string|str|bool"
                 r"|required|optional|changeme|password|secret|token|xxx+|\.\.\.)(?![\w.-]))")
 """What follows `password=` and the like without being a secret: placeholders, `$VARS`,
 template fields, paths, types, booleans, the word itself, an earlier redaction, a YAML block
@@ -286,7 +287,8 @@ def _block_head(names: str, blanks: str) -> str:
     """The head line of a YAML block scalar whose key ends in one of `names` (`DB_PASSWORD: |`,
     `"token": >-`, with its indentation and chomping indicators and a comment); `blanks`: how
     many spaces may stand between the colon and the indicator (or one tab)."""
-    return (rf"(?im)(?:{names})[\"']?+[ \t]*+:(?: {blanks}|\t)[|>](?:[1-9][+-]?+|[+-][1-9]?+)?+[ \t]*+(?:#[^\n\\]*+)?+(?:\r?$|(?=(?:\\{{1,7}}+r)?+\\{{1,7}}+n))")
+    return (rf"(?im)(?:{names})[\"']?+[ \t]*+:(?: {blanks}|\t)[|>](?:[1-9][+-]?+|[+-][1-9]?+)?+[ \t]*+"
+            rf"(?:#[^\n\\]*+)?+(?:\r?$|(?=(?:\\{{1,7}}+r)?+\\{{1,7}}+n))")
 
 
 _BLOCK_TRIGGERS = tuple(f":{blank}{indicator}" for blank in ("", " ", "  ", "\t") for indicator in "|>")
