@@ -103,6 +103,16 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "cookie: repeated": lambda n: _fill("cookie:", n),
     "Authorization: Token repeated": lambda n: _fill("Authorization: Token ", n),
     "dotted İ (lower() changes the length)": lambda n: _fill("İpassword=x ", n),
+    # shapes that spread a secret over lines or strings
+    "JWT head, then wrapped lines": lambda n: "eyJ" + _fill("abcdefghij\n", n),
+    "JWT parts, then token lines": lambda n: "eyJaaaaaaaa.eyJaaaaaaaa." + _fill("a1b2c3d4e5f6g7h8\n", n),
+    "JWT heads on every line": lambda n: _fill("eyJabcdefghijk\n", n),
+    "block scalar heads": lambda n: _fill("password: |\n", n),
+    "block scalars nested ever deeper": lambda n: "".join(" " * (i % 400) + "token: |\n" for i in range(n // 210)),
+    "block scalar, one long value": lambda n: "password: |\n" + _fill("  s3cr3t value line\n", n),
+    "concatenated strings": lambda n: _fill('"ghp_abcdefgh" + ', n),
+    "concatenations across lines": lambda n: 'token = "abcdefghijklmnop"' + _fill(' + \\\n  "abcd"', n),
+    "full-width assignments": lambda n: _fill("数据库密码：", n),
     # realistic
     "realistic mixed tool output": _mixed,
     "mixed output inside a JSON string": lambda n: json.dumps({"output": _mixed(n)})[:n],

@@ -146,13 +146,13 @@ def _block(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
     own line (blank lines between them included), from the first one's text to the last one's
     end; in a JSON string the lines are those its escaped line breaks make, up to the string's
     closing quote. A head inside a block already yielded is skipped, so each line is read once."""
-    covered = lo
+    covered, line_break = lo, _compiled(_LINE_BREAK_AT)
     for match in pattern.finditer(text, lo, hi):
         if match.start() < covered:
             continue
-        brk = _compiled(_LINE_BREAK_AT).match(text, match.end())
-        if brk is None:
-            continue
+        brk = line_break.match(text, match.end())
+        if brk is None or text[brk.end():brk.end() + 1] not in " \t":
+            continue  # the next line is not indented: no value below this head
         sep = brk.group().lstrip("\r") if brk.group().endswith("\n") and "\\" not in brk.group() else brk.group()
         sep = "\n" if "\\" not in sep else sep
         depth = sep.count("\\") // (2 if "r" in sep else 1)

@@ -103,14 +103,18 @@ _B_JWT = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 _LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
 """A character of a line that does not start a line break, escaped or not."""
 _JWT_CHAR = r"[A-Za-z0-9_-]"
-_WRAP = (rf"(?:{_NL}[ \t]{{0,16}}+(?=[A-Za-z0-9_.-]++(?![^\s\"'`\\])|[A-Za-z0-9_.-]{{16}}(?<=[0-9][^\n]{{0,15}})))")
+_WRAPPED_LINE = r"(?=[A-Za-z0-9_.-]++(?![^\s\"'`\\])|[A-Za-z0-9_.-]{16}(?<=[0-9][^\n]{0,15}))"
+_WRAP_ANY = rf"(?:{_NL}[ \t]{{0,16}}+{_WRAPPED_LINE})"
+_WRAP = rf"(?:{_NL}[ \t]{{0,16}}+(?!eyJ){_WRAPPED_LINE})"
 """A line break inside a token wrapped to a width (`fold`, a terminal, a JSON string's `\\n`):
 the next line, past its indentation, holds token characters alone (and the token's dots), or
-opens with 16 of them one of which is a digit (the token's last line, with text after it)."""
+opens with 16 of them one of which is a digit (the token's last line, with text after it). Not
+a line that opens with `eyJ` (there a match may start: a failed one then reads each line once),
+except right after a part's dot (`_WRAP_ANY`)."""
 _JWT_RUN = rf"{_JWT_CHAR}++(?:{_WRAP}{_JWT_CHAR}++){{0,64}}+"
 """A part of a token, over at most 64 wrapped lines (so a failed match reads a bounded number)."""
 _JWT_PART = rf"{_JWT_CHAR}{{8}}{_JWT_CHAR}*+(?:{_WRAP}{_JWT_CHAR}++){{0,64}}+"
-_JWT_DOT = rf"{_WRAP}?+\.{_WRAP}?+"
+_JWT_DOT = rf"{_WRAP}?+\.{_WRAP_ANY}?+"
 
 
 CONCATENATED = (r"\\{0,7}+[\"'][ \t]{0,8}(?:\+[ \t]{0,8}(?:\\{1,8}[ \t]{0,8})?|\\{1,8}[ \t]{0,8}(?=" + _NL + r"))"
@@ -260,7 +264,7 @@ RULES: tuple[Rule, ...] = (
          r"|default[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){1,3}+)"
          rf"password[ \t]++{_NETRC_VALUE}"),
     Rule("netrc_password", ("pass",),
-         rf"(?im)password(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
+         rf"(?im)password(?=[ \t])(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
          rf"[ \t]++{_NETRC_VALUE}"),
     # host:port:database:user:password on the usual ports or any (`*`); the match starts at the
     # port (a literal the engine finds fast), the host is checked behind it (not a MAC address;
@@ -283,11 +287,13 @@ RULES: tuple[Rule, ...] = (
     Rule("token", ("token", "secret", "ential"), _assignment("token|secret|credentials?", 12), "assignment"),
 )
 
-def _block_head(names: str, blanks: str) -> str:
+def _block_head(names: str) -> str:
     """The head line of a YAML block scalar whose key ends in one of `names` (`DB_PASSWORD: |`,
-    `"token": >-`, with its indentation and chomping indicators and a comment); `blanks`: how
-    many spaces may stand between the colon and the indicator (or one tab)."""
-    return (rf"(?im)(?:{names})[\"']?+[ \t]*+:(?: {blanks}|\t)[|>](?:[1-9][+-]?+|[+-][1-9]?+)?+[ \t]*+"
+    `"token": >-`, with its indentation and chomping indicators and a comment). The match starts
+    at the colon (what the trigger found) and the name is checked behind it: a search then
+    tries only the colons followed by `|` or `>`."""
+    indicator = r":(?: {0,2}|\t)[|>]"
+    return (rf"(?im){indicator}(?<=(?:{names})[\"']?+[ \t]*+{indicator})(?:[1-9][+-]?+|[+-][1-9]?+)?+[ \t]*+"
             rf"(?:#[^\n\\]*+)?+(?:\r?$|(?=(?:\\{{1,7}}+r)?+\\{{1,7}}+n))")
 
 
@@ -295,8 +301,8 @@ _BLOCK_TRIGGERS = tuple(f":{blank}{indicator}" for blank in ("", " ", "  ", "\t"
 """Every block head holds one: its colon, at most two spaces or a tab, and `|` or `>` (rarer
 than the names, so the rules run on far fewer lines)."""
 BLOCKS: tuple[Rule, ...] = (
-    Rule("password", _BLOCK_TRIGGERS, _block_head(PASSWORD_NAMES, "{0,2}"), "block"),
-    Rule("token", _BLOCK_TRIGGERS, _block_head(f"{KEY_NAMES}|token|secret|credentials?", "{0,2}"), "block"),
+    Rule("password", _BLOCK_TRIGGERS, _block_head(PASSWORD_NAMES), "block"),
+    Rule("token", _BLOCK_TRIGGERS, _block_head(f"{KEY_NAMES}|token|secret|credentials?"), "block"),
 )
 """YAML block scalars holding a secret (`password: |` and the lines below it)."""
 RULES = RULES + BLOCKS
