@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import sys
 
 from ctxmill.errors import CliError
@@ -95,6 +94,8 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
         for name, summary in SUMMARIES.items():
             sub.add_parser(name, help=summary, add_help=False)
         return parser
+    import importlib
+
     importlib.import_module(f"ctxmill.commands.{COMMANDS[only]}").register(sub)
     return parser
 
@@ -109,16 +110,30 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         parser = subs.choices[name]
 
 
+def _hook_args(argv: list[str]) -> argparse.Namespace | None:
+    """`ctxmill hook EVENT` as the host runs it, read without a parser (argparse and what it
+    imports cost a process per prompt 3-5 ms); None for anything else, which the parser reads."""
+    if len(argv) != 2 or argv[0] != "hook":
+        return None
+    from ctxmill.commands import hook
+
+    if argv[1] not in hook.EVENTS:
+        return None
+    return argparse.Namespace(command="hook", event=argv[1], store=None, func=hook.run)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    first = next((a for a in argv if not a.startswith("-")), None)
-    parser = _parser(first if first in COMMANDS else None)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the (sub)command they were given to, with its usage
-        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    args = _hook_args(argv)
+    if args is None:
+        first = next((a for a in argv if not a.startswith("-")), None)
+        parser = _parser(first if first in COMMANDS else None)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the (sub)command they were given to, with its usage
+            _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
     if getattr(args, "logs", True):  # a command whose code never logs sets logs=False: no `logging` import
         from ctxmill.logs import configure_logging
 

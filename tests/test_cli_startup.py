@@ -66,3 +66,14 @@ def test_install_compiles_the_bytecode_of_the_packages_it_names(tmp_path):
     (package / "mod.py").write_text("def f():\n    return 2\n")
     assert compile_bytecode([package]) is None
     assert {p.name.split(".")[0] for p in (package / "__pycache__").glob("*.pyc")} == {"__init__", "mod"}
+
+
+def test_a_hook_imports_no_parser_formatter_and_no_temp_files_module(tmp_path):
+    """`ctxmill hook EVENT` is read without argparse's parser (whose formatter imports shutil and
+    its compressors) and imports tempfile only to write."""
+    event = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+                        "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"content": "x"}})
+    done, modules = _imports(["hook", "PreToolUse"], tmp_path, event)
+    assert done.returncode == 0 and done.stdout == ""
+    assert not modules & {"shutil", "tempfile", "bz2", "lzma"}
+    assert "invalid choice" in _imports(["hook", "NoSuchEvent"], tmp_path)[0].stderr  # still the parser's error
