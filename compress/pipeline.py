@@ -57,7 +57,7 @@ from compress.stages import (
     trim_outputs,
 )
 from compress.tiers import Tier, thresholds_for
-from compress.trial import Trial
+from compress.trial import Trial, worth_deferring
 from compress.tokens import estimate_tokens
 
 log = logging.getLogger("ctxmill.compress")
@@ -219,16 +219,17 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)
         resent = first_resent(messages, frozen, thinking_kept)
+        last_end = max(session.request_ends, default=0)  # the provider still holds it whole, or 0
+        last_end = last_end if resent >= last_end else 0
         session.forget_request_ends_after(resent)
         # Messages that left the protected tail since the last epoch were never compressed;
-        # an epoch re-decides them when what it saves pays for what the provider writes again
-        # (not on the first request of an epoch `settle` started: that request is its rewrite).
-        choice = None if prepared else epoch_trial(messages, blocks, frozen, tail, session, hashes, config,
-                                                   thinking_kept, provider,
-                                                   life.expired(session.header.last_request_at, now), life.any_prefix)
+        # an epoch re-decides them when what it saves pays for what the provider writes again.
+        choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider,
+                             life.expired(session.header.last_request_at, now), life.any_prefix)
         if choice is not None:
             trial = Trial(planner, choice, plan, cached_prefixes(session, resent, life.any_prefix) if choice.cached_end
-                          else [], current_turn, config, life)
+                          else [], current_turn, config, life, last_end,
+                          worth_deferring(choice, blocks, last_end, provider, estimate, config))
             if trial.after_answer:  # judged by `Session.settle`, on the records as they are now
                 trial.planner = replace(planner, records=dict(session.records))
                 later = partial(_epoch_after_answer, session, store, trial, provider, tier, tier_of, hashes,
@@ -274,6 +275,9 @@ def _epoch_after_answer(session: Session, store: CCRWriter | None, trial: Trial,
     reason = trial.saving(won)
     _record(session, won, provider, left_pressure(tier, tier_of(won.out_tokens), False), hashes, raw_tokens, reason,
             raw_messages)
+    # As after the same epoch taken during the run, the request the epoch was judged on counts as
+    # a cached prefix, so the next request decides as it would then (it sends the epoch's rewrite)
+    session.add_request_end(len(raw_tokens))
     session.header.prepared = reason  # written with the epoch's header
 
 

@@ -284,6 +284,9 @@ def test_the_project_home_gitignore_keeps_memory_and_ignores_the_rest(dirs):
     (other / ".ctxmill").mkdir(parents=True)
     event = json.dumps({"session_id": "s", "cwd": str(other), "hook_event_name": "SessionStart", "source": "startup"})
     assert _ctxmill(other, user, "hook", "SessionStart", input=event).returncode == 0
+    deadline = time.monotonic() + 30  # written after the hook's answer, by a detached process
+    while not (other / ".ctxmill" / ".gitignore").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert (other / ".ctxmill" / ".gitignore").read_text() == GITIGNORE
 
 
