@@ -68,7 +68,7 @@ def time_hook(event: str, payload: dict | None, env: dict, injects: bool = True)
     args = ["-m", "ctxmill", "hook", event] if payload is not None else ["-m", "ctxmill", "--version"]
     start, cpu = time.perf_counter(), _cpu()
     done = subprocess.run([sys.executable, *args], input=json.dumps(payload) if payload else "", text=True,
-                          capture_output=True, env=env, check=True)
+                          capture_output=True, env=env, check=True, cwd=env["CTXMILL_HOME"])  # not a checkout
     ms = (time.perf_counter() - start) * 1000
     assert bool(done.stdout) == injects, f"{event} printed {done.stdout!r}"
     return ms, (_cpu() - cpu) * 1000
