@@ -64,11 +64,18 @@ def _automaton() -> AhoCorasick:
     return AhoCorasick(list(_TRIGGERS))
 
 
+_SURROGATES = {code: 0xFFFD for code in range(0xD800, 0xE000)}
+
+
 def _trigger_hits(lower: str) -> dict[str, list[int] | None]:
     """For each trigger that occurs in `lower`: every place it occurs, in order, or None when it
     occurs more than DENSE times."""
     hits: dict[str, list[int]] = {}
-    for index, start, _ in _automaton().find_matches_as_indexes(lower, overlapping=True):
+    try:
+        found = _automaton().find_matches_as_indexes(lower, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate (no trigger holds one): scanned as U+FFFD, same places
+        found = _automaton().find_matches_as_indexes(lower.translate(_SURROGATES), overlapping=True)
+    for index, start, _ in found:
         hits.setdefault(_TRIGGERS[index], []).append(start)
     return {trigger: None if len(places) > DENSE else places for trigger, places in hits.items()}
 

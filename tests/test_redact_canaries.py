@@ -116,3 +116,11 @@ def test_a_canary_glued_to_the_text_before_it_is_caught(glue):
     """Found by the session property test: `okAuthorization: Basic …` (a line joined to the
     one before it) once escaped the word boundary."""
     assert [c.name for c in CANARIES if leaked(redact(glue + c.text))] == []
+
+
+def test_a_secret_beside_a_lone_surrogate_is_caught():
+    """Text decoded with surrogateescape can hold lone surrogates; the trigger scan reads them as
+    U+FFFD, every place unchanged."""
+    text = "\udcc2 GITHUB_TOKEN=ghp_" + "a1B2c3D4e5" * 4 + " \udcff"
+    out = redact(text)
+    assert "ghp_" not in out and out.startswith("\udcc2 GITHUB_TOKEN=[REDACTED:") and out.endswith(" \udcff")
