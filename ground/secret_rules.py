@@ -152,7 +152,8 @@ RULES: tuple[Rule, ...] = (
          rf"(?:{_KEY_LABEL})?+"),
     # the rest of a key block whose head was cut away (a trimmed output keeps only its tail)
     Rule("private_key", ("private key",), rf"(?m)^{_LINE_NUMBER}{_KEY_LABEL}", "key_tail"),
-    Rule("jwt", ("eyj",), rf"{_B_JWT}eyJ{_JWT_PART}{_JWT_DOT}eyJ{_JWT_PART}{_JWT_DOT}(?=(?:{_JWT_CHAR}|{_WRAP}){{8}}){_JWT_RUN}"),
+    Rule("jwt", ("eyj",),
+         rf"{_B_JWT}eyJ{_JWT_PART}{_JWT_DOT}eyJ{_JWT_PART}{_JWT_DOT}(?=(?:{_JWT_CHAR}|{_WRAP}){{8}}){_JWT_RUN}"),
     Rule("aws_access_key", ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa"),
          _B + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
     Rule("aws_secret_key", ("secret",),
@@ -264,7 +265,8 @@ RULES: tuple[Rule, ...] = (
          r"|default[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){1,3}+)"
          rf"password[ \t]++{_NETRC_VALUE}"),
     Rule("netrc_password", ("pass",),
-         rf"(?im)password(?=[ \t])(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
+         rf"(?im)password(?=[ \t])"
+         rf"(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
          rf"[ \t]++{_NETRC_VALUE}"),
     # host:port:database:user:password on the usual ports or any (`*`); the match starts at the
     # port (a literal the engine finds fast), the host is checked behind it (not a MAC address;

@@ -13,7 +13,7 @@ from compress.config import CompressConfig
 from compress.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
 from compress.formats.requests import from_provider
 from compress.provider_cache import provider_blocks
-from compress import pipeline, trial
+from compress import trial
 from compress.pipeline import run
 from compress.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps

@@ -159,7 +159,8 @@ def _canaries() -> list[Canary]:
          "notify: {}"),
         ("gitlab_runner", "glrt-" + v(97, 20, _ALNUM + "_-"), "runner token {}"),
         # shapes that hide a secret's shape: wrapped, split, in a block, after a full-width colon
-        ("jwt_wrapped", _wrapped("eyJhbGciOiJSUzI1NiJ9.eyJ" + v(102, 120, _ALNUM + "_-") + "." + v(103, 86, _ALNUM + "_-"), 64),
+        ("jwt_wrapped",
+         _wrapped("eyJhbGciOiJSUzI1NiJ9.eyJ" + v(102, 120, _ALNUM + "_-") + "." + v(103, 86, _ALNUM + "_-"), 64),
          "$ kubectl get secret sa-token -o jsonpath='{{.data.token}}' | base64 -d | fold -w 64\n{}"),
         ("cjk_db_password", v(104, 16), "数据库密码：{}，请勿外传"),
         ("fullwidth_colon_password", v(105, 16), "admin password：{}"),
@@ -170,7 +171,8 @@ def _canaries() -> list[Canary]:
     body = _pem_block(76, "PRIVATE KEY").split("\n")[1:-1]
     service_account = json.dumps({"type": "service_account", "private_key_id": "k1", "private_key":
                                   "\n".join(["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----", ""])})
-    return [Canary(name, secret, _placed(name, secret, template)) for name, secret, template in items] + [Canary("gcp_service_account", "\n".join(body), service_account)]
+    return [Canary(name, secret, _placed(name, secret, template)) for name, secret, template in items] + [
+        Canary("gcp_service_account", "\n".join(body), service_account)]
 
 
 CANARIES: list[Canary] = _canaries()
