@@ -1,10 +1,15 @@
-"""Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N]`.
+"""Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N]
+[--against DIR]`.
 
 Builds a 1,000-entry project memory in a temporary folder, warms the search index once (as the
 first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit` with an
-English prompt, `hook SessionStart` (with a checkpoint present) and `hook PreToolUse` (an allowed
-Write) N times each as subprocesses and prints p50 / p95 wall-clock milliseconds. Target: p50 <=
-150 ms for the first two.
+English prompt, `hook SessionStart` (with a checkpoint present), `hook PreToolUse` (an allowed
+Write) and `ctxmill --version` N times each as subprocesses, interleaved with the floor
+(`python -c pass`), and prints p50 / p95 wall-clock milliseconds and the p50 as a ratio to the
+floor's, so the figures read the same on any machine. The hook is timed until it exits (what
+the host waits for). `--against DIR`: the same, side by side, for the ctxmill checkout in DIR
+(another branch, for a before / after). Targets on a quiet machine: UserPromptSubmit <= 50 ms,
+SessionStart <= 60 ms, PreToolUse <= 25 ms (python alone: 18 ms).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,54 +56,69 @@ def build_memory(home: Path, entries: int) -> None:
     assert api.reindex(cfg) == entries // len(types) * len(types)
 
 
-def time_hook(event: str, payload: dict, env: dict, runs: int, injects: bool = True) -> list[float]:
-    data = json.dumps(payload)
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "ctxmill", "hook", event], input=data, text=True,
-                              capture_output=True, env=env, check=True)
-        out.append((time.perf_counter() - start) * 1000)
-        assert bool(done.stdout) == injects, f"{event} printed {done.stdout!r}"
-    return out
+def _cpu() -> float:
+    """CPU seconds (user + system) of the child processes waited for so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_hook(event: str, payload: dict | None, env: dict, injects: bool = True) -> tuple[float, float]:
+    """One run of `hook EVENT` (or, with no payload, `ctxmill --version`): (wall-clock ms to
+    exit, CPU ms of the process and the children it waited for; a detached one is not)."""
+    args = ["-m", "ctxmill", "hook", event] if payload is not None else ["-m", "ctxmill", "--version"]
+    start, cpu = time.perf_counter(), _cpu()
+    done = subprocess.run([sys.executable, *args], input=json.dumps(payload) if payload else "", text=True,
+                          capture_output=True, env=env, check=True, cwd=env["CTXMILL_HOME"])  # not a checkout
+    ms = (time.perf_counter() - start) * 1000
+    assert bool(done.stdout) == injects, f"{event} printed {done.stdout!r}"
+    return ms, (_cpu() - cpu) * 1000
+
+
+def time_python() -> tuple[float, float]:
+    start, cpu = time.perf_counter(), _cpu()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.perf_counter() - start) * 1000, (_cpu() - cpu) * 1000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--against", type=Path, help="another ctxmill checkout, timed side by side")
     args = parser.parse_args()
+    roots = {"this": REPO, **({"against": args.against.resolve()} if args.against else {})}
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / ".ctxmill"
         build_memory(home, args.entries)
-        env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(home), "XDG_DATA_HOME": str(Path(tmp) / "xdg")}
         base = {"session_id": "s", "transcript_path": str(Path(tmp) / "t.jsonl"), "cwd": tmp}
-        prompt = {**base, "hook_event_name": "UserPromptSubmit",
-                  "prompt": "why does the tokenizer break the bm25 index when the session cache expires?"}
-        time_hook("UserPromptSubmit", prompt, env, 1)  # warm-up: the first prompt of a session
-        results = {
-            "UserPromptSubmit": time_hook("UserPromptSubmit", prompt, env, args.runs),
-            "SessionStart": time_hook("SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"},
-                                      env, args.runs),
-            "PreToolUse": time_hook("PreToolUse", {**base, "hook_event_name": "PreToolUse", "tool_name": "Write",
-                                                   "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n" * 2000}},
-                                    env, args.runs, injects=False),  # the common case: allowed, prints nothing
+        events = {
+            "UserPromptSubmit": ({**base, "hook_event_name": "UserPromptSubmit", "prompt":
+                                  "why does the tokenizer break the bm25 index when the session cache expires?"}, True),
+            "SessionStart": ({**base, "hook_event_name": "SessionStart", "source": "startup"}, True),
+            "PreToolUse": ({**base, "hook_event_name": "PreToolUse", "tool_name": "Write",  # allowed: prints nothing
+                            "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n" * 2000}}, False),
+            "--version": (None, True),
         }
-        bare = time_hook_python(args.runs)
-    print(f"{args.entries}-entry memory, {args.runs} runs each (wall clock incl. process start, ms)")
-    print(f"  bare `python -c pass`        p50 {statistics.median(bare):6.1f}")
-    for event, times in results.items():
-        times.sort()
-        print(f"  hook {event:<17} p50 {statistics.median(times):6.1f}   p95 {times[int(len(times) * 0.95) - 1]:6.1f}")
-
-
-def time_hook_python(runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+        envs = {name: {**os.environ, "PYTHONPATH": str(root), "CTXMILL_HOME": str(home),
+                       "XDG_DATA_HOME": str(Path(tmp) / "xdg")} for name, root in roots.items()}
+        for env in envs.values():  # warm-up: the first prompt of a session builds the index
+            time_hook("UserPromptSubmit", events["UserPromptSubmit"][0], env)
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        floor: list[tuple[float, float]] = []
+        for _ in range(args.runs):  # interleaved, so a burst of load hits every column alike
+            floor.append(time_python())
+            for name, env in envs.items():
+                for event, (payload, injects) in events.items():
+                    times.setdefault((name, event), []).append(time_hook(event, payload, env, injects))
+    bare, bare_cpu = (statistics.median(x[i] for x in floor) for i in (0, 1))
+    print(f"{args.entries}-entry memory, {args.runs} runs each: wall clock to exit incl. process start and CPU "
+          "(ms; × the floor's)")
+    print(f"  {'floor `python -c pass`':<30} p50 {bare:6.1f}            CPU p50 {bare_cpu:6.1f}")
+    for (name, event), runs in times.items():
+        wall, cpu = sorted(r[0] for r in runs), statistics.median(r[1] for r in runs)
+        label = f"{event} ({name})" if len(roots) > 1 else event
+        print(f"  {label:<30} p50 {statistics.median(wall):6.1f} ({statistics.median(wall) / bare:4.1f}×)"
+              f"   CPU p50 {cpu:6.1f} ({cpu / bare_cpu:4.1f}×)   p95 {wall[int(len(wall) * 0.95) - 1]:6.1f}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,14 @@ class CompressConfig:
     not have makes it cost more than sending everything (corpus replay, 1.0: two sessions above
     raw, 1.006 and 1.030). Judged leave-one-project-out with `bench/loo_horizon.py` (1.0 / 0.5 /
     0.25: every held-out project chooses 0.25)."""
+    trials_after_answer_from: int = 50_000
+    """An epoch trial of a request this large (the pipeline's token estimate) that would rewrite
+    what the provider reads is judged after the request's answer, the epoch it finds worth
+    taking first sent with the next request (`compress.trial`); 0 judges every trial during the
+    run. Off the request path a 300K-token session's p99 falls from ~100 ms to under 10; the
+    one-request wait costs the corpus replay 0.622 -> 0.624 effective (Claude Code sessions
+    0.609 -> 0.611), the needed lines the same. Below ~50K tokens a second plan costs under
+    ~10 ms, less than waiting (every size deferred: the short SWE-agent sessions 0.867 -> 0.917)."""
     cache_ttl: str = "auto"
     """How long the provider keeps this session's cached prefix (`compress.provider_cache.LIVES`):
     "auto" takes what the request's cache breakpoints ask for (Anthropic: an hour when a

@@ -168,6 +168,20 @@ def epoch_trial(messages: list[Message], blocks: list[int], frozen: int, tail: i
     return None
 
 
+def in_reach_next_time(choice: EpochChoice, blocks: Sequence[int], last_end: int, provider: str,
+                       config: CompressConfig) -> bool:
+    """Whether an epoch chosen for this request could start with the next one for about the same
+    price: the cached request it starts after (`choice.cached_end`) stays within the provider's
+    lookback (`lookback_for`) once the next request adds as many blocks as this one added after
+    the last (`last_end`), twice over. A re-run from the start, or a provider that reuses any
+    earlier prefix, has no such limit."""
+    lookback = lookback_for(provider, config)
+    if not choice.cached_end or lookback is None:
+        return True
+    added = sum(blocks[last_end:])
+    return sum(blocks[choice.cached_end:]) + 2 * added < lookback
+
+
 def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], turn: int,
              config: CompressConfig, life: CacheLife = LIVES["5m"]) -> bool:
     """Whether the trial (its messages' output tokens, against the current rendering's) saves

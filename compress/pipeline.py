@@ -26,11 +26,12 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from dataclasses import replace
+from functools import partial
 from typing import Any, Callable, Iterable, Sequence
 
 from compress.config import CompressConfig
-from compress.epochs import (best_start, cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure,
-                             pays_off)
+from compress.epochs import cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure
 from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
                                       remarked_messages, unmarked_messages)
 from compress.formats.requests.managed import managed_floor
@@ -56,6 +57,7 @@ from compress.stages import (
     trim_outputs,
 )
 from compress.tiers import Tier, thresholds_for
+from compress.trial import Trial, worth_deferring
 from compress.tokens import estimate_tokens
 
 log = logging.getLogger("ctxmill.compress")
@@ -143,6 +145,7 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
     when the request is sent, in seconds (`time.time()`; None: unknown), so a request that comes
     after the provider's cache expired re-decides for free (`compress.epochs`)."""
     started = time.perf_counter()
+    session.settle()  # the last run's trial, when the face did not judge it after that answer
     report = RunReport()
     try:
         out = _run(body, session, store, config, chain or Chain(), reported_input_tokens, count_tokens, report,
@@ -169,6 +172,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     if hidden := stored_history(shape, body):
         report.passthrough_reason = hidden
         return body
+    prepared = session.take_prepared()
     field = shape.MESSAGES_FIELD
     thinking_kept = keeps_all_thinking(provider, body)
     client = body[field]
@@ -203,41 +207,39 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     report.tier = tier.label
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
-    planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session, hashes,
-                      thinking_kept, managed.floor)
+    planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
+                      hashes, thinking_kept, managed.floor)
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier_of(sent))
     life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     current_turn = messages[-1].turn if messages else 0
+    later: Callable[[], None] | None = None
     if reason:
         plan = planner.plan(0, current_turn)
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)
         resent = first_resent(messages, frozen, thinking_kept)
+        last_end = max(session.request_ends, default=0)  # the provider still holds it whole, or 0
+        last_end = last_end if resent >= last_end else 0
         session.forget_request_ends_after(resent)
         # Messages that left the protected tail since the last epoch were never compressed;
         # an epoch re-decides them when what it saves pays for what the provider writes again.
         choice = epoch_trial(messages, blocks, frozen, tail, session, hashes, config, thinking_kept, provider,
                              life.expired(session.header.last_request_at, now), life.any_prefix)
         if choice is not None:
-            trial = planner.plan(choice.start, current_turn)
-            if choice.cached_end:
-                later = best_start(choice, cached_prefixes(session, resent, life.any_prefix), plan.out_tokens,
-                                   trial.out_tokens, current_turn, config, life)
-                if later.start != choice.start:
-                    choice, trial = later, planner.plan(later.start, current_turn)
-            if pays_off(choice, plan.out_tokens, trial.out_tokens, current_turn, config, life):
-                plan, reason = trial, f"saves {plan.out_total - trial.out_total:,} tokens"
+            trial = Trial(planner, choice, plan, cached_prefixes(session, resent, life.any_prefix) if choice.cached_end
+                          else [], current_turn, config, life, last_end,
+                          worth_deferring(choice, blocks, last_end, provider, estimate, config))
+            if trial.after_answer:  # judged by `Session.settle`, on the records as they are now
+                trial.planner = replace(planner, records=dict(session.records))
+                later = partial(_epoch_after_answer, session, store, trial, provider, tier, tier_of, hashes,
+                                raw_tokens, plain)
             else:
-                plan.next_trial_at = choice.retry_at()
+                won, plan.next_trial_at = trial.judge()
+                if won is not None:
+                    plan, reason = won, trial.saving(won)
 
-    if store is not None and plan.originals.entries:
-        with store.batch():
-            for text, hint in plan.originals.entries.values():
-                store.put(text, hint)
-    elif plan.originals.entries:
-        raise RuntimeError("stages wrote originals but no CCR store was given")
-
+    _commit(store, plan)
     left = left_pressure(tier, tier_of(plan.out_tokens), pressed) if reason else session.header.tier
     _record(session, plan, provider, left, hashes, raw_tokens, reason, plain)
     _refresh_named(store, session, hashes)
@@ -245,8 +247,9 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     if now is not None:
         session.set_last_request(now)
     session.parsed.update(zip(hashes, messages))
-    report.mode = "epoch" if reason else "incremental"
-    report.epoch_reason = reason
+    session.deferred = later
+    report.mode = "epoch" if reason or prepared else "incremental"
+    report.epoch_reason = reason or (f"{prepared}, decided after the previous request" if prepared else "")
     report.frozen = 0 if reason else frozen
     report.tokens_after = head + plan.out_total
     report.ccr_written = len(plan.originals.entries)
@@ -256,6 +259,36 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     if all(a is b for a, b in zip(rendered, client)):
         return body
     return {**body, field: rendered}
+
+
+def _epoch_after_answer(session: Session, store: CCRWriter | None, trial: Trial, provider: str, tier: Tier,
+                        tier_of: Callable[[Sequence[int]], Tier], hashes: list[str], raw_tokens: list[int],
+                        raw_messages: list[Any]) -> None:
+    """Judge `trial` (`Session.settle`); when it pays, its originals go to CCR and the session starts its
+    epoch, as the run that made it would have (`Header.prepared` says so to the next run)."""
+    won, retry_at = trial.judge()
+    if won is None:
+        if retry_at:
+            session.set_next_trial(retry_at)
+        return
+    _commit(store, won)
+    reason = trial.saving(won)
+    _record(session, won, provider, left_pressure(tier, tier_of(won.out_tokens), False), hashes, raw_tokens, reason,
+            raw_messages)
+    # As after the same epoch taken during the run, the request the epoch was judged on counts as
+    # a cached prefix, so the next request decides as it would then (it sends the epoch's rewrite)
+    session.add_request_end(len(raw_tokens))
+    session.header.prepared = reason  # written with the epoch's header
+
+
+def _commit(store: CCRWriter | None, plan: Plan) -> None:
+    """Put the originals `plan` cut into CCR, in one batch, before anything names them."""
+    if store is not None and plan.originals.entries:
+        with store.batch():
+            for text, hint in plan.originals.entries.values():
+                store.put(text, hint)
+    elif plan.originals.entries:
+        raise RuntimeError("stages wrote originals but no CCR store was given")
 
 
 def _refresh_named(store: Any, session: Session, hashes: list[str]) -> None:

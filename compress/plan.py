@@ -21,7 +21,7 @@ from compress.formats.requests import render_message
 from compress.message_tokens import MessageTokens
 from compress.model import Message
 from compress.protocol_guard import violation
-from compress.session import Record, Session
+from compress.session import Record
 from compress.stage import PendingOriginals, Stage, StageContext, is_compressed
 from compress.tiers import Tier
 from ground.jsonvalues import strings_in
@@ -74,7 +74,9 @@ class Planner:
     tier: Tier
     config: CompressConfig
     tokens: MessageTokens
-    session: Session
+    records: dict[str, Record]
+    """The session's records by prefix hash, as they were when the run began (a trial decided
+    after the run's answer must not see the records the run itself added)."""
     hashes: list[str]
     thinking_kept: bool = False
     """The request keeps all earlier thinking (`StageContext.thinking_kept`)."""
@@ -88,7 +90,7 @@ class Planner:
         plan = self._apply_stages(mutable, arriving, anchor)
         plan.anchor_turn = anchor
         plan.first_new = start
-        records = self.session.records
+        records = self.records
         for i, msg in enumerate(plan.messages):
             record = records.get(self.hashes[i]) if i < first else None
             if record is not None:
@@ -105,7 +107,7 @@ class Planner:
     def _shown_cut(self, index: int) -> bool:
         """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
         (`compress.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
-        record = self.session.records.get(self.hashes[index])
+        record = self.records.get(self.hashes[index])
         if record is None or not record.keys or record.rendered is None:
             return False
         return any(is_compressed(s) for s in strings_in(record.rendered) if "ctxmill" in s)

@@ -120,18 +120,14 @@ class _Sealer:
         is no longer recognisable by its pattern."""
         spans = []
         for secret in self.raw.secrets(self.extra, self.allow):
-            if secret in text:
-                pieces = [secret]
-            else:
-                heads = (secret[:n] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
-                tails = (secret[-n:] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
-                pieces = [p for p in (next((h for h in heads if h in text), None),
-                                      next((t for t in tails if t in text), None)) if p]
-            for piece in pieces:
-                at = text.find(piece)
-                while at >= 0:
-                    spans.append((at, at + len(piece), "secret"))
-                    at = text.find(piece, at + 1)
+            rest = text
+            if secret in text:  # whole here, and maybe cut short elsewhere (a trim between its lines)
+                spans += _places(text, secret)
+                rest = text.replace(secret, "\0" * len(secret))
+            heads = (secret[:n] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
+            tails = (secret[-n:] for n in range(len(secret) - 1, MIN_FRAGMENT - 1, -1))
+            for piece in (next((h for h in heads if h in rest), None), next((t for t in tails if t in rest), None)):
+                spans += _places(rest, piece) if piece else []
         return spans
 
     def parts(self, secret: str) -> list:
@@ -161,6 +157,15 @@ class _Sealer:
             if k == key:
                 return ["k", i]
         raise _Unsealable
+
+
+def _places(text: str, piece: str) -> list[tuple[int, int, str]]:
+    """Every place `piece` occurs in `text`, as a span."""
+    spans, at = [], text.find(piece)
+    while at >= 0:
+        spans.append((at, at + len(piece), "secret"))
+        at = text.find(piece, at + 1)
+    return spans
 
 
 _LINE_BREAK = re.compile(r"(\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|(?:\\+r)?\\+n)")

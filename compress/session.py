@@ -25,7 +25,7 @@ import os
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import orjson
 import xxhash
@@ -109,6 +109,9 @@ class Header:
     tier, so it is state like the rest: every process that continues the session reads it."""
     tokens_per_byte: float | None = None
     """ctxmill's raw token estimate per request byte, as of the calibrated request."""
+    prepared: str = ""
+    """Why the epoch started after the last run's answer (`settle`), until the next run, the
+    first one sent with it, reports it ('' otherwise)."""
 
 
 @dataclass
@@ -125,6 +128,9 @@ class Session:
     only new messages."""
     redaction: tuple[tuple, tuple] = ((), ())
     """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
+    deferred: Callable[[], None] | None = field(default=None, repr=False)
+    """What the last run left for after its answer (`settle`; memory only, never left unsettled
+    when the state is saved)."""
     _pending: list[bytes | tuple[str, Record]] = field(default_factory=list, repr=False)
     _rewrite: bool = field(default=False, repr=False)
     _signature: object = field(default=None, repr=False)
@@ -174,6 +180,8 @@ class Session:
             elif "calibration" in item:
                 session.header.calibration = item["calibration"]
                 session.header.tokens_per_byte = item.get("tokens_per_byte")
+            elif "prepared" in item:
+                session.header.prepared = item["prepared"]
             elif "end" in item:
                 session.request_ends.append(item["end"])
             elif "ends_upto" in item:
@@ -191,6 +199,20 @@ class Session:
             session.save()
 
     # -- changes -----------------------------------------------------------------
+
+    def settle(self) -> None:
+        """Do what the last run left for after its answer (judging an epoch trial:
+        `compress.trial`). A face calls it once it has delivered the run's body; `save` and the
+        next run call it when the face did not, so what is saved, and so the next request's
+        bytes, never depend on whether a process kept the session in memory. Never raises: a
+        failure is logged and the session stays as the run left it."""
+        pending, self.deferred = self.deferred, None
+        if pending is None:
+            return
+        try:
+            pending()
+        except Exception as exc:  # noqa: BLE001 - fail open: the session goes on in its epoch
+            log.warning("epoch trial after the answer failed: %s: %s", type(exc).__name__, exc)
 
     def start_epoch(self, provider: str, tier: int, anchor_turn: int, records: dict[str, Record],
                     unchanged: int = 0) -> None:
@@ -227,6 +249,13 @@ class Session:
         self.header.next_trial_at = tokens
         self._pending.append(dumps({"next_trial_at": tokens}))
 
+    def take_prepared(self) -> str:
+        """`Header.prepared`, cleared: the run that reports the epoch takes it."""
+        reason, self.header.prepared = self.header.prepared, ""
+        if reason:
+            self._pending.append(dumps({"prepared": ""}))
+        return reason
+
     def set_touched(self, when: float) -> None:
         self.header.touched_at = when
         self._pending.append(dumps({"touched_at": when}))
@@ -250,6 +279,7 @@ class Session:
         return self.place is not None and self.place.signature() != self._signature
 
     def save(self) -> None:
+        self.settle()
         if self.place is None:
             self._pending.clear()
             self._rewrite = False

@@ -16,7 +16,6 @@ is seen listening on it counts as another user's. What must hold:
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 from pathlib import Path
@@ -49,6 +48,8 @@ def proc_uids(port: int, tables: tuple[str, ...] = PROC_TABLES) -> set[int] | No
 def lsof_uids(port: int) -> set[int] | None:
     """The uids of the processes `lsof` sees listening on TCP `port` (only this user's, unless run
     as root); None when there is no `lsof` or it cannot be run."""
+    import shutil  # only where there is no /proc: a hook's start-up never pays for it
+
     lsof = shutil.which("lsof") or next((p for p in LSOF_PLACES if os.access(p, os.X_OK)), None)
     if lsof is None:
         return None

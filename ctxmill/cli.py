@@ -2,14 +2,15 @@
 
 Each command module defines `register(subparsers)`, which adds its parser and sets
 `func(args) -> int` as the default. Modules are imported lazily, only the one named
-on the command line, so hooks and short commands start fast.
+on the command line, so hooks and short commands start fast; `ctxmill --version`,
+`ctxmill --help` and a mistyped command import none (the listing's one-liners are
+`SUMMARIES`; tests/test_cli_startup.py checks they say what each module registers).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import sys
 
 from ctxmill.errors import CliError
@@ -40,6 +41,33 @@ COMMANDS: dict[str, str] = {
 }
 
 
+SUMMARIES: dict[str, str] = {
+    "compress": "compress one request body (Anthropic or OpenAI)",
+    "expand": 'print the original text behind a deep_expand("KEY") marker',
+    "memory": "durable project and global memory (MEMORY.md)",
+    "hook": "answer a Claude Code hook (reads hook JSON on stdin)",
+    "checkpoint": "summarize a session into .ctxmill/checkpoint.md",
+    "dream": "consolidate notes.md and checkpoints into MEMORY.md",
+    "install": "add ctxmill hooks or plugin, slash commands and MCP server to a host, and send its requests "
+               "through the always-on proxy",
+    "uninstall": "remove exactly what `ctxmill install` added",
+    "doctor": "check the installation and say how to fix what is wrong",
+    "mcp": "run the MCP server on stdio (deep_expand, memory_*, checkpoint)",
+    "replay": "replay a recorded session and report what ctxmill would save",
+    "proxy": "serve the compressing API proxy (Anthropic and OpenAI)",
+    "run": "run a command (e.g. claude) through a proxy of its own",
+    "engine": "serve the pipeline to host plugins on a private Unix socket",
+    "map": "print the repository map ranked for a prompt",
+    "stats": "show what ctxmill saved (tokens and modelled cost)",
+    "dashboard": "serve the savings dashboard in your browser",
+    "history": "search and read past sessions (every project, secrets redacted)",
+    "import": "add recorded sessions to history (same as `history import`)",
+    "distill": "skill candidates from command sequences that recur across sessions",
+    "merge-memory": "git merge driver for MEMORY.md / notes.md (entry by entry)",
+}
+"""What `ctxmill --help` lists for each command, without importing the commands."""
+
+
 class _Version(argparse.Action):
     """`--version`: ctxmill's version from the package metadata, read only when asked (hooks start
     a process per prompt and never ask)."""
@@ -57,13 +85,18 @@ class _Version(argparse.Action):
 
 def _parser(only: str | None) -> argparse.ArgumentParser:
     """The parser of command `only` alone (hooks run a command per prompt: building the others'
-    parsers cost 2-3 ms), or of every command for the top-level help and errors."""
+    parsers cost 2-3 ms), or, for `--version`, the top-level help and errors, one that lists
+    every command (`SUMMARIES`) without importing any."""
     parser = argparse.ArgumentParser(prog="ctxmill", description="Context compression and memory for coding agents.")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        if only == name or only is None and name == module:  # `history` registers `import` too: once
-            importlib.import_module(f"ctxmill.commands.{module}").register(sub)
+    if only is None:
+        for name, summary in SUMMARIES.items():
+            sub.add_parser(name, help=summary, add_help=False)
+        return parser
+    import importlib
+
+    importlib.import_module(f"ctxmill.commands.{COMMANDS[only]}").register(sub)
     return parser
 
 
@@ -77,16 +110,30 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         parser = subs.choices[name]
 
 
+def _hook_args(argv: list[str]) -> argparse.Namespace | None:
+    """`ctxmill hook EVENT` as the host runs it, read without a parser (argparse and what it
+    imports cost a process per prompt 3-5 ms); None for anything else, which the parser reads."""
+    if len(argv) != 2 or argv[0] != "hook":
+        return None
+    from ctxmill.commands import hook
+
+    if argv[1] not in hook.EVENTS:
+        return None
+    return argparse.Namespace(command="hook", event=argv[1], store=None, func=hook.run)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    first = next((a for a in argv if not a.startswith("-")), None)
-    parser = _parser(first if first in COMMANDS else None)
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the (sub)command they were given to, with its usage
-        _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    args = _hook_args(argv)
+    if args is None:
+        first = next((a for a in argv if not a.startswith("-")), None)
+        parser = _parser(first if first in COMMANDS else None)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the (sub)command they were given to, with its usage
+            _chosen(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
     if getattr(args, "logs", True):  # a command whose code never logs sets logs=False: no `logging` import
         from ctxmill.logs import configure_logging
 

@@ -28,7 +28,7 @@ UPSTREAM_KEYS = ("upstream_anthropic", "upstream_openai")
 _SCALARS = {"epoch_savings_threshold": int, "window_epoch_savings": int, "window_start_min_tokens": int,
             "epoch_horizon": float, "cache_window_blocks": int, "protect_tail_tokens": int,
             "protect_tail_turns": int, "protect_tail_blocks": int, "min_saving_fraction": float,
-            "min_saving_chars": int}
+            "min_saving_chars": int, "trials_after_answer_from": int}
 
 
 def read_config(home: Path) -> dict[str, Any]:

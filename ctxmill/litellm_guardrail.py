@@ -125,7 +125,7 @@ class CtxmillGuardrail(CustomGuardrail):
             sent = s.tokens_after if s.data is not None else s.tokens_before
             if usage is not None and usage.prompt_total and sent and not s.error:
                 await asyncio.get_running_loop().run_in_executor(
-                    self.runs, self.worker.settle, routed.key, usage.prompt_total, sent,
+                    self.runs, self.worker.calibrate, routed.key, usage.prompt_total, sent,
                     s.tokens_before / routed.size if routed.size else 0.0)
             self.ledger.add(row(routed, usage))
         except Exception as exc:  # noqa: BLE001 - fail open: the answer goes back as it came

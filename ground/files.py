@@ -23,7 +23,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing it (memory searches read here)
@@ -129,6 +128,8 @@ def atomic_write(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write `data` to a 0600 temp file beside `path`, then rename it over `path`."""
     path = Path(path)
     private_dir(path.parent)
+    import tempfile  # only writers need it (and its imports: random, hashlib, shutil)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name, suffix=".tmp")  # mkstemp: 0600
     try:
         with os.fdopen(fd, "wb") as out:

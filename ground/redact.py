@@ -9,7 +9,9 @@ is kept. `secret_spans(text, …)` gives the same decisions as (start, end, kind
 
 Redaction runs on the hot path (every original committed to CCR), so each built-in rule has
 literal triggers: it runs only when one of them occurs in the lower-cased text. Text with no
-trigger costs one `lower()` and one scan for all triggers (see bench/secrets_cost.py).
+trigger costs one `lower()` and one Aho-Corasick pass for all triggers (see
+bench/secrets_cost.py, bench/redact_speed.py --corpus). Nothing is compiled at import: each
+pattern on its first use.
 Every rule runs on the original text; overlapping matches merge into one placeholder (the
 kind of the rule listed first).
 
@@ -23,80 +25,59 @@ nothing from the project outside `ground`, so every engine can reuse it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-import re
 from functools import lru_cache, partial
+from typing import TYPE_CHECKING
 
-import regex
+from ground.secret_rules import CONCATENATED, KEY_LINE, MULTI_LINE, NAME_REACH, RULES
 
-from ground.secret_rules import KEY_LINE, MULTI_LINE, NAME_REACH, RULES
+if TYPE_CHECKING:
+    import regex
+    from ahocorasick_rs import AhoCorasick
 
 
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> regex.Pattern:
+    """`pattern` compiled on its first use (`regex` itself is imported then: a process that
+    never redacts, such as a hook that only reads, never pays for it)."""
+    import regex
+
     return regex.compile(pattern, regex.V0)
 
 
-def _trie(words: Iterable[str]) -> str:
-    """One regex matching any of `words`, written as a trie (`s(?:k\\-(?:ant\\-|)|g\\.)`): at
-    each place the engine follows one branch instead of trying every word, and a longer word
-    is tried before its prefix, so a match is the longest word at its place."""
-    tree: dict = {}
-    for word in words:
-        node = tree
-        for ch in word:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def branch(node: dict) -> str:
-        alternatives = [re.escape(ch) + branch(child) for ch, child in sorted(node.items()) if ch]
-        if not alternatives:
-            return ""
-        if "" in node:
-            alternatives.append("")
-        return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
-
-    return branch(tree)
-
-
 _TRIGGERS = tuple(sorted({t for rule in RULES for t in rule.triggers}, key=len, reverse=True))
-_ANY_TRIGGER = re.compile(_trie(_TRIGGERS))
-"""All triggers in one scan (the stdlib engine, fastest at literal tries); it reports one
-trigger per place, the longest, and resumes after it."""
-_MAY_START_INSIDE = {t: sorted({u for i in range(len(t)) for u in _TRIGGERS
-                                 if (u, i) != (t, 0) and (t[i:].startswith(u) or u.startswith(t[i:]))})
-                     for t in _TRIGGERS}
-"""For each trigger, the triggers that may start inside it ("sk-" in "sk-ant-", "key" in
-"--api-key", or one running on past its end): the scan skips those places."""
+_RULES_OF: dict[str, tuple[int, ...]] = {t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers)
+                                         for t in _TRIGGERS}
+"""For each trigger, the rules (their places in `RULES`) it sends to work."""
 DENSE = 64
 """A trigger found more often than this sends its rules over the whole text: one regex scan
 is then cheaper than a window per line."""
 
 
+@lru_cache(maxsize=1)
+def _automaton() -> AhoCorasick:
+    """All triggers in one Aho-Corasick automaton (ahocorasick-rs): one pass over the text finds
+    every place of every trigger, those starting inside another included (5x faster than one
+    regex alternation of them on the corpus's tool outputs). Built on the first redaction."""
+    from ahocorasick_rs import AhoCorasick
+
+    return AhoCorasick(list(_TRIGGERS))
+
+
+_SURROGATES = {code: 0xFFFD for code in range(0xD800, 0xE000)}
+
+
 def _trigger_hits(lower: str) -> dict[str, list[int] | None]:
-    """For each trigger that occurs in `lower`: every place it occurs, or None when it occurs
-    more than DENSE times. One scan finds which triggers occur (and how often); `str.find`
-    gives the places of the sparse ones, those starting inside another included."""
-    counts = Counter(_ANY_TRIGGER.findall(lower))
-    checked = set(counts)
-    for found in list(counts):
-        for other in _MAY_START_INSIDE[found]:
-            if other not in checked:
-                checked.add(other)
-                if other in lower:
-                    counts[other] = DENSE + 1  # rare: its rules scan the whole text
-    hits: dict[str, list[int] | None] = {}
-    for trigger, n in counts.items():
-        if n > DENSE:
-            hits[trigger] = None
-            continue
-        places, at = [], lower.find(trigger)
-        while at >= 0:
-            places.append(at)
-            at = lower.find(trigger, at + 1)
-        hits[trigger] = places
-    return hits
+    """For each trigger that occurs in `lower`: every place it occurs, in order, or None when it
+    occurs more than DENSE times."""
+    hits: dict[str, list[int]] = {}
+    try:
+        found = _automaton().find_matches_as_indexes(lower, overlapping=True)
+    except UnicodeEncodeError:  # a lone surrogate (no trigger holds one): scanned as U+FFFD, same places
+        found = _automaton().find_matches_as_indexes(lower.translate(_SURROGATES), overlapping=True)
+    for index, start, _ in found:
+        hits.setdefault(_TRIGGERS[index], []).append(start)
+    return {trigger: None if len(places) > DENSE else places for trigger, places in hits.items()}
 
 
 def _lines_around(text: str, positions: list[int]) -> list[tuple[int, int]]:
@@ -152,9 +133,6 @@ def _assignment(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
             return
 
 
-_KEY_LINE = regex.compile(KEY_LINE, regex.V0)
-
-
 def _key_tail(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
     """For each END line `pattern` finds, the run of key lines right above it through the END
     marker (at least one line). The runs above two END lines never share a line (an END line
@@ -163,15 +141,76 @@ def _key_tail(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
         start = match.start()
         while start > lo:
             above = max(text.rfind("\n", lo, start - 1) + 1, lo)
-            if not _KEY_LINE.fullmatch(text, above, start - 1):
+            if not _compiled(KEY_LINE).fullmatch(text, above, start - 1):
                 break
             start = above
         if start < match.start():
             yield start, match.end()
 
 
+def _block(pattern: regex.Pattern, text: str, lo: int, hi: int) -> Spans:
+    """For each block scalar head `pattern` finds, the lines below it indented deeper than its
+    own line (blank lines between them included), from the first one's text to the last one's
+    end; in a JSON string the lines are those its escaped line breaks make, up to the string's
+    closing quote. A head inside a block already yielded is skipped, so each line is read once."""
+    covered, line_break = lo, _compiled(_LINE_BREAK_AT)
+    for match in pattern.finditer(text, lo, hi):
+        if match.start() < covered:
+            continue
+        brk = line_break.match(text, match.end())
+        if brk is None or text[brk.end():brk.end() + 1] not in " \t":
+            continue  # the next line is not indented: no value below this head
+        sep = brk.group().lstrip("\r") if brk.group().endswith("\n") and "\\" not in brk.group() else brk.group()
+        sep = "\n" if "\\" not in sep else sep
+        depth = sep.count("\\") // (2 if "r" in sep else 1)
+        head = text.rfind(sep, 0, match.start())
+        indent = _indent(text, head + len(sep) if head >= 0 else 0)
+        at, first, last = brk.end(), -1, -1
+        while at < len(text):
+            end = text.find(sep, at)
+            end, closed = _closed(text, at, len(text) if end < 0 else end, depth)
+            content = _indent(text, at)
+            line = text[at:end].strip()
+            if line and content <= indent:
+                break
+            if line:
+                first = at + content if first < 0 else first
+                last = at + len(text[at:end].rstrip())
+            if closed or end >= len(text):
+                break
+            at = end + len(sep)
+        if first >= 0:
+            covered = last
+            yield first, last
+
+
+_LINE_BREAK_AT = r"\r?\n|(?:\\++r)?+\\++n"
+
+
+def _closed(text: str, at: int, end: int, depth: int) -> tuple[int, bool]:
+    """Where a line from `at` to `end` ends, and whether a closing quote ends it: in a JSON
+    string (`depth` backslashes escape its line breaks) a quote escaped by fewer closes it."""
+    if not depth:
+        return end, False
+    quote = text.find('"', at, end)
+    while quote >= 0:
+        escapes = quote - len(text[:quote].rstrip("\\"))
+        if escapes < depth:
+            return quote, True
+        quote = text.find('"', quote + 1, end)
+    return end, False
+
+
+def _indent(text: str, at: int) -> int:
+    """How many blanks (spaces, tabs) the line starting at `at` opens with."""
+    n = at
+    while n < len(text) and text[n] in " \t":
+        n += 1
+    return n - at
+
+
 _SEARCHES: dict[str, Callable[[regex.Pattern, str, int, int], Spans]] = {
-    "plain": _plain, "assignment": _assignment, "key_tail": _key_tail}
+    "plain": _plain, "assignment": _assignment, "key_tail": _key_tail, "block": _block}
 
 
 def _scans(text: str, extra: Iterable[str | tuple[str, str]]
@@ -183,10 +222,8 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]
     whole = [(0, len(text))]
     hits = _trigger_hits(lower)
     found = []
-    for kind, triggers, pattern, search in RULES:
+    for kind, triggers, pattern, search in (RULES[i] for i in sorted({i for t in hits for i in _RULES_OF[t]})):
         places = [hits[t] for t in triggers if t in hits]
-        if not places:
-            continue
         # lower() may change the length of some characters: then places do not map back.
         if kind in MULTI_LINE or len(lower) != len(text) or any(p is None for p in places):
             spans = whole
@@ -223,7 +260,28 @@ def secret_spans(text: str, redact_extra: Iterable[str | tuple[str, str]] = (),
         else:
             merged.append((start, end, kind))
             ranks.append(rank)
-    return merged
+    return _continued(text, merged)
+
+
+CONTINUED_STRINGS = 8
+"""How many concatenated strings after a secret are taken as the rest of it, at most."""
+
+
+def _continued(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """`spans` with each secret that ends a quoted string continued by concatenation
+    (`CONCATENATED`) reaching over the strings that continue it (spans it reaches into join it)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, kind in spans:
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end), out[-1][2])
+            continue
+        for _ in range(CONTINUED_STRINGS):
+            more = _compiled(CONCATENATED).match(text, end)
+            if more is None:
+                break
+            end = more.end("more")
+        out.append((start, end, kind))
+    return out
 
 
 def redact(text: str, redact_extra: Iterable[str | tuple[str, str]] = (), redact_allow: Iterable[str] = ()) -> str:

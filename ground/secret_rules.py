@@ -12,6 +12,11 @@ come first. `search` says how the pattern is run (`ground.redact` implements eac
   value more than a bounded number of times.
 - "key_tail": the pattern finds `-----END … PRIVATE KEY-----` lines; the key lines above each
   one (the rest of a block whose head was cut away) are walked back line by line.
+- "block": the pattern finds a YAML block scalar's head (`password: |`, `token: >-`); the lines
+  below it that are indented deeper (its value) are walked forward line by line.
+
+After every rule, a secret that ends a quoted string continued by concatenation
+(`"ghp_…" + \\`, a line break, `"…"`; `CONCATENATED`) also covers the strings that continue it.
 
 What must hold for every pattern (tests/test_redact_linear.py, bench/redact_speed.py): matching
 is linear in the text. Each unbounded repetition is possessive (`++`, `*+`, `{n,}+`) and is
@@ -25,15 +30,28 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-_NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|(?:true|false|none|null|nil|undefined|string|str|bool"
+_NOT_A_VALUE = (r"(?!\$|<|\{\{|%\(|/|~|\*{3}|\[REDACTED|[|>][1-9+-]{0,2}+(?:[ \t\\]|$)"
+                r"|(?:true|false|none|null|nil|undefined|string|str|bool"
                 r"|required|optional|changeme|password|secret|token|xxx+|\.\.\.)(?![\w.-]))")
 """What follows `password=` and the like without being a secret: placeholders, `$VARS`,
-template fields, paths, types, booleans, the word itself, an earlier redaction."""
+template fields, paths, types, booleans, the word itself, an earlier redaction, a YAML block
+scalar's indicator (its value is on the lines below: the "block" rules)."""
 
 NAME_REACH = 40
 """More than the longest name an assignment rule knows plus seven backslashes and `:=`: a
 name nested in a bare value can start a match reaching past that value only this close to
 its end (the assignment search resumes there)."""
+
+
+_U = r"\\{1,7}+u"
+"""A `\\u` escape as JSON with ASCII output writes a character (one or more levels deep)."""
+PASSWORD_NAMES = (r"password|passwd|pwd|passphrase|(?<=_)pass|(?<![A-Za-z])psk|密码|口令"
+                  rf"|{_U}5bc6{_U}7801|{_U}53e3{_U}4ee4")
+"""What a password's name ends in (`DB_PASSWORD`, `PGPASSWORD`, `数据库密码`, also `\\u`-escaped)."""
+PASSWORD_TRIGGERS = ("pass", "pwd", "psk", "密码", "口令", "u5bc6", "u53e3")
+KEY_NAMES = ("(?<=(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?)"
+             "(?:key|token|secret)(?:[_-]base)?+")
+"""What an API key's name ends in (`API_KEY`, `client_secret`, `SECRET_KEY_BASE`)."""
 
 
 class Rule(NamedTuple):
@@ -54,11 +72,12 @@ def _assignment(names: str, min_len: int) -> str:
     and the search drops that match; group `more` when a quote or an assignment follows it, or
     blanks follow a run ending in `=` or `:` (a name nested in the run may then reach past
     it). Names (with their separator) are at most NAME_REACH - 9 characters."""
-    assign = r"[ \t]*+(?::=|=|:(?!:))[ \t]*+"
+    blank = rf"(?:[ \t\u3000]|{_U}3000)*+"
+    assign = rf"{blank}(?::=|=|:(?!:)|：|＝|{_U}ff1[ad]){blank}"
     quoted = (rf"(?:\"{_NOT_A_VALUE}(?=(?P<secret>[^\"\n]{{{min_len},}}+)\")"
               rf"|'{_NOT_A_VALUE}(?=(?P<secret>[^'\n]{{{min_len},}}+)'))")
     escaped = rf"\\{{1,7}}+\"{_NOT_A_VALUE}(?=(?P<secret>[^\"\\\n]{{{min_len},}}+)\\{{1,7}}+\")"
-    bare = (rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%]{{{min_len},}}+)(?P<call>(?=[(\[]))?"
+    bare = (rf"{_NOT_A_VALUE}(?P<secret>[^\s\"'`,;()\[\]{{}}<>$%，。；、（）]{{{min_len},}}+)(?P<call>(?=[(\[]))?"
             r"(?P<more>(?=[ \t]*+[\"'=:])|(?<=[=:])(?=[ \t]))?")
     return (rf"(?i)(?:{names})(?:\\{{1,7}}+\"{assign}{escaped}|[\"']{assign}{quoted}"
             rf"|{assign}(?:{quoted}|{escaped}|{bare}))")
@@ -83,7 +102,27 @@ behind it."""
 _B_JWT = r"(?:(?<![A-Za-z0-9_-])|(?<=\\[nrt]))"
 _LINE_CHAR = r"(?:[^\n\\]|\\(?![\\rn]))"
 """A character of a line that does not start a line break, escaped or not."""
+_JWT_CHAR = r"[A-Za-z0-9_-]"
+_WRAPPED_LINE = r"(?=[A-Za-z0-9_.-]++(?![^\s\"'`\\])|[A-Za-z0-9_.-]{16}(?<=[0-9][^\n]{0,15}))"
+_WRAP_ANY = rf"(?:{_NL}[ \t]{{0,16}}+{_WRAPPED_LINE})"
+_WRAP = rf"(?:{_NL}[ \t]{{0,16}}+(?!eyJ){_WRAPPED_LINE})"
+"""A line break inside a token wrapped to a width (`fold`, a terminal, a JSON string's `\\n`):
+the next line, past its indentation, holds token characters alone (and the token's dots), or
+opens with 16 of them one of which is a digit (the token's last line, with text after it). Not
+a line that opens with `eyJ` (there a match may start: a failed one then reads each line once),
+except right after a part's dot (`_WRAP_ANY`)."""
+_JWT_RUN = rf"{_JWT_CHAR}++(?:{_WRAP}{_JWT_CHAR}++){{0,64}}+"
+"""A part of a token, over at most 64 wrapped lines (so a failed match reads a bounded number)."""
+_JWT_PART = rf"{_JWT_CHAR}{{8}}{_JWT_CHAR}*+(?:{_WRAP}{_JWT_CHAR}++){{0,64}}+"
+_JWT_DOT = rf"{_WRAP}?+\.{_WRAP_ANY}?+"
 
+
+CONCATENATED = (r"\\{0,7}+[\"'][ \t]{0,8}(?:\+[ \t]{0,8}(?:\\{1,8}[ \t]{0,8})?|\\{1,8}[ \t]{0,8}(?=" + _NL + r"))"
+                rf"(?:{_NL}[ \t]{{0,64}}(?:\+[ \t]{{0,8}})?)?\\{{0,7}}+[\"'](?P<more>[A-Za-z0-9_\-+/=.~]{{2,256}}+)"
+                r"(?=\\{0,7}+[\"'])")
+"""What continues a quoted string a secret ends: its closing quote, `+` or a `\\` line
+continuation (either way across a line break or not), and the next string's opening quote; the
+next string's content (`more`) is the rest of the secret. Also JSON-escaped (`\\"`, `\\n`)."""
 
 _NETRC_VALUE = r"(?!\[REDACTED:)(?P<secret>(?:[^\s\\\"'`]|\\(?![\\nr\"])){1,256}+)"
 """A value up to a blank, a quote or an escaped line break."""
@@ -113,13 +152,17 @@ RULES: tuple[Rule, ...] = (
          rf"(?:{_KEY_LABEL})?+"),
     # the rest of a key block whose head was cut away (a trimmed output keeps only its tail)
     Rule("private_key", ("private key",), rf"(?m)^{_LINE_NUMBER}{_KEY_LABEL}", "key_tail"),
-    Rule("jwt", ("eyj",), _B_JWT + r"eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"),
+    Rule("jwt", ("eyj",),
+         rf"{_B_JWT}eyJ{_JWT_PART}{_JWT_DOT}eyJ{_JWT_PART}{_JWT_DOT}(?=(?:{_JWT_CHAR}|{_WRAP}){{8}}){_JWT_RUN}"),
     Rule("aws_access_key", ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa"),
          _B + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
     Rule("aws_secret_key", ("secret",),
          r"(?i)aws_?secret_?(?:access_?)?key[\"']?+[ \t]*+[:=][ \t]*+[\"']?+(?P<secret>[A-Za-z0-9/+=]{40})\b"),
     Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
          _B + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}+|github_pat_[A-Za-z0-9_]{22,255}+)"),
+    # its first part, in a string another continues (`"ghp_…" + "…"`: the rest joins it, `CONCATENATED`)
+    Rule("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+         _B + r"(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{8,255}+(?=\\{0,7}+[\"'][ \t]*+(?:\+|\\\r?\n|\\{3,}+n))"),
     Rule("gitlab_token", ("glpat-", "gldt-", "glrt-", "glft-", "glsoat-", "glptt-", "glcbt-", "gloas-", "glimt-",
                           "glagent-", "gr1348941"),
          _B + r"(?:gl(?:pat|dt|rt|ft|soat|ptt|cbt|oas|imt|agent)-|GR1348941)[A-Za-z0-9_-]{20,}+"),
@@ -222,7 +265,8 @@ RULES: tuple[Rule, ...] = (
          r"|default[ \t]++(?:(?:login|account|port)[ \t]++[^\s\\]{1,256}+[ \t]++){1,3}+)"
          rf"password[ \t]++{_NETRC_VALUE}"),
     Rule("netrc_password", ("pass",),
-         rf"(?im)password(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
+         rf"(?im)password(?=[ \t])"
+         rf"(?<={_LINE_START}[ \t]*+(?:machine|login|account|default)\b{_LINE_CHAR}{{0,256}}{_NL}[ \t]*+password)"
          rf"[ \t]++{_NETRC_VALUE}"),
     # host:port:database:user:password on the usual ports or any (`*`); the match starts at the
     # port (a literal the engine finds fast), the host is checked behind it (not a MAC address;
@@ -240,13 +284,30 @@ RULES: tuple[Rule, ...] = (
     Rule("basic_auth", ("basic",),
          r"(?i)authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+basic[ \t]++(?P<secret>[A-Za-z0-9+/]{8,}+=*+)"),
     Rule("token", ("bearer",), r"(?i)bearer[ \t]++(?P<secret>[A-Za-z0-9_\-.~+/]{20,512}+=*+)"),
-    Rule("password", ("pass", "pwd", "psk"),
-         _assignment("password|passwd|pwd|passphrase|(?<=_)pass|(?<![A-Za-z])psk", 4), "assignment"),
-    Rule("api_key", ("key", "token", "secret"),
-         _assignment("(?<=(?:api|access|auth|secret|client|private|master|account|service|signing|encryption)[_-]?)"
-                     "(?:key|token|secret)(?:[_-]base)?+", 6), "assignment"),
+    Rule("password", PASSWORD_TRIGGERS, _assignment(PASSWORD_NAMES, 4), "assignment"),
+    Rule("api_key", ("key", "token", "secret"), _assignment(KEY_NAMES, 6), "assignment"),
     Rule("token", ("token", "secret", "ential"), _assignment("token|secret|credentials?", 12), "assignment"),
 )
 
-MULTI_LINE = frozenset({"private_key", "netrc_password"})
+def _block_head(names: str) -> str:
+    """The head line of a YAML block scalar whose key ends in one of `names` (`DB_PASSWORD: |`,
+    `"token": >-`, with its indentation and chomping indicators and a comment). The match starts
+    at the colon (what the trigger found) and the name is checked behind it: a search then
+    tries only the colons followed by `|` or `>`."""
+    indicator = r":(?: {0,2}|\t)[|>]"
+    return (rf"(?im){indicator}(?<=(?:{names})[\"']?+[ \t]*+{indicator})(?:[1-9][+-]?+|[+-][1-9]?+)?+[ \t]*+"
+            rf"(?:#[^\n\\]*+)?+(?:\r?$|(?=(?:\\{{1,7}}+r)?+\\{{1,7}}+n))")
+
+
+_BLOCK_TRIGGERS = tuple(f":{blank}{indicator}" for blank in ("", " ", "  ", "\t") for indicator in "|>")
+"""Every block head holds one: its colon, at most two spaces or a tab, and `|` or `>` (rarer
+than the names, so the rules run on far fewer lines)."""
+BLOCKS: tuple[Rule, ...] = (
+    Rule("password", _BLOCK_TRIGGERS, _block_head(PASSWORD_NAMES), "block"),
+    Rule("token", _BLOCK_TRIGGERS, _block_head(f"{KEY_NAMES}|token|secret|credentials?"), "block"),
+)
+"""YAML block scalars holding a secret (`password: |` and the lines below it)."""
+RULES = RULES + BLOCKS
+
+MULTI_LINE = frozenset({"private_key", "netrc_password", "jwt"})
 """Kinds whose match spans lines; every other rule matches within one line."""

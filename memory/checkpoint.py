@@ -16,7 +16,7 @@ given session apart from the date line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -260,14 +260,16 @@ def write_checkpoint(cfg: CheckpointConfig, transcript, session_id: str, source:
     from compress.formats.requests import from_provider
     from compress.formats.sessions import OVERSIZED
 
-    request = from_provider(transcript.whole(), transcript.provider)
+    # redacted before anything is extracted: a summary line joins a secret's lines, and a wrapped
+    # or block-shaped secret no longer has the shape redaction knows it by
+    raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)
+    request = from_provider(replace(transcript, messages=raw).whole(), transcript.provider)
     ex = extract(request.messages)
     home = cfg.memory.project_home
     folder = home / "sessions" / session_id
     with open_store(cfg.ccr_dir, cfg.ccr_retention, cfg.ccr_store) as store, store.batch() as batch:
         markdown, keys = render(cfg, ex, batch, session_id, source or transcript.format,
                                 transcript.skipped[OVERSIZED])
-    raw = _redact_value(transcript.messages, cfg.memory.redact_extra, cfg.memory.redact_allow)
     private_dir(folder)
     raw_path, session_md, latest = folder / RAW_FILE, folder / CHECKPOINT_FILE, home / CHECKPOINT_FILE
     atomic_write(raw_path, orjson.dumps({"session_id": session_id, "format": transcript.format, "messages": raw}))

@@ -97,8 +97,8 @@ def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
     first.store = CCRStore.in_memory()
     raw = orjson.dumps(example())
     assert first.compress("k" * 32, raw).error == ""
-    first.settle("k" * 32, prompt_tokens=1200, sent_tokens=1000, tokens_per_byte=0.25)
-    first.settle("k" * 32, prompt_tokens=10**9, sent_tokens=1, tokens_per_byte=0.25)  # clamped
+    first.calibrate("k" * 32, prompt_tokens=1200, sent_tokens=1000, tokens_per_byte=0.25)
+    first.calibrate("k" * 32, prompt_tokens=10**9, sent_tokens=1, tokens_per_byte=0.25)  # clamped
     saved = Session.load(tmp_path / "sessions" / f"proxy-{'k' * 32}")
     assert (saved.header.calibration, saved.header.tokens_per_byte) == (4.0, 0.25)
     assert calibrated(saved, 40_000) == 40_000  # 4.0 * 0.25 * 40,000: what the next run passes as reported

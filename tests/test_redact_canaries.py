@@ -93,9 +93,9 @@ def test_every_canary_is_caught_inside_json_strings(canary, depth):
 @given(st.lists(st.sampled_from(["x", " ", "-", "_", "A", "\u0130", *__import__("ground.redact").redact._TRIGGERS]),
                 max_size=120))
 def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
-    """One alternation scan reports the longest trigger per place and resumes after it; the
-    triggers starting inside a match (nested, or running on past it) must be found too. A
-    trigger seen more than DENSE times may come back as None (its rules scan everything)."""
+    """One pass finds every place of every trigger, those starting inside another (nested, or
+    running on past it) included. A trigger seen more than DENSE times comes back as None (its
+    rules scan everything)."""
     from ground.redact import _TRIGGERS, DENSE, _trigger_hits
 
     text = "".join(pieces).lower()
@@ -108,8 +108,7 @@ def test_the_trigger_scan_finds_every_place_of_every_trigger(pieces):
     hits = _trigger_hits(text)
     assert set(hits) == set(expected)
     for trigger, places in hits.items():
-        assert places == expected[trigger] or (places is None and (len(expected[trigger]) > DENSE or any(
-            trigger in inside for inside in __import__("ground.redact").redact._MAY_START_INSIDE.values())))
+        assert places == expected[trigger] or (places is None and len(expected[trigger]) > DENSE)
 
 
 @pytest.mark.parametrize("glue", ["ok", "1", "_", "=", ":"])
@@ -117,3 +116,11 @@ def test_a_canary_glued_to_the_text_before_it_is_caught(glue):
     """Found by the session property test: `okAuthorization: Basic …` (a line joined to the
     one before it) once escaped the word boundary."""
     assert [c.name for c in CANARIES if leaked(redact(glue + c.text))] == []
+
+
+def test_a_secret_beside_a_lone_surrogate_is_caught():
+    """Text decoded with surrogateescape can hold lone surrogates; the trigger scan reads them as
+    U+FFFD, every place unchanged."""
+    text = "\udcc2 GITHUB_TOKEN=ghp_" + "a1B2c3D4e5" * 4 + " \udcff"
+    out = redact(text)
+    assert "ghp_" not in out and out.startswith("\udcc2 GITHUB_TOKEN=[REDACTED:") and out.endswith(" \udcff")

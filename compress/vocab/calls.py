@@ -97,7 +97,10 @@ def rerun_hint(name: str, tool_input: Any) -> str:
     else:
         paths = [t.path for t in touched_files(name, tool_input)]
         what = f"{name} {paths[0]}" if paths else name
-    what = " ".join(what.split())
+    from ground.redact import redact  # before the hint is put on one line and cut short: after, a
+    # secret wrapped or spread over lines (a YAML block, a split string) no longer has its shape
+
+    what = " ".join(redact(what).split())
     return f"re-run the tool call `{what[:117] + '...' if len(what) > 120 else what}`"
 
 

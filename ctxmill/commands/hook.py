@@ -7,6 +7,8 @@ interrupts the handler's Python code, and the handler runs in a forked child tha
 kills GRACE seconds past the budget, should it be stuck where no signal handler runs (C code that
 never returns to Python, such as an endless read). SessionStart, UserPromptSubmit and PreToolUse
 also start the always-on proxy when it is set up and down (`ctxmill.always_on`), alongside.
+SessionStart consolidates memory after its answer, in a detached process: the hook ends (and
+the host goes on) without waiting for it.
 """
 
 from __future__ import annotations
@@ -83,8 +85,9 @@ def _read_event() -> dict:
 
 
 def answer(event_name: str) -> None:
-    """Read the hook input, write the answer; SessionStart then consolidates memory when due
-    (after the answer is written: it never delays injection). Each phase has the event's budget."""
+    """Read the hook input, write the answer; SessionStart then consolidates memory when due, in
+    a detached process (`_detached`), so the host, which waits for this process to end, is
+    answered first. Each phase has the event's budget."""
     import json
     import logging
 
@@ -113,18 +116,54 @@ def answer(event_name: str) -> None:
         return
     proxy = _start_proxy(event_name)
     try:
-        for phase in ((respond, consolidate) if event_name == "SessionStart" else (respond,)):
-            try:
-                _within(BUDGETS[event_name], phase)
-            except _OverBudget:
-                _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
-                return
-            except Exception as exc:  # noqa: BLE001 - a hook must never break the host
-                _failed_open(event_name, f"{type(exc).__name__}: {exc}")
-                return
+        if _phase(event_name, respond) and event_name == "SessionStart":
+            _detached(lambda: _phase(event_name, consolidate))
     finally:
         if proxy is not None:
             proxy.join(PROXY_WAIT[event_name] + 1)
+
+
+def _phase(event_name: str, work) -> bool:
+    """`work()` within the event's budget; False (and one line on stderr and in the log) when it
+    failed or ran past it."""
+    try:
+        _within(BUDGETS[event_name], work)
+        return True
+    except _OverBudget:
+        _failed_open(event_name, f"over its {BUDGETS[event_name]:g} s budget")
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the host
+        _failed_open(event_name, f"{type(exc).__name__}: {exc}")
+    return False
+
+
+def _detached(work) -> None:
+    """`work()` in a process of its own that outlives this one: forked twice (so nothing waits
+    for it), in a session of its own, with stdin, stdout and stderr on /dev/null (the host waits
+    until the hook's pipes close), and killed GRACE seconds past the consolidation budget even
+    where no signal handler runs (faulthandler's watchdog thread). Where there is no fork,
+    `work()` runs here."""
+    if not hasattr(os, "fork"):
+        work()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    child = os.fork()
+    if child:
+        os.waitpid(child, 0)  # the middle process ends at once
+        return
+    try:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        import faulthandler
+
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        faulthandler.dump_traceback_later(BUDGETS["SessionStart"] + GRACE, exit=True, file=open(os.devnull, "w"))
+        work()
+    finally:
+        os._exit(0)
 
 
 def _foreign_proxy(event_name: str) -> dict | None:
@@ -178,7 +217,7 @@ def _start_proxy(event_name: str):
 
 def _supervise(child: int, event_name: str) -> None:
     """Wait for the child answering the hook; kill it GRACE seconds past its budget."""
-    limit = max(BUDGETS[event_name] * (2 if event_name == "SessionStart" else 1), PROXY_WAIT.get(event_name, 0)) + GRACE
+    limit = max(BUDGETS[event_name], PROXY_WAIT.get(event_name, 0)) + GRACE
     try:
         _within(limit, lambda: os.waitpid(child, 0))
     except _OverBudget:

@@ -8,7 +8,8 @@ Claude Code and Codex (user scope) are also pointed at the always-on proxy on 12
 (default 8787; `ctxmill.always_on`), which forwards to the base URL they used before (kept as
 `[proxy] upstream_*` in `<global home>/config.toml`); `--no-proxy` leaves their requests alone.
 Every install writes `.ctxmill/.gitignore` in a project that has a `.ctxmill/` (with `--project`:
-always), so what is not the project's memory stays out of git.
+always), so what is not the project's memory stays out of git, and compiles the `.pyc` files of
+ctxmill's packages (an install that never did starts every hook 25-35% slower).
 """
 
 from __future__ import annotations
@@ -155,5 +156,32 @@ def apply(args: argparse.Namespace, install: bool) -> int:
     return 1 if any(w.startswith("left ") for w in warnings) else 0
 
 
+PACKAGES = ("ctxmill", "compress", "ccr", "ground", "memory", "repomap")
+"""ctxmill's packages a hook imports (`replay` is the measuring harness: never)."""
+
+
+def compile_bytecode(folders=None) -> str | None:
+    """Compile the `.pyc` files of ctxmill's packages (`folders`: their folders, by default where
+    `PACKAGES` are installed): a hook starts a process per prompt, and one that compiles what it
+    imports first is 25-35% slower. Only stale files are compiled. None, or a warning when a
+    folder cannot be written (the hooks then compile what they import on each start)."""
+    import compileall
+    import importlib.util
+    from pathlib import Path
+
+    if folders is None:
+        specs = (importlib.util.find_spec(name) for name in PACKAGES)
+        folders = [Path(p) for spec in specs if spec and spec.submodule_search_locations
+                   for p in spec.submodule_search_locations]
+    failed = [str(f) for f in folders if not compileall.compile_dir(f, quiet=2, workers=1)]
+    return f"could not compile the .pyc files in {', '.join(failed)}: hooks start slower" if failed else None
+
+
 def run(args: argparse.Namespace) -> int:
-    return apply(args, install=True)
+    code = apply(args, install=True)
+    warning = compile_bytecode()
+    if warning:
+        import sys
+
+        print(f"warning: {warning}", file=sys.stderr)
+    return code

@@ -144,7 +144,7 @@ class Proxy:
             size = len(raw)
             return await self.forward(request, target, outcome.data or raw, started,
                                       on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder),
-                                      settle=lambda usage: self.settle(entry, outcome, usage, size),
+                                      calibrate=lambda usage: self.calibrate(entry, outcome, usage, size),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
@@ -158,7 +158,7 @@ class Proxy:
         if self.ledger is not None:
             self.ledger.add(ledger_row(entry.key, target.vendor, outcome, usage, folder))
 
-    async def settle(self, entry: ProxySession, outcome: Outcome, usage: Usage | None, size: int) -> None:
+    async def calibrate(self, entry: ProxySession, outcome: Outcome, usage: Usage | None, size: int) -> None:
         """The provider's count of the request into the session's state (see ctxmill.proxy.worker),
         before the answer's last bytes go to the client when other replicas share the state, so
         the client's next request, on any replica, is calibrated by it. Nothing to do without a
@@ -166,7 +166,7 @@ class Proxy:
         sent = outcome.sent_tokens
         if usage is None or not usage.prompt_total or not sent or outcome.deferred:
             return
-        job = self.workers.submit(entry.key, worker.settle_request, entry.key, usage.prompt_total, sent,
+        job = self.workers.submit(entry.key, worker.calibrate_request, entry.key, usage.prompt_total, sent,
                                   outcome.tokens_per_byte(size), first=True)
         job.done.add_done_callback(_usage_recorded)
         if self.config.store is not None:  # another replica may get the next request: wait for the write
@@ -244,7 +244,7 @@ class Proxy:
         outcome = Outcome()
         hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
         job = self.workers.submit(key, fn, *args, wait=0 if hopeless else self.start_wait, needed=needed)
-        job.done.add_done_callback(lambda f: _settle(outcome, f))
+        job.done.add_done_callback(lambda f: _fill(outcome, f))
         if self.budget is None:
             await asyncio.wait({job.done})
             return outcome
@@ -267,7 +267,7 @@ class Proxy:
     # -- forwarding -----------------------------------------------------------------
 
     async def forward(self, request: Request, target: Route, content: bytes, started: float,
-                      on_usage=None, settle=None, note: str = "") -> Response:
+                      on_usage=None, calibrate=None, note: str = "") -> Response:
         assert self.client is not None
         path = request.url.path
         url = target.upstream + path + (f"?{request.url.query}" if request.url.query else "")
@@ -288,7 +288,7 @@ class Proxy:
         if on_usage is not None and response.headers.get("content-encoding", "identity") == "identity":
             event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
             tap = UsageTap(target.shape, event_stream)
-        out = StreamingResponse(relay(response, tap, on_usage, settle), status_code=response.status_code)
+        out = StreamingResponse(relay(response, tap, on_usage, calibrate), status_code=response.status_code)
         out.raw_headers = downstream_headers(response.headers.raw)
         return out
 
@@ -298,7 +298,7 @@ def _usage_recorded(future: asyncio.Future) -> None:
         log.warning("usage not recorded: %s: %s", type(exc).__name__, exc)  # the next request uses the estimate
 
 
-def _settle(outcome: Outcome, future: asyncio.Future) -> None:
+def _fill(outcome: Outcome, future: asyncio.Future) -> None:
     """Fill `outcome` from a finished worker call (a dead worker is replaced on its next use)."""
     if future.cancelled():  # dropped unrun: its request had left already
         return

@@ -1,8 +1,8 @@
 """The upstream's answer, relayed to the client byte for byte (from `ctxmill.proxy.app`).
 
-`relay(response, tap, on_usage, settle)` yields the upstream's bytes as they arrive while a
+`relay(response, tap, on_usage, calibrate)` yields the upstream's bytes as they arrive while a
 `UsageTap` reads the provider's usage; each chunk goes on when the next one arrives, so the last
-one is held until `settle(usage)` is done (the session's calibration, `ctxmill.proxy.worker`): a
+one is held until `calibrate(usage)` is done (the session's calibration, `ctxmill.proxy.worker`): a
 client cannot send its next request before the state that request needs is written. `on_usage`
 runs when the stream ends or breaks. An answer that breaks off mid-body raises `UpstreamBroke`,
 which ends the client's response the same way (never a complete-looking short one).
@@ -45,9 +45,9 @@ class QuietBreaks(logging.Filter):
         return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBroke))
 
 
-async def relay(response: httpx.Response, tap: UsageTap | None, on_usage, settle=None) -> AsyncIterator[bytes]:
+async def relay(response: httpx.Response, tap: UsageTap | None, on_usage, calibrate=None) -> AsyncIterator[bytes]:
     """The upstream bytes as they arrive; usage is recorded when the stream ends or breaks. Each
-    chunk goes on when the next arrives, so the last one is held until `settle(usage)` (the
+    chunk goes on when the next arrives, so the last one is held until `calibrate(usage)` (the
     session's calibration, ctxmill.proxy.worker) is done: a client cannot send its next request
     before the state it needs is written."""
     relayed, held = 0, None
@@ -59,8 +59,8 @@ async def relay(response: httpx.Response, tap: UsageTap | None, on_usage, settle
             if held is not None:
                 yield held
             held = chunk
-        if settle is not None and tap is not None and response.is_success:
-            await settle(tap.finish())
+        if calibrate is not None and tap is not None and response.is_success:
+            await calibrate(tap.finish())
         if held is not None:
             yield held
     except httpx.HTTPError as exc:

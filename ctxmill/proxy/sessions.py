@@ -16,7 +16,7 @@ Must hold:
   still compressed), so a flood of made-up conversations cannot fill the disk.
 
 Calibration from the provider's reported usage decides tiers, so it is session state, kept
-where the state is (`ctxmill.proxy.worker.SessionState.settle`), not here: every process and
+where the state is (`ctxmill.proxy.worker.SessionState.calibrate`), not here: every process and
 replica that continues a session calibrates it the same way.
 """
 

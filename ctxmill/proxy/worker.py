@@ -14,13 +14,14 @@ compressed bytes and a small `RunSummary`. Must hold:
   any replica renders the same bytes; a store failure fails the run open (`RunSummary.error`
   starts with `STORE_FAILURE`).
 - The state is written right after the answer went back, before the worker reads its next job
-  (`Worker.finish`); the write overlaps the upstream's work, not the request's. Stats bytes
-  sent with a run are written beside it.
-- Everything that decides a session's bytes is in its state, calibration included: `settle`
+  (`Worker.finish`), once the epoch trial the run left for then is judged
+  (`compress.session.Session.settle`); the write overlaps the upstream's work, not the request's.
+  Stats bytes sent with a run are written beside it.
+- Everything that decides a session's bytes is in its state, calibration included: `calibrate`
   records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
   sent, clamped to `CALIBRATION_RANGE`), and the next run, on whichever process or replica,
   passes `calibration × tokens_per_byte × body bytes` to the pipeline as the reported size
-  (`calibrated`). The proxy settles before it releases the answer's last bytes, so the client's
+  (`calibrated`). The proxy calibrates before it releases the answer's last bytes, so the client's
   next request always finds it.
 - Nothing raises out of `compress_request` / `count_request`: failures come back as
   `RunSummary.error` and the proxy sends the original bytes.
@@ -136,14 +137,17 @@ class SessionState:
                           run_ms=(time.perf_counter() - began) * 1000)
 
     def finish(self, worker: "Worker") -> None:
-        """Write the state the last run left in memory, then let the lock go (nothing to do when
-        no run is unwritten). If the lock's lease ran out during the run and another process
+        """Judge the epoch trial the last run left for after its answer (`Session.settle`; saving
+        does it first), write the state it left in memory, then let the lock go (nothing to do
+        when no run is unwritten). If the lock's lease ran out during the run and another process
         wrote the state meanwhile, theirs wins: ours is dropped and reloaded on the next run."""
         if self._held is None:
             return
         try:
             if worker.setup.save_delay:
                 time.sleep(worker.setup.save_delay)  # the forced race of bench/gateway.py
+            if self._session is not None and self.place is None:
+                self._session.settle()
             if self.place is not None and self._session is not None:
                 if self._session.changed_on_disk():
                     self._session = None
@@ -159,7 +163,7 @@ class SessionState:
             write_stats(self.directory, self._stats)
         self._stats = None
 
-    def settle(self, worker: "Worker", prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, worker: "Worker", prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
         """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
         estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
         self.finish(worker)
@@ -241,10 +245,10 @@ class Worker:
         self._unwritten = state
         return summary
 
-    def settle(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
         self.finish()
         if (state := self.states.get(key)) is not None:
-            state.settle(self, prompt_tokens, sent_tokens, tokens_per_byte)
+            state.calibrate(self, prompt_tokens, sent_tokens, tokens_per_byte)
 
     def finish(self) -> None:
         """Write the last run's state and release its lock; then drop the least recently used
@@ -372,10 +376,10 @@ def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: 
     return _worker.compress(key, raw, stats, context_window, persist)
 
 
-def settle_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
-    """The provider's usage of the session's last request, into its state (`Worker.settle`)."""
+def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    """The provider's usage of the session's last request, into its state (`Worker.calibrate`)."""
     assert _worker is not None
-    _worker.settle(key, prompt_tokens, sent_tokens, tokens_per_byte)
+    _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
 
 
 def count_request(raw: bytes) -> RunSummary:

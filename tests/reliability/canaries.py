@@ -41,6 +41,21 @@ def _pem_block(seed: int, label: str) -> str:
     return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
 
 
+def _wrapped(token: str, width: int) -> str:
+    """`token` folded into lines of `width` characters."""
+    return "\n".join(token[i:i + width] for i in range(0, len(token), width))
+
+
+def _placed(name: str, secret: str, template: str) -> str:
+    """The canary's text: `secret` in `template`; the lines of a block value indented alike, and
+    the two halves of a split token as two concatenated strings (`"…" + \\` and `"…"` below)."""
+    if name == "yaml_block_password":
+        secret = secret.replace("\n", "\n    ")
+    elif name == "github_split_concat":
+        secret = secret.replace("\n", '" + \\\n    "')
+    return template.replace("{}", secret).replace("{{", "{").replace("}}", "}")
+
+
 def _canaries() -> list[Canary]:
     v = _value
     aws_secret = v(1, 40, _ALNUM + "/+")
@@ -143,12 +158,21 @@ def _canaries() -> list[Canary]:
         ("discord_webhook", "https://discord.com/api/webhooks/" + v(95, 18, string.digits) + "/" + v(96, 68, _ALNUM + "_-"),
          "notify: {}"),
         ("gitlab_runner", "glrt-" + v(97, 20, _ALNUM + "_-"), "runner token {}"),
+        # shapes that hide a secret's shape: wrapped, split, in a block, after a full-width colon
+        ("jwt_wrapped",
+         _wrapped("eyJhbGciOiJSUzI1NiJ9.eyJ" + v(102, 120, _ALNUM + "_-") + "." + v(103, 86, _ALNUM + "_-"), 64),
+         "$ kubectl get secret sa-token -o jsonpath='{{.data.token}}' | base64 -d | fold -w 64\n{}"),
+        ("cjk_db_password", v(104, 16), "数据库密码：{}，请勿外传"),
+        ("fullwidth_colon_password", v(105, 16), "admin password：{}"),
+        ("yaml_block_password", v(106, 20) + "\n" + v(107, 20), "db:\n  password: |\n    {}\n  user: app"),
+        ("github_split_concat", "ghp_" + v(108, 18) + "\n" + v(109, 18),
+         'GH_TOKEN = "{}"'),
     ]
     body = _pem_block(76, "PRIVATE KEY").split("\n")[1:-1]
     service_account = json.dumps({"type": "service_account", "private_key_id": "k1", "private_key":
                                   "\n".join(["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----", ""])})
-    return [Canary(name, secret, template.replace("{}", secret).replace("{{", "{").replace("}}", "}"))
-            for name, secret, template in items] + [Canary("gcp_service_account", "\n".join(body), service_account)]
+    return [Canary(name, secret, _placed(name, secret, template)) for name, secret, template in items] + [
+        Canary("gcp_service_account", "\n".join(body), service_account)]
 
 
 CANARIES: list[Canary] = _canaries()

@@ -140,6 +140,9 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
         for i, c in enumerate(CANARIES):
             f.write(f"/memories/credentials-{i}.md", f"# credentials\n{c.text}\n")
     planted += len(CANARIES)
+    # the first search builds the index; with Chinese entries it loads jieba's dictionary (seconds
+    # on a busy machine), which would run the prompt hook past its 2 s budget
+    ctxmill(project, "memory", "search", "prod credential")
     for name in ("UserPromptSubmit", "PreCompact", "Stop", "SessionEnd"):
         out = ctxmill(project, "hook", name, stdin=event(name, transcript, project, prompt=CANARIES[3].text,
                                                         trigger="auto", reason="exit"))

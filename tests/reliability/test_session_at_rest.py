@@ -166,6 +166,9 @@ def test_session_start_prunes_old_session_state(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ctxmill", "hook", "SessionStart"], input=event, text=True,
                           capture_output=True, env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 30  # the hook answers first and prunes in a detached process
+    while old.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not old.exists() and fresh.exists()
 
 

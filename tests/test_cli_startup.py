@@ -1,0 +1,79 @@
+"""What a short-lived `ctxmill` process imports: hooks start one per prompt, so each command
+imports only what it needs. `--version`, `--help` and a mistyped command import no command
+module; SessionStart answers and ends, and consolidates memory in a detached process."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ctxmill.cli import COMMANDS, SUMMARIES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _imports(args: list[str], tmp_path: Path, stdin: str = "") -> tuple[subprocess.CompletedProcess, set[str]]:
+    """The process's result and the modules it imported (`python -X importtime`)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill"),
+           "XDG_DATA_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path / "user")}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "ctxmill", *args], input=stdin, text=True,
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    modules = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, modules
+
+
+def test_version_and_help_import_no_command_module(tmp_path):
+    for args in (["--version"], ["--help"], ["no-such-command"]):
+        done, modules = _imports(args, tmp_path)
+        assert not {m for m in modules if m.startswith("ctxmill.commands")}, args
+    assert "ctxmill 0." in _imports(["--version"], tmp_path)[0].stdout
+
+
+def test_help_lists_every_command_as_its_module_registers_it():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    for module in dict.fromkeys(COMMANDS.values()):
+        importlib.import_module(f"ctxmill.commands.{module}").register(sub)
+    assert {a.dest: a.help for a in sub._choices_actions} == SUMMARIES
+    assert set(SUMMARIES) == set(COMMANDS)
+
+
+def test_session_start_answers_without_consolidating_and_consolidates_after(tmp_path):
+    (tmp_path / ".ctxmill").mkdir()
+    event = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+                        "hook_event_name": "SessionStart", "source": "startup"})
+    done, modules = _imports(["hook", "SessionStart"], tmp_path, event)
+    assert done.returncode == 0 and "additionalContext" in done.stdout
+    assert not modules & {"memory.dream", "memory.statements", "compress.session"}  # the answer's process
+    deadline = time.monotonic() + 30
+    while not (tmp_path / ".ctxmill" / ".gitignore").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / ".ctxmill" / ".gitignore").exists()  # consolidation ran, detached
+
+
+def test_install_compiles_the_bytecode_of_the_packages_it_names(tmp_path):
+    from ctxmill.commands.install import compile_bytecode
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("X = 1\n")
+    (package / "mod.py").write_text("def f():\n    return 2\n")
+    assert compile_bytecode([package]) is None
+    assert {p.name.split(".")[0] for p in (package / "__pycache__").glob("*.pyc")} == {"__init__", "mod"}
+
+
+def test_a_hook_imports_no_parser_formatter_and_no_temp_files_module(tmp_path):
+    """`ctxmill hook EVENT` is read without argparse's parser (whose formatter imports shutil and
+    its compressors) and imports tempfile only to write."""
+    event = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+                        "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"content": "x"}})
+    done, modules = _imports(["hook", "PreToolUse"], tmp_path, event)
+    assert done.returncode == 0 and done.stdout == ""
+    assert not modules & {"shutil", "tempfile", "bz2", "lzma"}
+    assert "invalid choice" in _imports(["hook", "NoSuchEvent"], tmp_path)[0].stderr  # still the parser's error

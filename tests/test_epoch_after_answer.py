@@ -1,0 +1,127 @@
+"""A large request's epoch trial that would rewrite what the provider could read from its cache
+is judged after the run's answer (`compress.session.Session.settle`), and the epoch it finds
+worth taking sends, from the next request on, the bytes the same epoch sends when it is judged
+during the run. A small request's trial, or one for a provider that reads any earlier prefix,
+is judged at once."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from unittest.mock import patch
+
+from ccr.markers import find_markers
+from ccr.store import CCRStore
+from compress import plan as plan_module
+from compress.pipeline import run
+from compress.session import Session
+from compress.trial import Trial
+from ground.jsonbytes import dumps
+from tests.helpers import SMALL_TAIL
+from tests.test_session import _big_output_turns, _openai_big_output_turns
+
+CONFIG = replace(SMALL_TAIL, protect_tail_tokens=0, protect_tail_turns=2, epoch_savings_threshold=10**9,
+                 window_epoch_savings=500)
+SMALL = _big_output_turns(8, big=2)
+"""Reads of text files, one of them big: it leaves the protected tail, then a window epoch cuts it."""
+LARGE = copy.deepcopy(SMALL)
+LARGE["messages"][0]["content"] = "start " + "lorem ipsum dolor " * 14_000  # past trials_after_answer_from
+TRIED = 10
+"""The request (its message count) whose trial pays: its epoch is first sent with request 11."""
+
+
+def _request(body: dict, k: int) -> dict:
+    return {**body, "messages": copy.deepcopy(body["messages"][:k])}
+
+
+def _before_the_trial(body: dict = LARGE, config=CONFIG) -> tuple[Session, CCRStore]:
+    session, store = Session.memory(), CCRStore.in_memory()
+    for k in range(1, TRIED):
+        assert run(_request(body, k), session=session, store=store, config=config).report.mode != "epoch" or k == 1
+    return session, store
+
+
+def test_the_run_sends_its_own_plan_and_leaves_the_trial_for_after_its_answer():
+    session, store = _before_the_trial()
+    built = []
+    real = plan_module.Planner.plan
+
+    def counting(self, start, anchor):
+        built.append(start)
+        return real(self, start, anchor)
+
+    with patch.object(plan_module.Planner, "plan", counting):
+        result = run(_request(LARGE, TRIED), session=session, store=store, config=CONFIG)
+    assert result.report.tokens_before >= CONFIG.trials_after_answer_from
+    assert result.report.mode == "incremental" and len(built) == 1 and session.deferred is not None
+    session.settle()
+    assert session.deferred is None and session.header.prepared.startswith("saves ")
+    after = run(_request(LARGE, TRIED + 1), session=session, store=store, config=CONFIG)
+    assert after.report.mode == "epoch" and "decided after the previous request" in after.report.epoch_reason
+    assert "2,000 lines" in dumps(after.body["messages"][6]).decode() or "lines omitted" in dumps(
+        after.body["messages"][6]).decode()
+
+
+def test_the_epoch_sends_the_bytes_it_sends_when_judged_during_the_run():
+    during = _before_the_trial()
+    with patch.object(Trial, "after_answer", property(lambda self: False)):
+        assert run(_request(LARGE, TRIED), session=during[0], store=during[1], config=CONFIG).report.mode == "epoch"
+        inline = run(_request(LARGE, TRIED + 1), session=during[0], store=during[1], config=CONFIG)
+    after = _before_the_trial()
+    run(_request(LARGE, TRIED), session=after[0], store=after[1], config=CONFIG)
+    after[0].settle()
+    deferred = run(_request(LARGE, TRIED + 1), session=after[0], store=after[1], config=CONFIG)
+    assert dumps(deferred.body) == dumps(inline.body) != dumps(_request(LARGE, TRIED + 1))
+    keys = [m.key for m in find_markers(dumps(deferred.body).decode()) if m.key]
+    assert keys and all(after[1].get(k).ok for k in keys)  # its originals are in CCR before it is sent
+
+
+def test_a_face_that_never_settles_gets_the_epoch_one_request_later_all_the_same():
+    session, store = _before_the_trial()
+    run(_request(LARGE, TRIED), session=session, store=store, config=CONFIG)
+    after = run(_request(LARGE, TRIED + 1), session=session, store=store, config=CONFIG)  # `run` settles first
+    assert after.report.mode == "epoch" and "decided after the previous request" in after.report.epoch_reason
+
+
+def test_a_trial_that_does_not_pay_changes_nothing_the_next_request_sends():
+    strict = replace(CONFIG, window_epoch_savings=10**9)
+    session, store = _before_the_trial(config=strict)
+    first = run(_request(LARGE, TRIED), session=session, store=store, config=strict)
+    records = dict(session.records)
+    session.settle()
+    assert session.records == records and not session.header.prepared
+    again = run(_request(LARGE, TRIED), session=session, store=store, config=strict)
+    assert again.report.mode == "incremental" and dumps(again.body) == dumps(first.body)
+
+
+def test_a_session_saved_before_the_trial_was_judged_decides_as_one_kept_in_memory(tmp_path):
+    """Saving judges the trial first: what is saved, and so the next request's bytes, do not
+    depend on whether the process kept the session in memory."""
+    kept, store = _before_the_trial()
+    on_disk = Session.load(tmp_path / "s")
+    for k in range(1, TRIED + 1):
+        run(_request(LARGE, k), session=on_disk, store=store, config=CONFIG)
+    on_disk.save()
+    run(_request(LARGE, TRIED), session=kept, store=store, config=CONFIG)
+    reloaded = run(_request(LARGE, TRIED + 1), session=Session.load(tmp_path / "s"), store=store, config=CONFIG)
+    in_memory = run(_request(LARGE, TRIED + 1), session=kept, store=store, config=CONFIG)
+    assert reloaded.report.mode == in_memory.report.mode == "epoch"
+    assert dumps(reloaded.body) == dumps(in_memory.body)
+
+
+def test_a_small_request_or_an_openai_one_has_its_trial_judged_at_once():
+    openai = _openai_big_output_turns(8, big=2)
+    openai["messages"][0]["content"] = LARGE["messages"][0]["content"]
+    for body in (SMALL, openai):
+        session, store, reasons = Session.memory(), CCRStore.in_memory(), []
+        for k in range(1, len(body["messages"]) + 1):
+            reasons.append(run(_request(body, k), session=session, store=store, config=CONFIG).report.epoch_reason)
+            assert session.deferred is None
+        assert any(r.startswith("saves ") and "decided after" not in r for r in reasons)
+
+
+def test_a_config_that_judges_every_trial_during_the_run_takes_the_epoch_at_once():
+    inline = replace(CONFIG, trials_after_answer_from=0)
+    session, store = _before_the_trial(config=inline)
+    result = run(_request(LARGE, TRIED), session=session, store=store, config=inline)
+    assert result.report.mode == "epoch" and session.deferred is None
