@@ -266,7 +266,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         every_file = max(touches[0][0] for touches in showing)
         seen: set[str] = set()
         read = False
-        for pos, touch in sorted({pt for touches in showing for pt in touches}, key=lambda pt: pt[0]):
+        # in request order, and within one call in the order its touches name them (never a set's)
+        for pos, touch in sorted(dict.fromkeys(pt for touches in showing for pt in touches), key=lambda pt: pt[0]):
             read = read or touch.action == READ
             seen |= written if touch.action == DELETE else lines_shown(pos, touch)
             if pos >= every_file and (not read or len(written & seen) >= READS_SHOW * len(written)):
