@@ -1,43 +1,47 @@
-"""The outlines of a repository's files, kept in SQLite so a warm map reads only what it needs.
+"""The files of a repository with their outlines, kept in SQLite so a map reads only what it needs.
 
-`RepoIndex(db).refresh(root)` lists the repository's source files (`git ls-files` of tracked
-and untracked, not ignored files when `root` is in a git work tree; else a walk that skips
-dependency and build folders) and brings the index up to date: a file whose size and mtime
-match its row is not read; one that changed is read and hashed, and parsed only when no row
-holds its content hash yet. Rows of vanished files go. Unreadable files and files over
-`MAX_FILE_BYTES` are left out. Beside each file's outline the index keeps its search terms
-(path and defined names, `repomap.rank.terms`) and the names it defines, inverted, so ranking
-a prompt reads the rows of the prompt's terms only. `db=None` keeps the index in memory.
-Changes are written in transactions of `BATCH` files (WAL): concurrent prompts at worst parse a
-file twice, and a first index cut short by a deadline goes on where it stopped next time.
+`RepoIndex(db).refresh(root)` lists the files the map may name (`repomap.files`) and brings the
+index up to date: a file whose size and mtime match its row is not read; a changed source file
+(a grammar in `repomap.languages` reads it) is read (`repomap.files.read`: regular, inside the
+repository, bounded) and hashed, and parsed only when no row holds its content hash yet; any
+other file (docs, config, build files) is named by its path and never read. A file that cannot
+be read safely, a bundle (`repomap.files.minified`) and a link out of the repository are left
+out. Rows of vanished files go. Once every file is indexed, each file's `prior` is set: its
+PageRank in the graph of what uses what (`repomap.graph`), and the index is marked complete.
+`refresh_files(root, names)` brings just those files up to date (the few a session just
+touched), so a prompt never waits for the whole repository.
+
+Beside each file's outline the index keeps its search terms (path and defined names,
+`repomap.terms`) and the names it defines, inverted, so ranking a prompt reads the rows of the
+prompt's terms only. `db=None` keeps the index in memory. Changes are written in transactions
+of `BATCH` files (WAL): concurrent writers at worst parse a file twice, and a first index cut
+short by a deadline goes on where it stopped next time.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
+import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import xxhash
 
 from ground.files import private_dir, private_file
+from repomap.files import MAX_FILE_BYTES, list_files, minified, read, wanted
 from repomap.languages import supported
 from repomap.outline import Definition, Outline, outline
 from repomap.terms import terms
 
-SCHEMA_VERSION = 1
-MAX_FILE_BYTES = 512 * 1024
-MAX_FILES = 20_000
+SCHEMA_VERSION = 2
 BATCH = 100
 """Changed files indexed per transaction: an interrupted first index keeps what it did."""
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".ctxmill", "node_modules", ".venv", "venv", "__pycache__",
-                       "dist", "build", "target", ".tox", ".mypy_cache", ".next", "vendor"})
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER, digest TEXT,
-                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB);
+                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB, prior REAL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS files_digest ON files(digest);
 CREATE TABLE IF NOT EXISTS terms (term TEXT, path TEXT, in_path INTEGER, in_defs INTEGER);
 CREATE INDEX IF NOT EXISTS terms_term ON terms(term);
@@ -45,37 +49,41 @@ CREATE INDEX IF NOT EXISTS terms_path ON terms(path);
 CREATE TABLE IF NOT EXISTS names (name TEXT, path TEXT);
 CREATE INDEX IF NOT EXISTS names_name ON names(name);
 CREATE INDEX IF NOT EXISTS names_path ON names(path);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
 """
+_TABLES = ("files", "terms", "names", "meta")
 
 
-def list_files(root: Path) -> list[str]:
-    """Repository-relative paths of the source files under `root`, sorted, at most MAX_FILES."""
-    try:
-        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
-                             capture_output=True, timeout=20, check=True).stdout
-        names = [n for n in out.decode("utf-8", "surrogateescape").split("\0") if n]
-    except (OSError, subprocess.SubprocessError):
-        names = _walk(root)
-    return sorted(n for n in names if supported(n) and not SKIP_DIRS.intersection(n.split("/")[:-1]))[:MAX_FILES]
-
-
-def _walk(root: Path) -> list[str]:
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        rel = os.path.relpath(folder, root)
-        found.extend(f if rel == "." else f"{rel}/{f}" for f in files)
-        if len(found) > MAX_FILES * 4:
-            break
-    return found
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    ndefs: int
+    size: int
+    prior: float
+    """The file's PageRank times the number of files (1.0 is average; 0 for a file nothing links)."""
 
 
 def path_terms(path: str) -> set[str]:
     return terms(path.replace("/", " ").replace(".", " ").replace("-", " "))
 
 
+def _safe_stat(root: Path, name: str) -> os.stat_result | None:
+    """The file's status when it is a regular file inside `root` (a link is followed only when
+    it stays inside), else None."""
+    full = os.path.join(root, name)
+    try:
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            real, real_root = os.path.realpath(full), os.path.realpath(root)
+            if os.path.commonpath([real, real_root]) != real_root:
+                return None
+            st = os.stat(full)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE_BYTES else None
+
+
 class RepoIndex:
-    """One repository's outlines and search terms (see the module docstring)."""
+    """One repository's files, outlines and search terms (see the module docstring)."""
 
     def __init__(self, db: Path | None) -> None:
         if db is not None:
@@ -85,100 +93,160 @@ class RepoIndex:
             self.db.execute("PRAGMA journal_mode=WAL")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
-            self.db.executescript("DROP TABLE IF EXISTS files; DROP TABLE IF EXISTS terms; DROP TABLE IF EXISTS names;")
+            self.db.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in _TABLES))
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.db.executescript(_SCHEMA)
 
     def close(self) -> None:
         self.db.close()
 
-    def refresh(self, root: Path, deadline: float | None = None) -> dict[str, int] | None:
-        """Bring the index up to date with the files under `root`; path -> number of definitions.
-        With a `deadline` (a `time.monotonic()` value), parsing stops there, what was parsed is
-        kept (committed in batches), and None says the index is not complete yet."""
-        base = str(root).rstrip("/") + "/"
-        known = {p: (size, mtime, ndefs) for p, size, mtime, ndefs in self.db.execute(
-            "SELECT path, size, mtime, ndefs FROM files")}
-        current: dict[str, int] = {}
-        changed: list[tuple[str, os.stat_result, bytes]] = []
-        for name in list_files(Path(root)):
-            try:
-                st = os.stat(base + name)
-            except OSError:
-                continue
-            if st.st_size > MAX_FILE_BYTES:
-                continue
-            row = known.get(name)
-            if row is None or row[0] != st.st_size or row[1] != st.st_mtime_ns:
-                try:
-                    with open(base + name, "rb") as f:
-                        changed.append((name, st, f.read()))
-                except OSError:
-                    continue
-            else:
-                current[name] = row[2]
-        gone = set(known) - set(current) - {c[0] for c in changed}
+    def meta(self, key: str) -> float | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else float(row[0])
+
+    def set_meta(self, key: str, value: float) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    @property
+    def complete(self) -> bool:
+        return self.meta("complete") == 1.0
+
+    def files(self) -> dict[str, FileRow]:
+        """Every indexed file: path -> its row."""
+        return {p: FileRow(n, s, r) for p, n, s, r in self.db.execute("SELECT path, ndefs, size, prior FROM files")}
+
+    def refresh(self, root: Path, deadline: float | None = None) -> dict[str, FileRow] | None:
+        """Bring the index up to date with the files under `root`; their rows. With a `deadline`
+        (a `time.monotonic()` value), reading stops there, what was indexed is kept (committed
+        in batches), and None says the index is not complete yet."""
+        self.set_meta("started", time.time())
+        names = list_files(Path(root))
+        known = self._known()
+        changed = self._changed(Path(root), names, known)
+        gone = set(known) - set(names)
         if gone:
             self._write([], gone)
+        if not self._index(Path(root), changed, known, deadline):
+            self.set_meta("complete", 0.0)
+            return None
+        if changed or gone or not self.complete:
+            from repomap.graph import file_priors
+
+            self._set_priors(file_priors(self))
+        self.set_meta("complete", 1.0)
+        return self.files()
+
+    def refresh_files(self, root: Path, names: list[str]) -> None:
+        """Bring the rows of `names` (repository-relative) up to date, adding or dropping them."""
+        names = [n for n in dict.fromkeys(names) if wanted(n)]
+        if not names:
+            return
+        known = self._known()
+        changed = self._changed(Path(root), names, known)
+        gone = {n for n in names if n in known and _safe_stat(Path(root), n) is None}
+        if gone:
+            self._write([], gone)
+        self._index(Path(root), changed, known, None)
+
+    def _known(self) -> dict[str, tuple[int, int]]:
+        return {p: (size, mtime) for p, size, mtime in self.db.execute("SELECT path, size, mtime FROM files")}
+
+    @staticmethod
+    def _changed(root: Path, names: list[str], known: dict[str, tuple[int, int]]) -> list[tuple[str, os.stat_result]]:
+        out = []
+        for name in names:
+            st = _safe_stat(root, name)
+            if st is not None and known.get(name) != (st.st_size, st.st_mtime_ns):
+                out.append((name, st))
+        return out
+
+    def _index(self, root: Path, changed: list[tuple[str, os.stat_result]], known: dict,
+               deadline: float | None) -> bool:
+        """Index the `changed` files in batches; False when `deadline` passed first."""
         for start in range(0, len(changed), BATCH):
             if deadline is not None and time.monotonic() > deadline:
-                return None
-            batch = changed[start:start + BATCH]
-            current.update(self._write(batch, set(known) & {c[0] for c in batch}))
-        return current
+                return False
+            batch = []
+            for name, st in changed[start:start + BATCH]:
+                content = read(root, name) if supported(name) else b""
+                if content is not None and not (content and minified(content)):
+                    batch.append((name, st, content))
+            self._write(batch, set(known) & {name for name, _ in changed[start:start + BATCH]})
+        return True
 
-    def _write(self, changed: list[tuple[str, os.stat_result, bytes]], stale: set[str]) -> dict[str, int]:
-        """Drop the rows of `stale` paths, index the `changed` files; path -> definitions of each."""
+    def _write(self, changed: list[tuple[str, os.stat_result, bytes]], stale: set[str]) -> None:
+        """Drop the rows of `stale` paths, index the `changed` files (b"": named by path only)."""
         db = self.db
-        counts: dict[str, int] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
             for name in stale:
                 for table in ("files", "terms", "names"):
                     db.execute(f"DELETE FROM {table} WHERE path = ?", (name,))
             for name, st, content in changed:
-                digest = xxhash.xxh3_64_hexdigest(content)
-                same = db.execute("SELECT outline FROM files WHERE digest = ? LIMIT 1", (digest,)).fetchone()
-                o = _decode(same[0]) if same else outline(name, content)
+                digest = xxhash.xxh3_64_hexdigest(content) if content else ""
+                same = db.execute("SELECT outline FROM files WHERE digest = ? LIMIT 1", (digest,)).fetchone() \
+                    if digest else None
+                o = _decode(same[0]) if same else outline(name, content) if content else Outline((), ())
                 in_path = path_terms(name)
                 in_defs = terms(" ".join(d.name for d in o.defs))
-                db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                            (name, st.st_size, st.st_mtime_ns, digest, len(o.defs), len(in_defs), _encode(o)))
                 db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?)",
                                [(t, name, t in in_path, t in in_defs) for t in sorted(in_path | in_defs)])
                 db.executemany("INSERT INTO names VALUES (?, ?)", [(n, name) for n in sorted({d.name for d in o.defs})])
-                counts[name] = len(o.defs)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        return counts
 
-    def matches(self, wanted: set[str]) -> list[tuple[str, str, bool, bool, int]]:
+    def _set_priors(self, priors: dict[str, float]) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("UPDATE files SET prior = 0")
+            db.executemany("UPDATE files SET prior = ? WHERE path = ?", [(v, p) for p, v in sorted(priors.items())])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def matches(self, wanted_terms: set[str]) -> list[tuple[str, str, bool, bool, int]]:
         """(term, path, in its path, in its defined names, how many terms its names hold) for
-        every file holding one of `wanted`."""
-        if not wanted:
+        every file holding one of `wanted_terms`."""
+        if not wanted_terms:
             return []
-        marks = ",".join("?" * len(wanted))
+        marks = ",".join("?" * len(wanted_terms))
         return [(t, p, bool(a), bool(b), n) for t, p, a, b, n in self.db.execute(
             f"SELECT t.term, t.path, t.in_path, t.in_defs, f.ndefterms FROM terms t JOIN files f ON f.path = t.path "
-            f"WHERE t.term IN ({marks}) ORDER BY t.term, t.path", sorted(wanted))]
+            f"WHERE t.term IN ({marks}) ORDER BY t.term, t.path", sorted(wanted_terms))]
 
     def mean_def_terms(self) -> float:
-        return float(self.db.execute("SELECT avg(ndefterms) FROM files").fetchone()[0] or 1.0)
+        return float(self.db.execute("SELECT avg(ndefterms) FROM files WHERE ndefs > 0").fetchone()[0] or 1.0)
 
     def outline(self, path: str) -> Outline:
         row = self.db.execute("SELECT outline FROM files WHERE path = ?", (path,)).fetchone()
         return _decode(row[0]) if row else Outline((), ())
+
+    def outlines(self):
+        """(path, outline) of every file that defines something, by path."""
+        for path, blob in self.db.execute("SELECT path, outline FROM files WHERE ndefs > 0 ORDER BY path"):
+            yield path, _decode(blob)
 
     def definers(self, names: list[str]) -> dict[str, list[str]]:
         """name -> the files that define it, for each of `names` defined somewhere."""
         out: dict[str, list[str]] = {}
         for start in range(0, len(names), 500):
             chunk = names[start:start + 500]
+            marks = ",".join("?" * len(chunk))
             for name, path in self.db.execute(
-                    f"SELECT name, path FROM names WHERE name IN ({','.join('?' * len(chunk))}) ORDER BY name, path", chunk):
+                    f"SELECT name, path FROM names WHERE name IN ({marks}) ORDER BY name, path", chunk):
                 out.setdefault(name, []).append(path)
+        return out
+
+    def all_definers(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, path in self.db.execute("SELECT name, path FROM names ORDER BY name, path"):
+            out.setdefault(name, []).append(path)
         return out
 
 

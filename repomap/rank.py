@@ -1,13 +1,19 @@
 """Rank a repository's files for a prompt.
 
-A file's score is the sum, over the prompt's terms it shares, of the term's rarity among the
-files (`log(1 + N / df)`), counted twice when the term is in the file's path and once when it
-is in a defined name (a code identifier the prompt names whole counts three times more; a file
-whose names hold many different terms counts each less, as BM25 does for long documents); plus
-a bonus for the files the session touched most recently; plus half the score of the best files
-that use names the file defines ("what uses what", one step from the best files). Files with no
-score follow, those that define the most first. Ties break on the path, so the order is a
-function of the files, the prompt and the recent list alone.
+A file's score is the sum of:
+- over the prompt's terms it shares, the term's rarity among the files (`log(1 + N / df)`),
+  counted twice when the term is in the file's path and once when it is in a defined name (a
+  code identifier the prompt names whole counts three times more; a file whose names hold many
+  different terms counts each less, as BM25 does for long documents);
+- `MENTION_BONUS` when the prompt names the file's path (relative, or absolute and ending with
+  it), a share of `FOLDER_BONUS` when it names a folder the file is in;
+- a bonus for the files the session touched most recently;
+- half the score of the best files that use names the file defines ("what uses what", one step
+  of the graph `repomap.graph` from the files the prompt points at);
+- a prior, the same for every prompt: `PRIOR_WEIGHT × log(1 + PageRank × N)` (a file much used
+  across the repository) plus `SIZE_WEIGHT × log(1 + size in KB)` (a larger file holds more).
+Ties break on the path, so the order is a function of the files, the prompt and the recent list
+alone.
 """
 
 from __future__ import annotations
@@ -15,22 +21,32 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter, defaultdict
+from typing import Mapping
 
-from repomap.index import RepoIndex
-from repomap.terms import code_words, terms
+from repomap.index import FileRow, RepoIndex
+from repomap.terms import code_words, mentioned_paths, terms
 
 RECENT_BONUS = 6.0
 RECENT_DECAY = 0.7
+MENTION_BONUS = 12.0
+FOLDER_BONUS = 6.0
 SEEDS = 20
 SPREAD = 0.5
 DISTINCTIVE_MAX_FILES = 3
 """A name defined in more files than this says nothing about which one a file uses."""
+PRIOR_WEIGHT = 1.0
+SIZE_WEIGHT = 0.5
 
 
-def rank(index: RepoIndex, files: dict[str, int], prompt: str, recent: list[str], limit: int | None = None) -> list[str]:
-    """The paths of `files` (path -> number of definitions), best first for `prompt` and the
-    recently touched `recent` (repository-relative paths, most recent first): all of them, or
-    the first `limit`."""
+def prior(row: FileRow, prior_weight: float = PRIOR_WEIGHT, size_weight: float = SIZE_WEIGHT) -> float:
+    return prior_weight * math.log1p(row.prior) + size_weight * math.log1p(row.size / 1024)
+
+
+def rank(index: RepoIndex, files: Mapping[str, FileRow], prompt: str, recent: list[str], limit: int | None = None,
+         weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT)) -> list[str]:
+    """The paths of `files`, best first for `prompt` and the recently touched `recent`
+    (repository-relative paths, most recent first): all of them, or the first `limit`.
+    `weights`: the prior's (PageRank, size) weights."""
     score: dict[str, float] = defaultdict(float)
     rows = [r for r in index.matches(terms(prompt)) if r[1] in files]
     if rows:
@@ -41,14 +57,33 @@ def rank(index: RepoIndex, files: dict[str, int], prompt: str, recent: list[str]
             per_def = 1.0 / (0.5 + 0.5 * ndefterms / mean)
             named = (1.0 if in_defs else 0.0) + (3.0 if in_defs and term in whole else 0.0)
             score[path] += math.log(1 + n / df[term]) * ((2.0 if in_path else 0.0) + per_def * named)
+    _mentions(files, prompt, score)
     for i, path in enumerate(dict.fromkeys(p for p in recent if p in files)):
         score[path] += RECENT_BONUS * RECENT_DECAY ** i
     _spread(index, files, score)
-    key = lambda p: (-round(score.get(p, 0.0), 9), -files[p], p)  # noqa: E731
+    total = {p: score.get(p, 0.0) + prior(row, *weights) for p, row in files.items()}
+    key = lambda p: (-round(total[p], 9), p)  # noqa: E731
     return sorted(files, key=key) if limit is None else heapq.nsmallest(limit, files, key=key)
 
 
-def _spread(index: RepoIndex, files: dict[str, int], score: dict[str, float]) -> None:
+def _mentions(files: Mapping[str, FileRow], prompt: str, score: dict[str, float]) -> None:
+    """Raise the files (and the files of the folders) the prompt names by path."""
+    mentioned = mentioned_paths(prompt)
+    if not mentioned:
+        return
+    for mention in mentioned:
+        hits = [p for p in files if p == mention or mention.endswith("/" + p)]
+        for path in hits:
+            score[path] += MENTION_BONUS
+        if hits:
+            continue
+        folder = mention.rstrip("/") + "/"
+        inside = [p for p in files if p.startswith(folder) or ("/" + folder) in "/" + p]
+        for path in inside:
+            score[path] += FOLDER_BONUS / len(inside) ** 0.5
+
+
+def _spread(index: RepoIndex, files: Mapping[str, FileRow], score: dict[str, float]) -> None:
     """Pass part of the best files' scores to the files whose distinctive names they use."""
     seeds = sorted((p for p in score if score[p] > 0), key=lambda p: (-score[p], p))[:SEEDS]
     passed: dict[str, float] = defaultdict(float)
