@@ -204,6 +204,14 @@ class HistoryStore:
             out.setdefault(key, []).extend(tuple(step) for step in orjson.loads(steps))
         return out
 
+    def first_prompts(self, project: str | None = None) -> dict[str, str]:
+        """Session key -> the text of its first user message: its task, for `memory.distill`."""
+        where, params = project_filter(project)
+        return {key: " ".join(text.split())[:500] for key, text in self.conn.execute(
+            "SELECT s.key, m.text FROM messages m JOIN sessions s ON s.id = m.session"
+            f" WHERE {where} AND m.role = 'user' AND m.seq = (SELECT min(seq) FROM messages"
+            " WHERE session = s.id AND role = 'user') ORDER BY s.id", params)}
+
     def stats(self) -> dict:
         sessions, messages = self.conn.execute(
             "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
