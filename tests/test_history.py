@@ -306,3 +306,30 @@ def test_doctor_reports_the_store_against_its_budget(tmp_path, monkeypatch):
     assert " of 0 MB" in line and "over its budget" in problem  # an empty database is already 1 KB over
     (tmp_path / ".ctxmill" / "config.toml").write_text("[history]\nenabled = false\n")
     assert _history() == ("history: turned off ([history] enabled = false)", None)
+
+
+def test_an_imported_session_is_dated_by_its_own_last_message_not_the_files_time(tmp_path):
+    cfg = cfg_for(tmp_path)
+    path = write_session(tmp_path / "s", "old", exchange(["the invoice rounding bug", "fixed it"]))
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for i, item in enumerate(lines):
+        item["timestamp"] = f"2025-01-02T10:{i:02d}:00.000Z"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))  # the file itself is written now
+    ingest_file(cfg, path, "/work/proj")
+    with HistoryStore.open(cfg) as store:
+        updated = store.sessions()[0].updated
+    assert abs(updated - parse_time("2025-01-02T10:03:00Z")) < 60
+
+
+def test_the_worktrees_of_one_repository_are_one_project(tmp_path):
+    main = tmp_path / "app"
+    (main / ".git" / "worktrees" / "feat").mkdir(parents=True)
+    tree = tmp_path / "app-feat"
+    tree.mkdir()
+    (tree / ".git").write_text(f"gitdir: {main}/.git/worktrees/feat\n")
+    cfg = cfg_for(tmp_path)
+    ingest_file(cfg, write_session(tmp_path / "s", "a", exchange(["work in main"]), cwd=str(main)), str(main))
+    ingest_file(cfg, write_session(tmp_path / "s", "b", exchange(["work in feature"]), cwd=str(tree)), str(tree))
+    with HistoryStore.open(cfg) as store:
+        assert {s.project for s in store.sessions()} == {str(main)}
+        assert {s.key for s in store.sessions(str(tree))} == {"a", "b"}

@@ -4,7 +4,9 @@ session files of any format `compress.formats.sessions` reads (`ctxmill import`)
 Must hold: a session's key is the host's session id when known, else the file's stem (so a
 Claude Code session ingested by its hooks and imported later from its file is one session); its
 project is the folder the recording names (`cwd` in its first lines) when it names one, else
-the one given; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
+the one given, a git worktree counted as its main repository (`memory.history.projects`); a
+session is dated by its own last recorded message (its last model call or the last timestamp of
+the file), the file's modification time only when the recording has none; nothing is ingested when `HistoryConfig.enabled` is false; a file whose path, size
 and modification time are those it was last ingested with is not read again; a store another
 process keeps locked is tried again (`ground.sqlitedb.retrying`) before the error is raised.
 """
@@ -47,17 +49,21 @@ def ingest_transcript(cfg: HistoryConfig, transcript, key: str, project: str, so
     """Store one `Transcript` under `key` (None when history is turned off)."""
     if not cfg.enabled:
         return None
+    from memory.history.projects import last_recorded, repository_of
+
     rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
-    return _store(cfg, lambda store: store.ingest(key, rows, project=project, source=source, fmt=transcript.format,
-                                                  updated=updated))
+    when = updated if updated is not None else last_recorded(transcript, b"")
+    return _store(cfg, lambda store: store.ingest(key, rows, project=repository_of(project), source=source,
+                                                  fmt=transcript.format, updated=when))
 
 
 def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | None = None, fmt: str | None = None,
                 updated: float | None = None) -> Ingested | None:
     """Store the session recorded in `path` (OSError / `compress.formats.sessions.UnknownFormat`
-    on bad input). `updated` defaults to the file's modification time."""
+    on bad input). `updated` defaults to the time of the session's last recorded message."""
     from compress.formats.sessions import read_session
     from memory.checkpoint import session_id_for
+    from memory.history.projects import last_recorded, repository_of
 
     if not cfg.enabled:
         return None
@@ -69,12 +75,16 @@ def ingest_file(cfg: HistoryConfig, path: str | Path, project: str, key: str | N
     if known and known[0] == stamp:  # the file has not changed since it was ingested
         return Ingested(key, 0, known[1], 0)
     transcript = read_session(path, fmt)  # line by line: an over-long line is never held whole
-    with open(path, "rb") as head:
-        cwd = recorded_cwd(head.read(1 << 20))
+    with open(path, "rb") as source:
+        cwd = recorded_cwd(source.read(1 << 20))
+        source.seek(max(0, info.st_size - (1 << 16)))
+        when = last_recorded(transcript, source.read(1 << 16))
     rows = rows_of(transcript, cfg.redact_extra, cfg.redact_allow, cfg.max_message_chars)
+    if updated is None:
+        updated = info.st_mtime if when is None else when
     return _store(cfg, lambda store: store.ingest(
-        key, rows, project=cwd or project, source=str(path.resolve()), fmt=transcript.format,
-        updated=info.st_mtime if updated is None else updated, stamp=stamp))
+        key, rows, project=repository_of(cwd or project), source=str(path.resolve()), fmt=transcript.format,
+        updated=updated, stamp=stamp))
 
 
 def _store(cfg: HistoryConfig, use: Callable[[HistoryStore], T]) -> T:

@@ -225,9 +225,13 @@ def _common(stored: list[str], digests: list[str]) -> int:
 
 
 def project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
-    """An SQL condition on sessions (`alias`) for a project given by its path or its folder's name."""
+    """An SQL condition on sessions (`alias`) for a project given by its path (a worktree's: its
+    repository's, `memory.history.projects`) or its folder's name."""
+    from memory.history.projects import repository_of
+
     if not project:
         return "1", ()
+    project = repository_of(project)
     return (f"({alias}.project = ? OR {alias}.project LIKE ? ESCAPE '\\')",
             (project, "%/" + project.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")))
 
