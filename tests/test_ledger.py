@@ -234,3 +234,14 @@ def test_the_proxy_reads_the_working_directory_each_client_names():
     assert working_directory(claude) == "/home/a/shop"
     assert working_directory(codex) == "/srv/billing"
     assert working_directory(b'{"messages":[{"role":"user","content":"hi"}]}') is None
+
+
+def test_a_proxied_claude_code_2_1_332_request_has_its_project():
+    """Claude Code 2.1.332 names its folder in a `role: system` message (`# Environment`)."""
+    from ctxmill.proxy.identity import working_directory
+
+    env = ("# Environment\nYou have been invoked in the following environment: \n - Primary working directory: "
+           "/home/a/shop\n - Is a git repository: true\n - Platform: linux")
+    body = json.dumps({"system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332;"}],
+                       "messages": [{"role": "system", "content": env}, {"role": "user", "content": "hi"}]})
+    assert working_directory(body.encode()) == "/home/a/shop"

@@ -31,7 +31,7 @@ from compress.formats.requests.shape import stored_history
 from ground.jsonbytes import dumps
 
 _OPENAI_ID_FIELDS = ("prompt_cache_key", "safety_identifier", "user")
-_WORKING_DIRECTORY = re.compile(rb'(?:Working directory: |<cwd>)([^\\"<\n]{1,1024})')
+_WORKING_DIRECTORY = re.compile(rb'(?:[Ww]orking directory: |<cwd>)([^\\"<\n]{1,1024})')
 
 
 def client_id(provider: str, body: dict) -> str:
@@ -115,8 +115,9 @@ def _request_key(shape, provider: str, raw: bytes) -> str | None:
 
 
 def working_directory(raw: bytes) -> str | None:
-    """The folder the client says it works in (Claude Code's and OpenCode's system prompt:
-    `Working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention;
+    """The folder the client says it works in (OpenCode's system prompt: `Working directory:
+    PATH`; Claude Code 2.1.332's environment, in a `role: system` message or the system prompt:
+    ` - Primary working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention;
     None when the request names none. Only the ledger's project name and hash are made of it."""
     found = _WORKING_DIRECTORY.search(raw)
     return found.group(1).decode("utf-8", "replace").strip() if found else None
