@@ -91,6 +91,12 @@ def test_cli_compress_and_expand_write_the_ledger(tmp_path):
     assert (data["totals"]["tokens_before"], data["totals"]["tokens_after"]) == (report["tokens_before"],
                                                                                report["tokens_after"])
     assert data["sessions"][0]["session"] == "cli" and data["projects"][0]["project"] == "cli-project"
+    again = _cli("compress", "req.json", "-o", "out.json", env=env, cwd=project)  # the same request: counted once
+    assert again.returncode == 0, again.stderr
+    assert ledger_summary(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3")["totals"]["requests"] == 1
+    (project / "other.json").write_text(json.dumps({**body, "model": "gpt-5"}))
+    assert _cli("compress", "other.json", "-o", "out2.json", env=env, cwd=project).returncode == 0
+    assert ledger_summary(tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3")["totals"]["requests"] == 2
     key = json.dumps(json.loads((project / "out.json").read_text())).split('deep_expand(\\"')[1][:32]
     assert _cli("expand", key, env=env, cwd=project).returncode == 0
     assert _cli("expand", "0" * 32, env=env, cwd=project).returncode == 1  # unknown: not an expansion
