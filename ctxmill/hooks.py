@@ -191,9 +191,10 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
     transcript = event.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         raise ValueError("hook input has no transcript_path")
-    from ground.files import private_dir
+    from ctxmill.paths import ensure_gitignore
 
-    home = private_dir(project_home(event))
+    home = project_home(event)
+    ensure_gitignore(home)  # a fresh repository's first checkpoint creates the home: keep its state out of git
     remember_session(home, event)
     from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file, session_id_for

@@ -224,3 +224,22 @@ def test_prompt_relevance_does_not_depend_on_memory_size():
     assert not relevant({"button", "set", "page"}, {"use", "sqlite", "ccr", "store"})
     assert not relevant({"sqlite", "ccr", "store", "button", "page", "layout", "color"}, {"sqlite"})
     assert relevant({"sqlite"}, {"sqlite", "wal"})  # a one-word prompt needs its one word
+
+
+def test_the_first_session_in_a_fresh_repository_leaves_only_the_gitignore_for_git(project, tmp_path):
+    _, transcript = project
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = {k: v for k, v in _env(tmp_path / "user-home" / ".ctxmill").items() if k != "CTXMILL_HOME"}
+    for name in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        event = {**json.loads(_event(name, transcript, source="startup", prompt="fix the parser", reason="exit")),
+                 "cwd": str(repo)}
+        done = subprocess.run([sys.executable, "-m", "ctxmill", "hook", name], input=json.dumps(event), text=True,
+                              capture_output=True, env=env, cwd=repo, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert (repo / ".ctxmill" / "sessions" / "sess-1" / "checkpoint.raw.json").exists()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert ".ctxmill/.gitignore" in status.split()
+    assert set(status.split()) - {"??"} <= {".ctxmill/.gitignore", ".ctxmill/MEMORY.md", ".ctxmill/notes.md"}, status

@@ -123,6 +123,7 @@ def test_the_opencode_engine_writes_the_ledger(tmp_path, monkeypatch):
     assert (s["session"], s["face"], s["project"], s["model"]) == ("ses_1", "opencode", "oc-project",
                                                                   "anthropic/claude-haiku-4-5")
     assert s["tokens_saved"] > 0 and data["stages"]
+    assert (project / ".ctxmill" / ".gitignore").exists()  # its first turn made the home: its state stays out of git
 
 
 def test_mcp_deep_expand_records_an_expansion(tmp_path, monkeypatch):
