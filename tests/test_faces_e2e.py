@@ -14,6 +14,7 @@ import pytest
 from compress.formats.sessions import read_session
 from compress.vocab.calls import touched_files
 from compress.vocab.touches import CHANGES
+from ctxmill.commands.mcp import TOOLS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -156,9 +157,10 @@ def test_mcp_server_end_to_end(tmp_path):
                                        cwd=str(tmp_path))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            names = {tool.name for tool in (await session.list_tools()).tools}
-            assert names == {"deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint",
-                             "history_search", "history_get"}
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            assert sorted(names) == sorted(TOOLS) == sorted({"deep_expand", "memory_search", "memory_store",
+                                                             "memory_forget", "checkpoint", "history_search",
+                                                             "history_get"})
             stored = await session.call_tool("memory_store", {"type": "decision", "text": "Use BM25 for memory search",
                                                               "tags": ["search"]})
             assert not stored.is_error
@@ -243,3 +245,15 @@ def test_the_first_session_in_a_fresh_repository_leaves_only_the_gitignore_for_g
                             capture_output=True, text=True, check=True).stdout
     assert ".ctxmill/.gitignore" in status.split()
     assert set(status.split()) - {"??"} <= {".ctxmill/.gitignore", ".ctxmill/MEMORY.md", ".ctxmill/notes.md"}, status
+
+
+def test_mcp_help_names_exactly_the_servers_tools(tmp_path):
+    from ctxmill.mcp_server import build_server
+    from ctxmill.settings import Settings
+
+    served = asyncio.run(build_server(Settings.load(tmp_path / ".ctxmill")).list_tools())
+    assert sorted(t.name for t in served) == sorted(TOOLS)
+    for args in (["--help"], ["mcp", "--help"]):
+        shown = subprocess.run([sys.executable, "-m", "ctxmill", *args], capture_output=True, text=True,
+                               env=_env(tmp_path / ".ctxmill"), timeout=60).stdout
+        assert ", ".join(TOOLS) in " ".join(shown.split()), shown

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from compress.tokens import estimate_tokens
 from ctxmill.errors import ConfigError
 from repomap import index as repomap_index
-from repomap.api import HEADER, RepoMap, build_map
+from repomap.api import HEADER, RepoMap, RepoMapConfig, build_map
 from repomap.index import RepoIndex
 from repomap.languages import GRAMMARS
 from repomap.outline import outline
@@ -270,7 +270,7 @@ def test_ctxmill_map_prints_exactly_what_the_hook_adds_with_the_configured_budge
     assert printed.rstrip("\n") in hooked and estimate_tokens(printed) <= 300 + estimate_tokens(HEADER) + 2
     default = subprocess.run([sys.executable, "-m", "ctxmill", "map", "--help"], capture_output=True, text=True,
                              env=env, timeout=60).stdout
-    assert "512" in default and "1024" not in default
+    assert f"default: [map] budget, {RepoMapConfig().budget}" in " ".join(default.split()) and "1024" not in default
 
 
 def test_a_prompt_starting_with_an_absolute_path_is_a_prompt_not_a_command():
