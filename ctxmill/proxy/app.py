@@ -38,7 +38,7 @@ from ctxmill.logs import log_file
 from ctxmill.paths import ledger_file, sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
-from ctxmill.proxy.identity import request_key
+from ctxmill.proxy.identity import client_session, request_key
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
@@ -135,19 +135,22 @@ class Proxy:
                                               declared_context_window(request.headers.items()))
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
+            client = client_session(request.headers)
             return await self.forward(request, target, outcome.data or raw, started,
-                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage),
+                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage, client),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
 
-    def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None) -> None:
+    def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None,
+                 client: str | None = None) -> None:
         """A compressed request's successful answer ended: its usage (if reported) calibrates the
-        session, and the request goes to the savings ledger."""
+        session, and the request goes to the savings ledger (under the client's own session id
+        when its headers name one, `identity.client_session`, else the proxy's session key)."""
         if usage is not None:
             entry.record_usage(usage, outcome.sent_tokens)
         if self.ledger is not None:
-            self.ledger_writes.submit(ledger_row, self.ledger, entry.key, target.vendor, outcome, usage)
+            self.ledger_writes.submit(ledger_row, self.ledger, client or entry.key, target.vendor, outcome, usage)
 
     def refuse(self, request: Request, target: Route) -> Response | None:
         """The error for a request a web page sent, or for an API body declared as a page's (see

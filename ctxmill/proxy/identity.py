@@ -114,6 +114,25 @@ def _request_key(shape, provider: str, raw: bytes) -> str | None:
     return session_key(provider, {**skeleton, shape.MESSAGES_FIELD: kept})
 
 
+CLIENT_SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "x-session-id")
+"""Where the clients name their own session: Claude Code 2.1.332 (`X-Claude-Code-Session-Id`,
+the id of its transcript), Codex 0.171.0 (`session-id`, its thread id), OpenCode 1.18.33
+(`x-session-id`, `ses_…`)."""
+_CLIENT_SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def client_session(headers) -> str | None:
+    """The session id the client names in its request headers (`CLIENT_SESSION_HEADERS`, the
+    first present), when it looks like an id (letters, digits, `_.:-`, at most 128); else None.
+    The ledger records it so its sessions match what the user sees in the client, history and
+    checkpoints; it never keys the proxy's own session state (`request_key` does)."""
+    for name in CLIENT_SESSION_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            return value if _CLIENT_SESSION.fullmatch(value) else None
+    return None
+
+
 def working_directory(raw: bytes) -> str | None:
     """The folder the client says it works in (OpenCode's system prompt: `Working directory:
     PATH`; Claude Code 2.1.332's environment, in a `role: system` message or the system prompt:
