@@ -12,13 +12,16 @@ these maps are made with the same budget and the same token estimate
 - ctxmill, no recent: the prompt alone;
 - path list: every file's path, largest first, one a line (names only);
 - largest source files: the code files with their definitions, largest first;
-- aider: aider's `RepoMap` (`--aider`: the python of a virtual environment with aider-chat
-  installed; bench/aider_map.py runs there), given the prompt's mentioned files and
-  identifiers as aider's coder finds them, no chat files.
+- aider (`--aider`: the python of a virtual environment with aider-chat installed;
+  bench/aider_map.py runs there, and says how): aider's `RepoMap` asked as aider's coder asks,
+  with the files the prompt names in the chat (they count as named: aider puts them before the
+  model whole) and the prompt's mentioned files and identifiers; the same map with no chat
+  files; and the harness this bench used before (no chat files, no fallback).
 A prompt's measure is the share of its targets a map names; reported pooled over all targets
 and as the mean over prompts, overall and per project. The ranking's prior weights (PageRank,
-size) are chosen on the corpus two ways: in-sample (best on all projects) and leave-one-project-
-out (chosen on the other projects, scored on the one left out).
+size) and the graph step (the map's one step, none, or a personalised PageRank by local push of
+bench/repomap_walk.py with its weights) are chosen on the corpus two ways: in-sample (best on all
+projects) and leave-one-project-out (chosen on the other projects, scored on the one left out).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import repomap_walk  # noqa: E402
 from repomap_sessions import checkout, mirror_of, prompts  # noqa: E402
 
 from compress.formats.sessions import session_files  # noqa: E402
@@ -48,7 +52,11 @@ from repomap.render import file_lines, render  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 PRIOR_GRID = (0.0, 0.5, 1.0, 2.0)
 SIZE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
-FIXED = ("ctxmill", "ctxmill, no recent", "path list", "largest source files", "aider")
+STEPS = ("spread", "none", *repomap_walk.GRID)
+"""The graph steps compared: the map's (`rank.spread`), none, and each walk of bench/repomap_walk.py."""
+AIDER = {"coder": "aider, the prompt's files in the chat", "map": "aider, the map alone",
+         "before": "aider, the harness before"}
+FIXED = ("ctxmill", "ctxmill, no recent", "path list", "largest source files", *AIDER.values())
 
 
 def _fit_lines(lines: list[str], budget: int) -> list[int]:
@@ -79,9 +87,10 @@ class Aider:
 
     def __init__(self, python: str) -> None:
         self.proc = subprocess.Popen([python, str(ROOT / "bench" / "aider_map.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"})
 
-    def named(self, root: Path, files: list[str], prompt: str, budget: int) -> list[str]:
+    def named(self, root: Path, files: list[str], prompt: str, budget: int) -> dict[str, list[str]]:
+        """Each way of running aider -> the files it names (bench/aider_map.py)."""
         assert self.proc.stdin and self.proc.stdout
         job = {"root": str(root), "files": files, "prompt": prompt, "budget": budget}
         self.proc.stdin.write(json.dumps(job) + "\n")
@@ -94,6 +103,7 @@ def measure_project(sessions: list[Path], git_dir: Path, budget: int, aider: Aid
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         cache: dict[str, tuple[Path, RepoIndex, dict]] = {}
+        graphs: dict[str, repomap_walk.Graph] = {}
         for session in sessions:
             for p in prompts(session, git_dir):
                 if p.commit not in cache:
@@ -112,17 +122,24 @@ def measure_project(sessions: list[Path], git_dir: Path, budget: int, aider: Aid
                     return len(targets & set(named)), len(targets)
 
                 limit = budget // 2 + 1
+
+                def ctxmill(weights=(ranking.PRIOR_WEIGHT, ranking.SIZE_WEIGHT), step=None, recent=recent):
+                    order = ranking.rank(index, files, p.text, recent, limit, weights, step)
+                    return score(render(order, index.outline, budget)[1])
+
                 for w in itertools.product(PRIOR_GRID, SIZE_GRID):
-                    row[f"w{w}"] = score(render(ranking.rank(index, files, p.text, recent, limit, w), index.outline,
-                                                budget)[1])
-                default = (ranking.PRIOR_WEIGHT, ranking.SIZE_WEIGHT)
-                row["ctxmill"] = row[f"w{default}"]
-                row["ctxmill, no recent"] = score(render(ranking.rank(index, files, p.text, [], limit), index.outline,
-                                                         budget)[1])
+                    row[f"w{w}"] = ctxmill(weights=w)
+                graph = graphs.setdefault(p.commit, repomap_walk.Graph(index))
+                for step in STEPS:
+                    row[f"g{step}"] = ctxmill(step=ranking.spread if step == "spread" else repomap_walk.no_step
+                                              if step == "none" else repomap_walk.Walk(graph, *step))
+                row["ctxmill"] = ctxmill()
+                row["ctxmill, no recent"] = ctxmill(recent=[])
                 row["path list"] = score(path_list(files, budget))
                 row["largest source files"] = score(largest_sources(index, files, budget))
                 if aider is not None:
-                    row["aider"] = score(aider.named(folder, sorted(files), p.text, budget))
+                    for way, found in aider.named(folder, sorted(files), p.text, budget).items():
+                        row[AIDER[way]] = score(found)
                 out.append(row)
         for _, index, _ in cache.values():
             index.close()
@@ -136,19 +153,33 @@ def share(rows, name) -> tuple[float, float, int, int]:
     return named / max(1, targets), mean, named, targets
 
 
+def chosen(rows: dict[str, list], grid: list[str]) -> tuple[str, list]:
+    """The grid point best on every project, and the rows of each project scored with the point
+    best on the other projects (leave-one-project-out), as {"loo": measure}."""
+    everything = [r for found in rows.values() for r in found]
+    best = max(grid, key=lambda g: (share(everything, g)[0], g))
+    loo: list = []
+    for held in rows:
+        others = [r for p, found in rows.items() if p != held for r in found]
+        pick = max(grid, key=lambda g: (share(others, g)[0], g))
+        loo += [{"loo": r[pick]} for r in rows[held]]
+    return best, loo
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--budget", type=int, default=512)
     parser.add_argument("--aider", help="python of a virtual environment with aider-chat installed")
+    parser.add_argument("--only", default="", help="only the projects whose name holds this")
     args = parser.parse_args()
     folder = args.corpus / "transcripts"
     if not folder.is_dir():
         sys.exit(f"corpus absent at {args.corpus}")
     by_project: dict[str, list[Path]] = defaultdict(list)
     for path in session_files(folder):
-        if "__" in path.name and mirror_of(args.mirrors, path) is not None:
+        if "__" in path.name and args.only in path.name and mirror_of(args.mirrors, path) is not None:
             by_project["__".join(path.name.split("__")[:2])].append(path)
     aider = Aider(args.aider) if args.aider else None
     rows: dict[str, list] = {}
@@ -165,15 +196,15 @@ def main() -> None:
     for name in names:
         pooled, mean, named, targets = share(everything, name)
         print(f"| {name} | {pooled:.3f} ({named}/{targets}) | {mean:.3f} |")
-    grid = [f"w{w}" for w in itertools.product(PRIOR_GRID, SIZE_GRID)]
-    best = max(grid, key=lambda g: (share(everything, g)[0], g))
-    loo: list = []
-    for held in rows:
-        others = [r for p, found in rows.items() if p != held for r in found]
-        chosen = max(grid, key=lambda g: (share(others, g)[0], g))
-        loo += [{"loo": r[chosen]} for r in rows[held]]
-    print(f"\nprior weights (PageRank, size): in-sample best {best[1:]} -> {share(everything, best)[0]:.3f}; "
-          f"leave-one-project-out {share(loo, 'loo')[0]:.3f} (mean per prompt {share(loo, 'loo')[1]:.3f})")
+    for title, grid in (("prior weights (PageRank, size)", [f"w{w}" for w in itertools.product(PRIOR_GRID, SIZE_GRID)]),
+                        ("graph step (spread, none, or a walk: weight, restart, back)", [f"g{w}" for w in STEPS])):
+        best, loo = chosen(rows, grid)
+        print(f"\n{title}: in-sample best {best[1:]} -> {share(everything, best)[0]:.3f}; "
+              f"leave-one-project-out {share(loo, 'loo')[0]:.3f} (mean per prompt {share(loo, 'loo')[1]:.3f})")
+        if title.startswith("graph step"):
+            print("| graph step | targets named (pooled) | mean share per prompt |\n|---|---:|---:|")
+            for g in grid:
+                print(f"| {g[1:]} | {share(everything, g)[0]:.3f} | {share(everything, g)[1]:.3f} |")
     print("\n| project | prompts | " + " | ".join(names) + " |\n|---|---:|" + "---:|" * len(names))
     for project, found in rows.items():
         print(f"| {project} | {len(found)} | " + " | ".join(f"{share(found, n)[0]:.2f}" for n in names) + " |")

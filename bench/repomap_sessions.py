@@ -95,14 +95,15 @@ def _timeline(path: Path) -> list[tuple[str, str, float | None]]:
 
 
 def _prefix(paths: list[str], known: set[str]) -> str:
-    """The folder prefix whose removal makes the most `paths` name a file in `known`."""
+    """The folder prefix whose removal makes the most `paths` name a file in `known`; on a tie the
+    shortest (the longer relative paths match more of each path), then the first in order."""
     votes: Counter[str] = Counter()
     for p in set(paths):
         parts = p.split("/")
         for i in range(0 if not p.startswith("/") else 1, len(parts)):
             if "/".join(parts[i:]) in known:
                 votes["/".join(parts[:i]) + "/" if i else ""] += 1
-    return votes.most_common(1)[0][0] if votes else ""
+    return min(votes, key=lambda prefix: (-votes[prefix], len(prefix), prefix)) if votes else ""
 
 
 def prompts(session: Path, git_dir: Path) -> list[Prompt]:

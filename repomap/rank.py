@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter, defaultdict
-from typing import Mapping
+from typing import Callable, Mapping
 
 from repomap.index import FileRow, RepoIndex
 from repomap.terms import code_words, mentioned_paths, terms
@@ -43,10 +43,13 @@ def prior(row: FileRow, prior_weight: float = PRIOR_WEIGHT, size_weight: float =
 
 
 def rank(index: RepoIndex, files: Mapping[str, FileRow], prompt: str, recent: list[str], limit: int | None = None,
-         weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT)) -> list[str]:
+         weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT),
+         graph_step: Callable[[RepoIndex, Mapping[str, FileRow], dict[str, float]], None] | None = None) -> list[str]:
     """The paths of `files`, best first for `prompt` and the recently touched `recent`
     (repository-relative paths, most recent first): all of them, or the first `limit`.
-    `weights`: the prior's (PageRank, size) weights."""
+    `weights`: the prior's (PageRank, size) weights; `graph_step(index, files, score)`: how the
+    prompt's scores move along what uses what (default `spread`; bench/repomap_walk.py tries a
+    personalised PageRank instead)."""
     score: dict[str, float] = defaultdict(float)
     rows = [r for r in index.matches(terms(prompt)) if r[1] in files]
     if rows:
@@ -60,7 +63,7 @@ def rank(index: RepoIndex, files: Mapping[str, FileRow], prompt: str, recent: li
     _mentions(files, prompt, score)
     for i, path in enumerate(dict.fromkeys(p for p in recent if p in files)):
         score[path] += RECENT_BONUS * RECENT_DECAY ** i
-    _spread(index, files, score)
+    (graph_step or spread)(index, files, score)
     total = {p: score.get(p, 0.0) + prior(row, *weights) for p, row in files.items()}
     key = lambda p: (-round(total[p], 9), p)  # noqa: E731
     return sorted(files, key=key) if limit is None else heapq.nsmallest(limit, files, key=key)
@@ -83,7 +86,7 @@ def _mentions(files: Mapping[str, FileRow], prompt: str, score: dict[str, float]
             score[path] += FOLDER_BONUS / len(inside) ** 0.5
 
 
-def _spread(index: RepoIndex, files: Mapping[str, FileRow], score: dict[str, float]) -> None:
+def spread(index: RepoIndex, files: Mapping[str, FileRow], score: dict[str, float]) -> None:
     """Pass part of the best files' scores to the files whose distinctive names they use."""
     seeds = sorted((p for p in score if score[p] > 0), key=lambda p: (-score[p], p))[:SEEDS]
     passed: dict[str, float] = defaultdict(float)
