@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from repomap.index import RepoIndex
+from repomap.outline import Outline
 from repomap.rank import rank
 from repomap.render import MIN_FILE_TOKENS, render
 from repomap.terms import mentioned_paths
@@ -34,33 +35,40 @@ class RepoMap:
     """The first of them, shown with their definitions."""
     indexed_at: float | None = field(default=None, compare=False)
     """When the index's last full refresh started (`time.time()`), None before any."""
+    stale: tuple[str, ...] = field(default=(), compare=False)
+    """Files the prompt found changed and left for the next refresh to read (`wait=False`)."""
 
 
 def build_map(root: Path, prompt: str, recent: list[str], budget: int, index_file: Path | None,
               wait: bool = True) -> RepoMap:
     """The map of the repository at `root` for `prompt`; its index is kept in `index_file`
     (SQLite; None: in memory, for this call only). `wait=False` (a prompt): the index is used as
-    it is, only the `recent` files and those the prompt names are brought up to date, and an
+    it is, only the `recent` files and those the prompt names are brought up to date (a changed
+    source file is not read: it is named by path and left `stale` for the next refresh), and an
     index not complete yet gives no map (`repomap.index`: the caller has it refreshed in the
     background); `wait=True` refreshes the whole index first."""
     root = Path(root)
     index = RepoIndex(index_file)
+    stale: list[str] = []
     try:
         if wait:
             index.refresh(root)
         elif not index.complete:
             return RepoMap("", (), indexed_at=index.meta("started"))
         else:
-            index.refresh_files(root, recent[:10] + [m for m in mentioned_paths(prompt) if not m.startswith("/")])
-        files = index.files()
+            stale = index.refresh_files(root, recent[:10] + [m for m in mentioned_paths(prompt) if not m.startswith("/")],
+                                        parse=False)
+        files = index.paths()
         indexed_at = index.meta("started")
         if not files or budget <= 0:
             return RepoMap("", (), indexed_at=indexed_at)
         order = rank(index, files, prompt, recent, limit=budget // MIN_FILE_TOKENS + 1)
-        body, named, outlined = render(order, index.outline, budget)
+        left = set(stale)  # changed since they were read: named by path, outlined once read again
+        body, named, outlined = render(order, lambda p: Outline((), ()) if p in left else index.outline(p), budget)
     finally:
         index.close()
-    return RepoMap(f"{HEADER}\n{body}" if named else "", tuple(named), tuple(named[:outlined]), indexed_at)
+    return RepoMap(f"{HEADER}\n{body}" if named else "", tuple(named), tuple(named[:outlined]), indexed_at,
+                   tuple(stale))
 
 
 def relative_paths(root: Path, paths: list[str]) -> list[str]:

@@ -6,10 +6,13 @@ index up to date: a file whose size and mtime match its row is not read; a chang
 repository, bounded) and hashed, and parsed only when no row holds its content hash yet; any
 other file (docs, config, build files) is named by its path and never read. A file that cannot
 be read safely, a bundle (`repomap.files.minified`) and a link out of the repository are left
-out. Rows of vanished files go. Once every file is indexed, each file's `prior` is set: its
-PageRank in the graph of what uses what (`repomap.graph`), and the index is marked complete.
+out. Rows of vanished files go. Once every file is indexed, each file's `prior` is set (its
+PageRank in the graph of what uses what, `repomap.graph`) and the index is marked complete; a
+later refresh recomputes the priors only when more than 1% of the files changed or they are
+older than 10 minutes (a few edited files barely move a repository's PageRank).
 `refresh_files(root, names)` brings just those files up to date (the few a session just
-touched), so a prompt never waits for the whole repository.
+touched), so a prompt never waits for the whole repository; with `parse=False` it reads none
+of them either: a changed source file is marked stale (mtime -1) for the next refresh to read.
 
 Beside each file's outline the index keeps its search terms (path and defined names,
 `repomap.terms`) and the names it defines, inverted, so ranking a prompt reads the rows of the
@@ -20,12 +23,14 @@ short by a deadline goes on where it stopped next time.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import orjson
 import xxhash
@@ -36,14 +41,19 @@ from repomap.languages import supported
 from repomap.outline import Definition, Outline, outline
 from repomap.terms import terms
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+PRIORS_EVERY = 600.0
+"""Seconds after which a refresh that found a change recomputes the priors whatever changed."""
+PRIORS_CHANGED_SHARE = 0.01
 BATCH = 100
 """Changed files indexed per transaction: an interrupted first index keeps what it did."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER, digest TEXT,
-                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB, prior REAL DEFAULT 0);
+                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB, prior REAL DEFAULT 0,
+                                  log_prior REAL DEFAULT 0, log_size REAL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS files_digest ON files(digest);
-CREATE TABLE IF NOT EXISTS terms (term TEXT, path TEXT, in_path INTEGER, in_defs INTEGER);
+CREATE INDEX IF NOT EXISTS files_rank ON files(path, log_prior, log_size);
+CREATE TABLE IF NOT EXISTS terms (term TEXT, path TEXT, in_path INTEGER, in_defs INTEGER, ndefterms INTEGER);
 CREATE INDEX IF NOT EXISTS terms_term ON terms(term);
 CREATE INDEX IF NOT EXISTS terms_path ON terms(path);
 CREATE TABLE IF NOT EXISTS names (name TEXT, path TEXT);
@@ -111,6 +121,26 @@ class RepoIndex:
     def complete(self) -> bool:
         return self.meta("complete") == 1.0
 
+    def paths(self) -> set[str]:
+        """Every indexed file's path (cheaper than `files` when the rows are not needed)."""
+        return {p for (p,) in self.db.execute("SELECT path FROM files")}
+
+    def prior_scores(self, weights: tuple[float, float], paths: Iterable[str] | None = None,
+                     best: int | None = None) -> dict[str, float]:
+        """path -> `weights[0] x log(1 + prior) + weights[1] x log(1 + size in KB)` (the ranking's
+        prior, `repomap.rank.prior`): of `paths`, or of the `best` files by it (highest first, ties
+        by path, as the ranking orders them), or of every file."""
+        value = "? * log_prior + ? * log_size"  # log(1 + prior), log(1 + size in KB): kept with each row
+        if paths is None:
+            tail, extra = (" ORDER BY round(v, 9) DESC, path LIMIT ?", (best,)) if best is not None else ("", ())
+            return dict(self.db.execute(f"SELECT path, {value} AS v FROM files{tail}", (*weights, *extra)))
+        names, out = sorted(set(paths)), {}
+        for start in range(0, len(names), 500):
+            chunk = names[start:start + 500]
+            out.update(self.db.execute(f"SELECT path, {value} FROM files WHERE path IN ({','.join('?' * len(chunk))})",
+                                       (*weights, *chunk)))
+        return out
+
     def files(self) -> dict[str, FileRow]:
         """Every indexed file: path -> its row."""
         return {p: FileRow(n, s, r) for p, n, s, r in self.db.execute("SELECT path, ndefs, size, prior FROM files")}
@@ -129,27 +159,53 @@ class RepoIndex:
         if not self._index(Path(root), changed, known, deadline):
             self.set_meta("complete", 0.0)
             return None
-        if changed or gone or not self.complete:
+        if not self.complete or self._priors_due(len(changed) + len(gone), len(names)):
             from repomap.graph import file_priors
 
             self._set_priors(file_priors(self))
+            self.set_meta("mean_def_terms", self._mean_def_terms())
+            self.set_meta("priors_at", time.time())
         self.set_meta("complete", 1.0)
         return self.files()
 
-    def refresh_files(self, root: Path, names: list[str]) -> None:
-        """Bring the rows of `names` (repository-relative) up to date, adding or dropping them."""
+    def _priors_due(self, changed: int, files: int) -> bool:
+        """Whether a refresh that found `changed` of `files` files changed recomputes the priors:
+        a PageRank over the whole repository moves little when a few files change, so only when
+        more than `PRIORS_CHANGED_SHARE` of them did, or the priors are older than `PRIORS_EVERY`."""
+        at = self.meta("priors_at")
+        return changed > 0 and (changed > PRIORS_CHANGED_SHARE * files or at is None
+                                or time.time() - at > PRIORS_EVERY)
+
+    def refresh_files(self, root: Path, names: list[str], parse: bool = True) -> list[str]:
+        """Bring the rows of `names` (repository-relative) up to date, adding or dropping them.
+        `parse=False` (a prompt, which must not wait for a parser to load): a changed or new file
+        that a grammar reads is not read now; its row is kept as it was (a new file's is added by
+        path) and marked stale, so the next refresh reads it. Returns the names left stale."""
         names = [n for n in dict.fromkeys(names) if wanted(n)]
         if not names:
-            return
-        known = self._known()
+            return []
+        known = self._known(names)
         changed = self._changed(Path(root), names, known)
         gone = {n for n in names if n in known and _safe_stat(Path(root), n) is None}
         if gone:
             self._write([], gone)
-        self._index(Path(root), changed, known, None)
+        later = [] if parse else [(n, st) for n, st in changed if supported(n)]
+        self._index(Path(root), [c for c in changed if c not in later], known, None)
+        if later:
+            self._write([(n, st, b"") for n, st in later if n not in known], set())
+            self.db.executemany("UPDATE files SET mtime = -1 WHERE path = ?", [(n,) for n, _ in later])
+        return [n for n, _ in later]
 
-    def _known(self) -> dict[str, tuple[int, int]]:
-        return {p: (size, mtime) for p, size, mtime in self.db.execute("SELECT path, size, mtime FROM files")}
+    def _known(self, names: list[str] | None = None) -> dict[str, tuple[int, int]]:
+        """path -> (size, mtime) of every row, or of those of `names`."""
+        if names is None:
+            return {p: (size, mtime) for p, size, mtime in self.db.execute("SELECT path, size, mtime FROM files")}
+        out: dict[str, tuple[int, int]] = {}
+        for start in range(0, len(names), 500):
+            chunk = names[start:start + 500]
+            out.update((p, (size, mtime)) for p, size, mtime in self.db.execute(
+                f"SELECT path, size, mtime FROM files WHERE path IN ({','.join('?' * len(chunk))})", chunk))
+        return out
 
     @staticmethod
     def _changed(root: Path, names: list[str], known: dict[str, tuple[int, int]]) -> list[tuple[str, os.stat_result]]:
@@ -189,10 +245,11 @@ class RepoIndex:
                 o = _decode(same[0]) if same else outline(name, content) if content else Outline((), ())
                 in_path = path_terms(name)
                 in_defs = terms(" ".join(d.name for d in o.defs))
-                db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
-                           (name, st.st_size, st.st_mtime_ns, digest, len(o.defs), len(in_defs), _encode(o)))
-                db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?)",
-                               [(t, name, t in in_path, t in in_defs) for t in sorted(in_path | in_defs)])
+                db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
+                           (name, st.st_size, st.st_mtime_ns, digest, len(o.defs), len(in_defs), _encode(o),
+                            math.log1p(st.st_size / 1024)))
+                db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?, ?)",
+                               [(t, name, t in in_path, t in in_defs, len(in_defs)) for t in sorted(in_path | in_defs)])
                 db.executemany("INSERT INTO names VALUES (?, ?)", [(n, name) for n in sorted({d.name for d in o.defs})])
             db.execute("COMMIT")
         except BaseException:
@@ -203,24 +260,30 @@ class RepoIndex:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("UPDATE files SET prior = 0")
-            db.executemany("UPDATE files SET prior = ? WHERE path = ?", [(v, p) for p, v in sorted(priors.items())])
+            db.execute("UPDATE files SET prior = 0, log_prior = 0")
+            db.executemany("UPDATE files SET prior = ?, log_prior = ? WHERE path = ?",
+                           [(v, math.log1p(v), p) for p, v in sorted(priors.items())])
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
-    def matches(self, wanted_terms: set[str]) -> list[tuple[str, str, bool, bool, int]]:
-        """(term, path, in its path, in its defined names, how many terms its names hold) for
-        every file holding one of `wanted_terms`."""
+    def matches(self, wanted_terms: set[str]) -> list[tuple[str, str, int, int, int]]:
+        """(term, path, in its path (1/0), in its defined names (1/0), how many terms its names
+        hold) for every file holding one of `wanted_terms`."""
         if not wanted_terms:
             return []
         marks = ",".join("?" * len(wanted_terms))
-        return [(t, p, bool(a), bool(b), n) for t, p, a, b, n in self.db.execute(
-            f"SELECT t.term, t.path, t.in_path, t.in_defs, f.ndefterms FROM terms t JOIN files f ON f.path = t.path "
-            f"WHERE t.term IN ({marks}) ORDER BY t.term, t.path", sorted(wanted_terms))]
+        return self.db.execute(f"SELECT term, path, in_path, in_defs, ndefterms FROM terms WHERE term IN ({marks})"
+                               " ORDER BY term, path", sorted(wanted_terms)).fetchall()
 
     def mean_def_terms(self) -> float:
+        """The mean number of terms the names of a file that defines something hold (as of the
+        last full refresh, when there was one)."""
+        kept = self.meta("mean_def_terms")
+        return kept if kept is not None else self._mean_def_terms()
+
+    def _mean_def_terms(self) -> float:
         return float(self.db.execute("SELECT avg(ndefterms) FROM files WHERE ndefs > 0").fetchone()[0] or 1.0)
 
     def outline(self, path: str) -> Outline:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter, defaultdict
-from typing import Callable, Mapping
+from typing import Callable, Collection
 
-from repomap.index import FileRow, RepoIndex
+from repomap.index import RepoIndex
 from repomap.terms import code_words, mentioned_paths, terms
 
 RECENT_BONUS = 6.0
@@ -38,18 +38,16 @@ PRIOR_WEIGHT = 1.0
 SIZE_WEIGHT = 0.5
 
 
-def prior(row: FileRow, prior_weight: float = PRIOR_WEIGHT, size_weight: float = SIZE_WEIGHT) -> float:
-    return prior_weight * math.log1p(row.prior) + size_weight * math.log1p(row.size / 1024)
-
-
-def rank(index: RepoIndex, files: Mapping[str, FileRow], prompt: str, recent: list[str], limit: int | None = None,
+def rank(index: RepoIndex, files: Collection[str], prompt: str, recent: list[str], limit: int | None = None,
          weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT),
-         graph_step: Callable[[RepoIndex, Mapping[str, FileRow], dict[str, float]], None] | None = None) -> list[str]:
-    """The paths of `files`, best first for `prompt` and the recently touched `recent`
-    (repository-relative paths, most recent first): all of them, or the first `limit`.
-    `weights`: the prior's (PageRank, size) weights; `graph_step(index, files, score)`: how the
-    prompt's scores move along what uses what (default `spread`; bench/repomap_walk.py tries a
-    personalised PageRank instead)."""
+         graph_step: Callable[[RepoIndex, Collection[str], dict[str, float]], None] | None = None) -> list[str]:
+    """The paths of `files` (the index's, `RepoIndex.paths`), best first for `prompt` and the
+    recently touched `recent` (repository-relative paths, most recent first): all of them, or the
+    first `limit`. `weights`: the prior's (PageRank, size) weights; `graph_step(index, files,
+    score)`: how the prompt's scores move along what uses what (default `spread`;
+    bench/repomap_walk.py tries a personalised PageRank instead). With a `limit`, only the files
+    the prompt scored and the best by the prior alone are ranked (a file the prompt did not score
+    is ordered by its prior), so a prompt never reads every file's row."""
     score: dict[str, float] = defaultdict(float)
     rows = [r for r in index.matches(terms(prompt)) if r[1] in files]
     if rows:
@@ -64,12 +62,18 @@ def rank(index: RepoIndex, files: Mapping[str, FileRow], prompt: str, recent: li
     for i, path in enumerate(dict.fromkeys(p for p in recent if p in files)):
         score[path] += RECENT_BONUS * RECENT_DECAY ** i
     (graph_step or spread)(index, files, score)
-    total = {p: score.get(p, 0.0) + prior(row, *weights) for p, row in files.items()}
+    scored = [p for p in score if p in files]
+    if limit is None or 2 * (limit + len(scored)) >= len(files):
+        base = index.prior_scores(weights)  # one scan of every file's prior
+    else:  # a file the prompt did not score is among the best `limit` overall only if it is by its prior
+        base = index.prior_scores(weights, best=limit)
+        base.update(index.prior_scores(weights, paths=scored))
+    total = {p: score.get(p, 0.0) + v for p, v in base.items() if p in files}
     key = lambda p: (-round(total[p], 9), p)  # noqa: E731
-    return sorted(files, key=key) if limit is None else heapq.nsmallest(limit, files, key=key)
+    return sorted(total, key=key) if limit is None else heapq.nsmallest(limit, total, key=key)
 
 
-def _mentions(files: Mapping[str, FileRow], prompt: str, score: dict[str, float]) -> None:
+def _mentions(files: Collection[str], prompt: str, score: dict[str, float]) -> None:
     """Raise the files (and the files of the folders) the prompt names by path."""
     mentioned = mentioned_paths(prompt)
     if not mentioned:
@@ -86,7 +90,7 @@ def _mentions(files: Mapping[str, FileRow], prompt: str, score: dict[str, float]
             score[path] += FOLDER_BONUS / len(inside) ** 0.5
 
 
-def spread(index: RepoIndex, files: Mapping[str, FileRow], score: dict[str, float]) -> None:
+def spread(index: RepoIndex, files: Collection[str], score: dict[str, float]) -> None:
     """Pass part of the best files' scores to the files whose distinctive names they use."""
     seeds = sorted((p for p in score if score[p] > 0), key=lambda p: (-score[p], p))[:SEEDS]
     passed: dict[str, float] = defaultdict(float)

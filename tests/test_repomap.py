@@ -87,6 +87,27 @@ def test_recent_files_and_what_the_best_files_use_rise(tmp_path):
     assert rank(index, files, "monthly report", [])[:2] == ["billing/report.py", "billing/invoice.py"]
 
 
+WORDS = ("invoice", "report", "parser", "token", "cache", "session", "render", "payment", "schema", "client")
+MANY = {f"pkg{i % 7}/{WORDS[i % 10]}_{WORDS[i * 3 % 10]}_{i}.py":
+        f"def {WORDS[i * 7 % 10]}_step_{i}(x):\n    return {WORDS[(i + 1) % 10]}_step_{(i + 1) % 150}(x)\n"
+        for i in range(150)}
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    index = RepoIndex(None)
+    return index, index.refresh(_repo(tmp_path_factory.mktemp("many"), MANY))
+
+
+@settings(max_examples=40, deadline=None)
+@given(words=st.lists(st.sampled_from(WORDS + ("pkg3/", "nothing")), max_size=3), limit=st.integers(1, 60),
+       recent=st.lists(st.sampled_from(sorted(MANY)), max_size=2))
+def test_a_limited_ranking_is_the_head_of_the_whole_ranking(many, words, limit, recent):
+    index, files = many  # a limit ranks only the scored files and the best by prior: the same head
+    prompt = " ".join(words)
+    assert rank(index, set(files), prompt, recent, limit) == rank(index, set(files), prompt, recent)[:limit]
+
+
 @settings(max_examples=40, deadline=None)
 @given(budget=st.integers(min_value=1, max_value=400), prompt=st.text(max_size=40))
 def test_the_map_fits_its_budget_and_is_the_same_for_the_same_inputs(tmp_path_factory, budget, prompt):
@@ -240,6 +261,54 @@ def test_the_first_prompt_never_waits_for_the_index_and_the_map_follows_once_it_
     _wait_for_index(tmp_path, repo)
     first = _context(_hook(tmp_path, repo, "fix total_with_tax in the invoice"))
     assert HEADER in first and "billing/invoice.py" in first
+
+
+def test_a_prompt_reads_no_file_the_session_changed_and_the_next_refresh_does(tmp_path, monkeypatch):
+    root = _repo(tmp_path / "repo", FILES)
+    db = tmp_path / "index.sqlite3"
+    build_map(root, "", [], 400, db)  # indexed
+    (root / "billing/invoice.py").write_text(FILES["billing/invoice.py"] + "\ndef refund_everything():\n    pass\n")
+    (root / "billing/tax.py").write_text("def vat(amount):\n    return amount\n")  # created by the session
+
+    def no_parser(*args):
+        raise AssertionError("a prompt loaded a parser")
+
+    with monkeypatch.context() as m:
+        m.setattr(repomap_index, "outline", no_parser)
+        m.setattr(repomap_index, "read", no_parser)
+        hooked = build_map(root, "invoice total", ["billing/tax.py", "billing/invoice.py"], 400, db, wait=False)
+    assert set(hooked.stale) == {"billing/tax.py", "billing/invoice.py"}
+    assert {"billing/tax.py", "billing/invoice.py"} <= set(hooked.files) - set(hooked.outlined)  # named by path
+    assert "refund_everything" not in hooked.text and "vat(amount)" not in hooked.text
+    again = build_map(root, "invoice total", ["billing/tax.py", "billing/invoice.py"], 400, db)  # a refresh
+    assert "def refund_everything()" in again.text and not again.stale
+
+
+def test_prompts_while_the_index_is_built_start_no_other_process(tmp_path, monkeypatch):
+    import time
+
+    from ctxmill import prompt_map
+    from ctxmill.settings import Settings
+
+    repo = _repo(tmp_path / "repo", FILES)
+    (repo / ".git").mkdir()
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    settings = Settings.load(repo / ".ctxmill")
+    db = prompt_map.cache_of(settings.global_home, repo.resolve()).with_suffix(".sqlite3")
+    started: list[Path] = []
+
+    def start(root: Path) -> None:  # what `ctxmill map --index` does first: say a refresh started
+        started.append(root)
+        RepoIndex(db).set_meta("started", time.time())
+
+    monkeypatch.setattr(prompt_map, "index_in_background", start)
+    event = {"session_id": "s", "transcript_path": "", "cwd": str(repo)}
+    for _ in range(3):
+        assert prompt_map.prompt_map(event, "fix total_with_tax", settings) == ""  # not indexed yet: no map
+    assert len(started) == 1  # the prompts that followed saw it under way
+    RepoIndex(db).set_meta("started", time.time() - prompt_map.STALE_SECONDS - 1)  # it died long ago
+    prompt_map.prompt_map(event, "fix total_with_tax", settings)
+    assert len(started) == 2
 
 
 def test_the_map_is_left_out_when_it_names_nothing_better_and_only_in_a_repository(tmp_path):

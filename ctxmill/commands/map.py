@@ -5,8 +5,8 @@ and recent files, without the "nothing better than last time" check: the reposit
 ranked for PROMPT (with no prompt: by how much the repository uses each and its size), the first
 with their definitions, cut to N tokens (default: `[map] budget`, 512). The whole index is
 brought up to date first. Exit 1 with one line when the folder holds no file the map can name.
-`--index` (what the hook starts in the background) only refreshes the index, under a lock,
-printing nothing.
+`--index` (what the hook starts in the background) only refreshes the index, under a lock, at
+low CPU priority, printing nothing.
 """
 
 from __future__ import annotations
@@ -54,7 +54,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _index(root: Path, cache: Path) -> int:
+    """Refresh the index at low CPU priority (a prompt's hook, started beside it, goes first)."""
+    import contextlib
+    import os
+
     from filelock import Timeout
+
+    with contextlib.suppress(OSError, AttributeError):  # no nice() on this platform: as it is
+        os.nice(10)
 
     from ground.files import private_lock
     from repomap.index import RepoIndex
