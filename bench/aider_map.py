@@ -1,4 +1,4 @@
-"""aider's RepoMap as a baseline for bench/repomap_corpus.py; runs in a virtual environment with aider-chat.
+"""aider's RepoMap as a baseline for bench/repomap_corpus.py (run in a virtualenv with aider-chat).
 
 Reads one job a line on stdin ({"root", "files", "prompt", "budget"}), writes one JSON object a
 line: for each way of running aider below, the files it puts before the model. The prompt's
@@ -100,8 +100,14 @@ def ident_filename_matches(idents: set[str], files: list[str]) -> set[str]:
     return {f for ident in idents if len(ident) >= 5 for f in by_stem.get(ident.lower(), ())}
 
 
-def coder_map(rm: Recording, root: str, files: list[str], chat: set[str], mentioned: set[str],
-              idents: set[str]) -> list[str]:
+def coder_map(
+    rm: Recording,
+    root: str,
+    files: list[str],
+    chat: set[str],
+    mentioned: set[str],
+    idents: set[str],
+) -> list[str]:
     """`Coder.get_repo_map` with `chat` in the chat: the files the map names."""
     absolute = {f: os.path.join(root, f) for f in files}
     chat_abs = {absolute[f] for f in chat}

@@ -37,9 +37,11 @@ def row(name: str, sequences: dict, tasks: dict, limit: int, allow: bool) -> str
     warned = sum(t.count("**Warning:") for t in texts)
     homes = sum(len(HOME.findall(t)) for t in texts)
     names = [c.name for c in found]
-    return (f"| {name}{' (--allow-risky)' if allow else ''} | {len(sequences)} | {len(set(tasks.values()))} | "
-            f"{len(found)} | {sum(len(c.steps) for c in found)} | {risky} | {warned} | "
-            f"{len(names) - len(set(names))} | {homes} |")
+    return (
+        f"| {name}{' (--allow-risky)' if allow else ''} | {len(sequences)} | {len(set(tasks.values()))} | "
+        f"{len(found)} | {sum(len(c.steps) for c in found)} | {risky} | {warned} | "
+        f"{len(names) - len(set(names))} | {homes} |"
+    )
 
 
 def main() -> None:
@@ -59,8 +61,10 @@ def main() -> None:
         seqs, tasks = kinds.setdefault(path.parent.name, ({}, {}))
         key = session_id_for(path)
         seqs[key], tasks[key] = steps_of_rows(rows), task_of_rows(rows) or key
-    print("| sessions | count | tasks | candidates | steps | irreversible or credential steps proposed | "
-          "warned | name collisions | home paths |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| sessions | count | tasks | candidates | steps | irreversible or credential steps proposed | "
+        "warned | name collisions | home paths |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
     every: tuple[dict, dict] = ({}, {})
     for kind, (seqs, tasks) in sorted(kinds.items()):
         every[0].update(seqs)

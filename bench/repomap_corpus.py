@@ -1,4 +1,4 @@
-"""How many of the files the agent went on to read or edit each repository map named, on the corpus's real repositories.
+"""How many of the files the agent then read or edited each map named, on the corpus's repositories.
 
     python bench/repomap_corpus.py [--corpus DIR] [--mirrors DIR] [--budget 512] [--aider PYTHON]
 
@@ -53,9 +53,12 @@ DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / 
 PRIOR_GRID = (0.0, 0.5, 1.0, 2.0)
 SIZE_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
 STEPS = ("spread", "none", *repomap_walk.GRID)
-"""The graph steps compared: the map's (`rank.spread`), none, and each walk of bench/repomap_walk.py."""
-AIDER = {"coder": "aider, the prompt's files in the chat", "map": "aider, the map alone",
-         "before": "aider, the harness before"}
+"""The graph steps compared: the map's (`rank.spread`), none, each walk of bench/repomap_walk.py."""
+AIDER = {
+    "coder": "aider, the prompt's files in the chat",
+    "map": "aider, the map alone",
+    "before": "aider, the harness before",
+}
 FIXED = ("ctxmill", "ctxmill, no recent", "path list", "largest source files", *AIDER.values())
 
 
@@ -86,8 +89,13 @@ class Aider:
     """bench/aider_map.py in aider's environment, one job a line."""
 
     def __init__(self, python: str) -> None:
-        self.proc = subprocess.Popen([python, str(ROOT / "bench" / "aider_map.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"})
+        self.proc = subprocess.Popen(
+            [python, str(ROOT / "bench" / "aider_map.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"},
+        )
 
     def named(self, root: Path, files: list[str], prompt: str, budget: int) -> dict[str, list[str]]:
         """Each way of running aider -> the files it names (bench/aider_map.py)."""
@@ -123,16 +131,22 @@ def measure_project(sessions: list[Path], git_dir: Path, budget: int, aider: Aid
 
                 limit = budget // 2 + 1
 
-                def ctxmill(weights=(ranking.PRIOR_WEIGHT, ranking.SIZE_WEIGHT), step=None, recent=recent):
-                    order = ranking.rank(index, files, p.text, recent, limit, weights, step)
+                def ctxmill(weights=(ranking.PRIOR_WEIGHT, ranking.SIZE_WEIGHT), step=None,
+                            recent=recent, index=index, files=files, text=p.text, limit=limit):
+                    order = ranking.rank(index, files, text, recent, limit, weights, step)
                     return score(render(order, index.outline, budget)[1])
 
                 for w in itertools.product(PRIOR_GRID, SIZE_GRID):
                     row[f"w{w}"] = ctxmill(weights=w)
                 graph = graphs.setdefault(p.commit, repomap_walk.Graph(index))
                 for step in STEPS:
-                    row[f"g{step}"] = ctxmill(step=ranking.spread if step == "spread" else repomap_walk.no_step
-                                              if step == "none" else repomap_walk.Walk(graph, *step))
+                    row[f"g{step}"] = ctxmill(
+                        step=ranking.spread
+                        if step == "spread"
+                        else repomap_walk.no_step
+                        if step == "none"
+                        else repomap_walk.Walk(graph, *step)
+                    )
                 row["ctxmill"] = ctxmill()
                 row["ctxmill, no recent"] = ctxmill(recent=[])
                 row["path list"] = score(path_list(files, budget))
@@ -179,7 +193,11 @@ def main() -> None:
         sys.exit(f"corpus absent at {args.corpus}")
     by_project: dict[str, list[Path]] = defaultdict(list)
     for path in session_files(folder):
-        if "__" in path.name and args.only in path.name and mirror_of(args.mirrors, path) is not None:
+        if (
+            "__" in path.name
+            and args.only in path.name
+            and mirror_of(args.mirrors, path) is not None
+        ):
             by_project["__".join(path.name.split("__")[:2])].append(path)
     aider = Aider(args.aider) if args.aider else None
     rows: dict[str, list] = {}
@@ -190,24 +208,43 @@ def main() -> None:
         print(f"{project}: {len(found)} prompts", file=sys.stderr)
     everything = [r for found in rows.values() for r in found]
     names = [n for n in FIXED if everything and n in everything[0]]
-    print(f"budget {args.budget} tokens; {len(everything)} prompts with targets; {len(rows)} projects; "
-          f"{sum(r['path list'][1] for r in everything)} targets\n")
+    print(
+        f"budget {args.budget} tokens; {len(everything)} prompts with targets; "
+        f"{len(rows)} projects; "
+        f"{sum(r['path list'][1] for r in everything)} targets\n"
+    )
     print("| map | targets named (pooled) | mean share per prompt |\n|---|---:|---:|")
     for name in names:
         pooled, mean, named, targets = share(everything, name)
         print(f"| {name} | {pooled:.3f} ({named}/{targets}) | {mean:.3f} |")
-    for title, grid in (("prior weights (PageRank, size)", [f"w{w}" for w in itertools.product(PRIOR_GRID, SIZE_GRID)]),
-                        ("graph step (spread, none, or a walk: weight, restart, back)", [f"g{w}" for w in STEPS])):
+    for title, grid in (
+        (
+            "prior weights (PageRank, size)",
+            [f"w{w}" for w in itertools.product(PRIOR_GRID, SIZE_GRID)],
+        ),
+        ("graph step (spread, none, or a walk: weight, restart, back)", [f"g{w}" for w in STEPS]),
+    ):
         best, loo = chosen(rows, grid)
-        print(f"\n{title}: in-sample best {best[1:]} -> {share(everything, best)[0]:.3f}; "
-              f"leave-one-project-out {share(loo, 'loo')[0]:.3f} (mean per prompt {share(loo, 'loo')[1]:.3f})")
+        print(
+            f"\n{title}: in-sample best {best[1:]} -> {share(everything, best)[0]:.3f}; "
+            f"leave-one-project-out {share(loo, 'loo')[0]:.3f} "
+            f"(mean per prompt {share(loo, 'loo')[1]:.3f})"
+        )
         if title.startswith("graph step"):
-            print("| graph step | targets named (pooled) | mean share per prompt |\n|---|---:|---:|")
+            print(
+                "| graph step | targets named (pooled) | mean share per prompt |\n|---|---:|---:|"
+            )
             for g in grid:
-                print(f"| {g[1:]} | {share(everything, g)[0]:.3f} | {share(everything, g)[1]:.3f} |")
+                print(
+                    f"| {g[1:]} | {share(everything, g)[0]:.3f} | {share(everything, g)[1]:.3f} |"
+                )
     print("\n| project | prompts | " + " | ".join(names) + " |\n|---|---:|" + "---:|" * len(names))
     for project, found in rows.items():
-        print(f"| {project} | {len(found)} | " + " | ".join(f"{share(found, n)[0]:.2f}" for n in names) + " |")
+        print(
+            f"| {project} | {len(found)} | "
+            + " | ".join(f"{share(found, n)[0]:.2f}" for n in names)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

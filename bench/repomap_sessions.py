@@ -1,4 +1,4 @@
-"""The prompts of recorded sessions, each with the repository as it was and the files the agent went on to use.
+"""Recorded sessions' prompts, each with its repository as it was and the files the agent then used.
 
 Used by bench/repomap_corpus.py. For a session whose project (`OWNER__REPO`) has a clone under
 the mirrors folder (`<mirrors>/OWNER+REPO/repo`, a git directory with its history):
@@ -37,8 +37,13 @@ class Prompt:
 
 def _git(git_dir: Path, *args: str) -> str:
     """The command's output (a snapshot missing some objects still lists what it has)."""
-    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True,
-                          check=False, errors="surrogateescape").stdout
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        errors="surrogateescape",
+    ).stdout
 
 
 def _prompt_times(path: Path) -> dict[str, float]:
@@ -84,9 +89,13 @@ def _timeline(path: Path) -> list[tuple[str, str, float | None]]:
         k = bisect_right(starts, i)
         at = times[k] if k < len(times) else None
         if m.role == "user" and not any(b.kind == "tool_result" for b in m.blocks):
-            text = "\n".join(b.text for b in m.blocks if b.kind == "text" and not b.text.lstrip().startswith("<"))
+            text = "\n".join(
+                b.text for b in m.blocks if b.kind == "text" and not b.text.lstrip().startswith("<")
+            )
             if text.strip() and not text.startswith(("Caveat:", "[Request interrupted")):
-                out.append(("prompt", text, at if at is not None else recorded.get(text.strip()[:200])))
+                out.append(
+                    ("prompt", text, at if at is not None else recorded.get(text.strip()[:200]))
+                )
         for b in m.blocks:
             if b.kind == "tool_use":
                 for touch in touched_files(b.tool_name, b.input):
@@ -110,7 +119,11 @@ def prompts(session: Path, git_dir: Path) -> list[Prompt]:
     timeline = _timeline(session)
     if not timeline:
         return []
-    history = [line.split(" ", 1) for line in _git(git_dir, "log", "--all", "--format=%ct %H").split("\n") if line]
+    history = [
+        line.split(" ", 1)
+        for line in _git(git_dir, "log", "--all", "--format=%ct %H").split("\n")
+        if line
+    ]
     commits = sorted((int(t), h) for t, h in history)
     if not commits:
         return []
@@ -122,7 +135,7 @@ def prompts(session: Path, git_dir: Path) -> list[Prompt]:
     for i, (kind, value, at) in enumerate(timeline):
         if kind == "touch":
             if value.startswith(prefix):
-                rel = value[len(prefix):]
+                rel = value[len(prefix) :]
                 recent = [rel] + [r for r in recent if r != rel]
             continue
         if at is None:
@@ -132,13 +145,15 @@ def prompts(session: Path, git_dir: Path) -> list[Prompt]:
             continue
         commit = commits[k][1]
         if commit not in trees:
-            trees[commit] = set(_git(git_dir, "ls-tree", "-r", "--name-only", commit).split("\n")) - {""}
+            trees[commit] = set(
+                _git(git_dir, "ls-tree", "-r", "--name-only", commit).split("\n")
+            ) - {""}
         later = []
-        for k2, v2, _ in timeline[i + 1:]:
+        for k2, v2, _ in timeline[i + 1 :]:
             if k2 == "prompt":
                 break
             if v2.startswith(prefix):
-                later.append(v2[len(prefix):])
+                later.append(v2[len(prefix) :])
         targets = {p for p in later if p in trees[commit]}
         if targets:
             out.append(Prompt(value, commit, targets, list(recent)))
@@ -150,8 +165,11 @@ def checkout(git_dir: Path, commit: str, folder: Path) -> None:
     lists its files as `git ls-files` does). Blobs the snapshot lacks (it keeps no file of 4 MiB
     or more) are left out; links are written as links."""
     folder.mkdir(parents=True, exist_ok=True)
-    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
-                             capture_output=True, check=True).stdout
+    listing = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", commit],
+        capture_output=True,
+        check=True,
+    ).stdout
     entries = []
     for item in listing.split(b"\0"):
         if item:
@@ -159,8 +177,12 @@ def checkout(git_dir: Path, commit: str, folder: Path) -> None:
             mode, kind, sha = meta.split()
             if kind == b"blob":
                 entries.append((mode, sha, name.decode("utf-8", "surrogateescape")))
-    batch = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-                           input=b"".join(sha + b"\n" for _, sha, _ in entries), capture_output=True, check=True).stdout
+    batch = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input=b"".join(sha + b"\n" for _, sha, _ in entries),
+        capture_output=True,
+        check=True,
+    ).stdout
     at = 0
     for mode, _, name in entries:
         header_end = batch.index(b"\n", at)
@@ -169,7 +191,7 @@ def checkout(git_dir: Path, commit: str, folder: Path) -> None:
         if header[-1] == b"missing":
             continue
         size = int(header[2])
-        data = batch[at:at + size]
+        data = batch[at : at + size]
         at += size + 1
         target = folder / name
         if ".." in Path(name).parts or name.startswith("/"):
@@ -179,7 +201,14 @@ def checkout(git_dir: Path, commit: str, folder: Path) -> None:
             os.symlink(data.decode("utf-8", "surrogateescape"), target)
         else:
             target.write_bytes(data)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@b",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@b",
+    }
     subprocess.run(["git", "init", "-q", str(folder)], check=True, env=env)
-    subprocess.run(["git", "-C", str(folder), "add", "-A", "-f"], check=True, env=env, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(folder), "add", "-A", "-f"], check=True, env=env, capture_output=True
+    )

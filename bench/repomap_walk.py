@@ -1,4 +1,4 @@
-"""A personalised PageRank by local push as the repository map's graph step, for bench/repomap_corpus.py.
+"""A personalised PageRank by local push as the map's graph step, for bench/repomap_corpus.py.
 
 The map's ranking (`repomap.rank`) moves a prompt's scores one step along what uses what
 (`rank.spread`: the best files pass half their score to the files whose distinctive names they
@@ -33,9 +33,13 @@ GRID = tuple(itertools.product((0.5, 1.0, 2.0, 4.0), (0.15, 0.3, 0.5), (0.0, 0.3
 """(weight, restart, back) tried by bench/repomap_corpus.py."""
 
 
-def local_pagerank(neighbours: Callable[[str], list[tuple[str, float]]], seeds: Mapping[str, float],
-                   restart: float = 0.15, epsilon: float = EPSILON,
-                   max_pushes: int = MAX_PUSHES) -> dict[str, float]:
+def local_pagerank(
+    neighbours: Callable[[str], list[tuple[str, float]]],
+    seeds: Mapping[str, float],
+    restart: float = 0.15,
+    epsilon: float = EPSILON,
+    max_pushes: int = MAX_PUSHES,
+) -> dict[str, float]:
     """PageRank personalised to `seeds` (weights, normalised here), approximated by local push:
     node -> estimate, for the nodes it reached. `neighbours(node)` gives a node's links with their
     weights (normalised here; a node without links hands its mass back to the seeds), called at
@@ -64,7 +68,9 @@ def local_pagerank(neighbours: Callable[[str], list[tuple[str, float]]], seeds: 
         estimate[node] += restart * mass
         for target, share in links[node] or list(start.items()):
             residual[target] += (1 - restart) * mass * share
-            if target not in queued and residual[target] >= epsilon * max(1, len(links.get(target, ()))):
+            if target not in queued and residual[target] >= epsilon * max(
+                1, len(links.get(target, ()))
+            ):
                 queue.append(target)
                 queued.add(target)
     return dict(estimate)
@@ -82,7 +88,10 @@ class Graph:
 
     def neighbours(self, path: str, back: float) -> list[tuple[str, float]]:
         out: dict[str, float] = defaultdict(float)
-        for share, links in ((1 - back, self.uses.get(path, {})), (back, self.used_by.get(path, {}))):
+        for share, links in (
+            (1 - back, self.uses.get(path, {})),
+            (back, self.used_by.get(path, {})),
+        ):
             total = sum(links.values())
             for other, weight in links.items():
                 if share > 0 and total > 0:
@@ -105,7 +114,9 @@ class Walk:
             return
         seeds = {p: score[p] for p in best}
         mass = sum(seeds.values())
-        for path, value in local_pagerank(lambda p: self.graph.neighbours(p, self.back), seeds, self.restart).items():
+        for path, value in local_pagerank(
+            lambda p: self.graph.neighbours(p, self.back), seeds, self.restart
+        ).items():
             if path in files:
                 score[path] += self.weight * mass * value
 

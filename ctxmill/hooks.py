@@ -129,7 +129,8 @@ def relevant(prompt_terms: set[str], entry_terms: set[str]) -> bool:
 
 def is_slash_command(prompt: str) -> bool:
     """A client command (`/compact`, `/ctxmill:checkpoint now`), not a prompt that starts with an
-    absolute path (`/home/me/app/main.py fails`): one slash, then a name, then a space or the end."""
+    absolute path (`/home/me/app/main.py fails`): one slash, then a name, then a space or the
+    end."""
     head = prompt.lstrip().split(maxsplit=1)[0] if prompt.strip() else ""
     return head.startswith("/") and "/" not in head[1:] and "." not in head
 
@@ -194,7 +195,7 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
     from ctxmill.paths import ensure_gitignore
 
     home = project_home(event)
-    ensure_gitignore(home)  # a fresh repository's first checkpoint creates the home: keep its state out of git
+    ensure_gitignore(home)  # a fresh repository's first checkpoint creates the home
     remember_session(home, event)
     from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file, session_id_for

@@ -45,16 +45,26 @@ def recent_files(transcript: str | None) -> list[str]:
     except OSError:
         return []
     found: list[str] = []
-    for line in reversed(tail.splitlines()[1:] if size > TRANSCRIPT_TAIL_BYTES else tail.splitlines()):
+    for line in reversed(
+        tail.splitlines()[1:] if size > TRANSCRIPT_TAIL_BYTES else tail.splitlines()
+    ):
         try:
             record = orjson.loads(line)
             content = record["message"]["content"]
         except (ValueError, KeyError, TypeError):
             continue
         for block in reversed(content) if isinstance(content, list) else ():
-            tool_input = block.get("input") if isinstance(block, dict) and block.get("type") == "tool_use" else None
-            if isinstance(tool_input, dict):  # the file a file tool names: its first path key present
-                found.extend(next(([v] for k in PATH_KEYS if isinstance(v := tool_input.get(k), str)), []))
+            tool_input = (
+                block.get("input")
+                if isinstance(block, dict) and block.get("type") == "tool_use"
+                else None
+            )
+            if isinstance(
+                tool_input, dict
+            ):  # the file a file tool names: its first path key present
+                found.extend(
+                    next(([v] for k in PATH_KEYS if isinstance(v := tool_input.get(k), str)), [])
+                )
     return list(dict.fromkeys(found))
 
 
@@ -113,7 +123,9 @@ def _prompt_map(event: dict, prompt: str, settings) -> str:
         before = last.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         before = ""
-    if before.startswith(session) and set(result.files[:HEAD_FILES]) <= set(before.splitlines()[1:]):
+    if before.startswith(session) and set(result.files[:HEAD_FILES]) <= set(
+        before.splitlines()[1:]
+    ):
         return ""
     atomic_write(last, (session + "\n".join(result.files)).encode(), fsync=False)
     return result.text
@@ -125,6 +137,11 @@ def index_in_background(root: Path) -> None:
     import subprocess
     import sys
 
-    subprocess.Popen([sys.executable, "-m", "ctxmill", "map", "--index", "--root", str(root)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True)
+    subprocess.Popen(
+        [sys.executable, "-m", "ctxmill", "map", "--index", "--root", str(root)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )

@@ -21,23 +21,44 @@ from pathlib import Path
 
 from memory.history.steps import EDIT_STEP
 
-MARK = ("<!-- written by ctxmill distill: ctxmill may rewrite this file while this line is here; "
-        "delete the line to keep your edits -->")
+MARK = (
+    "<!-- written by ctxmill distill: ctxmill may rewrite this file while this line is here; "
+    "delete the line to keep your edits -->"
+)
 IRREVERSIBLE = {
-    "rm -rf": "deletes files for good", "git push --force": "rewrites the remote's history",
-    "git reset --hard": "throws away uncommitted work", "git clean -f": "deletes untracked files",
-    "git branch -D": "deletes a branch that may not be merged", "npm publish": "publishes a package",
-    "yarn publish": "publishes a package", "pnpm publish": "publishes a package", "cargo publish": "publishes a crate",
-    "twine upload": "publishes a package", "poetry publish": "publishes a package", "uv publish": "publishes a package",
-    "gem push": "publishes a gem", "docker push": "publishes an image", "gh release": "publishes a release",
-    "npm unpublish": "removes a published package", "terraform apply": "changes real infrastructure",
-    "terraform destroy": "destroys real infrastructure", "kubectl delete": "deletes cluster resources",
-    "helm uninstall": "removes a deployment", "dropdb": "deletes a database", "mkfs": "erases a disk",
-    "dd": "writes raw to a device", "vercel deploy": "deploys to production", "firebase deploy": "deploys",
-    "wrangler deploy": "deploys", "fly deploy": "deploys", "heroku apps": "changes a live app",
+    "rm -rf": "deletes files for good",
+    "git push --force": "rewrites the remote's history",
+    "git reset --hard": "throws away uncommitted work",
+    "git clean -f": "deletes untracked files",
+    "git branch -D": "deletes a branch that may not be merged",
+    "npm publish": "publishes a package",
+    "yarn publish": "publishes a package",
+    "pnpm publish": "publishes a package",
+    "cargo publish": "publishes a crate",
+    "twine upload": "publishes a package",
+    "poetry publish": "publishes a package",
+    "uv publish": "publishes a package",
+    "gem push": "publishes a gem",
+    "docker push": "publishes an image",
+    "gh release": "publishes a release",
+    "npm unpublish": "removes a published package",
+    "terraform apply": "changes real infrastructure",
+    "terraform destroy": "destroys real infrastructure",
+    "kubectl delete": "deletes cluster resources",
+    "helm uninstall": "removes a deployment",
+    "dropdb": "deletes a database",
+    "mkfs": "erases a disk",
+    "dd": "writes raw to a device",
+    "vercel deploy": "deploys to production",
+    "firebase deploy": "deploys",
+    "wrangler deploy": "deploys",
+    "fly deploy": "deploys",
+    "heroku apps": "changes a live app",
 }
-_CREDENTIAL = re.compile(r"\[REDACTED:|(?i:authorization:|bearer\s+\S|--password|--token\b|api[_-]?key\s*=|"
-                         r"password\s*=|secret\s*=|token\s*=)")
+_CREDENTIAL = re.compile(
+    r"\[REDACTED:|(?i:authorization:|bearer\s+\S|--password|--token\b|api[_-]?key\s*=|"
+    r"password\s*=|secret\s*=|token\s*=)"
+)
 _HOME = re.compile(r"(?:/Users/|/home/)[^/\s\"'`]+|[A-Za-z]:[\\/]+Users[\\/]+[^\\/\s\"'`]+")
 
 
@@ -70,23 +91,45 @@ def portable(example: str, project: str | None = None) -> str:
 
 
 def render(candidate, project: str | None = None) -> str:
-    lines = ["---", f"name: {candidate.name}", f"description: {json.dumps(candidate.description, ensure_ascii=False)}",
-             "---", MARK, "", "# " + " → ".join("edit" if s == EDIT_STEP else s for s in candidate.steps), "",
-             f"A routine that came back in {candidate.tasks} tasks. Its steps, each with the command "
-             "one of those sessions ran:", ""]
-    for i, (step, example, why) in enumerate(zip(candidate.steps, candidate.examples, candidate.risky, strict=True), 1):
+    lines = [
+        "---",
+        f"name: {candidate.name}",
+        f"description: {json.dumps(candidate.description, ensure_ascii=False)}",
+        "---",
+        MARK,
+        "",
+        "# " + " → ".join("edit" if s == EDIT_STEP else s for s in candidate.steps),
+        "",
+        f"A routine that came back in {candidate.tasks} tasks. Its steps, each with the command "
+        "one of those sessions ran:",
+        "",
+    ]
+    for i, (step, example, why) in enumerate(
+        zip(candidate.steps, candidate.examples, candidate.risky, strict=True), 1
+    ):
         if why:
-            lines.append(f"{i}. **Warning: this step {why} and cannot be undone. Ask the person before running it.**")
+            lines.append(
+                f"{i}. **Warning: this step {why} and cannot be undone. Ask the person before running it.**"
+            )
             lines.append("")
         if step == EDIT_STEP:
             lines.append(f"{i}. Change the files the previous step points at.")
             continue
         shown = portable(example, project)[:200]
-        lines.append(f"{i}. {code(step)}" + (f" (for example: {code(shown)})" if shown and shown != step else ""))
-    lines += ["", f"Found in {len(candidate.sessions)} sessions: " + ", ".join(candidate.sessions[:10])
-              + (" …" if len(candidate.sessions) > 10 else ""),
-              "", "ctxmill found this sequence by counting commands across sessions; check that it fits the task "
-              "before following it.", ""]
+        lines.append(
+            f"{i}. {code(step)}"
+            + (f" (for example: {code(shown)})" if shown and shown != step else "")
+        )
+    lines += [
+        "",
+        f"Found in {len(candidate.sessions)} sessions: "
+        + ", ".join(candidate.sessions[:10])
+        + (" …" if len(candidate.sessions) > 10 else ""),
+        "",
+        "ctxmill found this sequence by counting commands across sessions; check that it fits the task "
+        "before following it.",
+        "",
+    ]
     return "\n".join(lines)
 
 

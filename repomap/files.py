@@ -16,6 +16,7 @@ in a git work tree, else a walk that skips dependency, build and hidden folders.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -25,20 +26,89 @@ MAX_FILES = 20_000
 MAX_NAME_CHARS = 240
 MAX_PART_CHARS = 100
 MAX_PART_SPACES = 4
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".ctxmill", "node_modules", ".venv", "venv", "__pycache__",
-                       "dist", "build", "target", ".tox", ".mypy_cache", ".next", "vendor", "third_party",
-                       "third-party", "bower_components", "Pods", ".gradle", ".idea", ".vscode", "coverage",
-                       ".pytest_cache", ".nuxt", ".svelte-kit", ".turbo", "site-packages", "DerivedData"})
-SKIP_SUFFIXES = (".min.js", ".min.css", ".min.mjs", ".bundle.js", ".umd.js", ".map", "_pb2.py", "_pb2_grpc.py",
-                 ".pb.go", ".g.dart", ".freezed.dart", ".pyc", ".class", ".o", ".so", ".dll", ".dylib", ".exe",
-                 ".a", ".lib", ".wasm", ".jar", ".whl", ".egg", ".lock")
-SKIP_NAMES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "Cargo.lock", "poetry.lock",
-                        "Gemfile.lock", "composer.lock", "go.sum", "uv.lock", "Pipfile.lock", "bun.lockb",
-                        ".DS_Store", "Thumbs.db"})
-BINARY_EXTENSIONS = frozenset("""png jpg jpeg gif bmp ico icns webp avif tiff psd svgz heic
-woff woff2 ttf otf eot zip gz tgz bz2 xz 7z rar tar zst mp3 mp4 m4a wav ogg flac webm mov avi mkv pdf
-doc docx xls xlsx ppt pptx sqlite sqlite3 db bin dat pkl npy npz onnx pt pth h5 parquet keystore jks p12
-pem der crt key""".split())
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".ctxmill",
+        "node_modules",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "dist",
+        "build",
+        "target",
+        ".tox",
+        ".mypy_cache",
+        ".next",
+        "vendor",
+        "third_party",
+        "third-party",
+        "bower_components",
+        "Pods",
+        ".gradle",
+        ".idea",
+        ".vscode",
+        "coverage",
+        ".pytest_cache",
+        ".nuxt",
+        ".svelte-kit",
+        ".turbo",
+        "site-packages",
+        "DerivedData",
+    }
+)
+SKIP_SUFFIXES = (
+    ".min.js",
+    ".min.css",
+    ".min.mjs",
+    ".bundle.js",
+    ".umd.js",
+    ".map",
+    "_pb2.py",
+    "_pb2_grpc.py",
+    ".pb.go",
+    ".g.dart",
+    ".freezed.dart",
+    ".pyc",
+    ".class",
+    ".o",
+    ".so",
+    ".dll",
+    ".dylib",
+    ".exe",
+    ".a",
+    ".lib",
+    ".wasm",
+    ".jar",
+    ".whl",
+    ".egg",
+    ".lock",
+)
+SKIP_NAMES = frozenset(
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "Cargo.lock",
+        "poetry.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "uv.lock",
+        "Pipfile.lock",
+        "bun.lockb",
+        ".DS_Store",
+        "Thumbs.db",
+    }
+)
+BINARY_EXTENSIONS = frozenset(
+    """png jpg jpeg gif bmp ico icns webp avif tiff psd svgz heic
+woff woff2 ttf otf eot zip gz tgz bz2 xz 7z rar tar zst mp3 mp4 m4a wav ogg flac webm mov avi mkv
+pdf doc docx xls xlsx ppt pptx sqlite sqlite3 db bin dat pkl npy npz onnx pt pth h5 parquet
+keystore jks p12 pem der crt key""".split()
+)
 _UNSAFE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn"})
 MINIFIED_LINE_CHARS = 1000
 """A file whose lines average more than this (or whose first line is 5 times longer) is a
@@ -48,8 +118,12 @@ bundle or generated data, not something a person edits."""
 def list_files(root: Path) -> list[str]:
     """Repository-relative paths of the files the map may name, sorted, at most MAX_FILES."""
     try:
-        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
-                             capture_output=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
+            capture_output=True,
+            timeout=20,
+            check=True,
+        ).stdout
         names = [n for n in out.decode("utf-8", "surrogateescape").split("\0") if n]
     except (OSError, subprocess.SubprocessError):
         names = _walk(root)
@@ -74,7 +148,7 @@ def wanted(name: str) -> bool:
     if SKIP_DIRS.intersection(parts[:-1]) or base in SKIP_NAMES or base.endswith(SKIP_SUFFIXES):
         return False
     dot = base.rfind(".")
-    if dot > 0 and base[dot + 1:].lower() in BINARY_EXTENSIONS:
+    if dot > 0 and base[dot + 1 :].lower() in BINARY_EXTENSIONS:
         return False
     return safe_name(name)
 
@@ -84,9 +158,14 @@ def safe_name(name: str) -> bool:
     character (and no undecodable byte), short, and no part that reads like a sentence."""
     if len(name) > MAX_NAME_CHARS:
         return False
-    if not (name.isascii() and name.isprintable()) and any(unicodedata.category(c) in _UNSAFE for c in name):
+    if not (name.isascii() and name.isprintable()) and any(
+        unicodedata.category(c) in _UNSAFE for c in name
+    ):
         return False
-    return all(len(part) <= MAX_PART_CHARS and part.count(" ") <= MAX_PART_SPACES for part in name.split("/"))
+    return all(
+        len(part) <= MAX_PART_CHARS and part.count(" ") <= MAX_PART_SPACES
+        for part in name.split("/")
+    )
 
 
 def read(root: Path, name: str) -> bytes | None:
@@ -106,3 +185,19 @@ def minified(data: bytes) -> bool:
         return True
     first = data.find(b"\n")
     return len(data) > 20_000 and first > 5 * MINIFIED_LINE_CHARS
+
+
+def safe_stat(root: Path, name: str) -> os.stat_result | None:
+    """The file's status when it is a regular file inside `root` (a link is followed only when
+    it stays inside), else None."""
+    full = os.path.join(root, name)
+    try:
+        st = os.lstat(full)
+        if stat.S_ISLNK(st.st_mode):
+            real, real_root = os.path.realpath(full), os.path.realpath(root)
+            if os.path.commonpath([real, real_root]) != real_root:
+                return None
+            st = os.stat(full)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE_BYTES else None

@@ -37,8 +37,12 @@ def links_of(outlines, definers: Mapping[str, list[str]]) -> Links:
     return out
 
 
-def pagerank(links: Links, nodes: list[str], personal: Mapping[str, float] | None = None,
-             iterations: int = ITERATIONS) -> dict[str, float]:
+def pagerank(
+    links: Links,
+    nodes: list[str],
+    personal: Mapping[str, float] | None = None,
+    iterations: int = ITERATIONS,
+) -> dict[str, float]:
     """The PageRank of each of `nodes` (summing to 1) over `links`, restarting at `personal`
     (weights, normalised here; None: every node alike)."""
     if not nodes:
@@ -47,7 +51,11 @@ def pagerank(links: Links, nodes: list[str], personal: Mapping[str, float] | Non
     known = set(order)
     if personal:
         total = sum(v for k, v in personal.items() if k in known and v > 0)
-        restart = {k: v / total for k, v in sorted(personal.items()) if k in known and v > 0} if total else {}
+        restart = (
+            {k: v / total for k, v in sorted(personal.items()) if k in known and v > 0}
+            if total
+            else {}
+        )
     else:
         restart = {}
     if not restart:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ import orjson
 import xxhash
 
 from ground.files import private_dir, private_file
-from repomap.files import MAX_FILE_BYTES, list_files, minified, read, wanted
+from repomap.files import list_files, minified, read, safe_stat, wanted
 from repomap.languages import supported
 from repomap.outline import Definition, Outline, outline
 from repomap.terms import terms
@@ -49,11 +48,13 @@ BATCH = 100
 """Changed files indexed per transaction: an interrupted first index keeps what it did."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER, mtime INTEGER, digest TEXT,
-                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB, prior REAL DEFAULT 0,
-                                  log_prior REAL DEFAULT 0, log_size REAL DEFAULT 0);
+                                  ndefs INTEGER, ndefterms INTEGER, outline BLOB,
+                                  prior REAL DEFAULT 0, log_prior REAL DEFAULT 0,
+                                  log_size REAL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS files_digest ON files(digest);
 CREATE INDEX IF NOT EXISTS files_rank ON files(path, log_prior, log_size);
-CREATE TABLE IF NOT EXISTS terms (term TEXT, path TEXT, in_path INTEGER, in_defs INTEGER, ndefterms INTEGER);
+CREATE TABLE IF NOT EXISTS terms (term TEXT, path TEXT, in_path INTEGER, in_defs INTEGER,
+                                  ndefterms INTEGER);
 CREATE INDEX IF NOT EXISTS terms_term ON terms(term);
 CREATE INDEX IF NOT EXISTS terms_path ON terms(path);
 CREATE TABLE IF NOT EXISTS names (name TEXT, path TEXT);
@@ -69,27 +70,11 @@ class FileRow:
     ndefs: int
     size: int
     prior: float
-    """The file's PageRank times the number of files (1.0 is average; 0 for a file nothing links)."""
+    """The file's PageRank times the number of files (1.0 is average; 0: nothing links to it)."""
 
 
 def path_terms(path: str) -> set[str]:
     return terms(path.replace("/", " ").replace(".", " ").replace("-", " "))
-
-
-def _safe_stat(root: Path, name: str) -> os.stat_result | None:
-    """The file's status when it is a regular file inside `root` (a link is followed only when
-    it stays inside), else None."""
-    full = os.path.join(root, name)
-    try:
-        st = os.lstat(full)
-        if stat.S_ISLNK(st.st_mode):
-            real, real_root = os.path.realpath(full), os.path.realpath(root)
-            if os.path.commonpath([real, real_root]) != real_root:
-                return None
-            st = os.stat(full)
-    except (OSError, ValueError):
-        return None
-    return st if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE_BYTES else None
 
 
 class RepoIndex:
@@ -97,8 +82,12 @@ class RepoIndex:
 
     def __init__(self, db: Path | None) -> None:
         if db is not None:
-            private_file(private_dir(Path(db).parent) / Path(db).name)  # SQLite gives -wal/-shm its mode
-        self.db = sqlite3.connect(str(db) if db is not None else ":memory:", timeout=10, isolation_level=None)
+            private_file(
+                private_dir(Path(db).parent) / Path(db).name
+            )  # SQLite gives -wal/-shm its mode
+        self.db = sqlite3.connect(
+            str(db) if db is not None else ":memory:", timeout=10, isolation_level=None
+        )
         if db is not None:
             self.db.execute("PRAGMA journal_mode=WAL")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -125,25 +114,42 @@ class RepoIndex:
         """Every indexed file's path (cheaper than `files` when the rows are not needed)."""
         return {p for (p,) in self.db.execute("SELECT path FROM files")}
 
-    def prior_scores(self, weights: tuple[float, float], paths: Iterable[str] | None = None,
-                     best: int | None = None) -> dict[str, float]:
+    def prior_scores(
+        self,
+        weights: tuple[float, float],
+        paths: Iterable[str] | None = None,
+        best: int | None = None,
+    ) -> dict[str, float]:
         """path -> `weights[0] x log(1 + prior) + weights[1] x log(1 + size in KB)` (the ranking's
         prior, `repomap.rank.prior`): of `paths`, or of the `best` files by it (highest first, ties
         by path, as the ranking orders them), or of every file."""
-        value = "? * log_prior + ? * log_size"  # log(1 + prior), log(1 + size in KB): kept with each row
+        value = "? * log_prior + ? * log_size"  # log(1 + prior), log(1 + size in KB), kept per row
         if paths is None:
-            tail, extra = (" ORDER BY round(v, 9) DESC, path LIMIT ?", (best,)) if best is not None else ("", ())
-            return dict(self.db.execute(f"SELECT path, {value} AS v FROM files{tail}", (*weights, *extra)))
-        names, out = sorted(set(paths)), {}
+            tail, extra = (
+                (" ORDER BY round(v, 9) DESC, path LIMIT ?", (best,))
+                if best is not None
+                else ("", ())
+            )
+            return dict(
+                self.db.execute(f"SELECT path, {value} AS v FROM files{tail}", (*weights, *extra))
+            )
+        names, out = sorted(set(paths)), dict[str, float]()
         for start in range(0, len(names), 500):
-            chunk = names[start:start + 500]
-            out.update(self.db.execute(f"SELECT path, {value} FROM files WHERE path IN ({','.join('?' * len(chunk))})",
-                                       (*weights, *chunk)))
+            chunk = names[start : start + 500]
+            out.update(
+                self.db.execute(
+                    f"SELECT path, {value} FROM files WHERE path IN ({','.join('?' * len(chunk))})",
+                    (*weights, *chunk),
+                )
+            )
         return out
 
     def files(self) -> dict[str, FileRow]:
         """Every indexed file: path -> its row."""
-        return {p: FileRow(n, s, r) for p, n, s, r in self.db.execute("SELECT path, ndefs, size, prior FROM files")}
+        return {
+            p: FileRow(n, s, r)
+            for p, n, s, r in self.db.execute("SELECT path, ndefs, size, prior FROM files")
+        }
 
     def refresh(self, root: Path, deadline: float | None = None) -> dict[str, FileRow] | None:
         """Bring the index up to date with the files under `root`; their rows. With a `deadline`
@@ -171,10 +177,11 @@ class RepoIndex:
     def _priors_due(self, changed: int, files: int) -> bool:
         """Whether a refresh that found `changed` of `files` files changed recomputes the priors:
         a PageRank over the whole repository moves little when a few files change, so only when
-        more than `PRIORS_CHANGED_SHARE` of them did, or the priors are older than `PRIORS_EVERY`."""
+        more than `PRIORS_CHANGED_SHARE` of them did, or they are older than `PRIORS_EVERY`."""
         at = self.meta("priors_at")
-        return changed > 0 and (changed > PRIORS_CHANGED_SHARE * files or at is None
-                                or time.time() - at > PRIORS_EVERY)
+        return changed > 0 and (
+            changed > PRIORS_CHANGED_SHARE * files or at is None or time.time() - at > PRIORS_EVERY
+        )
 
     def refresh_files(self, root: Path, names: list[str], parse: bool = True) -> list[str]:
         """Bring the rows of `names` (repository-relative) up to date, adding or dropping them.
@@ -186,48 +193,66 @@ class RepoIndex:
             return []
         known = self._known(names)
         changed = self._changed(Path(root), names, known)
-        gone = {n for n in names if n in known and _safe_stat(Path(root), n) is None}
+        gone = {n for n in names if n in known and safe_stat(Path(root), n) is None}
         if gone:
             self._write([], gone)
         later = [] if parse else [(n, st) for n, st in changed if supported(n)]
         self._index(Path(root), [c for c in changed if c not in later], known, None)
         if later:
             self._write([(n, st, b"") for n, st in later if n not in known], set())
-            self.db.executemany("UPDATE files SET mtime = -1 WHERE path = ?", [(n,) for n, _ in later])
+            self.db.executemany(
+                "UPDATE files SET mtime = -1 WHERE path = ?", [(n,) for n, _ in later]
+            )
         return [n for n, _ in later]
 
     def _known(self, names: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime) of every row, or of those of `names`."""
         if names is None:
-            return {p: (size, mtime) for p, size, mtime in self.db.execute("SELECT path, size, mtime FROM files")}
+            return {
+                p: (size, mtime)
+                for p, size, mtime in self.db.execute("SELECT path, size, mtime FROM files")
+            }
         out: dict[str, tuple[int, int]] = {}
         for start in range(0, len(names), 500):
-            chunk = names[start:start + 500]
-            out.update((p, (size, mtime)) for p, size, mtime in self.db.execute(
-                f"SELECT path, size, mtime FROM files WHERE path IN ({','.join('?' * len(chunk))})", chunk))
+            chunk = names[start : start + 500]
+            out.update(
+                (p, (size, mtime))
+                for p, size, mtime in self.db.execute(
+                    "SELECT path, size, mtime FROM files WHERE path IN"
+                    f" ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+            )
         return out
 
     @staticmethod
-    def _changed(root: Path, names: list[str], known: dict[str, tuple[int, int]]) -> list[tuple[str, os.stat_result]]:
+    def _changed(
+        root: Path, names: list[str], known: dict[str, tuple[int, int]]
+    ) -> list[tuple[str, os.stat_result]]:
         out = []
         for name in names:
-            st = _safe_stat(root, name)
+            st = safe_stat(root, name)
             if st is not None and known.get(name) != (st.st_size, st.st_mtime_ns):
                 out.append((name, st))
         return out
 
-    def _index(self, root: Path, changed: list[tuple[str, os.stat_result]], known: dict,
-               deadline: float | None) -> bool:
+    def _index(
+        self,
+        root: Path,
+        changed: list[tuple[str, os.stat_result]],
+        known: dict,
+        deadline: float | None,
+    ) -> bool:
         """Index the `changed` files in batches; False when `deadline` passed first."""
         for start in range(0, len(changed), BATCH):
             if deadline is not None and time.monotonic() > deadline:
                 return False
             batch = []
-            for name, st in changed[start:start + BATCH]:
+            for name, st in changed[start : start + BATCH]:
                 content = read(root, name) if supported(name) else b""
                 if content is not None and not (content and minified(content)):
                     batch.append((name, st, content))
-            self._write(batch, set(known) & {name for name, _ in changed[start:start + BATCH]})
+            self._write(batch, set(known) & {name for name, _ in changed[start : start + BATCH]})
         return True
 
     def _write(self, changed: list[tuple[str, os.stat_result, bytes]], stale: set[str]) -> None:
@@ -240,17 +265,46 @@ class RepoIndex:
                     db.execute(f"DELETE FROM {table} WHERE path = ?", (name,))
             for name, st, content in changed:
                 digest = xxhash.xxh3_64_hexdigest(content) if content else ""
-                same = db.execute("SELECT outline FROM files WHERE digest = ? LIMIT 1", (digest,)).fetchone() \
-                    if digest else None
-                o = _decode(same[0]) if same else outline(name, content) if content else Outline((), ())
+                same = (
+                    db.execute(
+                        "SELECT outline FROM files WHERE digest = ? LIMIT 1", (digest,)
+                    ).fetchone()
+                    if digest
+                    else None
+                )
+                o = (
+                    _decode(same[0])
+                    if same
+                    else outline(name, content)
+                    if content
+                    else Outline((), ())
+                )
                 in_path = path_terms(name)
                 in_defs = terms(" ".join(d.name for d in o.defs))
-                db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
-                           (name, st.st_size, st.st_mtime_ns, digest, len(o.defs), len(in_defs), _encode(o),
-                            math.log1p(st.st_size / 1024)))
-                db.executemany("INSERT INTO terms VALUES (?, ?, ?, ?, ?)",
-                               [(t, name, t in in_path, t in in_defs, len(in_defs)) for t in sorted(in_path | in_defs)])
-                db.executemany("INSERT INTO names VALUES (?, ?)", [(n, name) for n in sorted({d.name for d in o.defs})])
+                db.execute(
+                    "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?)",
+                    (
+                        name,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        digest,
+                        len(o.defs),
+                        len(in_defs),
+                        _encode(o),
+                        math.log1p(st.st_size / 1024),
+                    ),
+                )
+                db.executemany(
+                    "INSERT INTO terms VALUES (?, ?, ?, ?, ?)",
+                    [
+                        (t, name, t in in_path, t in in_defs, len(in_defs))
+                        for t in sorted(in_path | in_defs)
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO names VALUES (?, ?)",
+                    [(n, name) for n in sorted({d.name for d in o.defs})],
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -261,8 +315,10 @@ class RepoIndex:
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("UPDATE files SET prior = 0, log_prior = 0")
-            db.executemany("UPDATE files SET prior = ?, log_prior = ? WHERE path = ?",
-                           [(v, math.log1p(v), p) for p, v in sorted(priors.items())])
+            db.executemany(
+                "UPDATE files SET prior = ?, log_prior = ? WHERE path = ?",
+                [(v, math.log1p(v), p) for p, v in sorted(priors.items())],
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -274,8 +330,11 @@ class RepoIndex:
         if not wanted_terms:
             return []
         marks = ",".join("?" * len(wanted_terms))
-        return self.db.execute(f"SELECT term, path, in_path, in_defs, ndefterms FROM terms WHERE term IN ({marks})"
-                               " ORDER BY term, path", sorted(wanted_terms)).fetchall()
+        return self.db.execute(
+            f"SELECT term, path, in_path, in_defs, ndefterms FROM terms WHERE term IN ({marks})"
+            " ORDER BY term, path",
+            sorted(wanted_terms),
+        ).fetchall()
 
     def mean_def_terms(self) -> float:
         """The mean number of terms the names of a file that defines something hold (as of the
@@ -284,7 +343,9 @@ class RepoIndex:
         return kept if kept is not None else self._mean_def_terms()
 
     def _mean_def_terms(self) -> float:
-        return float(self.db.execute("SELECT avg(ndefterms) FROM files WHERE ndefs > 0").fetchone()[0] or 1.0)
+        return float(
+            self.db.execute("SELECT avg(ndefterms) FROM files WHERE ndefs > 0").fetchone()[0] or 1.0
+        )
 
     def outline(self, path: str) -> Outline:
         row = self.db.execute("SELECT outline FROM files WHERE path = ?", (path,)).fetchone()
@@ -292,17 +353,20 @@ class RepoIndex:
 
     def outlines(self):
         """(path, outline) of every file that defines something, by path."""
-        for path, blob in self.db.execute("SELECT path, outline FROM files WHERE ndefs > 0 ORDER BY path"):
+        for path, blob in self.db.execute(
+            "SELECT path, outline FROM files WHERE ndefs > 0 ORDER BY path"
+        ):
             yield path, _decode(blob)
 
     def definers(self, names: list[str]) -> dict[str, list[str]]:
         """name -> the files that define it, for each of `names` defined somewhere."""
         out: dict[str, list[str]] = {}
         for start in range(0, len(names), 500):
-            chunk = names[start:start + 500]
+            chunk = names[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for name, path in self.db.execute(
-                    f"SELECT name, path FROM names WHERE name IN ({marks}) ORDER BY name, path", chunk):
+                f"SELECT name, path FROM names WHERE name IN ({marks}) ORDER BY name, path", chunk
+            ):
                 out.setdefault(name, []).append(path)
         return out
 
@@ -314,7 +378,9 @@ class RepoIndex:
 
 
 def _encode(o: Outline) -> bytes:
-    return orjson.dumps([[[d.kind, d.name, d.signature, d.line, d.depth] for d in o.defs], list(o.refs)])
+    return orjson.dumps(
+        [[[d.kind, d.name, d.signature, d.line, d.depth] for d in o.defs], list(o.refs)]
+    )
 
 
 def _decode(blob: bytes) -> Outline:

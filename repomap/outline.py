@@ -90,7 +90,9 @@ def _collect(root, data: bytes, out: list[Definition]) -> None:
             continue
         name = _name(child)
         if name:
-            out.append(Definition(kind, name, _signature(child, data), child.start_point[0] + 1, depth))
+            out.append(
+                Definition(kind, name, _signature(child, data), child.start_point[0] + 1, depth)
+            )
         if kind == "container" and depth < MAX_DEPTH and deeper:
             stack.append((iter(child.named_children), depth + 1))
 
@@ -111,8 +113,14 @@ def _body(node):
     body = node.child_by_field_name("body")
     if body is not None:
         return body
-    return next((c for c in node.named_children if c.type.endswith(("body", "block", "declaration_list",
-                                                                   "field_declaration_list"))), None)
+    return next(
+        (
+            c
+            for c in node.named_children
+            if c.type.endswith(("body", "block", "declaration_list", "field_declaration_list"))
+        ),
+        None,
+    )
 
 
 def _name(node) -> str:
@@ -136,11 +144,13 @@ def _signature(node, data: bytes) -> str:
         body = node.child_by_field_name("value").child_by_field_name("body")
     else:
         body = _body(node)
-    end = body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
-    head = data[node.start_byte:end]
+    end = (
+        body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
+    )
+    head = data[node.start_byte : end]
     first = head.split(b"\n", 1)[0] if body is None else head
     text = _SPACE.sub(" ", first.decode("utf-8", "replace")).strip().rstrip("{:").strip()
-    return text if len(text) <= SIGNATURE_CHARS else text[:SIGNATURE_CHARS - 1] + "…"
+    return text if len(text) <= SIGNATURE_CHARS else text[: SIGNATURE_CHARS - 1] + "…"
 
 
 def _text(node) -> str:

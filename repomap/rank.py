@@ -38,9 +38,15 @@ PRIOR_WEIGHT = 1.0
 SIZE_WEIGHT = 0.5
 
 
-def rank(index: RepoIndex, files: Collection[str], prompt: str, recent: list[str], limit: int | None = None,
-         weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT),
-         graph_step: Callable[[RepoIndex, Collection[str], dict[str, float]], None] | None = None) -> list[str]:
+def rank(
+    index: RepoIndex,
+    files: Collection[str],
+    prompt: str,
+    recent: list[str],
+    limit: int | None = None,
+    weights: tuple[float, float] = (PRIOR_WEIGHT, SIZE_WEIGHT),
+    graph_step: Callable[[RepoIndex, Collection[str], dict[str, float]], None] | None = None,
+) -> list[str]:
     """The paths of `files` (the index's, `RepoIndex.paths`), best first for `prompt` and the
     recently touched `recent` (repository-relative paths, most recent first): all of them, or the
     first `limit`. `weights`: the prior's (PageRank, size) weights; `graph_step(index, files,
@@ -57,15 +63,17 @@ def rank(index: RepoIndex, files: Collection[str], prompt: str, recent: list[str
         for term, path, in_path, in_defs, ndefterms in rows:
             per_def = 1.0 / (0.5 + 0.5 * ndefterms / mean)
             named = (1.0 if in_defs else 0.0) + (3.0 if in_defs and term in whole else 0.0)
-            score[path] += math.log(1 + n / df[term]) * ((2.0 if in_path else 0.0) + per_def * named)
+            score[path] += math.log(1 + n / df[term]) * (
+                (2.0 if in_path else 0.0) + per_def * named
+            )
     _mentions(files, prompt, score)
     for i, path in enumerate(dict.fromkeys(p for p in recent if p in files)):
-        score[path] += RECENT_BONUS * RECENT_DECAY ** i
+        score[path] += RECENT_BONUS * RECENT_DECAY**i
     (graph_step or spread)(index, files, score)
     scored = [p for p in score if p in files]
     if limit is None or 2 * (limit + len(scored)) >= len(files):
         base = index.prior_scores(weights)  # one scan of every file's prior
-    else:  # a file the prompt did not score is among the best `limit` overall only if it is by its prior
+    else:  # an unscored file is among the best `limit` overall only if it is by its prior
         base = index.prior_scores(weights, best=limit)
         base.update(index.prior_scores(weights, paths=scored))
     total = {p: score.get(p, 0.0) + v for p, v in base.items() if p in files}
@@ -96,8 +104,13 @@ def spread(index: RepoIndex, files: Collection[str], score: dict[str, float]) ->
     passed: dict[str, float] = defaultdict(float)
     for seed in seeds:
         refs = [r for r in index.outline(seed).refs if len(r) >= 4]
-        used = {p for paths in index.definers(refs).values() if len(paths) <= DISTINCTIVE_MAX_FILES
-                for p in paths if p != seed and p in files}
+        used = {
+            p
+            for paths in index.definers(refs).values()
+            if len(paths) <= DISTINCTIVE_MAX_FILES
+            for p in paths
+            if p != seed and p in files
+        }
         for target in used:
             passed[target] += SPREAD * score[seed] / len(used) ** 0.5
     for path, extra in passed.items():

@@ -40,11 +40,14 @@ def path_lines(paths: list[str]) -> list[str]:
     for path in paths:
         folder, _, name = path.rpartition("/")
         groups.setdefault(folder, []).append(name)
-    return [(f"{folder}/: " if folder else "") + ", ".join(names) for folder, names in groups.items()]
+    return [
+        (f"{folder}/: " if folder else "") + ", ".join(names) for folder, names in groups.items()
+    ]
 
 
-def render(order: list[str], outline_of: Callable[[str], Outline], budget: int,
-           outlined: int = OUTLINED) -> tuple[str, list[str], int]:
+def render(
+    order: list[str], outline_of: Callable[[str], Outline], budget: int, outlined: int = OUTLINED
+) -> tuple[str, list[str], int]:
     """(text, the files it names in rank order, how many of the first are outlined) within
     `budget` tokens."""
     blocks: list[str] = []
@@ -78,7 +81,9 @@ def _fit(paths: list[str], budget: int) -> list[str]:
     if budget <= 0 or not paths:
         return []
     low, high = 0, min(len(paths), budget // MIN_FILE_TOKENS + 1)
-    while low < high:  # the cost grows with each path added, so the head that fits is found by halving
+    while (
+        low < high
+    ):  # the cost grows with each path added, so the head that fits is found by halving
         mid = (low + high + 1) // 2
         if estimate_tokens("\n".join(path_lines(paths[:mid]))) + 1 <= budget:
             low = mid

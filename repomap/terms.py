@@ -16,12 +16,14 @@ _WORD = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARTS = regex.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _CODE = regex.compile(r"_|[a-z][A-Z]|[A-Za-z][0-9]")
 _SUFFIXES = ("ations", "ation", "ions", "ion", "ings", "ing", "ers", "er", "ed", "es", "s")
-STOP = frozenset("""the and for with that this from into what when where which while about above after again
+STOP = frozenset(
+    """the and for with that this from into what when where which while about above after again
 all also any are because been before being below between both but can could did does doing down
 each few had has have having her here him his how its just more most not now off once only other
 our out over own same she should some such than their them then there these they those through too
 under until very was were who why will would you your please make sure use using need want like
-file files code fix add let get set new run see""".split())
+file files code fix add let get set new run see""".split()
+)
 
 
 def stem(word: str) -> str:

@@ -55,11 +55,26 @@ def test_the_summary_keeps_to_the_period_asked_for(dashboard):
     now = time.time()
     with Ledger.open(ledger) as db:
         for ago, saved in ((40 * 86400, 100), (3600, 50)):
-            db.add_request(RequestRow("cli", f"s{ago}", Project("p", "proj"), "gpt-5", "gpt-5", 1000, 1000 - saved,
-                                      0.1, 0.05, stages={"trim_outputs": saved}, ts=now - ago))
+            db.add_request(
+                RequestRow(
+                    "cli",
+                    f"s{ago}",
+                    Project("p", "proj"),
+                    "gpt-5",
+                    "gpt-5",
+                    1000,
+                    1000 - saved,
+                    0.1,
+                    0.05,
+                    stages={"trim_outputs": saved},
+                    ts=now - ago,
+                )
+            )
     assert client.get("/api/summary").json()["totals"]["tokens_saved"] == 150
     month = client.get("/api/summary", params={"since": now - 30 * 86400}).json()
-    assert month["totals"]["tokens_saved"] == 50 == sum(s["tokens"] for s in month["saved_by_stage"])
+    assert (
+        month["totals"]["tokens_saved"] == 50 == sum(s["tokens"] for s in month["saved_by_stage"])
+    )
     assert month["range"] == {"since": now - 30 * 86400, "until": None} and len(month["days"]) == 1
     old = client.get("/api/summary", params={"until": now - 86400}).json()
     assert old["totals"]["requests"] == 1 and old["sessions"][0]["session"] == f"s{40 * 86400}"

@@ -16,10 +16,14 @@ def test_a_user_install_names_this_installation_even_when_path_finds_it(tmp_path
     script.write_text("#!/bin/sh\n")
     script.chmod(0o755)
     monkeypatch.setattr(launch, "this_installation", lambda: script)
-    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}/usr/bin")  # found through the activated venv only
+    monkeypatch.setenv(
+        "PATH", f"{script.parent}{os.pathsep}/usr/bin"
+    )  # found through the activated venv only
     command, warning = launch.resolved_command("user")
     assert command == [str(script)] and Path(command[0]).is_absolute() and warning is None
-    assert launch.resolved_command("project")[0] == ["ctxmill"]  # checked-in files name no local path
+    assert launch.resolved_command("project")[0] == [
+        "ctxmill"
+    ]  # checked-in files name no local path
 
 
 def test_doctor_fails_a_hook_that_exits_127_outside_the_activated_venv(tmp_path, monkeypatch):

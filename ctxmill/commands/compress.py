@@ -170,7 +170,8 @@ def _first_time(folder: Path, session: str, body: object) -> bool:
     from ground.files import atomic_write, private_lock
     from ground.jsonbytes import dumps
 
-    digest = xxhash.xxh3_128_hexdigest(session.encode("utf-8", "surrogateescape") + b"\0" + dumps(body))
+    key = session.encode("utf-8", "surrogateescape") + b"\0" + dumps(body)
+    digest = xxhash.xxh3_128_hexdigest(key)
     record = folder / "compress-recorded"
     try:
         with private_lock(folder / "compress-recorded.lock", timeout=5):
@@ -180,7 +181,8 @@ def _first_time(folder: Path, session: str, body: object) -> bool:
                 seen = []
             if digest in seen:
                 return False
-            atomic_write(record, "\n".join([*seen[-(RECORDED_KEEP - 1):], digest]).encode(), fsync=False)
+            kept = [*seen[-(RECORDED_KEEP - 1):], digest]
+            atomic_write(record, "\n".join(kept).encode(), fsync=False)
     except (OSError, Timeout):
         return True
     return True

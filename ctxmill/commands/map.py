@@ -1,4 +1,4 @@
-"""`ctxmill map [--budget N] [--root DIR] [--transcript FILE] [PROMPT]`: print the repository map for a prompt.
+"""`ctxmill map [--budget N] [--root DIR] [--transcript FILE] [PROMPT]`: the map for a prompt.
 
 Prints exactly the text a hooked prompt gets (`ctxmill.prompt_map`) for the same prompt, budget
 and recent files, without the "nothing better than last time" check: the repository's files
@@ -16,13 +16,28 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("map", help="print the repository map ranked for a prompt",
-                                   description="Print the repository map a hooked prompt gets, ranked for PROMPT.")
-    parser.add_argument("prompt", nargs="*", metavar="PROMPT", help="words, identifiers and paths to rank by")
-    parser.add_argument("--budget", type=int, metavar="N", help="tokens the map may take (default: [map] budget, 512)")
-    parser.add_argument("--root", type=Path, metavar="DIR", help="the repository (default: the current one)")
-    parser.add_argument("--transcript", metavar="FILE",
-                        help="a session transcript: rank its most recently touched files higher, as the hook does")
+    parser = subparsers.add_parser(
+        "map",
+        help="print the repository map ranked for a prompt",
+        description="Print the repository map a hooked prompt gets, ranked for PROMPT.",
+    )
+    parser.add_argument(
+        "prompt", nargs="*", metavar="PROMPT", help="words, identifiers and paths to rank by"
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        metavar="N",
+        help="tokens the map may take (default: [map] budget, 512)",
+    )
+    parser.add_argument(
+        "--root", type=Path, metavar="DIR", help="the repository (default: the current one)"
+    )
+    parser.add_argument(
+        "--transcript",
+        metavar="FILE",
+        help="a session transcript: rank its most recently touched files higher, as the hook does",
+    )
     parser.add_argument("--index", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(func=run, logs=False)
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 from ctxmill.shared_store import add_flag
 
-TOOLS = ("deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint", "history_search",
-         "history_get")
+TOOLS = ("deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint",
+         "history_search", "history_get")
 """The server's tools (`ctxmill.mcp_server.build_server`), named here so help needs no MCP SDK."""
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("mcp", help=f"run the MCP server on stdio ({', '.join(TOOLS)})",
-                                   description=f"Run the ctxmill MCP server on stdio. Its tools: {', '.join(TOOLS)}.")
+    tools = ", ".join(TOOLS)
+    parser = subparsers.add_parser("mcp", help=f"run the MCP server on stdio ({tools})",
+                                   description=f"Serve ctxmill's MCP tools on stdio: {tools}.")
     parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
     add_flag(parser)
     parser.set_defaults(func=run)

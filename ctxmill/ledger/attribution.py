@@ -25,11 +25,17 @@ def saved_by_stage(ledger: Any, where: str, params: tuple) -> dict[str, int]:
     adding up to their tokens before minus after."""
     sessions = f"SELECT DISTINCT session FROM requests{where}"
     requests = ledger.query(
-        f"SELECT id, session, tokens_before - tokens_after AS saved, {_inside(where)} AS inside FROM requests"
-        f" WHERE session IN ({sessions}) ORDER BY session, ts, id", params + params)
+        f"SELECT id, session, tokens_before - tokens_after AS saved, {_inside(where)} AS inside"
+        " FROM requests"
+        f" WHERE session IN ({sessions}) ORDER BY session, ts, id",
+        params + params,
+    )
     stages: dict[int, list[tuple[str, int]]] = defaultdict(list)
-    for row in ledger.query(f"SELECT s.request, s.stage, s.tokens FROM stage_savings s JOIN requests r ON r.id ="
-                            f" s.request WHERE r.session IN ({sessions}) ORDER BY s.request, s.stage", params):
+    for row in ledger.query(
+        f"SELECT s.request, s.stage, s.tokens FROM stage_savings s JOIN requests r ON r.id ="
+        f" s.request WHERE r.session IN ({sessions}) ORDER BY s.request, s.stage",
+        params,
+    ):
         stages[row["request"]].append((row["stage"], row["tokens"]))
     shares: dict[str, float] = defaultdict(float)
     mix: dict[str, float] = {}
@@ -45,9 +51,9 @@ def saved_by_stage(ledger: Any, where: str, params: tuple) -> dict[str, int]:
         if weight == 0:
             shares[UNATTRIBUTED] += row["saved"]
             continue
-        for stage, tokens in mix.items():
-            if tokens:
-                shares[stage] += row["saved"] * tokens / weight
+        for stage, cut in mix.items():
+            if cut:
+                shares[stage] += row["saved"] * cut / weight
     total = sum(r["saved"] for r in requests if r["inside"])
     return _whole(shares, total)
 

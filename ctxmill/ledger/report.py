@@ -55,7 +55,8 @@ def _expansions(ledger: Ledger, column: str, where: str = "", params: tuple = ()
 def _range(since: float | None, until: float | None, column: str = "ts") -> tuple[str, tuple]:
     """A WHERE clause on `column` for [since, until), and its parameters ("" when unbounded)."""
     bounds = [(f"{column} {op} ?", v) for op, v in ((">=", since), ("<", until)) if v is not None]
-    return (" WHERE " + " AND ".join(b for b, _ in bounds) if bounds else ""), tuple(v for _, v in bounds)
+    where = " WHERE " + " AND ".join(b for b, _ in bounds) if bounds else ""
+    return where, tuple(v for _, v in bounds)
 
 
 def summary(ledger: Ledger, max_sessions: int = MAX_SESSIONS, since: float | None = None,
@@ -63,13 +64,15 @@ def summary(ledger: Ledger, max_sessions: int = MAX_SESSIONS, since: float | Non
     from ctxmill.ledger.attribution import UNATTRIBUTED, saved_by_stage
 
     where, params = _range(since, until)
-    totals = _figures(ledger.query(f"SELECT {_SUMS}, COUNT(DISTINCT session) AS sessions,"
-                                   f" COUNT(DISTINCT project_id) AS projects FROM requests{where}", params)[0])
-    totals["expansions"] = ledger.query(f"SELECT COUNT(*) AS n FROM expansions{where}", params)[0]["n"]
+    totals = _figures(ledger.query(
+        f"SELECT {_SUMS}, COUNT(DISTINCT session) AS sessions,"
+        f" COUNT(DISTINCT project_id) AS projects FROM requests{where}", params)[0])
+    totals["expansions"] = ledger.query(f"SELECT COUNT(*) AS n FROM expansions{where}",
+                                        params)[0]["n"]
     by_project = _expansions(ledger, "project_id", where, params)
     projects = [_figures(r) | {"expansions": by_project.get(r["project_id"], 0)} for r in ledger.query(
-        f"SELECT project_id, MAX(project) AS project, {_SUMS} FROM requests{where} GROUP BY project_id"
-        " ORDER BY cost_without - cost_with DESC, project_id", params)]
+        f"SELECT project_id, MAX(project) AS project, {_SUMS} FROM requests{where}"
+        " GROUP BY project_id ORDER BY cost_without - cost_with DESC, project_id", params)]
     models = [_figures(r) for r in ledger.query(
         f"SELECT model, MAX(priced_as) AS priced_as, {_SUMS} FROM requests{where} GROUP BY model"
         " ORDER BY cost_without - cost_with DESC, model", params)]
@@ -85,16 +88,19 @@ def summary(ledger: Ledger, max_sessions: int = MAX_SESSIONS, since: float | Non
         f" MIN(ts) AS first, MAX(ts) AS last, {_SUMS} FROM requests{where} GROUP BY session"
         " ORDER BY last DESC, session LIMIT ?", params + (max_sessions,))]
     in_range = _range(since, until, "r.ts")[0]
-    stages = ledger.query(f"SELECT stage, SUM(tokens) AS tokens FROM stage_savings s JOIN requests r"
-                          f" ON r.id = s.request{in_range} GROUP BY stage ORDER BY tokens DESC, stage", params)
+    stages = ledger.query(
+        "SELECT stage, SUM(tokens) AS tokens FROM stage_savings s JOIN requests r"
+        f" ON r.id = s.request{in_range} GROUP BY stage ORDER BY tokens DESC, stage", params)
     for row in stages:
         row["kind"] = STAGE_KINDS.get(row["stage"], "other")
     saved = saved_by_stage(ledger, where, params)
-    by_stage = [{"stage": stage, "kind": STAGE_KINDS.get(stage, "other") if stage != UNATTRIBUTED else UNATTRIBUTED,
-                 "tokens": n} for stage, n in sorted(saved.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return {"totals": totals, "range": {"since": since, "until": until}, "projects": projects, "models": models,
-            "days": [days[d] for d in sorted(days)], "sessions": sessions, "stages": stages,
-            "kinds": _by_kind(stages), "saved_by_stage": by_stage, "saved_by_kind": _by_kind(by_stage)}
+    by_stage = [{"stage": stage, "tokens": n,
+                 "kind": UNATTRIBUTED if stage == UNATTRIBUTED else STAGE_KINDS.get(stage, "other")}
+                for stage, n in sorted(saved.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return {"totals": totals, "range": {"since": since, "until": until}, "projects": projects,
+            "models": models, "days": [days[d] for d in sorted(days)], "sessions": sessions,
+            "stages": stages, "kinds": _by_kind(stages), "saved_by_stage": by_stage,
+            "saved_by_kind": _by_kind(by_stage)}
 
 
 def _by_kind(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,7 +108,8 @@ def _by_kind(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     kinds: dict[str, int] = {}
     for row in rows:
         kinds[row["kind"]] = kinds.get(row["kind"], 0) + row["tokens"]
-    return [{"kind": k, "tokens": n} for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))]
+    ordered = sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"kind": k, "tokens": n} for k, n in ordered]
 
 
 def session_requests(ledger: Ledger, session: str) -> list[dict[str, Any]]:
@@ -113,7 +120,8 @@ def session_requests(ledger: Ledger, session: str) -> list[dict[str, Any]]:
 
 
 def render(data: dict[str, Any], rows: int = 10) -> str:
-    """`summary` as text for `ctxmill stats`: totals, then the top projects, models, days and sessions."""
+    """`summary` as text for `ctxmill stats`: totals, then the top projects, models, days and
+    sessions."""
     t = data["totals"]
     if not t["requests"] and not t["expansions"]:
         return "ctxmill has recorded no requests yet (the proxy, `ctxmill run`, OpenCode and `ctxmill compress` record them)."
@@ -121,12 +129,14 @@ def render(data: dict[str, Any], rows: int = 10) -> str:
              f"{t['tokens_before']:,} -> {t['tokens_after']:,} tokens ({_pct(t)} saved), "
              f"{_money(t['cost_without'])} -> {_money(t['cost_with'])} ({_money(t['cost_saved'])} saved); "
              f"{t['expansions']:,} markers expanded"]
-    for title, key, items in (("per project", "project", data["projects"]), ("per model", "model", data["models"]),
-                              ("per day", "day", data["days"][::-1]), ("per session", "session", data["sessions"])):
+    tables = (("per project", "project", data["projects"]), ("per model", "model", data["models"]),
+              ("per day", "day", data["days"][::-1]), ("per session", "session", data["sessions"]))
+    for title, key, items in tables:
         lines += ["", f"{title} (top {min(rows, len(items))} of {len(items)}):"]
         lines += [f"  {str(r[key] or '-')[:28]:28} {r['requests']:6,} req  {r['tokens_before']:>13,} -> "
                   f"{r['tokens_after']:>13,} ({_pct(r):>6})  {_money(r['cost_without']):>10} -> {_money(r['cost_with']):>10}"
-                  + (f"  {r['expansions']:4,} exp" if "expansions" in r else "") for r in items[:rows]]
+                  + (f"  {r['expansions']:4,} exp" if "expansions" in r else "")
+                  for r in items[:rows]]
     return "\n".join(lines)
 
 

@@ -137,7 +137,8 @@ class Proxy:
             pending = outcome.pending
             client = client_session(request.headers)
             return await self.forward(request, target, outcome.data or raw, started,
-                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage, client),
+                                      on_usage=lambda u: self.answered(entry, target, outcome, u,
+                                                                       client),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
@@ -150,7 +151,8 @@ class Proxy:
         if usage is not None:
             entry.record_usage(usage, outcome.sent_tokens)
         if self.ledger is not None:
-            self.ledger_writes.submit(ledger_row, self.ledger, client or entry.key, target.vendor, outcome, usage)
+            session, vendor = client or entry.key, target.vendor
+            self.ledger_writes.submit(ledger_row, self.ledger, session, vendor, outcome, usage)
 
     def refuse(self, request: Request, target: Route) -> Response | None:
         """The error for a request a web page sent, or for an API body declared as a page's (see

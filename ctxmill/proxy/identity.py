@@ -136,7 +136,8 @@ def client_session(headers) -> str | None:
 def working_directory(raw: bytes) -> str | None:
     """The folder the client says it works in (OpenCode's system prompt: `Working directory:
     PATH`; Claude Code 2.1.332's environment, in a `role: system` message or the system prompt:
-    ` - Primary working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention;
-    None when the request names none. Only the ledger's project name and hash are made of it."""
+    ` - Primary working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first
+    mention; None when the request names none. Only the ledger's project name and hash are made of
+    it."""
     found = _WORKING_DIRECTORY.search(raw)
     return found.group(1).decode("utf-8", "replace").strip() if found else None

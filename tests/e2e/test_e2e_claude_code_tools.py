@@ -16,14 +16,18 @@ from tests.e2e.test_e2e_claude_code import run_claude
 
 pytestmark = pytest.mark.e2e
 DOC = Path(__file__).resolve().parents[2] / "docs" / "always-on.md"
-SAID = re.compile(r"With tool search on, Claude Code ([\d.]+) sends (\d+) tool\s+definitions"
-                  r".*?ctxmill MCP server's (\d+) tools wait behind `ToolSearch`;"
-                  r"\s+with it off it sends"
-                  r" (\d+) \(its own (\d+), ctxmill's (\d+) and (\d+) for MCP resources\)", re.S)
+SAID = re.compile(
+    r"With tool search on, Claude Code ([\d.]+) sends (\d+) tool\s+definitions"
+    r".*?ctxmill MCP server's (\d+) tools wait behind `ToolSearch`;"
+    r"\s+with it off it sends"
+    r" (\d+) \(its own (\d+), ctxmill's (\d+) and (\d+) for MCP resources\)",
+    re.S,
+)
 
 
-def test_the_tools_claude_code_sends_are_the_ones_the_docs_count(claude_code, project, home, serve,
-                                                                  tmp_path):
+def test_the_tools_claude_code_sends_are_the_ones_the_docs_count(
+    claude_code, project, home, serve, tmp_path
+):
     found = SAID.search(DOC.read_text())
     assert found, "docs/always-on.md no longer states the tool counts this test checks"
     version, on, mcp, off, own, ctxmill, resources = found.groups()
@@ -36,8 +40,16 @@ def test_the_tools_claude_code_sends_are_the_ones_the_docs_count(claude_code, pr
     counts = {}
     for search in ("true", "false"):
         srv = serve(scenario.script)
-        res = run_claude(claude_code, project, home, srv.url, scenario.prompt, "--mcp-config",
-                         str(config), ENABLE_TOOL_SEARCH=search)
+        res = run_claude(
+            claude_code,
+            project,
+            home,
+            srv.url,
+            scenario.prompt,
+            "--mcp-config",
+            str(config),
+            ENABLE_TOOL_SEARCH=search,
+        )
         assert res.returncode == 0, res.describe()
         first = next(r for r in srv.standin.model_calls() if r.body.get("tools"))
         counts[search] = sorted(t["name"] for t in first.body["tools"])
