@@ -14,6 +14,7 @@ import gc
 import sys
 
 from ctxmill.errors import CliError
+from ctxmill.mcp_tools import TOOLS
 
 # command name -> module under ctxmill.commands
 COMMANDS: dict[str, str] = {
@@ -52,7 +53,7 @@ SUMMARIES: dict[str, str] = {
                "through the always-on proxy",
     "uninstall": "remove exactly what `ctxmill install` added",
     "doctor": "check the installation and say how to fix what is wrong",
-    "mcp": "run the MCP server on stdio (deep_expand, memory_*, checkpoint)",
+    "mcp": f"run the MCP server on stdio ({', '.join(TOOLS)})",
     "replay": "replay a recorded session and report what ctxmill would save",
     "proxy": "serve the compressing API proxy (Anthropic and OpenAI)",
     "run": "run a command (e.g. claude) through a proxy of its own",

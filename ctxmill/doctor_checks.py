@@ -33,7 +33,18 @@ def _env(scratch: Path) -> dict[str, str]:
     from ctxmill.always_on import AUTOSTART_ENV
 
     return {**os.environ, "CTXMILL_HOME": str(scratch / "home"), "XDG_DATA_HOME": str(scratch / "data"),
-            AUTOSTART_ENV: "0"}
+            AUTOSTART_ENV: "0", "PATH": host_path()}
+
+
+def host_path() -> str:
+    """PATH as a host started outside this shell sees it: without the activated virtual
+    environment's `bin` (a hook that finds `ctxmill` only through it fails in the host with 127)."""
+    venv = os.environ.get("VIRTUAL_ENV")
+    parts = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    if venv:
+        drop = {os.path.normpath(os.path.join(venv, d)) for d in ("bin", "Scripts")}
+        parts = [p for p in parts if os.path.normpath(p) not in drop]
+    return os.pathsep.join(parts)
 
 
 def _event(name: str, scratch: Path) -> dict:
@@ -76,7 +87,11 @@ def run_hooks(hooks: dict[str, str], timeouts: dict[str, int]) -> Iterator[tuple
                                       capture_output=True, env=_env(scratch), cwd=scratch,
                                       timeout=timeouts.get(name, 60))
                 ms = (time.perf_counter() - started) * 1000
-                if proc.returncode != 0:
+                if proc.returncode == 127:
+                    problem = (f"`{command}` exited 127 (command not found outside this shell's virtual "
+                               "environment): the host would fail every hook; run `ctxmill install` again to "
+                               "write the absolute path of this installation")
+                elif proc.returncode != 0:
                     problem = f"`{command}` exited {proc.returncode}: {(proc.stderr.strip() or proc.stdout.strip())[-200:]}"
                 else:
                     problem = _expect(name, proc.stdout, scratch)

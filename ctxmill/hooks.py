@@ -133,10 +133,18 @@ def relevant(prompt_terms: set[str], entry_terms: set[str]) -> bool:
     return shared >= needed and shared >= PROMPT_MIN_COVERAGE * len(prompt_terms)
 
 
+def is_slash_command(prompt: str) -> bool:
+    """A client command (`/compact`, `/ctxmill:checkpoint now`), not a prompt that starts with an
+    absolute path (`/home/me/app/main.py fails`): one slash, then a name, then a space or the
+    end."""
+    head = prompt.lstrip().split(maxsplit=1)[0] if prompt.strip() else ""
+    return head.startswith("/") and "/" not in head[1:] and "." not in head
+
+
 def user_prompt_submit(event: dict) -> dict | None:
     """The prompt's context: relevant project memory, then the repository map (`ctxmill.prompt_map`)."""
     prompt = event.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
+    if not isinstance(prompt, str) or not prompt.strip() or is_slash_command(prompt):
         return None
     from ctxmill.prompt_map import prompt_map
     from ctxmill.settings import Settings
@@ -190,9 +198,10 @@ def checkpoint_now(event: dict, only_if_changed: bool = False) -> None:
     transcript = event.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         raise ValueError("hook input has no transcript_path")
-    from ground.files import private_dir
+    from ctxmill.paths import ensure_gitignore
 
-    home = private_dir(project_home(event))
+    home = project_home(event)
+    ensure_gitignore(home)  # a fresh repository's first checkpoint creates the home
     remember_session(home, event)
     from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file, session_id_for

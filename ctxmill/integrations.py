@@ -66,9 +66,9 @@ def distill_command(cmd: str, shell: str, client: str) -> str:
 description: Propose skills from command sequences that recur across past sessions (ctxmill distill)
 {allowed}---
 {MARK}
-Run `{cmd} distill` with {shell} and show me each candidate it prints (name and routine). Ask me which
-ones to keep, then write only those with `{cmd} distill --apply {client} --only NAME` (one --only per
-accepted name) and tell me the files it wrote.
+Run `{cmd} distill --show` with {shell} and show me each candidate skill file it prints in full. Ask me
+which ones to keep, then write only those with `{cmd} distill --apply --yes {client} --only NAME` (one
+--only per accepted name) and tell me the files it wrote.
 """
 
 

@@ -2,9 +2,11 @@
 
 Must hold: what a team checks in (project scope: `.claude/settings.json`, `.mcp.json`,
 `opencode.json`, `.opencode/`) names no path of this machine: it runs `ctxmill`, found on PATH
-when the host runs it. User-scope files stay on this machine, so there the command is this very
-installation's `ctxmill` script when PATH does not lead to it (a venv not on PATH), so that it
-works whichever shell the host starts from.
+when the host runs it. User-scope files stay on this machine, so there the command is always the
+absolute path of this very installation's `ctxmill` script (or this Python with `-m ctxmill`),
+even when PATH leads to it now: PATH may lead there only through a shell with a virtual
+environment activated, and a host started from another shell would find no `ctxmill` (every
+hook failing with 127).
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ def _same(a: str | Path, b: str | Path) -> bool:
 def resolved_command(scope: str) -> tuple[list[str], str | None]:
     """(the command hosts run, a warning or None) for an install at `scope` ("user" | "project")."""
     mine = this_installation()
+    if scope == "user":
+        return ([str(mine)] if mine else [sys.executable, "-m", "ctxmill"]), None
     on_path = shutil.which(BARE)
     if on_path and (mine is None or _same(on_path, mine)):
         return [BARE], None
-    if scope == "user":
-        return ([str(mine)] if mine else [sys.executable, "-m", "ctxmill"]), None
     where = f"PATH finds {on_path}, not this installation ({mine})" if on_path else "`ctxmill` is not on PATH here"
     return [BARE], (f"{where}: project files call `ctxmill` from PATH so that they work on every machine; "
                     "put this installation on PATH (e.g. `pipx install ctxmill`) or install with --user")

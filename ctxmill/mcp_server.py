@@ -161,6 +161,9 @@ def build_server(settings: Settings) -> MCPServer:
             if live is None:
                 raise ToolError("no live session recorded (install the hooks); pass transcript_path")
             transcript_path, session_id = live["transcript_path"], live.get("session_id")
+        from ctxmill.paths import ensure_gitignore
+
+        ensure_gitignore(settings.home)
         try:
             result = checkpoint_file(settings.checkpoint, transcript_path, session_id)
         except (OSError, UnknownFormat) as exc:

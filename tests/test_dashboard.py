@@ -46,6 +46,42 @@ def test_the_api_reads_the_ledger_at_request_time(dashboard):
     assert client.get("/static/..%2Fapp.py").status_code == 404
 
 
+def test_the_summary_keeps_to_the_period_asked_for(dashboard):
+    import time
+
+    from ctxmill.ledger.store import Ledger, RequestRow
+
+    client, ledger, _ = dashboard
+    now = time.time()
+    with Ledger.open(ledger) as db:
+        for ago, saved in ((40 * 86400, 100), (3600, 50)):
+            db.add_request(
+                RequestRow(
+                    "cli",
+                    f"s{ago}",
+                    Project("p", "proj"),
+                    "gpt-5",
+                    "gpt-5",
+                    1000,
+                    1000 - saved,
+                    0.1,
+                    0.05,
+                    stages={"trim_outputs": saved},
+                    ts=now - ago,
+                )
+            )
+    assert client.get("/api/summary").json()["totals"]["tokens_saved"] == 150
+    month = client.get("/api/summary", params={"since": now - 30 * 86400}).json()
+    assert (
+        month["totals"]["tokens_saved"] == 50 == sum(s["tokens"] for s in month["saved_by_stage"])
+    )
+    assert month["range"] == {"since": now - 30 * 86400, "until": None} and len(month["days"]) == 1
+    old = client.get("/api/summary", params={"until": now - 86400}).json()
+    assert old["totals"]["requests"] == 1 and old["sessions"][0]["session"] == f"s{40 * 86400}"
+    for bad in ("yesterday", "nan", "inf"):
+        assert client.get("/api/summary", params={"since": bad}).status_code == 400
+
+
 def test_write_actions_need_the_token_and_the_same_origin(dashboard):
     client, _, settings = dashboard
     entry = api.store(settings.memory, "fact", "The dashboard listens on 127.0.0.1 only")

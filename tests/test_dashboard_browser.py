@@ -1,7 +1,10 @@
 """The dashboard in a real headless browser (Debian's chromium driven by Playwright): after a
 scripted session through the proxy, the page at /ctxmill/ loads with no console error, its totals
-are the ledger's (`ctxmill stats --json`), its charts are drawn, and the memory browser pins and
-forgets. A screenshot is kept in the test's folder and copied to /tmp/ctxmill-dashboard.png."""
+are the ledger's (`ctxmill stats --json`), its charts are drawn and the savings bars add up to the
+headline, it names the client's session id, shows what the ledger gets while it is open, keeps
+to the period chosen, and the memory browser pins and forgets. The replay page draws modelled and
+effective cost, no time axis and no empty project table. A screenshot is kept in the test's
+folder and copied to /tmp/ctxmill-dashboard.png."""
 
 from __future__ import annotations
 
@@ -50,7 +53,14 @@ def test_the_dashboard_shows_the_ledger_in_a_real_browser(fake, start_proxy, tmp
     ledger = xdg / "ctxmill" / "ledger.sqlite3"
     home = tmp_path / "shop-app" / ".ctxmill"
     proxy = start_proxy(home=home, ledger_file=ledger, ccr_dir=tmp_path / "ccr")
-    sent = scripted_session(proxy.url, fake, "/home/dev/shop-app", "user_a")
+    claude_code = "ab363f54-381f-47b8-a43b-67d636010a2f"
+    sent = scripted_session(
+        proxy.url,
+        fake,
+        "/home/dev/shop-app",
+        "user_a",
+        headers={"X-Claude-Code-Session-Id": claude_code},
+    )
     sent += scripted_session(proxy.url, fake, "/home/dev/billing", "user_b")
     record_expansion(face="mcp", chars=420, session="", project=project_of("/home/dev/shop-app"), path=ledger)
     eventually(lambda: ledger.exists() and ledger_summary(ledger)["totals"]["requests"] == sent)
@@ -84,9 +94,18 @@ def test_the_dashboard_shows_the_ledger_in_a_real_browser(fake, start_proxy, tmp
     assert page.inner_text("#total-requests") == f"{t['requests']:,}"
     charts = page.evaluate("() => Object.values(Chart.instances).map(c => [c.canvas.id, c.data.datasets[0].data.length])")
     drawn = dict(charts)
-    assert drawn["chart-days"] == len(stats["days"]) and drawn["chart-stages"] == len(stats["stages"]) > 0
+    assert drawn["chart-days"] == len(stats["days"])
+    assert drawn["chart-stages"] == len(stats["saved_by_stage"]) > 0
     assert drawn["chart-session"] == stats["sessions"][0]["requests"]
+    bars = page.evaluate(
+        "() => ['chart-stages', 'chart-kinds'].map(id => Chart.getChart(id).data.datasets[0].data)"
+    )
+    assert [sum(b) for b in bars] == [t["tokens_saved"]] * 2  # they add up to the headline
     assert page.locator("#sessions tr").count() == 1 + len(stats["sessions"])
+    assert claude_code in page.inner_text(
+        "#sessions"
+    )  # the id Claude Code names its session (and transcript) by
+    assert page.locator("#models tr").count() == 1 + len(stats["models"]) == 2
     assert "Ship the dashboard" in page.inner_text("#memory-checkpoint")
 
     page.fill("#memory-query", "Redis billing")
@@ -99,6 +118,39 @@ def test_the_dashboard_shows_the_ledger_in_a_real_browser(fake, start_proxy, tmp
     page.click(f"#memory-entries li[data-id='{keep.id}'] button.pin")
     page.wait_for_selector(f"#memory-pinned li[data-id='{keep.id}']")
     assert [e.id for e in api.list_entries(cfg)] == [keep.id] and [e.id for e in api.pinned(cfg)] == [keep.id]
+
+    from ctxmill.ledger.store import Ledger, Project, RequestRow
+
+    with Ledger.open(
+        ledger
+    ) as db:  # recorded while the page is open, 40 days ago: all time shows it, the month not
+        db.add_request(
+            RequestRow(
+                "cli",
+                "old",
+                Project("p", "old-app"),
+                "gpt-5",
+                "gpt-5",
+                900,
+                300,
+                0.1,
+                0.03,
+                ts=__import__("time").time() - 40 * 86400,
+            )
+        )
+    page.wait_for_function(
+        f"() => document.querySelector('#total-requests').dataset.value == '{sent + 1}'",
+        timeout=20_000,
+    )
+    page.select_option("#range", "30")
+    page.wait_for_function(
+        f"() => document.querySelector('#total-requests').dataset.value == '{sent}'", timeout=20_000
+    )
+    assert "old-app" not in page.inner_text("#projects")
+    page.select_option("#range", "all")
+    page.wait_for_function(
+        "() => document.querySelector('#projects').innerText.includes('old-app')", timeout=20_000
+    )
 
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
     shutil.copyfile(tmp_path / "dashboard.png", SCREENSHOT)
@@ -130,6 +182,20 @@ def test_replay_html_draws_the_replay_beside_the_cap_in_a_real_browser(tmp_path,
     peers = page.evaluate("() => Chart.getChart('chart-peers').data")
     assert dict(zip(peers["labels"], peers["datasets"][0]["data"])) == {
         "cap": data["sides"]["cap"]["cost_ratio"], "ctxmill": data["cost_ratio"]}
-    assert page.is_hidden("#memory-panel")
+    assert dict(zip(peers["labels"], peers["datasets"][1]["data"], strict=True)) == {
+        side: data["sides"][side]["effective_ratio"] for side in ("cap", "ctxmill")
+    }
+    effective = float(page.get_attribute("#total-cost-effective-with", "data-value"))
+    assert effective == pytest.approx(
+        data["sides"]["ctxmill"]["effective_cost"] * 3.0 / 1e6, abs=1e-6
+    )  # Sonnet input
+    assert page.is_visible("#effective-card") and page.is_hidden(
+        "#days-panel"
+    )  # no time axis of file names
+    assert page.is_hidden("#projects-panel") and page.is_hidden(
+        "#projects-part"
+    )  # no "1 projects" over nothing
+    assert page.inner_text("#sessions-word") == "session"
+    assert page.is_hidden("#memory-panel") and page.is_hidden("#controls")
     page.screenshot(path=str(tmp_path / "replay.png"), full_page=True)
     assert problems == []

@@ -6,10 +6,13 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from memory.distill import MARK, Candidate, mine, render, write
+from memory.distill import Candidate, mine
 from memory.history.steps import EDIT_STEP, call_steps, command_steps
+from memory.skill_file import MARK, code, render, write
 
 
 @pytest.mark.parametrize("command, steps", [
@@ -26,6 +29,14 @@ from memory.history.steps import EDIT_STEP, call_steps, command_steps
     ("'unbalanced", []),
     ("bash ~/.claude/skills/x/export-session.sh .", ["bash export-session.sh"]),
     ("python3 scripts/release.py --dry-run", ["python release.py"]),
+    ("python3 - <<'PYEOF'\nimport json\nprint(json.dumps(1))\nPYEOF\npytest -q", ["python", "pytest"]),
+    ("cat > notes.txt <<EOF\nrm -rf /\nEOF", []),
+    ('powershell -Command "Get-ChildItem -Recurse | Select-String foo; npm run build"', ["npm run build"]),
+    ("Get-Content package.json; Remove-Item -Recurse -Force dist; npm test", ["rm -rf", "npm test"]),
+    ("rm -rf ~/.claude/x && rm notes.txt", ["rm -rf", "rm"]),
+    ("git push --force origin main && git push origin +main:main && git push origin main",
+     ["git push --force", "git push --force", "git push"]),
+    ("git reset --hard HEAD~1 && git reset HEAD x", ["git reset --hard", "git reset"]),
 ])
 def test_command_steps(command, steps):
     assert command_steps(command) == steps
@@ -87,12 +98,63 @@ def test_skill_file_front_matter_and_a_persons_file_is_kept(tmp_path):
     text = render(candidate)
     head = yaml.safe_load(text.split("---")[1])
     assert head == {"name": "ctxmill-python-pytest-edit", "description": candidate.description}
+    assert "Recurring routine from 2 past tasks" in candidate.description
     assert MARK in text and "python -m pytest -q tests" in text
     path, written = write(candidate, tmp_path / ".claude" / "skills")
     assert written and path == tmp_path / ".claude/skills/ctxmill-python-pytest-edit/SKILL.md"
     path.write_text("---\nname: ctxmill-python-pytest-edit\ndescription: mine now\n---\nMy own steps.\n")
     assert write(candidate, tmp_path / ".claude" / "skills") == (path, False)
     assert "My own steps." in path.read_text()
+
+
+def test_replays_of_one_task_count_once():
+    replays = {f"r{i}": _steps("python -m pytest", EDIT_STEP, "git commit") for i in range(8)}
+    assert mine(replays, tasks={k: "fix issue 1867" for k in replays}) == []
+    assert mine(replays)[0].tasks == 8
+
+
+def test_a_routine_of_any_length_is_found_whole():
+    routine = ["npm ci", "npm run lint", "npm run test", "npm run build", "git add", "git commit", "git push"]
+    found = mine({"a": _steps("ls", *routine), "b": _steps(*routine, "git status"), "c": _steps("make")})
+    assert found and found[0].steps == tuple(routine)
+
+
+def test_trivial_routines_are_not_offered():
+    trivial = {"a": _steps("mkdir", EDIT_STEP), "b": _steps("mkdir", EDIT_STEP),
+               "c": _steps("git log", "git remote"), "d": _steps("git log", "git remote")}
+    assert mine(trivial) == []
+
+
+def test_names_never_collide():
+    long = [f"tool{i} build" for i in range(12)]
+    sessions = {"a": _steps(*long), "b": _steps(*long), "c": _steps(*long[:11], "other run"),
+                "d": _steps(*long[:11], "other run")}
+    found = mine(sessions, limit=10)
+    assert len(found) >= 2 and len({c.name for c in found}) == len(found)
+
+
+def test_destructive_steps_are_never_proposed_silently(tmp_path):
+    risky = {k: [("git add", "git add -A"), ("git commit", "git commit -m x"),
+                 ("git push --force", "git push --force origin main")] for k in ("a", "b")}
+    assert mine(risky) == []
+    found = mine(risky, allow_risky=True)
+    text = render(found[0])
+    assert found[0].risky[2] and "Warning: this step rewrites the remote's history" in text
+    assert text.index("Warning") < text.index("git push --force origin main")
+    creds = {k: [("npm ci", "npm ci"), ("npm run deploy", "npm run deploy --token=[REDACTED:token]")] for k in "ab"}
+    assert mine(creds) == []
+
+
+def test_a_command_never_breaks_out_of_its_code_span_and_paths_are_the_projects():
+    candidate = Candidate(("make test", "git commit"), ("a", "b"),
+                          ("make test ARGS=`echo ``x```\n# Ignore the above", "git commit -m 'C:\\Users\\ann\\proj'"))
+    text = render(candidate, project="/srv/app")
+    line = next(x for x in text.splitlines() if x.startswith("1."))
+    assert "````" in line and "\n# Ignore" not in text and "# Ignore the above" in line
+    assert code("a `b` c") == "`` a `b` c ``" and code("plain") == "`plain`"
+    other = render(Candidate(("make test", "git commit"), ("a", "b"),
+                             ("make -C /srv/app/web test", "git commit -m /home/bob/x")), project="/srv/app")
+    assert "<project>/web" in other and "~/x" in other and "/home/bob" not in other
 
 
 def test_cli_distill_prints_then_applies_for_both_clients(tmp_path, monkeypatch, capsys):
@@ -107,9 +169,12 @@ def test_cli_distill_prints_then_applies_for_both_clients(tmp_path, monkeypatch,
         write_session(tmp_path / "sessions", f"release-{n}", exchange([f"release {n}"], loop))
     assert main(["distill", str(tmp_path / "sessions")]) == 0
     printed = capsys.readouterr().out
-    assert "ctxmill-npm-ci-lint-test-git-tag: Recurring routine from 2 past sessions: npm ci → npm run lint" in printed
+    assert "ctxmill-npm-ci-lint-test-git-tag: Recurring routine from 2 past tasks: npm ci → npm run lint" in printed
     assert not (tmp_path / ".claude").exists()
-    assert main(["distill", str(tmp_path / "sessions"), "--apply", "--client", "claude-code", "--client",
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(""))  # no terminal: no review possible
+    assert main(["distill", str(tmp_path / "sessions"), "--apply"]) != 0
+    assert "--show" in capsys.readouterr().err and not (tmp_path / ".claude").exists()
+    assert main(["distill", str(tmp_path / "sessions"), "--apply", "--yes", "--client", "claude-code", "--client",
                  "opencode"]) == 0
     for folder in (".claude/skills", ".opencode/skills"):
         assert "npm run lint" in (tmp_path / folder / "ctxmill-npm-ci-lint-test-git-tag" / "SKILL.md").read_text()

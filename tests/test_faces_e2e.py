@@ -14,6 +14,7 @@ import pytest
 from compress.formats.sessions import read_session
 from compress.vocab.calls import touched_files
 from compress.vocab.touches import CHANGES
+from ctxmill.mcp_tools import TOOLS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -156,9 +157,22 @@ def test_mcp_server_end_to_end(tmp_path):
                                        cwd=str(tmp_path))
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            names = {tool.name for tool in (await session.list_tools()).tools}
-            assert names == {"deep_expand", "memory_search", "memory_store", "memory_forget", "checkpoint",
-                             "history_search", "history_get"}
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            assert (
+                sorted(names)
+                == sorted(TOOLS)
+                == sorted(
+                    {
+                        "deep_expand",
+                        "memory_search",
+                        "memory_store",
+                        "memory_forget",
+                        "checkpoint",
+                        "history_search",
+                        "history_get",
+                    }
+                )
+            )
             stored = await session.call_tool("memory_store", {"type": "decision", "text": "Use BM25 for memory search",
                                                               "tags": ["search"]})
             assert not stored.is_error
@@ -224,3 +238,62 @@ def test_prompt_relevance_does_not_depend_on_memory_size():
     assert not relevant({"button", "set", "page"}, {"use", "sqlite", "ccr", "store"})
     assert not relevant({"sqlite", "ccr", "store", "button", "page", "layout", "color"}, {"sqlite"})
     assert relevant({"sqlite"}, {"sqlite", "wal"})  # a one-word prompt needs its one word
+
+
+def test_the_first_session_in_a_fresh_repository_leaves_only_the_gitignore_for_git(
+    project, tmp_path
+):
+    _, transcript = project
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = {
+        k: v for k, v in _env(tmp_path / "user-home" / ".ctxmill").items() if k != "CTXMILL_HOME"
+    }
+    for name in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+        event = {
+            **json.loads(
+                _event(name, transcript, source="startup", prompt="fix the parser", reason="exit")
+            ),
+            "cwd": str(repo),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxmill", "hook", name],
+            input=json.dumps(event),
+            text=True,
+            capture_output=True,
+            env=env,
+            cwd=repo,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    assert (repo / ".ctxmill" / "sessions" / "sess-1" / "checkpoint.raw.json").exists()
+    status = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".ctxmill/.gitignore" in status.split()
+    assert set(status.split()) - {"??"} <= {
+        ".ctxmill/.gitignore",
+        ".ctxmill/MEMORY.md",
+        ".ctxmill/notes.md",
+    }, status
+
+
+def test_mcp_help_names_exactly_the_servers_tools(tmp_path):
+    from ctxmill.mcp_server import build_server
+    from ctxmill.settings import Settings
+
+    served = asyncio.run(build_server(Settings.load(tmp_path / ".ctxmill")).list_tools())
+    assert sorted(t.name for t in served) == sorted(TOOLS)
+    for args in (["--help"], ["mcp", "--help"]):
+        shown = subprocess.run(
+            [sys.executable, "-m", "ctxmill", *args],
+            capture_output=True,
+            text=True,
+            env=_env(tmp_path / ".ctxmill"),
+            timeout=60,
+        ).stdout
+        assert ", ".join(TOOLS) in " ".join(shown.split()), shown

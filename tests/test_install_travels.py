@@ -38,18 +38,20 @@ def _has_machine_path(text: str) -> bool:
 
 
 def test_user_scope_is_the_default_and_the_project_stays_untouched(dirs):
+    """User files name this installation by its absolute path even though PATH finds it here: a
+    host started without this shell's PATH (a venv activated here only) still runs every hook."""
     root, user = dirs
+    mine = str(BIN / "ctxmill")
     for host in ("claude-code", "opencode"):
         assert _run(root, user, "install", host).returncode == 0
     assert sorted(p.name for p in root.iterdir()) == [".git"]
     settings = json.loads((user / ".claude/settings.json").read_text())
-    assert settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == "ctxmill hook UserPromptSubmit"
+    assert settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"] == f"{mine} hook UserPromptSubmit"
     assert json.loads((user / ".claude.json").read_text())["mcpServers"]["ctxmill"] == {
-        "type": "stdio", "command": "ctxmill", "args": ["mcp"]}
+        "type": "stdio", "command": mine, "args": ["mcp"]}
     oc = user / ".config/opencode"
     assert (oc / "plugins/ctxmill.js").read_bytes() == (REPO / "ctxmill/opencode_plugin/ctxmill.js").read_bytes()
-    assert loads((oc / "opencode.json").read_text())["mcp"]["ctxmill"]["command"] == ["ctxmill", "mcp"]
-    assert not (oc / "plugins/ctxmill-command.json").exists()  # ctxmill on PATH is this installation
+    assert loads((oc / "opencode.json").read_text())["mcp"]["ctxmill"]["command"] == [mine, "mcp"]
     for host in ("claude-code", "opencode"):
         assert _run(root, user, "uninstall", host).returncode == 0
     assert not (oc / "plugins/ctxmill.js").exists() and not (user / ".claude/commands/dream.md").exists()

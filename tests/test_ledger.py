@@ -122,6 +122,106 @@ def test_totals_are_the_sums_of_the_rows(tmp_path_factory, rows):
                                            abs=1e-5)
 
 
+def test_every_stage_of_the_pipeline_has_a_kind_of_content():
+    from compress.pipeline import DEFAULT_STAGES
+
+    assert {s.name for s in DEFAULT_STAGES} == set(STAGE_KINDS)
+
+
+def _at(path, ts, session="s", tokens=(100, 40), stages=None, model="claude-sonnet-4-5"):
+    from ctxmill.ledger.store import RequestRow
+
+    with Ledger.open(path) as ledger:
+        ledger.add_request(
+            RequestRow(
+                "test",
+                session,
+                Project("a-id", "a"),
+                model,
+                model,
+                tokens[0],
+                tokens[1],
+                0.0,
+                0.0,
+                stages=stages or {},
+                ts=ts,
+            )
+        )
+
+
+def test_a_cut_resent_in_later_requests_counts_for_the_stage_that_made_it(tmp_path):
+    path = tmp_path / "ledger.sqlite3"
+    _at(path, 1000.0, "s1", (1000, 600), {"trim_outputs": 300, "crush_json": 100})
+    _at(path, 2000.0, "s1", (1400, 1000))  # the same cuts, resent: no stage row
+    _at(path, 3000.0, "s2", (500, 500))
+    _at(path, 3500.0, "s3", (800, 700), model="gpt-5")  # no stage row at all: not attributed
+    with Ledger.open(path) as ledger:
+        everything, later = summary(ledger), summary(ledger, since=1500.0)
+    assert (
+        everything["totals"]["tokens_saved"] == 900
+        and sum(s["tokens"] for s in everything["stages"]) == 400
+    )
+    assert {s["stage"]: s["tokens"] for s in everything["saved_by_stage"]} == {
+        "trim_outputs": 600,
+        "crush_json": 200,
+        "": 100,
+    }
+    assert {k["kind"]: k["tokens"] for k in everything["saved_by_kind"]} == {
+        "tool output": 600,
+        "JSON results": 200,
+        "": 100,
+    }
+    assert (
+        later["totals"]["requests"] == 3 and later["stages"] == []
+    )  # the cuts were made before the range
+    assert {s["stage"]: s["tokens"] for s in later["saved_by_stage"]} == {
+        "trim_outputs": 300,
+        "crush_json": 100,
+        "": 100,
+    }
+    assert [(m["model"], m["requests"], m["tokens_saved"]) for m in everything["models"]] == [
+        ("claude-sonnet-4-5", 3, 800),
+        ("gpt-5", 1, 100),
+    ]
+    with Ledger.open(path) as ledger:
+        window = summary(ledger, since=1500.0, until=3200.0)
+    assert (window["totals"]["requests"], [d["requests"] for d in window["days"]]) == (2, [2])
+    assert "per model" in render(everything)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("xyz"),
+            st.integers(0, 100),
+            st.integers(0, 10**6),
+            st.integers(0, 10**6),
+            st.dictionaries(
+                st.sampled_from(sorted(STAGE_KINDS)), st.integers(-500, 10**5), max_size=3
+            ),
+        ),
+        max_size=10,
+    ),
+    st.one_of(st.none(), st.integers(0, 100)),
+    st.one_of(st.none(), st.integers(0, 100)),
+)
+def test_the_savings_by_stage_and_kind_add_up_to_the_headline_in_any_time_range(
+    tmp_path_factory, rows, since, until
+):
+    path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite3"
+    for session, ts, before, after, stages in rows:
+        _at(path, float(ts), session, (before, after), stages)
+    with Ledger.open(path) as ledger:
+        data = summary(ledger, since=since, until=until)
+    inside = [
+        r for r in rows if (since is None or r[1] >= since) and (until is None or r[1] < until)
+    ]
+    assert data["totals"]["tokens_saved"] == sum(r[2] - r[3] for r in inside)
+    assert sum(s["tokens"] for s in data["saved_by_stage"]) == data["totals"]["tokens_saved"]
+    assert sum(k["tokens"] for k in data["saved_by_kind"]) == data["totals"]["tokens_saved"]
+
+
 def _writer(path: str, n: int, name: str) -> None:
     for i in range(n):
         record_request(face="test", session=name, project=Project(), model="gpt-5", vendor="openai",
@@ -234,3 +334,21 @@ def test_the_proxy_reads_the_working_directory_each_client_names():
     assert working_directory(claude) == "/home/a/shop"
     assert working_directory(codex) == "/srv/billing"
     assert working_directory(b'{"messages":[{"role":"user","content":"hi"}]}') is None
+
+
+def test_a_proxied_claude_code_2_1_332_request_has_its_project():
+    """Claude Code 2.1.332 names its folder in a `role: system` message (`# Environment`)."""
+    from ctxmill.proxy.identity import working_directory
+
+    env = (
+        "# Environment\nYou have been invoked in the following environment: \n"
+        " - Primary working directory: "
+        "/home/a/shop\n - Is a git repository: true\n - Platform: linux"
+    )
+    body = json.dumps(
+        {
+            "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332;"}],
+            "messages": [{"role": "system", "content": env}, {"role": "user", "content": "hi"}],
+        }
+    )
+    assert working_directory(body.encode()) == "/home/a/shop"

@@ -21,9 +21,16 @@ from tests.proxy_helpers import anthropic_client, example, replay
 REPO = Path(__file__).resolve().parents[1]
 
 
-def scripted_session(url: str, fake, folder: str = "/home/dev/shop-app", user_id: str = "user_1") -> int:
+def scripted_session(
+    url: str,
+    fake,
+    folder: str = "/home/dev/shop-app",
+    user_id: str = "user_1",
+    headers: dict | None = None,
+) -> int:
     """Play the example conversation through the proxy at `url` as Claude Code would (its system
-    prompt names the working directory); returns the number of requests sent."""
+    prompt names the working directory; `headers` go with every request); returns the number of
+    requests sent."""
     body = example()
     system = body["system"] + [{"type": "text", "text": f"<env>\nWorking directory: {folder}\n</env>"}]
     client, _ = anthropic_client(url)
@@ -33,8 +40,14 @@ def scripted_session(url: str, fake, folder: str = "/home/dev/shop-app", user_id
         nonlocal sent
         fake.replies.append(reply)
         sent += 1
-        message = client.messages.create(model="claude-sonnet-4-6", max_tokens=512, system=system,
-                                         messages=list(history), metadata={"user_id": user_id})
+        message = client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=512,
+            system=system,
+            messages=list(history),
+            metadata={"user_id": user_id},
+            extra_headers=headers or {},
+        )
         return {"role": "assistant", "content": [b.model_dump(exclude_none=True, include={
             "type", "text", "thinking", "signature", "id", "name", "input"}) for b in message.content]}
 
@@ -62,9 +75,34 @@ def test_the_proxy_adds_each_answered_request_with_usage_project_and_stages(fake
     assert data["sessions"][0]["session"] == session["session"]
     assert data["sessions"][0]["model"] == "claude-sonnet-4-6"
     assert 0 < sum(s["tokens"] for s in data["stages"]) <= t["tokens_saved"]  # each cut counted once, when made
+    assert (
+        sum(s["tokens"] for s in data["saved_by_stage"]) == t["tokens_saved"]
+    )  # the bars add up to the headline
+    assert sum(k["tokens"] for k in data["saved_by_kind"]) == t["tokens_saved"]
     with Ledger.open(ledger) as db:
         [row] = db.query("SELECT SUM(reported) AS n, MIN(priced_as) AS p FROM requests")
     assert row == {"n": sent, "p": "claude-sonnet-4-6"}
+
+
+def test_the_proxy_records_the_session_id_the_client_names(fake, start_proxy, tmp_path):
+    ledger = tmp_path / "ledger.sqlite3"
+    proxy = start_proxy(home=tmp_path / "home", ledger_file=ledger, ccr_dir=tmp_path / "ccr")
+    claude_code = (
+        "ab363f54-381f-47b8-a43b-67d636010a2f"  # Claude Code 2.1.332's X-Claude-Code-Session-Id
+    )
+    sent = scripted_session(proxy.url, fake, headers={"X-Claude-Code-Session-Id": claude_code})
+    not_an_id = {"session-id": "no id; " + "x" * 200}  # recorded under the proxy's key instead
+    sent += scripted_session(proxy.url, fake, "/home/dev/other", "user_2", headers=not_an_id)
+    eventually(lambda: ledger.exists() and ledger_summary(ledger)["totals"]["requests"] == sent)
+    stats = json.loads(__import__("httpx").get(proxy.url + "/ctxmill/stats").text)
+    keys = {s["session"] for s in stats["sessions"]}
+    recorded = {s["session"] for s in ledger_summary(ledger)["sessions"]}
+    assert len(keys) == 2 and claude_code not in keys  # the proxy keys its own state as before
+    assert (
+        claude_code in recorded
+        and len(recorded - {claude_code}) == 1
+        and recorded - {claude_code} <= keys
+    )
 
 
 def test_an_in_memory_proxy_writes_no_ledger(fake, start_proxy, tmp_path):
@@ -91,6 +129,13 @@ def test_cli_compress_and_expand_write_the_ledger(tmp_path):
     assert (data["totals"]["tokens_before"], data["totals"]["tokens_after"]) == (report["tokens_before"],
                                                                                report["tokens_after"])
     assert data["sessions"][0]["session"] == "cli" and data["projects"][0]["project"] == "cli-project"
+    ledger = tmp_path / "xdg" / "ctxmill" / "ledger.sqlite3"
+    again = _cli("compress", "req.json", "-o", "out.json", env=env, cwd=project)  # the same request
+    assert again.returncode == 0, again.stderr
+    assert ledger_summary(ledger)["totals"]["requests"] == 1  # counted once
+    (project / "other.json").write_text(json.dumps({**body, "model": "gpt-5"}))
+    assert _cli("compress", "other.json", "-o", "out2.json", env=env, cwd=project).returncode == 0
+    assert ledger_summary(ledger)["totals"]["requests"] == 2
     key = json.dumps(json.loads((project / "out.json").read_text())).split('deep_expand(\\"')[1][:32]
     assert _cli("expand", key, env=env, cwd=project).returncode == 0
     assert _cli("expand", "0" * 32, env=env, cwd=project).returncode == 1  # unknown: not an expansion
@@ -117,6 +162,7 @@ def test_the_opencode_engine_writes_the_ledger(tmp_path, monkeypatch):
     assert (s["session"], s["face"], s["project"], s["model"]) == ("ses_1", "opencode", "oc-project",
                                                                   "anthropic/claude-haiku-4-5")
     assert s["tokens_saved"] > 0 and data["stages"]
+    assert (project / ".ctxmill" / ".gitignore").exists()  # its first turn made the home
 
 
 def test_mcp_deep_expand_records_an_expansion(tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
 """docs/security.md's threat model is held to the code: each row names one of the five
 adversaries, a boundary, the module that enforces it and the tests that attack it; every module
-and test it names exists (a `file::test` names a test function in that file); a row still being
-built says `TBD (<branch>)` in both cells; and every attack test in tests/trust/ is named in a
-row, so a boundary with tests but no row (a feature that did not say what it crosses) fails."""
+and test it names exists (a `file::test` names a test function in that file); and every attack
+test in tests/trust/ is named in a row, so a boundary with tests but no row (a feature that did
+not say what it crosses) fails."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ ADVERSARIES = {
     "a web page",
     "a co-tenant of a shared Redis",
 }
-TBD = re.compile(r"TBD \([a-z-]+\)")
 
 
 def rows(text: str) -> list[list[str]]:
@@ -50,8 +49,6 @@ def problems(text: str, root: Path) -> list[str]:
         if not boundary:
             found.append(f"{where}: no boundary")
         for cell, what in ((module, "module"), (tests, "test")):
-            if TBD.fullmatch(cell):
-                continue
             if not named(cell):
                 found.append(f"{where}: no {what} named")
             for name in named(cell):
@@ -60,8 +57,6 @@ def problems(text: str, root: Path) -> list[str]:
                     found.append(f"{where}: {what} {path} does not exist")
                 elif function and f"def {function}(" not in (root / path).read_text():
                     found.append(f"{where}: {path} has no {function}")
-        if bool(TBD.fullmatch(module)) != bool(TBD.fullmatch(tests)) and "TBD" in module + tests:
-            found.append(f"{where}: one cell TBD, the other not")
     cited = {n.partition("::")[0] for row in table for n in named(row[3])}
     for test in sorted((root / "tests" / "trust").glob("test_*.py")):
         if str(test.relative_to(root)) not in cited:
@@ -94,6 +89,10 @@ def test_the_threat_model_names_only_what_exists():
         (
             "`ground/signing.py` | `tests/test_gateway_integrity.py` |",
             "`ground/signing.py` | |",
+        ),
+        (  # a boundary still being built names no module: it is not drawn yet
+            "`repomap/files.py` | `tests/test_repomap.py` |",
+            "TBD | `tests/test_repomap.py` |",
         ),
     ],
 )

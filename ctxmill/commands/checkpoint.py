@@ -25,7 +25,7 @@ def run_checkpoint(session: Path | None, session_id: str | None = None, fmt: str
     from compress.formats.sessions import UnknownFormat
     from ctxmill.errors import CliError
     from ctxmill.hooks import current_session
-    from ctxmill.paths import project_home
+    from ctxmill.paths import ensure_gitignore, project_home
     from ctxmill.settings import Settings
     from memory.checkpoint import checkpoint_file
 
@@ -36,6 +36,7 @@ def run_checkpoint(session: Path | None, session_id: str | None = None, fmt: str
             raise CliError("no live session recorded (install the hooks: `ctxmill install claude-code`) "
                            "- pass a session file")
         session, session_id = Path(live["transcript_path"]), session_id or live.get("session_id")
+    ensure_gitignore(home)
     try:
         return checkpoint_file(Settings.load(home).checkpoint, session, session_id, fmt, offer)
     except UnknownFormat as exc:

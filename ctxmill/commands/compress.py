@@ -9,6 +9,10 @@ stderr says why, and the exit code is non-zero.
 The session takes the request as sent now; `--at` says when it was sent instead (replaying a
 recorded session: after a pause longer than the provider's cache lifetime, an epoch re-decides
 old messages for free, since the provider writes the whole request again anyway).
+
+Each run is added to the savings ledger once per request: the same body compressed again in the
+same session (a retried script, a second look) is not counted again (`_first_time`: the last
+`RECORDED_KEEP` requests' digests, kept in the user's cache folder).
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ def sent_at(text: str) -> float:
     return seconds
 
 
+RECORDED_KEEP = 1000
+"""How many recorded requests' digests are remembered to count each request once."""
 MAX_REQUEST_BYTES = 2**30
 """The largest request body read (a regular file or stdin)."""
 
@@ -139,13 +145,44 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _record(settings, args: argparse.Namespace, body: object, provider: str, report) -> None:
-    """Add the run to the savings ledger (session: the --session folder's name, else "cli")."""
+    """Add the run to the savings ledger (session: the --session folder's name, else "cli"),
+    unless this session's same request was recorded already."""
     from compress.formats.requests import SHAPES
     from ctxmill.ledger import project_of, record_request
     from ctxmill.paths import ledger_file, project_root
 
+    session = Path(args.session).name if args.session else "cli"
+    if not _first_time(settings.global_home / "cache", session, body):
+        return
     model = body.get("model") if isinstance(body, dict) else None
-    record_request(face="cli", session=Path(args.session).name if args.session else "cli",
+    record_request(face="cli", session=session,
                    project=project_of(project_root()), model=model if isinstance(model, str) else "",
                    vendor=SHAPES[provider].VENDOR, tokens_before=report.tokens_before,
                    tokens_after=report.tokens_after, stages=report.stages_saved, path=ledger_file(settings.global_home))
+
+
+def _first_time(folder: Path, session: str, body: object) -> bool:
+    """Whether `session`'s request `body` is not among the requests recorded lately; it is
+    remembered from now on. Fails open (True) when the record cannot be kept."""
+    import xxhash
+    from filelock import Timeout
+
+    from ground.files import atomic_write, private_lock
+    from ground.jsonbytes import dumps
+
+    key = session.encode("utf-8", "surrogateescape") + b"\0" + dumps(body)
+    digest = xxhash.xxh3_128_hexdigest(key)
+    record = folder / "compress-recorded"
+    try:
+        with private_lock(folder / "compress-recorded.lock", timeout=5):
+            try:
+                seen = record.read_text(encoding="ascii").split()
+            except (OSError, UnicodeDecodeError):
+                seen = []
+            if digest in seen:
+                return False
+            kept = [*seen[-(RECORDED_KEEP - 1):], digest]
+            atomic_write(record, "\n".join(kept).encode(), fsync=False)
+    except (OSError, Timeout):
+        return True
+    return True

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from ctxmill.mcp_tools import TOOLS
 from ctxmill.shared_store import add_flag
 
 REFUSAL_CODE = -32000
@@ -25,7 +26,9 @@ FIRST_MESSAGE_LIMIT = 2**20
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("mcp", help="run the MCP server on stdio (deep_expand, memory_*, checkpoint)")
+    tools = ", ".join(TOOLS)
+    parser = subparsers.add_parser("mcp", help=f"run the MCP server on stdio ({tools})",
+                                   description=f"Serve ctxmill's MCP tools on stdio: {tools}.")
     parser.add_argument("--home", type=Path, metavar="DIR", help="ctxmill home (default: the project's .ctxmill)")
     add_flag(parser)
     parser.set_defaults(func=run)

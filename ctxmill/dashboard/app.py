@@ -2,7 +2,8 @@
 served by `ctxmill dashboard` and mounted by the proxy at `/ctxmill/`.
 
 Routes (relative to where it is mounted): `GET /` the page; `GET /static/NAME`; `GET api/summary`
-(`ctxmill.ledger.report.summary`, what `ctxmill stats --json` prints); `GET api/session?id=`
+(`ctxmill.ledger.report.summary`, what `ctxmill stats --json` prints; `?since=&until=` in seconds
+since the epoch restrict it to a time range); `GET api/session?id=`
 (one session's requests); `GET api/memory?q=` (search, or every entry, plus the pinned ones and
 the last checkpoint); `POST api/memory/pin` `{id, pinned}` and `POST api/memory/forget` `{id}`.
 Must hold: every answer is computed from the files at request time (the ledger and memory are
@@ -71,6 +72,24 @@ def _same_origin(request: Request) -> bool:
     return origin in (f"http://{host}", f"https://{host}")
 
 
+def time_range(query) -> tuple[float | None, float | None] | None:
+    """(since, until) from a query's `since` and `until` (absent or empty: unbounded); None when
+    one is not a finite number."""
+    import math
+
+    out: list[float | None] = []
+    for name in ("since", "until"):
+        text = query.get(name) or ""
+        try:
+            value = float(text) if text else None
+        except ValueError:
+            return None
+        if value is not None and not math.isfinite(value):
+            return None
+        out.append(value)
+    return out[0], out[1]
+
+
 def create_app(ledger_path: Callable[[], Path], settings: Callable[[], object], token: str | None = None) -> Starlette:
     """The dashboard app. `ledger_path()` and `settings()` are read on each request (`settings()`
     gives the `ctxmill.settings.Settings` whose memory the browser shows)."""
@@ -102,7 +121,10 @@ def create_app(ledger_path: Callable[[], Path], settings: Callable[[], object], 
     async def summary(request: Request) -> Response:
         from ctxmill.ledger.report import summary as rollup
 
-        return read_ledger(rollup)
+        bounds = time_range(request.query_params)
+        if bounds is None:
+            return respond({"error": "since and until are seconds since the epoch"}, 400)
+        return read_ledger(lambda ledger: rollup(ledger, since=bounds[0], until=bounds[1]))
 
     async def session(request: Request) -> Response:
         from ctxmill.ledger.report import session_requests

@@ -90,7 +90,7 @@ class OpenCodeEngine:
         from compress.pipeline import run
         from compress.session import state_lock
         from ctxmill.ledger import project_of, record_request
-        from ctxmill.paths import ledger_file
+        from ctxmill.paths import ensure_gitignore, ledger_file
         from ctxmill.settings import Settings
         from ground.files import atomic_write, private_dir
         from ground.redact import redact
@@ -104,6 +104,7 @@ class OpenCodeEngine:
         body, origins = to_body(messages, str(request.get("model") or ""))
         window = request.get("window")
         with live.lock:
+            ensure_gitignore(settings.home)  # the first turn in a fresh repository creates the home
             private_dir(live.directory)
             live.messages = messages
             prompt = first_prompt(messages)

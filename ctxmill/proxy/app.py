@@ -36,7 +36,7 @@ from compress.formats.usage import Usage
 from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.settings import ProxyConfig
-from ctxmill.proxy.identity import request_identity
+from ctxmill.proxy.identity import client_session, request_identity
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
@@ -142,21 +142,24 @@ class Proxy:
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
             size = len(raw)
+            client = client_session(request.headers)
             return await self.forward(request, target, outcome.data or raw, started,
-                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder),
+                                      on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder,
+                                                                           client),
                                       calibrate=lambda usage: self.calibrate(entry, outcome, usage, size),
                                       note=f"session {key[:12]} · {self.describe(outcome)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
 
     def answered(self, entry: ProxySession, target: Route, outcome: Outcome, usage: Usage | None,
-                 folder: str | None) -> None:
+                 folder: str | None, client: str | None = None) -> None:
         """A compressed request's successful answer ended: its usage (if reported) goes to the
-        session's stats, and the request to the savings ledger."""
+        session's stats, and the request to the savings ledger (under the client's own session id
+        when its headers name one, `identity.client_session`, else the proxy's session key)."""
         if usage is not None:
             entry.record_usage(usage)
         if self.ledger is not None:
-            self.ledger.add(ledger_row(entry.key, target.vendor, outcome, usage, folder))
+            self.ledger.add(ledger_row(client or entry.key, target.vendor, outcome, usage, folder))
 
     async def calibrate(self, entry: ProxySession, outcome: Outcome, usage: Usage | None, size: int) -> None:
         """The provider's count of the request into the session's state (see ctxmill.proxy.worker),

@@ -38,7 +38,7 @@ FOLDER_LOOKAHEAD = 3
 """Messages right after the first user message read for the folder only: Codex's environment
 context follows its AGENTS.md message, Claude Code 2.1 sends its context as a `role: "system"`
 message after the first prompt."""
-_WORKING_DIRECTORY = re.compile(rb'(?:Working directory: |<cwd>)([^\\"<\n]{1,1024})')
+_WORKING_DIRECTORY = re.compile(rb'(?:[Ww]orking directory: |<cwd>)([^\\"<\n]{1,1024})')
 
 
 def client_id(provider: str, body: dict) -> str:
@@ -144,11 +144,31 @@ def _request_identity(shape, provider: str, raw: bytes) -> Identity:
     return _identity(provider, {**skeleton, shape.MESSAGES_FIELD: kept}, b"".join(context))
 
 
+CLIENT_SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "x-session-id")
+"""Where the clients name their own session: Claude Code 2.1.332 (`X-Claude-Code-Session-Id`,
+the id of its transcript), Codex 0.171.0 (`session-id`, its thread id), OpenCode 1.18.33
+(`x-session-id`, `ses_…`)."""
+_CLIENT_SESSION = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def client_session(headers) -> str | None:
+    """The session id the client names in its request headers (`CLIENT_SESSION_HEADERS`, the
+    first present), when it looks like an id (letters, digits, `_.:-`, at most 128); else None.
+    The ledger records it so its sessions match what the user sees in the client, history and
+    checkpoints; it never keys the proxy's own session state (`request_identity` does)."""
+    for name in CLIENT_SESSION_HEADERS:
+        value = headers.get(name)
+        if value is not None:
+            return value if _CLIENT_SESSION.fullmatch(value) else None
+    return None
+
+
 def working_directory(data: bytes | str) -> str | None:
-    """The folder the client says it works in (Claude Code's and OpenCode's system prompt:
-    `Working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first mention in
-    `data` (JSON text of the request's identifying fields); None when it names none. Only the
-    ledger's project name and hash are made of it."""
+    """The folder the client says it works in (OpenCode's system prompt: `Working directory:
+    PATH`; Claude Code 2.1.332's environment, in a `role: system` message or the system prompt:
+    ` - Primary working directory: PATH`; Codex's environment context: `<cwd>PATH</cwd>`), first
+    mention in `data` (JSON text of the request's identifying fields); None when it names none.
+    Only the ledger's project name and hash are made of it."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     found = _WORKING_DIRECTORY.search(raw)
     return found.group(1).decode("utf-8", "replace").strip() if found else None

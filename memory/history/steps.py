@@ -8,7 +8,11 @@ have sub-commands, the sub-command (`git commit -m "x"` -> `git commit`, `npm ru
 `gradlew test`, `bash ~/bin/release.sh v2` -> `bash release.sh`); programs that only decorate or
 page output (`head`, `grep` in a pipeline, `echo`) and shell keywords are dropped; a call that
 changes a file (edit, write, patch tools or `apply_patch`) is `(edit)`; other tools (reads,
-searches, web) give no step.
+searches, web) give no step. The body of a heredoc (`python - <<'EOF' … EOF`) is data, never
+steps; PowerShell reads as a shell does (`powershell -Command "…"` is its commands, `Get-*`,
+`Select-*`, `Write-*` cmdlets only read or print, `Remove-Item -Recurse` is `rm -rf`). A step
+that cannot be undone keeps the flag that makes it so (`rm -rf`, `git push --force`,
+`git reset --hard`, `git clean -f`, `git branch -D`), so it never merges with its harmless form.
 """
 
 from __future__ import annotations
@@ -47,6 +51,57 @@ _SCRIPT_RUNNERS = _SHELLS | {"node", "python", "python3", "ruby", "perl", "deno"
 _SCRIPT = re.compile(r"\.(?:sh|bash|js|mjs|cjs|ts|py|rb|pl)$")
 """A script a shell or interpreter runs is named by its file name (`bash ~/x/export.sh .` -> `bash export.sh`)."""
 _PROGRAM = re.compile(r"^\w[\w.+-]{0,39}$")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
+_POWERSHELL = frozenset({"powershell", "powershell.exe", "pwsh", "pwsh.exe"})
+_PS_READS = re.compile(r"^(get|select|write|test|out|format|measure|sort|where|foreach|resolve|join|split|"
+                       r"convertto|convertfrom|start-sleep)-?")
+_PS_STEPS = {"remove-item": "rm", "copy-item": "cp", "move-item": "mv", "new-item": "mkdir", "set-location": "",
+             "push-location": "", "pop-location": "", "invoke-webrequest": "curl", "invoke-restmethod": "curl"}
+_IRREVERSIBLE_FLAGS: dict[tuple[str, str], tuple[set[str], str]] = {  # (program, sub-command) -> (flags that make it irreversible, the step it becomes)
+    ("git", "push"): ({"-f", "--force", "--force-with-lease", "--mirror", "--delete", "-d"}, "git push --force"),
+    ("git", "reset"): ({"--hard"}, "git reset --hard"),
+    ("git", "clean"): ({"-f", "-fd", "-fdx", "-df", "-xdf", "-dfx", "--force"}, "git clean -f"),
+    ("git", "branch"): ({"-D"}, "git branch -D"),
+}
+
+
+def without_heredocs(command: str) -> str:
+    """`command` without the bodies of its heredocs (the line that opens one is kept)."""
+    if "<<" not in command:
+        return command
+    out: list[str] = []
+    ending: list[str] = []
+    for line in command.split("\n"):
+        if ending:
+            if line.strip() == ending[0]:
+                ending.pop(0)
+            continue
+        out.append(line)
+        ending = [m.group(2) for m in _HEREDOC.finditer(line) if "<<<" not in line[max(0, m.start() - 1):m.end()]]
+    return "\n".join(out)
+
+
+def _special(program: str, words: list[str], depth: int) -> list[str] | None:
+    """The steps of PowerShell, `rm` and irreversible git forms; None for any other command."""
+    if program in _POWERSHELL:
+        script = next((w for i, w in enumerate(words[1:-1], 1) if w.lower() in ("-command", "-c")), None)
+        return command_steps(words[words.index(script) + 1], depth + 1) if script and depth < 2 else []
+    if "-" in program and program.split("-")[0].isalpha():
+        if _PS_READS.match(program):
+            return []
+        mapped = _PS_STEPS.get(program, program)
+        if mapped == "rm" and {"-recurse", "-force", "-r"} & {w.lower() for w in words[1:]}:
+            return ["rm -rf"]
+        return [mapped] if mapped else []
+    if program == "rm":
+        short = "".join(w[1:] for w in words[1:] if w.startswith("-") and not w.startswith("--"))
+        forced = "r" in short.lower() or "f" in short or {"--recursive", "--force"} & set(words)
+        return ["rm -rf"] if forced else ["rm"]
+    args = [w for w in words[1:] if not w.startswith("-")]
+    flags, step = _IRREVERSIBLE_FLAGS.get((program, args[0] if args else ""), (set(), ""))
+    if step and (flags & set(words[2:]) or any(a.startswith("+") for a in args[1:])):
+        return [step]
+    return None
 
 
 def command_steps(command: str, depth: int = 0) -> list[str]:
@@ -54,11 +109,15 @@ def command_steps(command: str, depth: int = 0) -> list[str]:
     from compress.vocab.commands import command_words
     from compress.vocab.tools import PATCH_TOOLS
 
-    out = []
-    for words in command_words(command):
+    out: list[str] = []
+    for words in command_words(without_heredocs(command)):
         while len(words) > 1 and words[0] in _KEYWORDS:
             words = words[1:]
         program = words[0].removeprefix("./")
+        special = _special(program, words, depth)
+        if special is not None:
+            out += special
+            continue
         if program in _SHELLS and len(words) >= 3 and _SCRIPT_FLAG.match(words[-2]) and depth < 2:
             out += command_steps(words[-1], depth + 1)  # bash -lc 'SCRIPT' (command_words reads only -c)
             continue

@@ -31,7 +31,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -134,12 +134,15 @@ class HistoryStore:
         return (found[0], found[1]) if found else None
 
     def ingest(self, key: str, rows: Iterable[Row], *, project: str, source: str, fmt: str,
-               updated: float | None = None, stamp: str = "") -> Ingested:
+               updated: float | Callable[[], float] | None = None, stamp: str = "") -> Ingested:
         """Store session `key` as `rows` (see the module's rules); then keep the store within budget.
+        `updated`: when the session was last active (None: now), or a function that says so once
+        `rows` have been read (a session read piece by piece is dated by its last piece).
         `stamp`: what the source looked like (an unchanged file is not read again: `ingest.ingest_file`)."""
-        now = time.time() if updated is None else updated
         stored = self._digests(key)  # read without the write lock: new rows are staged before it
         staged = self._stage(key, rows, stored)
+        when = updated() if callable(updated) else updated
+        now = time.time() if when is None else when
         return self._write(key, staged, stored, project=project, source=source, fmt=fmt, now=now,
                            stamp=stamp)
 
@@ -296,6 +299,14 @@ class HistoryStore:
             out.setdefault(key, []).extend(tuple(step) for step in orjson.loads(steps))
         return out
 
+    def first_prompts(self, project: str | None = None) -> dict[str, str]:
+        """Session key -> the text of its first user message: its task, for `memory.distill`."""
+        where, params = project_filter(project)
+        return {key: " ".join(text.split())[:500] for key, text in self.conn.execute(
+            "SELECT s.key, m.text FROM messages m JOIN sessions s ON s.id = m.session"
+            f" WHERE {where} AND m.role = 'user' AND m.seq = (SELECT min(seq) FROM messages"
+            " WHERE session = s.id AND role = 'user') ORDER BY s.id", params)}
+
     def stats(self) -> dict:
         sessions, messages = self.conn.execute(
             "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
@@ -304,9 +315,13 @@ class HistoryStore:
 
 
 def project_filter(project: str | None, alias: str = "s") -> tuple[str, tuple]:
-    """An SQL condition on sessions (`alias`) for a project given by its path or its folder's name."""
+    """An SQL condition on sessions (`alias`) for a project given by its path (a worktree's: its
+    repository's, `memory.history.projects`) or its folder's name."""
+    from memory.history.projects import repository_of
+
     if not project:
         return "1", ()
+    project = repository_of(project)
     return (f"({alias}.project = ? OR {alias}.project LIKE ? ESCAPE '\\')",
             (project, "%/" + project.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")))
 

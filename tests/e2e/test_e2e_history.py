@@ -57,7 +57,9 @@ def test_history_search_and_a_distilled_skill_in_claude_code(claude_code, home, 
     from tests.e2e.through_ctxmill import memory_text
 
     assert "6543" not in memory_text(project)  # the fact is in history only, not in memory
-    applied = ctxmill("distill", "--apply")
+    shown = ctxmill("distill", "--show")  # reviewed first, then written (--apply asks; --yes answers)
+    assert shown.returncode == 0 and SKILL in shown.stdout, shown.stdout + shown.stderr
+    applied = ctxmill("distill", "--apply", "--yes")
     assert applied.returncode == 0 and SKILL in applied.stdout, applied.stdout + applied.stderr
 
     res = clients.run([str(claude_code.bin), "-p", "What port does the staging database use?", "--output-format",

@@ -1,12 +1,17 @@
 /* ctxmill dashboard: draws the ledger's figures with Chart.js. Served, it reads the JSON API beside
-   it (api/summary, api/session, api/memory); standalone (ctxmill replay --html) it reads the data
-   embedded in the page (#ctxmill-data) and hides the memory browser. */
+   it (api/summary for the chosen period, api/session, api/memory) and reads it again every
+   REFRESH_MS while the tab is shown; standalone (ctxmill replay --html) it reads the data embedded
+   in the page (#ctxmill-data), and hides the memory browser, the period and the empty panels. */
 (function () {
   "use strict";
   const RAW = "#9aa5b1", SENT = "#2f80ed", SAVED = "#27ae60", MONEY = "#f2994a";
   const PALETTE = ["#2f80ed", "#27ae60", "#f2994a", "#9b51e0", "#eb5757", "#56ccf2", "#219653", "#f2c94c", "#bb6bd9", "#828282"];
+  const REFRESH_MS = 5000;
+  const UNATTRIBUTED = "not attributed to a stage";
   const charts = {};
   let embedded = null;
+  let selected = null;  // the session whose requests are drawn, kept across refreshes
+  let SUBTITLE = "";
 
   const el = (id) => document.getElementById(id);
   const tokens = (n) => Number(n).toLocaleString("en-US");
@@ -32,7 +37,14 @@
     return response.json();
   }
 
+  const plural = (n, one, many) => (Number(n) === 1 ? one : many);
+
   function totals(t, note) {
+    el("effective-card").hidden = !("cost_effective_with" in t);
+    if ("cost_effective_with" in t) setFigure("total-cost-effective-with", t.cost_effective_with, money(t.cost_effective_with));
+    el("sessions-word").textContent = plural(t.sessions, "session", "sessions");
+    el("projects-word").textContent = plural(t.projects, "project", "projects");
+    el("projects-part").hidden = !t.projects;
     setFigure("total-cost-without", t.cost_without, money(t.cost_without));
     setFigure("total-cost-with", t.cost_with, money(t.cost_with));
     setFigure("total-cost-saved", t.cost_saved, money(t.cost_saved));
@@ -47,6 +59,8 @@
   }
 
   function days(rows) {
+    el("days-panel").hidden = !rows.length;  // a replay has no dates: no time axis
+    if (!rows.length) return;
     draw("chart-days", {
       data: {
         labels: rows.map((r) => r.day),
@@ -89,22 +103,43 @@
     });
   }
 
-  function table(id, rows, key, title) {
-    const head = "<tr><th>" + title + "</th><th>requests</th><th>tokens before</th><th>tokens sent</th><th>saved</th><th>cost without</th><th>cost with</th><th>expanded</th></tr>";
-    el(id).innerHTML = head;
+  const FIGURES = [["requests", (r) => tokens(r.requests)], ["tokens before", (r) => tokens(r.tokens_before)],
+                   ["tokens sent", (r) => tokens(r.tokens_after)], ["saved", (r) => pct(r.tokens_saved, r.tokens_before)],
+                   ["cost without", (r) => money(r.cost_without)], ["cost with", (r) => money(r.cost_with)]];
+  const when = (ts) => (ts ? new Date(ts * 1000).toLocaleString() : "–");
+
+  function table(id, rows, columns) {
+    el(id).closest(".panel").hidden = !rows.length;
+    const head = document.createElement("tr");
+    for (const [title] of columns) {
+      const th = document.createElement("th");
+      th.textContent = title;
+      head.appendChild(th);
+    }
+    el(id).replaceChildren(head);
     for (const r of rows) {
       const tr = document.createElement("tr");
-      for (const value of [r[key] || "–", tokens(r.requests), tokens(r.tokens_before), tokens(r.tokens_after),
-                           pct(r.tokens_saved, r.tokens_before), money(r.cost_without), money(r.cost_with), tokens(r.expansions || 0)]) {
+      for (const [, cell] of columns) {
         const td = document.createElement("td");
-        td.textContent = value;
+        td.textContent = cell(r);
         tr.appendChild(td);
       }
       el(id).appendChild(tr);
     }
   }
 
+  function tables(data) {
+    const expanded = ["expanded", (r) => tokens(r.expansions || 0)];
+    const effective = data.sessions.some((r) => "cost_effective_with" in r) ? [["effective cost with", (r) => money(r.cost_effective_with)]] : [];
+    table("projects", data.projects, [["project", (r) => r.project || "–"], ...FIGURES, expanded]);
+    table("models", data.models || [], [["model", (r) => r.model || "–"], ["priced as", (r) => r.priced_as || "–"], ...FIGURES]);
+    table("sessions", data.sessions, [["session", (r) => r.session || "–"], ...(embedded ? [] : [
+      ["client", (r) => r.face || "–"], ["project", (r) => r.project || "–"], ["last request", (r) => when(r.last)]]),
+      ...FIGURES, ...effective, expanded]);
+  }
+
   async function showSession(key) {
+    selected = key;
     const rows = embedded ? embedded.requests[key] || [] : (await getJSON("api/session?id=" + encodeURIComponent(key))).requests;
     sessionChart(rows);
   }
@@ -115,26 +150,55 @@
     for (const r of rows) {
       const option = document.createElement("option");
       option.value = r.session;
-      option.textContent = (r.project ? r.project + " · " : "") + String(r.session).slice(0, 40) + " (" + r.requests + " requests)";
+      option.textContent = (r.project ? r.project + " · " : "") + r.session + " (" + r.requests + " " + plural(r.requests, "request", "requests") + ")";
       select.appendChild(option);
     }
     select.onchange = () => showSession(select.value).catch(report);
-    if (rows.length) return showSession(rows[0].session);
+    const keep = rows.find((r) => r.session === selected);
+    if (keep) select.value = keep.session;
+    if (rows.length) return showSession(keep ? keep.session : rows[0].session);
     sessionChart([]);
   }
 
   function render(data, note) {
     totals(data.totals, note);
     days(data.days);
-    bars("chart-stages", data.stages.map((s) => s.stage), data.stages.map((s) => s.tokens), "tokens removed");
-    bars("chart-kinds", data.kinds.map((k) => k.kind), data.kinds.map((k) => k.tokens), data.kinds_label || "tokens removed");
-    table("projects", data.projects, "project", "project");
-    table("sessions", data.sessions, "session", "session");
+    // served: the headline's savings shared among the stages (they add up); a replay: what it has
+    const stages = data.saved_by_stage || data.stages, kinds = data.saved_by_kind || data.kinds;
+    const label = (name) => name || UNATTRIBUTED;
+    bars("chart-stages", stages.map((s) => label(s.stage)), stages.map((s) => s.tokens), "tokens saved");
+    bars("chart-kinds", kinds.map((k) => label(k.kind)), kinds.map((k) => k.tokens), data.kinds_label || "tokens saved");
+    el("stages-note").textContent = data.saved_by_stage && stages.length
+      ? "The bars add up to the " + tokens(data.totals.tokens_saved) + " tokens saved: each request's saving is shared among "
+        + "the stages in proportion to what they had cut in its session so far (a cut is resent in every later request)."
+      : "";
+    tables(data);
     if (data.peers && data.peers.length) {
       el("peers-panel").hidden = false;
-      bars("chart-peers", data.peers.map((p) => p.name), data.peers.map((p) => p.cost_ratio), "modelled cost vs raw");
+      draw("chart-peers", {
+        type: "bar",
+        data: {labels: data.peers.map((p) => p.name), datasets: [
+          {label: "modelled cost vs raw", data: data.peers.map((p) => p.cost_ratio), backgroundColor: SENT},
+          {label: "effective cost vs raw", data: data.peers.map((p) => p.effective_ratio), backgroundColor: MONEY}]},
+        options: {indexAxis: "y"},
+      });
     }
     return sessions(data.sessions);
+  }
+
+  function period() {
+    const choice = el("range").value;
+    if (choice === "all") return "";
+    const now = new Date();
+    const since = choice === "today" ? new Date(now.getFullYear(), now.getMonth(), now.getDate())
+                                     : new Date(now.getTime() - Number(choice) * 86400000);
+    return "?since=" + since.getTime() / 1000;
+  }
+
+  async function refresh() {
+    render(await getJSON("api/summary" + period()));
+    el("subtitle").textContent = SUBTITLE;  // after a failed refresh, the next good one clears its message
+    el("updated").textContent = "updated " + new Date().toLocaleTimeString() + " · refreshed every " + REFRESH_MS / 1000 + " s";
   }
 
   // -- memory browser --------------------------------------------------------------------------
@@ -171,7 +235,8 @@
     el("memory-entries").replaceChildren(...data.entries.map(entryItem));
     el("memory-pinned").replaceChildren(...data.pinned.map(entryItem));
     el("memory-checkpoint").textContent = data.checkpoint || "none yet";
-    el("memory-status").textContent = data.error || (data.entries.length + (query ? " matching entries" : " entries"));
+    const n = data.entries.length;
+    el("memory-status").textContent = data.error || (n + (query ? " matching " : " ") + plural(n, "entry", "entries"));
   }
 
   function report(error) {
@@ -185,10 +250,14 @@
       document.title = embedded.title || document.title;
       el("subtitle").textContent = embedded.subtitle || "";
       el("memory-panel").hidden = true;
+      el("controls").hidden = true;
       return render(embedded.summary, embedded.note);
     }
+    SUBTITLE = el("subtitle").textContent;
     el("memory-search").onsubmit = (event) => { event.preventDefault(); memory().catch(report); };
-    await Promise.all([getJSON("api/summary").then((data) => render(data)), memory()]);
+    el("range").onchange = () => refresh().catch(report);
+    await Promise.all([refresh(), memory()]);
+    setInterval(() => { if (!document.hidden) refresh().catch(report); }, REFRESH_MS);
   }
 
   const start = () => main().then(() => { document.body.dataset.ready = "1"; }, report);
