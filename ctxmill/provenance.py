@@ -58,6 +58,7 @@ _COMPRESS_ANY = (
     "window_epoch_savings",
     "window_start_min_tokens",
     "epoch_horizon",
+    "trials_after_answer_from",
     "cache_window_blocks",
     "protect_tail_tokens",
     "protect_tail_turns",

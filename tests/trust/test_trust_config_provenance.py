@@ -211,6 +211,7 @@ VALID = {
     ("compress", "window_epoch_savings"): 1,
     ("compress", "window_start_min_tokens"): 1,
     ("compress", "epoch_horizon"): 0.5,
+    ("compress", "trials_after_answer_from"): 0,
     ("compress", "cache_window_blocks"): 3,
     ("compress", "protect_tail_tokens"): 1,
     ("compress", "protect_tail_turns"): 1,
