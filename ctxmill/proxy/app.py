@@ -2,8 +2,9 @@
 
 Per request on a compressing route: read the body (bounded), read its session key
 (`identity.request_key`, a lazy parse), send the bytes to the session's worker process
-(`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
-run finishes in the background) upstream with the client's headers, and stream the upstream
+(`WorkerPool`) and wait for the compressed bytes: as long as the run is incremental work, and at most
+`latency_budget_ms` once it began an epoch (`within_budget`); then send them (or, past the budget,
+the original bytes while the run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
 that is not a JSON request (invalid JSON, no conversation list), one that continues a
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
@@ -51,6 +52,9 @@ log = logging.getLogger("ctxmill.proxy")
 
 START_WAIT_FACTOR = 4
 """A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
+INLINE_LIMIT_FACTOR = 40
+"""Incremental work is waited for up to this many latency budgets (1 s at 25 ms): only against a
+stuck worker; no incremental run on the corpus comes near it."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -73,6 +77,7 @@ class Proxy:
         self.budget = None if budget is None else budget / 1000
         self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000
         """How long a request waits for its worker to start its run (behind other sessions' runs)."""
+        self.inline_limit = None if budget is None else INLINE_LIMIT_FACTOR * budget / 1000
         self.ledger = team_ledger(config)
         """Rows are written in batches off the event loop (ctxmill.ledger.batch)."""
 
@@ -238,11 +243,13 @@ class Proxy:
     async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
         or later in the background when it misses the budget: `deferred`, with `pending` set).
-        The budget adapts to load: it counts the run's own time from when the worker starts it,
-        so the time a request waits behind other sessions' runs (at most `start_wait`) never
-        defers it; what the budget defers are runs that take long themselves, epochs. A worker
-        so far behind that the run would not start within `start_wait` (its queue times its
-        jobs' moving average time) defers the request at once.
+        The budget adapts to the work: incremental work is always waited for (up to
+        `inline_limit`, against a stuck worker), and the budget counts from when the run says it
+        began an epoch (`Submitted.epoch`: a whole new plan, 10-30 times an incremental run), so
+        only epochs are deferred, never a request because the machine is slow. Nor does the time
+        a request waits behind other sessions' runs (at most `start_wait`) defer it; a worker so
+        far behind that the run would not start within `start_wait` (its queue times its jobs'
+        moving average time) defers the request at once.
         `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
         hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
@@ -253,8 +260,11 @@ class Proxy:
             return outcome
         if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
             await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
-        done, _ = await asyncio.wait({job.done}, timeout=self.budget if job.started.done() else 0)
-        if not done:
+        if job.started.done():
+            await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit)
+            if job.epoch.done() and not job.done.done():
+                await asyncio.wait({job.done}, timeout=self.budget)
+        if not job.done.done():
             outcome.deferred, outcome.pending = True, job.done
         return outcome
 
