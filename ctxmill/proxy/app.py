@@ -258,10 +258,11 @@ class Proxy:
         if self.budget is None:
             await asyncio.wait({job.done})
             return outcome
+        first = asyncio.FIRST_COMPLETED
         if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
-            await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
+            await asyncio.wait({job.started, job.done}, timeout=self.start_wait, return_when=first)
         if job.started.done():
-            await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit)
+            await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit, return_when=first)
             if job.epoch.done() and not job.done.done():
                 await asyncio.wait({job.done}, timeout=self.budget)
         if not job.done.done():
