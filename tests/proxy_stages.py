@@ -85,3 +85,11 @@ def stamp(label: str, seconds: float) -> tuple[str, float]:
     """A worker job for the scheduling test: sleeps, then says when it finished."""
     time.sleep(seconds)
     return label, time.monotonic()
+
+
+def epoch_stamp(label: str) -> str:
+    """A worker job that says it began an epoch (as a compression run does), then returns."""
+    from ctxmill.proxy import worker
+
+    worker._epoch_notice()
+    return label

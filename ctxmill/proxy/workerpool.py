@@ -138,7 +138,9 @@ class _Slot:
     busy: bool = False
     queue: list[_Job] = field(default_factory=list)
     seconds: float = 0.0
-    """How long this worker's jobs take, as a moving average (0 until one finished)."""
+    """How long this worker's jobs take, as a moving average (0 until one finished), epochs left
+    out: they are the exception (10-30 times a job's usual time), and a request must not be sent
+    as it is because another session's epoch ran a moment ago."""
 
 
 class WorkerPool:
@@ -204,7 +206,8 @@ class WorkerPool:
                 job.future.set_result(result)
         finally:
             took = asyncio.get_running_loop().time() - began
-            slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
+            if not job.epoch.done():
+                slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
             slot.busy = False
             self._dispatch(slot)
 
