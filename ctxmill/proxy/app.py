@@ -223,19 +223,24 @@ class Proxy:
         """The request's compression, waited for within the latency budget (`within_budget`).
         A run that misses it goes on in the background and records its stats when done; while it
         runs, the session's requests are sent as they are (a session never queues a second
-        background run)."""
+        background run). A run that had not even started when its request left is dropped unrun
+        (`needed=False`): the session's next request decides its messages with its own, as a
+        replica that never saw it would; so a busy worker does not go on to run requests already
+        sent, which would keep the session's next ones waiting behind them."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           entry.stats_bytes(), context_window, entry.directory is not None)
+                                           entry.stats_bytes(), context_window, entry.directory is not None,
+                                           needed=False)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
             size = len(raw)
 
-            def finished(_: asyncio.Future) -> None:
+            def finished(future: asyncio.Future) -> None:
                 entry.pending = None
-                entry.record_run(size, outcome)
+                if not future.cancelled():  # dropped unrun: nothing ran, nothing failed
+                    entry.record_run(size, outcome)
 
             entry.pending.add_done_callback(finished)
         return outcome
