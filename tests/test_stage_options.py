@@ -52,15 +52,21 @@ def test_a_wrong_stage_option_is_one_line_naming_the_file_and_key(tmp_path, text
     assert _one_line_error(tmp_path, text).endswith(says)
 
 
-def test_the_users_own_config_is_checked_too(tmp_path, monkeypatch):
-    """The user's config.toml (the global home's) and a project's are each checked, and the
-    error names the file that holds the typo."""
+def _user_and_project(tmp_path, monkeypatch, user_text: str):
+    """(the user's config file holding `user_text`, an empty project home)."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     user = tmp_path / "xdg" / "ctxmill"
     user.mkdir(parents=True)
-    (user / "config.toml").write_text("[compress.stages.supersede_inputs]\nsettled_after_turn = 3\n")
+    (user / "config.toml").write_text(user_text)
     project = tmp_path / "proj"
     project.mkdir()
+    return user, project
+
+
+def test_the_users_own_config_is_checked_too(tmp_path, monkeypatch):
+    """The user's config.toml (the global home's) and a project's are each checked, and the
+    error names the file that holds the typo."""
+    user, project = _user_and_project(tmp_path, monkeypatch, "[compress.stages.supersede_inputs]\nsettled_after_turn = 3\n")
     with pytest.raises(ConfigError, match=re.escape(f"{user / 'config.toml'}: unknown key "
                                                     "compress.stages.supersede_inputs.settled_after_turn")):
         Settings.load(project).compress
@@ -69,12 +75,7 @@ def test_the_users_own_config_is_checked_too(tmp_path, monkeypatch):
 def test_a_projects_stage_options_are_still_taken_and_checked(tmp_path, monkeypatch):
     """A project may set stage options (ctxmill.provenance: `[compress] stages` is allow-listed,
     its table replacing the user's); they are checked like the user's."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    user = tmp_path / "xdg" / "ctxmill"
-    user.mkdir(parents=True)
-    (user / "config.toml").write_text("[compress.stages.trim_outputs]\ncold_after_turns = 20\n")
-    project = tmp_path / "proj"
-    project.mkdir()
+    _, project = _user_and_project(tmp_path, monkeypatch, "[compress.stages.trim_outputs]\ncold_after_turns = 20\n")
     config = _load(project, "[compress.stages.trim_outputs]\ncold_after_turns = 5\ncold_scale = 1\n")
     assert config.options("trim_outputs") == {"cold_after_turns": 5, "cold_scale": 1.0}
     assert isinstance(config.options("trim_outputs")["cold_scale"], float)
