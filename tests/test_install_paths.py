@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ctxmill import launch
+from ctxmill.install import launch
 from ctxmill.doctor_checks import host_path, run_hooks
 
 

@@ -1,10 +1,10 @@
-"""Install ctxmill into Claude Code, and undo exactly that (OpenCode: `ctxmill.opencode_install`).
+"""Install ctxmill into Claude Code, and undo exactly that (OpenCode: `ctxmill.install.opencode`).
 
 Claude Code (scope user, the default: `~/.claude/`, `~/.claude.json`; scope project:
 `<root>/.claude/`, `<root>/.mcp.json`): hooks merged into `settings.json` (one command hook per
 event, recognised by its command `… hook EVENT`), slash commands `commands/checkpoint.md` and
 `commands/dream.md`, and the MCP server `ctxmill` under `mcpServers`. Hooks, MCP server and slash
-commands all run the same command (`ctxmill.launch.resolved_command`): `ctxmill` from PATH in
+commands all run the same command (`ctxmill.install.launch.resolved_command`): `ctxmill` from PATH in
 project files, so a team can check them in. With a proxy URL (always-on, `ctxmill.always_on`),
 `env` in settings.json points Claude Code at it (ANTHROPIC_BASE_URL, ENABLE_TOOL_SEARCH=true);
 the values it replaced are kept in the manifest and put back by uninstall.
@@ -25,7 +25,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxmill.backups import back_up, restore_backup
+from ctxmill.install.backups import back_up, restore_backup
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
 
 HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,

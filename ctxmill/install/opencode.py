@@ -21,8 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.backups import back_up
-from ctxmill.integrations import Change, manifest, remove_commands, save_manifest, slash_commands, write_commands
+from ctxmill.install.backups import back_up
+from ctxmill.install.claude_code import Change, manifest, remove_commands, save_manifest, slash_commands, write_commands
 
 SCHEMA = "https://opencode.ai/config.json"
 PLUGIN_FILE = "ctxmill.js"
