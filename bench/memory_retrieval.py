@@ -43,12 +43,12 @@ import xxhash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory import api  # noqa: E402
-from memory.bm25 import Bm25Params, Index, weighted_terms  # noqa: E402
-from memory.config import DEFAULT_BM25, MemoryConfig  # noqa: E402
-from memory.entry import SECTIONS, Entry  # noqa: E402
-from memory.markdown import format_entry, normalize_text  # noqa: E402
-from memory.tokenize import Tokenizer  # noqa: E402
+from memory import api
+from memory.bm25 import Bm25Params, Index, weighted_terms
+from memory.config import DEFAULT_BM25, MemoryConfig
+from memory.entry import SECTIONS, Entry
+from memory.markdown import format_entry, normalize_text
+from memory.tokenize import Tokenizer
 
 SPLITS = ("dev", "held-out")
 _TYPES = ("decision", "gotcha", "fact", "note")

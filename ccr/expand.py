@@ -10,9 +10,9 @@ is a result with a one-line message, never an exception: the MCP tool and the CL
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import regex
 

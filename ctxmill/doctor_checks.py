@@ -13,8 +13,8 @@ import shlex
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ctxmill.hooks import EVENTS
 

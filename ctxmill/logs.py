@@ -13,7 +13,7 @@ class _LazyFileHandler(logging.FileHandler):
     A log file that cannot be created or written (the home is a file, a read-only disk, a link)
     drops the record: logging never fails the command that logs."""
 
-    def _open(self):  # noqa: ANN202 - logging's signature
+    def _open(self):  # logging's signature
         import os
 
         from ground.files import open_private
@@ -27,7 +27,7 @@ class _LazyFileHandler(logging.FileHandler):
         except OSError:
             self.close()  # opened again for the next record
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+    def handleError(self, record: logging.LogRecord) -> None:  # logging's name
         """A record that could not be written (a full disk) is dropped: no "--- Logging error ---"
         traceback on the terminal of the command that logged it."""
         self.close()
@@ -55,7 +55,7 @@ def redact_every_record() -> None:
         return
     redacting = RedactingFilter()
 
-    def factory(*args, **kwargs):  # noqa: ANN202 - logging's signature
+    def factory(*args, **kwargs):  # logging's signature
         record = make(*args, **kwargs)
         redacting.filter(record)
         return record

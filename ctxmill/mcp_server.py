@@ -10,7 +10,8 @@ of a method that does not exist, named for the reason (`answerable`), and is ans
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING
 
 import orjson
 from mcp import types

@@ -78,7 +78,7 @@ def lock(path: Path):
     return private_lock(path.with_name("." + path.name + ".lock"))
 
 
-def _read(path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
+def _read(path: Path, scope: str, default_type: str | None = None) -> memory.markdown.MemoryDocument:
     """The memory file at `path` as read for injection, listing and duplicates: a file refused
     (a link out of its home, a device, over its cap) is empty, with a warning."""
     from memory.reading import read_file_or_skip
@@ -93,7 +93,7 @@ def _read_bytes(path: Path) -> bytes:
     return read_file(path)
 
 
-def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
+def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> memory.markdown.MemoryDocument:
     from memory.markdown import decode, parse  # a search with an up-to-date index parses nothing
 
     return parse(decode(data), scope, str(path), default_type)

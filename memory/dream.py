@@ -39,7 +39,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -49,11 +49,11 @@ from ground.files import atomic_write, private_lock
 from ground.home_files import RECORD_BYTES, read_home_file
 from memory import api
 from memory.config import MemoryConfig
+from memory.dream_archive import write_run
 from memory.entry import Entry
 from memory.files import file_path
 from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
 from memory.reading import read_file, read_file_or_skip
-from memory.dream_archive import write_run
 from memory.similar import LOST_SHARE, numbers_in, says_as_much, terms
 from memory.statements import Replacement, flaw, probe
 
@@ -294,7 +294,7 @@ def _parse_time(value) -> datetime | None:
 def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
     """7 days since the last dream started (or since ctxmill first looked), or more than 20 notes
     and a day since the last one started (a run that gave up is not retried at every start)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     home = cfg.project_home
     if not home.is_dir():
         return False
@@ -313,7 +313,7 @@ def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
 
 def record_run(cfg: MemoryConfig, result: DreamResult | None, error: str | None = None,
                now: datetime | None = None) -> None:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     state = _schedule(cfg.project_home)
     state["last_dream"] = now.isoformat()
     state["last_result"] = error or (f"{result.before} -> {result.after} entries, {result.notes} notes, "

@@ -33,11 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import regex
-
 import xxhash
 
 from memory.entry import SECTIONS, Entry, content_id
-
 
 _HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
 _BULLET = regex.compile(r"[-*+][ \t]")

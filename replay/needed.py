@@ -15,8 +15,9 @@ message again (write price × its tokens) and carrying it through the next `CARR
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from compress.memo import PerObject
 from compress.model import TOOL_USE, Message
@@ -88,7 +89,7 @@ class Needed:
             self.calls_with_loss += 1
             self.reread_cost += reread(lost)
 
-    def merge(self, other: "Needed") -> None:
+    def merge(self, other: Needed) -> None:
         for bucket in AGE_BUCKETS:
             self.total[bucket] += other.total[bucket]
             self.kept[bucket] += other.kept[bucket]

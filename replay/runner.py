@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.formats.sessions.transcript import Transcript
-from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
+from compress.formats.sessions.transcript import Transcript
 from compress.model import Message
+from compress.pipeline import Chain, run
+from compress.session import Session
+from compress.tokens import TokenCounter, get_counter
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
 from replay.costmodel import HOST_200K, Compaction, Prices, head_cost, prices_for, share_with_head
@@ -29,8 +32,6 @@ from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
 from replay.usage import UsageCheck, check_usage
-from compress.session import Session
-from compress.tokens import TokenCounter, get_counter
 
 
 @dataclass

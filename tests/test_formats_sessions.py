@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -84,7 +84,7 @@ def test_claude_code_calls_carry_their_time_and_the_cache_lifetime_the_usage_rep
         cc("assistant", "a2", "r1", assistant("m2", [{"type": "text", "text": "done"}]), timestamp="2026-06-14T12:16:30Z"),
     )
     t = read_text(text)
-    sent = datetime(2026, 6, 14, 12, 6, 30, tzinfo=timezone.utc).timestamp()
+    sent = datetime(2026, 6, 14, 12, 6, 30, tzinfo=UTC).timestamp()
     assert [c.at for c in t.calls] == [sent, sent + 600]
     assert t.cache_ttl == "1h" and all(s.cache_ttl == "1h" for s in t.segments())
     assert read_text(CLAUDE_CODE).cache_ttl is None and read_text(CLAUDE_CODE).calls[0].at is None
@@ -147,7 +147,7 @@ def test_the_majority_of_calls_that_can_tell_decides_whether_thinking_was_kept(r
 def test_iso_time_stamps_are_utc_unless_they_name_their_zone():
     from ground.times import iso_seconds
 
-    utc = datetime(2026, 6, 14, 12, 6, 30, tzinfo=timezone.utc).timestamp()
+    utc = datetime(2026, 6, 14, 12, 6, 30, tzinfo=UTC).timestamp()
     assert iso_seconds("2026-06-14T12:06:30Z") == iso_seconds("2026-06-14T12:06:30+00:00") == utc
     assert iso_seconds("2026-06-14T12:06:30") == utc
     assert iso_seconds("2026-06-14T14:06:30+02:00") == utc

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
-from ctxmill.ledger import modelled_costs, project_of, record_expansion, record_request
 from compress.model_prices import PRICES, price_for
+from ctxmill.ledger import modelled_costs, project_of, record_expansion, record_request
 from ctxmill.ledger.report import STAGE_KINDS, render, session_requests, summary
 from ctxmill.ledger.store import SCHEMA_VERSION, Ledger, LedgerError, Project
 

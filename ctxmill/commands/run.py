@@ -24,8 +24,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ctxmill import channel
 from ctxmill.always_on import port_is_free as _free

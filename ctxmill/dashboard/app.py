@@ -17,9 +17,9 @@ lacks this process's token (`X-Ctxmill-Token`, which only the page served here c
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Callable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware

@@ -15,8 +15,9 @@ and names sessions by their file. Takes the reports as they are (`ReplayReport`:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ctxmill.ledger.report import MONEY_DIGITS
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import orjson
 
@@ -114,7 +114,7 @@ class HistoryStore:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
+    def open(cls, cfg: HistoryConfig) -> Iterator[HistoryStore]:
         with opened(cfg.path, BUSY_TIMEOUT_MS, _prepare, HistoryError) as conn:
             yield cls(conn, cfg)
 

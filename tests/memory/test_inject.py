@@ -8,7 +8,9 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE
 
 from ctxmill.commands.doctor import memory_fullness
 from ctxmill.errors import ConfigError
@@ -17,7 +19,6 @@ from ctxmill.settings import Settings
 from memory import api, usage
 from memory.config import MemoryConfig
 from memory.inject import line, select
-from memory_helpers import JIEBA_CACHE
 
 TODAY = date(2030, 6, 1)
 

@@ -4,11 +4,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE, REPO
 
 from memory.tokenize import Tokenizer
-
-from memory_helpers import JIEBA_CACHE, REPO
 
 TOK = Tokenizer(JIEBA_CACHE)
 
