@@ -171,7 +171,7 @@ def cloned_repo_face(tmp: Path) -> list[tuple]:
     from tests.trust.kit import hook
 
     tried = lost = leaked = slowed = 0
-    for i, (shape, (name, target)) in enumerate(LINKS.items()):
+    for i, (name, target) in enumerate(LINKS.values()):
         user = tmp / f"repo{i}" / "user"
         repo = user / "src" / "cloned"
         (repo / ".git").mkdir(parents=True)

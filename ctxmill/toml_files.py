@@ -27,7 +27,7 @@ def load(path: Path):
     text = path.read_text("utf-8")
     try:
         return tomlkit.parse(text)
-    except Exception as exc:  # tomlkit's parse errors share no public base class
+    except Exception as exc:  # noqa: BLE001 - tomlkit's parse errors share no public base class
         raise ValueError(f"{path} is not valid TOML ({exc})") from None
 
 

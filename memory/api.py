@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory.bm25 import Weights
 from memory.config import MemoryConfig
@@ -12,6 +13,9 @@ from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import CorruptIndexWarning, SearchIndex, Source
 from memory.pieces import CorruptPiece
 from memory.tokenize import Tokenizer
+
+if TYPE_CHECKING:  # memory.markdown loads regex: a search with an up-to-date index never imports it
+    from memory.markdown import MemoryDocument
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_FILE = "notes.md"
@@ -78,7 +82,7 @@ def lock(path: Path):
     return private_lock(path.with_name("." + path.name + ".lock"))
 
 
-def _read(path: Path, scope: str, default_type: str | None = None) -> memory.markdown.MemoryDocument:
+def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
     """The memory file at `path` as read for injection, listing and duplicates: a file refused
     (a link out of its home, a device, over its cap) is empty, with a warning."""
     from memory.reading import read_file_or_skip
@@ -93,7 +97,7 @@ def _read_bytes(path: Path) -> bytes:
     return read_file(path)
 
 
-def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> memory.markdown.MemoryDocument:
+def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
     from memory.markdown import decode, parse  # a search with an up-to-date index parses nothing
 
     return parse(decode(data), scope, str(path), default_type)

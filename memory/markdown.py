@@ -40,7 +40,8 @@ from memory.entry import SECTIONS, Entry, content_id
 _HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
 _BULLET = regex.compile(r"[-*+][ \t]")
 _FENCE = regex.compile(r"(```|~~~)")
-_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")  # fields never hold "<": an unclosed "<!-- m-…" in the text stays text
+# fields never hold "<": an unclosed "<!-- m-…" in the text stays text
+_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
 _TAG = regex.compile(r"#([\w.-]+)")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")

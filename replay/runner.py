@@ -98,7 +98,10 @@ class ReplayReport:
 
     def render(self) -> str:
         r, c = self.raw, self.compressed
-        pct = (lambda a, b: f"{100.0 * (b - a) / a:+.1f}%" if a else "n/a")
+
+        def pct(a: float, b: float) -> str:
+            return f"{100.0 * (b - a) / a:+.1f}%" if a else "n/a"
+
         ret = self.retention
         lines = [
             f"{self.source}  ({self.format}, {self.provider}, {self.requests} requests, "
