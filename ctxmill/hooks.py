@@ -243,7 +243,8 @@ def pre_tool_use(event: dict) -> dict | None:
     to the model; written to a file or run as a command it would replace real content."""
     from ground.jsonvalues import strings_in
 
-    tool = event.get("tool_name") if isinstance(event.get("tool_name"), str) else "tool"
+    named = event.get("tool_name")
+    tool = named if isinstance(named, str) else "tool"
     for text in strings_in(event.get("tool_input")):
         if "ctxmill: " in text and (reason := _placeholder_reason(text, tool)):
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",

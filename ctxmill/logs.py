@@ -4,7 +4,9 @@ record is redacted before any handler sees it."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class _LazyFileHandler(logging.FileHandler):
@@ -47,21 +49,27 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class _RedactingFactory:
+    """A log record factory that redacts each record `make` creates."""
+
+    redacts = True
+
+    def __init__(self, make: Callable[..., logging.LogRecord]) -> None:
+        self._make, self._redacting = make, RedactingFilter()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:  # logging's signature
+        record = self._make(*args, **kwargs)
+        self._redacting.filter(record)
+        return record
+
+
 def redact_every_record() -> None:
     """Redact secrets in every log record this process creates, whatever the logger or handler
     (the proxy's uvicorn and stderr handlers included). Installed once."""
     make = logging.getLogRecordFactory()
     if getattr(make, "redacts", False):
         return
-    redacting = RedactingFilter()
-
-    def factory(*args, **kwargs):  # logging's signature
-        record = make(*args, **kwargs)
-        redacting.filter(record)
-        return record
-
-    factory.redacts = True
-    logging.setLogRecordFactory(factory)
+    logging.setLogRecordFactory(_RedactingFactory(make))
 
 
 def configure_logging(log_file: Path | None = None) -> None:

@@ -164,7 +164,8 @@ class Settings:
         from memory.config import MemoryConfig
 
         return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
-                            **self.table("memory", memory_table), **self.redaction)
+                            **self.table("memory", memory_table), redact_extra=self.redaction["redact_extra"],
+                            redact_allow=self.redaction["redact_allow"])
 
     @cached_property
     def repomap(self) -> RepoMapConfig:

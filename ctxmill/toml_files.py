@@ -11,6 +11,7 @@ is never changed (ValueError naming it).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ def load(path: Path):
         raise ValueError(f"{path} is not valid TOML ({exc})") from None
 
 
-def write(path: Path, doc, change: Change, created: set[str] | list[str] = ()) -> None:
+def write(path: Path, doc, change: Change, created: Collection[str] = ()) -> None:
     from ground.files import atomic_write
 
     back_up(path, created)

@@ -65,7 +65,7 @@ def private_dir(path: Path, runtime: bool = False) -> Path:
     (`/tmp/ctxmill-<uid>`), which someone else may have created first: its parents are the
     system's (links allowed), its own entry must be ours and not a link."""
     path = Path(os.path.abspath(path))
-    missing = []
+    missing: list[Path] = []
     for folder in (path, *path.parents):
         if os.path.lexists(folder):
             if missing and not runtime:

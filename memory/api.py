@@ -230,7 +230,9 @@ def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
     """Pin (inject at every session start) or unpin the entry with this id; returns it as stored."""
     from dataclasses import replace
 
-    return _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))[1]
+    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))
+    assert stored is not None, "replace_entry returns the entry it stored under the lock"
+    return stored
 
 
 def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:

@@ -93,7 +93,8 @@ class _Writer:
     redacted before it is cut or stored, so no part of a secret reaches the checkpoint or CCR."""
 
     def __init__(self, cfg: CheckpointConfig, store: OriginalsStore) -> None:
-        self.cfg, self.store, self.keys = cfg, store, []
+        self.cfg, self.store = cfg, store
+        self.keys: list[str] = []
 
     def clean(self, text: str) -> str:
         return redact(text, self.cfg.memory.redact_extra, self.cfg.memory.redact_allow)

@@ -15,7 +15,9 @@ import logging
 import marshal
 import sys
 from bisect import bisect_right
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from memory import pieces
 
@@ -41,7 +43,7 @@ def _import_jieba():
 class FrequencyTable:
     """jieba's FREQ mapping (word or word prefix -> frequency) over the cache file's blocks."""
 
-    def __init__(self, firsts: list[str], blocks: dict[int, pieces.Piece]):
+    def __init__(self, firsts: list[str], blocks: Mapping[int, pieces.Piece]):
         self._firsts, self._pieces = firsts, blocks
         self._blocks: dict[int, dict[str, int]] = {}
 
@@ -101,7 +103,7 @@ class Segmenter:
 
     def __init__(self, cache_dir: Path | None):
         self._cache_dir = cache_dir
-        self._tokenizer = None
+        self._tokenizer: Any = None  # a jieba.Tokenizer once loaded (jieba ships no types)
 
     def _load(self, rebuild: bool = False):
         jieba = _import_jieba()

@@ -185,7 +185,8 @@ class _Kept:
         found = {at for named in item.terms & self._named for key in probe(item.terms, named, self._rank)
                  for at in self._by_replaced.get(key, ())}
         return next((self.items[at] for at in sorted(found) if self.items[at].entry.type == item.entry.type
-                     and self.items[at].replaces.replaces(self.items[at].terms, item.terms)), None)
+                     and (stated := self.items[at].replaces) is not None
+                     and stated.replaces(self.items[at].terms, item.terms)), None)
 
 
 def _consolidate(items: list[_Item], deadline: float | None = None
@@ -213,8 +214,10 @@ def _consolidate(items: list[_Item], deadline: float | None = None
             continue
         merged += twin is not None
         superseded += newer is not None
-        removed.append((item.entry, f"merged into {twin.entry.id} (same words, numbers and names)" if twin
-                        else f"superseded by {newer.entry.id}"))
+        by = twin or newer
+        assert by is not None, "an item neither added nor merged is superseded"
+        removed.append((item.entry, f"merged into {by.entry.id} (same words, numbers and names)" if twin
+                        else f"superseded by {by.entry.id}"))
         if not item.from_notes:
             replaced[item.entry.id] = twin  # the twin takes this entry's place; superseded ones just go
     return kept.items, replaced, removed, merged, superseded
@@ -316,8 +319,11 @@ def record_run(cfg: MemoryConfig, result: DreamResult | None, error: str | None 
     now = now or datetime.now(UTC)
     state = _schedule(cfg.project_home)
     state["last_dream"] = now.isoformat()
-    state["last_result"] = error or (f"{result.before} -> {result.after} entries, {result.notes} notes, "
-                                     f"{result.merged} merged, {result.superseded} superseded")
+    if error is None and result is not None:
+        state["last_result"] = (f"{result.before} -> {result.after} entries, {result.notes} notes, "
+                                f"{result.merged} merged, {result.superseded} superseded")
+    else:
+        state["last_result"] = error or "no result"
     _save_schedule(cfg.project_home, state)
 
 

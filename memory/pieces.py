@@ -22,6 +22,7 @@ import os
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import xxhash
 
@@ -92,7 +93,7 @@ class Piece:
         return data
 
 
-class Pieces(Mapping):
+class Pieces(Mapping[Any, "Piece"]):
     """key -> Piece of one file opened by `read`."""
 
     def __init__(self, reader: _Reader, base: int, spans: dict):

@@ -43,8 +43,12 @@ import unicodedata
 from collections import namedtuple
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory.stem import stem
+
+if TYPE_CHECKING:
+    from memory.cjk import Segmenter
 
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc\u3005"
 _CONNECTORS = "-_.:/@'\u2019"
@@ -172,9 +176,9 @@ class Tokenizer:
 
     def __init__(self, cache_dir: Path | None = None, *, bigrams: bool = True, words: bool = True, chars: bool = True):
         self._cache_dir = cache_dir
-        self._segmenter = None
+        self._segmenter: Segmenter | None = None
         self._bigrams, self._words, self._chars = bigrams, words, chars
-        self._compounds: dict[str, list[str]] = {}
+        self._compounds: dict[str, tuple[list[str], bool]] = {}
 
     def _cut(self, run: str) -> list[str]:
         if self._segmenter is None:

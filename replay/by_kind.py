@@ -58,7 +58,7 @@ class CostByKind:
     def __init__(self, provider: str) -> None:
         self.parse = SHAPES[provider].parse_message
         self.field = SHAPES[provider].MESSAGES_FIELD
-        self.costs: dict[str, Counter] = defaultdict(Counter)
+        self.costs: dict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
 
     def add(self, side: str, body: dict, priced: Priced, accountant: RequestAccountant) -> None:
         messages = [self.parse(m) for m in body[self.field]]

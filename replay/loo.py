@@ -171,11 +171,11 @@ def target_misses(reports: Iterable[ReplayReport]) -> list[str]:
             out.append(f"{name}: effective {r.ratio(mine, True):.3f} > cap {r.ratio(cap, True):.3f}")
         if r.ratio(mine) > 1.0:
             out.append(f"{name}: modelled {r.ratio(mine):.3f} > 1")
-    mine, cap = score(reports), score(reports, "cap")
-    if mine.needed.fraction() < MIN_NEEDED:
-        out.append(f"overall needed {mine.needed.fraction():.3f} < {MIN_NEEDED}")
-    if mine.needed.fraction("11+") < MIN_NEEDED_OLD:
-        out.append(f"overall needed from sources 11+ messages old {mine.needed.fraction('11+'):.3f} < {MIN_NEEDED_OLD}")
-    if mine.effective_ratio > 0.85 * cap.effective_ratio:
-        out.append(f"overall effective {mine.effective_ratio:.3f} > 0.85 x cap {cap.effective_ratio:.3f}")
+    overall, overall_cap = score(reports), score(reports, "cap")
+    if overall.needed.fraction() < MIN_NEEDED:
+        out.append(f"overall needed {overall.needed.fraction():.3f} < {MIN_NEEDED}")
+    if overall.needed.fraction("11+") < MIN_NEEDED_OLD:
+        out.append(f"overall needed from sources 11+ messages old {overall.needed.fraction('11+'):.3f} < {MIN_NEEDED_OLD}")
+    if overall.effective_ratio > 0.85 * overall_cap.effective_ratio:
+        out.append(f"overall effective {overall.effective_ratio:.3f} > 0.85 x cap {overall_cap.effective_ratio:.3f}")
     return out

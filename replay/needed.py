@@ -112,7 +112,7 @@ class MessageTexts:
     """Every string of a provider-shaped message joined by newlines, once per message object."""
 
     def __init__(self) -> None:
-        self._memo = PerObject(lambda m: "\n".join(strings_in(m)))
+        self._memo: PerObject[Any, str] = PerObject(lambda m: "\n".join(strings_in(m)))
 
     def __call__(self, message: Any) -> str:
         return self._memo(message)

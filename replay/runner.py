@@ -242,7 +242,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0
-    if raw_body is not None:
+    if raw_body is not None and out_body is not None:
         report.retention = check_retention(raw_body, out_body, store)
     report.seconds = round(time.perf_counter() - started, 2)
     return report

@@ -32,12 +32,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ground.sqlitedb import StoreError, create_schema, immediate, opened
 from memory.history.config import HistoryConfig
 from memory.history.messages import Row
+
+if TYPE_CHECKING:
+    from memory.tokenize import Tokenizer
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
@@ -110,7 +114,7 @@ class HistoryStore:
 
     def __init__(self, conn: sqlite3.Connection, cfg: HistoryConfig) -> None:
         self.conn, self.cfg = conn, cfg
-        self._tokenizer = None
+        self._tokenizer: Tokenizer | None = None
 
     @classmethod
     @contextlib.contextmanager

@@ -84,7 +84,7 @@ def test_session_start_injects_within_the_budget_and_prompt_hits_count_as_uses(t
     for _ in range(2):
         handle("UserPromptSubmit", {**event, "hook_event_name": "UserPromptSubmit",
                                     "prompt": "which port does service number 25 listen on in staging"})
-    assert usage.load(cfg)[target.id].count == 2
+    assert usage.load(cfg)[target.id].times == 2
     after = handle("SessionStart", {**event, "hook_event_name": "SessionStart"})["hookSpecificOutput"]["additionalContext"]
     assert line(target) in after
 
