@@ -6,7 +6,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _LazyFileHandler(logging.FileHandler):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory.bm25 import Weights
 from memory.config import MemoryConfig
@@ -14,6 +13,7 @@ from memory.index_file import CorruptIndexWarning, SearchIndex, Source
 from memory.pieces import CorruptPiece
 from memory.tokenize import Tokenizer
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
 if TYPE_CHECKING:  # memory.markdown loads regex: a search with an up-to-date index never imports it
     from memory.markdown import MemoryDocument
 

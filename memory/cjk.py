@@ -17,9 +17,12 @@ import sys
 from bisect import bisect_right
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from memory import pieces
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _CACHE_VERSION = 2
 _MAGIC = b"CTXMJBA2"
@@ -43,7 +46,7 @@ def _import_jieba():
 class FrequencyTable:
     """jieba's FREQ mapping (word or word prefix -> frequency) over the cache file's blocks."""
 
-    def __init__(self, firsts: list[str], blocks: Mapping[int, pieces.Piece]):
+    def __init__(self, firsts: list[str], blocks: Mapping[object, pieces.Piece]):
         self._firsts, self._pieces = firsts, blocks
         self._blocks: dict[int, dict[str, int]] = {}
 

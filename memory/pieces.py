@@ -22,7 +22,6 @@ import os
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import xxhash
 
@@ -93,7 +92,7 @@ class Piece:
         return data
 
 
-class Pieces(Mapping[Any, "Piece"]):
+class Pieces(Mapping[object, "Piece"]):
     """key -> Piece of one file opened by `read`."""
 
     def __init__(self, reader: _Reader, base: int, spans: dict):

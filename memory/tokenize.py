@@ -43,10 +43,10 @@ import unicodedata
 from collections import namedtuple
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memory.stem import stem
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
 if TYPE_CHECKING:
     from memory.cjk import Segmenter
 

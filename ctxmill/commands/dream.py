@@ -5,8 +5,8 @@ removed (memory.dream_archive)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
 if TYPE_CHECKING:
     from memory.dream import DreamResult
 

@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import orjson
 
@@ -40,6 +39,7 @@ from ground.sqlitedb import StoreError, create_schema, immediate, opened
 from memory.history.config import HistoryConfig
 from memory.history.messages import Row
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
 if TYPE_CHECKING:
     from memory.tokenize import Tokenizer
 
