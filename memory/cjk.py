@@ -94,7 +94,7 @@ def _load_cache(jieba, path: Path) -> tuple[FrequencyTable, int] | None:
         if header["version"] != _CACHE_VERSION or header["jieba"] != jieba.__version__:
             return None
         firsts = header["firsts"]
-        if sorted(blocks) != list(range(len(firsts))):
+        if set(blocks) != set(range(len(firsts))):  # the blocks 0 .. len(firsts) - 1, no other
             return None
         return FrequencyTable(firsts, blocks), header["total"]
     except (OSError, ValueError, KeyError, TypeError):
