@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing it (memory s
 if TYPE_CHECKING:
     from typing import BinaryIO
 
+    from filelock import BaseFileLock
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -113,7 +115,7 @@ def copy_keeping_mode(source: Path, target: Path) -> None:
         out.write(data)
 
 
-def private_lock(path: Path, timeout: float = -1):
+def private_lock(path: Path, timeout: float = -1) -> BaseFileLock:
     """A `filelock.FileLock` on `path` whose lock file is 0600 in a private folder (imported on
     first use: processes that take no lock never pay for it). The lock file is created here
     without following a link; filelock then opens the file that is there."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable
 from datetime import date
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from memory.tokenize import Tokenizer
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
 if TYPE_CHECKING:  # memory.markdown loads regex: a search with an up-to-date index never imports it
+    from filelock import BaseFileLock
+
     from memory.markdown import MemoryDocument
 
 MEMORY_FILE = "MEMORY.md"
@@ -75,7 +78,7 @@ def index_path(cfg: MemoryConfig) -> Path:
     return index_home(cfg) / INDEX_FILE
 
 
-def lock(path: Path):
+def lock(path: Path) -> BaseFileLock:
     """The write lock of a memory file (held while reading, changing and replacing it)."""
     from ground.files import private_lock  # only writers pay for the lock import
 
@@ -103,7 +106,8 @@ def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None)
     return parse(decode(data), scope, str(path), default_type)
 
 
-def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added=(), removed=()) -> None:
+def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added: Iterable[Entry] = (),
+                  removed: Iterable[Entry] = ()) -> None:
     """Keep the index in step with a write made under the file's lock (`store`, `forget`, the
     memory tool's files): the index this process has open, else the one on disk, takes the change
     and is saved, so no later search re-reads and re-indexes the whole file. `removed` are the
@@ -151,7 +155,8 @@ def same_text(a: str, b: str) -> bool:
 
 
 def store(
-    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project", notes: bool = False
+    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags: Iterable[str] = (), scope: str = "project",
+    notes: bool = False
 ) -> Entry:
     """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as
     stored. Text the scope's memory already holds (`same_text`) is not stored again: the
@@ -197,7 +202,8 @@ def store(
     return stored
 
 
-def _edit_entry(cfg: MemoryConfig, id: str, edit) -> tuple[Entry, Entry | None]:
+def _edit_entry(cfg: MemoryConfig, id: str, edit: Callable[[MemoryDocument, Entry], Entry | None]
+                ) -> tuple[Entry, Entry | None]:
     """Apply `edit(doc, entry)` to the entry with this id in whichever memory file holds it, under
     the file's lock, and keep the index in step; returns (the entry as it was, what `edit`
     returned: the entry as it is now, or None when removed)."""
