@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxmill import always_on, channel, codex_install
-from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
 from ctxmill.integrations import _with_proxy_env, _without_proxy_env
+from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
 from tests.fake_upstream import FakeUpstream, ServerThread
 
 REPO = Path(__file__).resolve().parents[1]

@@ -33,9 +33,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -613,7 +614,7 @@ class ServerThread:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> "ServerThread":
+    def __enter__(self) -> ServerThread:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:
