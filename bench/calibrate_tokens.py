@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compress.tokens import FEATURE_NAMES, estimate_tokens, estimator_features, exact_counter  # noqa: E402
-from ctxmill.settings import tiktoken_cache  # noqa: E402
-from token_corpus import CATEGORIES, corpus_dir, file_samples, transcript_files  # noqa: E402
+from token_corpus import CATEGORIES, corpus_dir, file_samples, transcript_files
+
+from compress.tokens import FEATURE_NAMES, estimate_tokens, estimator_features, exact_counter
+from ctxmill.settings import tiktoken_cache
 
 Sample = tuple[int, str, int, tuple[int, ...]]  # (fold, category, exact tokens, features)
 MIN_TOKENS_PER_SAMPLE = 50  # smaller samples are left out of the per-sample distribution

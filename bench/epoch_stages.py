@@ -25,9 +25,9 @@ from bench_proxy import conversation  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.formats.sessions import read_session  # noqa: E402
+from compress.output_trim import TRIMMED  # noqa: E402
 from compress.pipeline import run  # noqa: E402
 from compress.session import Session  # noqa: E402
-from compress.output_trim import TRIMMED  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from ground.jsonbytes import dumps  # noqa: E402
 

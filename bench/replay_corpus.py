@@ -30,12 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compress.config import CompressConfig  # noqa: E402
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
+from compress.output_trim import TrimOptions  # noqa: E402
 from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.output_trim import TrimOptions  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402

@@ -22,8 +22,8 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "bench"))
 
 import orjson  # noqa: E402
-
 from bench_pipeline_corpus import _corpus_request, _generated_request  # noqa: E402
+
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.pipeline import run  # noqa: E402

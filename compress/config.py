@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from compress.provider_cache import LOOKBACK_BLOCKS
 from compress.tiers import TierThresholds

@@ -20,8 +20,8 @@ request where it gains most (`best_start`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from compress.config import CompressConfig
 from compress.model import Message

@@ -7,7 +7,7 @@ stores the original before the candidate is returned.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ccr.keys import make_key
 from compress.stage import StageContext

@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
-
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ccr.markers import blob_cut, format_marker
 from compress.memo import TextMemo
 from compress.tiers import Tier
-from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
-                               select_file_read, select_prose, select_search)
+from compress.trimming import (
+    Budget,
+    Selection,
+    cut_long_line,
+    group_file_list,
+    render,
+    select_command,
+    select_file_read,
+    select_prose,
+    select_search,
+)
 from compress.vocab.tools import ToolKind
-
 
 COLD_SINCE = ("read", "last_change")
 

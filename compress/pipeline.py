@@ -23,20 +23,28 @@ returns the new body and a report. It holds:
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from compress.config import CompressConfig
 from compress.epochs import cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure
-from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
-                                      remarked_messages, unmarked_messages)
+from compress.formats.requests import (
+    SHAPES,
+    cache_ttl,
+    detect,
+    from_provider,
+    keeps_all_thinking,
+    remarked_messages,
+    unmarked_messages,
+)
 from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.message_tokens import MessageTokens
+from compress.model import Message
 from compress.plan import Plan, Planner
 from compress.protected_tail import tail_start
 from compress.provider_cache import cache_life, provider_blocks
@@ -57,8 +65,8 @@ from compress.stages import (
     trim_outputs,
 )
 from compress.tiers import Tier, thresholds_for
-from compress.trial import Trial, worth_deferring
 from compress.tokens import estimate_tokens
+from compress.trial import Trial, worth_deferring
 
 log = logging.getLogger("ctxmill.compress")
 
@@ -94,31 +102,31 @@ class Chain:
                 return i
         raise KeyError(f"no stage named {name!r} (have: {', '.join(self.names())})")
 
-    def disable(self, *names: str) -> "Chain":
+    def disable(self, *names: str) -> Chain:
         for name in names:
             self._index(name)
             self._disabled.add(name)
         return self
 
-    def enable(self, *names: str) -> "Chain":
+    def enable(self, *names: str) -> Chain:
         for name in names:
             self._index(name)
             self._disabled.discard(name)
         return self
 
-    def before(self, name: str, stage: Stage) -> "Chain":
+    def before(self, name: str, stage: Stage) -> Chain:
         self._stages.insert(self._index(name), stage)
         return self
 
-    def after(self, name: str, stage: Stage) -> "Chain":
+    def after(self, name: str, stage: Stage) -> Chain:
         self._stages.insert(self._index(name) + 1, stage)
         return self
 
-    def replace(self, name: str, stage: Stage) -> "Chain":
+    def replace(self, name: str, stage: Stage) -> Chain:
         self._stages[self._index(name)] = stage
         return self
 
-    def push(self, stage: Stage) -> "Chain":
+    def push(self, stage: Stage) -> Chain:
         self._stages.append(stage)
         return self
 
@@ -127,7 +135,7 @@ class Chain:
         return [s for s in self._stages if s.name not in off and s.min_tier <= tier]
 
 
-class CCRWriter:
+class CCRWriter(Protocol):
     """What the runner needs of a CCR store: a batch of puts committed as one transaction.
     A store that expires entries also has `refresh_due(since) -> bool` and `refresh(keys) -> float`
     (`ccr.store.CCRStore`): the runner keeps the entries its requests still name alive."""
@@ -180,7 +188,11 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     hashes = prefix_hashes(plain)
     session.redaction = (config.redact_extra, config.redact_allow)
     frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
-    known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
+    known: list[Message] = []  # the known prefix's parsed messages, up to the first the session lacks
+    for h in hashes[:frozen]:
+        if (parsed := session.parsed.get(h)) is None:
+            break
+        known.append(parsed)
     request = from_provider(body if plain is client else {**body, field: plain}, provider, known)
     messages = list(request.messages)
     report.provider = provider

@@ -21,11 +21,12 @@ between runs reloads it when `changed_on_disk()`.
 from __future__ import annotations
 
 import contextlib
-import os
 import logging
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import xxhash
@@ -137,7 +138,7 @@ class Session:
     """The place's signature when this session last loaded or saved it."""
 
     @classmethod
-    def memory(cls) -> "Session":
+    def memory(cls) -> Session:
         return cls()
 
     @property
@@ -146,11 +147,12 @@ class Session:
         return self.place.directory if isinstance(self.place, StateFiles) else None
 
     @classmethod
-    def load(cls, where: Path | Place) -> "Session":
+    def load(cls, where: Path | Place) -> Session:
         """The state kept at `where` (a session directory or a place); an empty session when
         there is none or it is unreadable. Errors of the place itself (Redis down) propagate."""
-        session = cls(place=_place(where))
-        data, session._signature = session.place.read()
+        place = _place(where)
+        session = cls(place=place)
+        data, session._signature = place.read()
         if data is None:
             return session
         lines = data.split(b"\n")
@@ -190,7 +192,7 @@ class Session:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, where: Path | Place) -> Iterator["Session"]:
+    def open(cls, where: Path | Place) -> Iterator[Session]:
         """Load under the session's lock and save on a clean exit."""
         place = _place(where)
         with place.lock():

@@ -21,8 +21,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ground.files import atomic_write, open_private, private_lock
 from ground.signing import open_line, sign_line

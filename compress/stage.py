@@ -11,8 +11,8 @@ marker leaves the process. It returns a new list; unchanged messages are the sam
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import xxhash
 

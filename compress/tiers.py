@@ -10,12 +10,11 @@ means "the host compacts soon" there. Per-model overrides are absolute and never
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable, Mapping
 
 from compress.models import normalized
-
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
@@ -59,7 +58,7 @@ class Tier(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def parse(cls, value: str) -> "Tier":
+    def parse(cls, value: str) -> Tier:
         try:
             return cls[value.strip().upper()]
         except KeyError:
@@ -75,7 +74,7 @@ class TierThresholds:
         if not 0 < self.medium <= self.high:
             raise ValueError(f"tier thresholds must satisfy 0 < medium <= high, got {self}")
 
-    def for_window(self, window: int | None) -> "TierThresholds":
+    def for_window(self, window: int | None) -> TierThresholds:
         """The thresholds scaled to a context window of `window` tokens (None: unknown, as is)."""
         if not window or window <= 0 or window == REFERENCE_WINDOW:
             return self

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from dataclasses import dataclass
-from typing import Iterator
-
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ccr.markers import chars_cut, entries_omitted, format_marker, lines_omitted
 from compress.line_numbers import NUMBER_PREFIX

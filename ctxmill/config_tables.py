@@ -214,7 +214,7 @@ def _typed(value: Any, kind: type, where: str) -> Any:
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{where} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
-    if kind is float and not math.isfinite(value):  # TOML allows inf and nan; no setting means them
+    if isinstance(value, float) and not math.isfinite(value):  # TOML allows inf and nan; no setting means them
         raise ConfigError(f"{where} must be a finite number, got {value!r}")
     return value
 

@@ -24,13 +24,22 @@ from functools import cached_property
 from pathlib import Path
 
 from ctxmill import paths
-from ctxmill.config_tables import (CONFIG_FILE, ccr_table, compress_table, map_table, memory_table,
-                                   proxy_table, read_config, security_table)
+from ctxmill.config_tables import (
+    CONFIG_FILE,
+    ccr_table,
+    compress_table,
+    map_table,
+    memory_table,
+    proxy_table,
+    read_config,
+    security_table,
+)
 from ctxmill.provenance import Layers
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads settings)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from ccr.base import OriginalsStore
     from ccr.store import Retention
@@ -155,7 +164,8 @@ class Settings:
         from memory.config import MemoryConfig
 
         return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
-                            **self.table("memory", memory_table), **self.redaction)
+                            **self.table("memory", memory_table), redact_extra=self.redaction["redact_extra"],
+                            redact_allow=self.redaction["redact_allow"])
 
     @cached_property
     def repomap(self) -> RepoMapConfig:

@@ -11,7 +11,7 @@ file. The budget is counted with the same estimate as every other budget
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from compress.tokens import estimate_tokens
 from repomap.outline import Outline

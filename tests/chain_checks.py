@@ -4,7 +4,8 @@ of stages, and the invariants every stage run must keep."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore

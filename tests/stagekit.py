@@ -3,7 +3,6 @@ read tool results back, and resolve every marker through the run's CCR store."""
 
 from __future__ import annotations
 
-
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from ctxmill import always_on, channel
 from ctxmill.install import codex
-from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
 from ctxmill.install.claude_code import _with_proxy_env, _without_proxy_env
+from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
 from tests.fake_upstream import FakeUpstream, ServerThread
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,7 +3,8 @@ what it just wrote, however large the batch."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from ccr.store import DAY, CCRStore, Retention

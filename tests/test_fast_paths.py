@@ -8,12 +8,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compress import output_trim, trimming
 from compress.line_numbers import NUMBER_PREFIX
-from compress import trimming
 from compress.memo import ENTRY_CHARS, TextMemo
-from compress.stages import trim_outputs
-from compress import output_trim
 from compress.output_trim import base64_pattern, has_base64_run
+from compress.stages import trim_outputs
 from compress.vocab.signals import errors as error_signals
 from compress.vocab.signals.errors import error_line_indexes, error_line_numbers
 from tests.stagekit import anthropic, config, result_texts, run_stage

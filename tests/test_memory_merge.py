@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxmill.install.git_memory import attribute_lines, driver_lines, register, unregister
-from memory.merge import merge
 from memory.markdown import parse
+from memory.merge import merge
 
 BASE = """# Memory
 

@@ -13,12 +13,11 @@ import pytest
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
 from ctxmill.settings import ProxyConfig
-from tests.helpers import eventually
 from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures
-from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
-from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,
-                                 tool_ids)
+from tests.proxy_helpers import SECRET, anthropic_client, example, openai_client, paired, replay, to_openai, tool_ids
+from tests.proxy_stages import CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
 
 TIMEOUT = 120  # seconds; a liveness bound on a busy machine (a proxy's first request waits for its worker)
 

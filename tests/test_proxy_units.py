@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
 from ctxmill.proxy.identity import request_key, session_key
-from ctxmill.proxy.sessions import ProxySession
-from ctxmill.proxy.stats import SessionStats
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.wire import downstream_headers, upstream_headers
 from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion
@@ -137,8 +135,8 @@ def _users_config(tmp_path, monkeypatch):
 
 
 def test_proxy_settings_from_the_config_file_and_flags(tmp_path, monkeypatch):
-    from ctxmill.errors import ConfigError
     from ctxmill.config_tables import parse_budget
+    from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
     config = _users_config(tmp_path, monkeypatch)

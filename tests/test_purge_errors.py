@@ -75,7 +75,8 @@ def test_incremental_runs_keep_the_epoch_anchor():
 
 
 def test_first_error_line_beyond_the_head_stays_visible():
-    output = "make[1]: Entering directory '/repo'\n" + "compiling module\n" * 60 + "src/app.py:3: error: undefined name 'x'\n" + "done\n" * 40
+    output = ("make[1]: Entering directory '/repo'\n" + "compiling module\n" * 60
+              + "src/app.py:3: error: undefined name 'x'\n" + "done\n" * 40)
     body = anthropic_body([("Bash", {"command": "make"}, output, True)] + FILLER)
     out, _, store = run_stages(body, STAGE)
     result = blocks(out, "tool_result")[0].result_text

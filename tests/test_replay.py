@@ -14,10 +14,10 @@ import pytest
 from ccr.markers import format_marker
 from ccr.store import CCRStore
 from compress.formats.sessions import read_session, read_text
+from compress.tokens import get_counter
 from replay.pricing import RequestAccountant
 from replay.retention import check_retention
 from replay.runner import replay
-from compress.tokens import get_counter
 from tests.conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]

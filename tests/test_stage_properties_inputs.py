@@ -9,11 +9,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compress.formats.requests import from_provider
+from compress.line_numbers import unnumbered_lines
 from compress.model import index_tool_calls
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
-from compress.line_numbers import unnumbered_lines
 from compress.vocab.tools import OLD_TEXT_KEYS
 from compress.vocab.touches import CHANGES, CREATE, DELETE, READ, WRITE, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from bench.claude_code_requests import claude_code_sessions, session_request as load_request
+from bench.claude_code_requests import claude_code_sessions
+from bench.claude_code_requests import session_request as load_request
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT

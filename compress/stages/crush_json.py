@@ -24,12 +24,11 @@ they were. Linear time in the size of the document.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import orjson
-
-from ground.jsonbytes import parse_document
 
 from ccr.markers import format_marker
 from compress.config import options_as
@@ -38,6 +37,7 @@ from compress.model import Block, Message
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.signals.errors import is_error_item
+from ground.jsonbytes import parse_document
 
 MAX_DEPTH = 64
 """Arrays and objects below this depth are kept as they are (bounded recursion)."""

@@ -31,7 +31,6 @@ from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import first_error_line, is_failed_result
 
 
-
 @dataclass(frozen=True)
 class PurgeOptions:
     min_age: int = 4

@@ -17,8 +17,10 @@ one-line note when the call is superseded:
   at the new path);
 - settled: no call has touched its files (read, written, edited) for at least
   `settled_after_turns` (option, default 12, chosen with the corpus replay and judged
-  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
-  the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
+  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has
+  moved on from the file, so the body is history; while it keeps editing the file, it copies
+  old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string
+  of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off. A subagent's
   prompt (Task, Agent: not a write, but the same rule) settles as many turns after the call, by
@@ -77,7 +79,15 @@ from compress.vocab.calls import touched_files, written_texts
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
-from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
+from compress.vocab.tools import (
+    ECHOED_KEYS,
+    OLD_TEXT_KEYS,
+    PATH_KEYS,
+    ToolKind,
+    is_protected_tool,
+    is_subagent,
+    tool_kind,
+)
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
@@ -291,8 +301,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
                 note_at_birth(item, quoted, "")
         elif is_subagent(item.block.tool_name) and ctx.past_tail[item.call.use_msg] and settled(item.turn):
             if prompts := large_strings(item.block.input, min_chars):
+                # mypy cannot type a lambda whose defaults bind the loop's values (hence the ignore)
                 edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
-                    lambda block, prompts=prompts, turn=item.turn: note_strings(
+                    lambda block, prompts=prompts, turn=item.turn: note_strings(  # type: ignore[misc]
                         block, prompts, ctx, lambda path, text: f"{line_count(text)}-line {field_name(path)} stored; "
                                                                 f"the subagent ran at turn {turn}"))
     for pos, item in enumerate(timeline):
@@ -323,12 +334,12 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             when = f"{_MADE[made]} at turn {item.turn}" + (", no later change to the file" if untouched else "")
 
         def summarize(path: KeyPath, text: str, where: str = where, when: str = when,
-                      main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:
+                      main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:  # noqa: B008 - bound per write
             what = f"{line_count(text)}-line {_what(path, text)}"
             return f"{what} of {where} stored; {when}" if path == main else f"{what} stored"
 
-        edits.setdefault(use, {})[item.call.use_block] = (
-            lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
+        edits.setdefault(use, {})[item.call.use_block] = (  # mypy cannot type the lambda: its defaults bind loop values
+            lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))  # type: ignore[misc]
     return edit_blocks(messages, ctx, edits, "noted the body of a superseded write or edit")
 
 

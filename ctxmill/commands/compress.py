@@ -46,6 +46,7 @@ def sent_at(text: str) -> float:
 
     from ground.times import iso_seconds
 
+    seconds: float | None
     try:
         seconds = float(text)
     except ValueError:

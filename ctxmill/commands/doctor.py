@@ -12,7 +12,7 @@ Then whether always-on compression is on and its proxy answers (`ctxmill.always_
 from __future__ import annotations
 
 import argparse
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def register(subparsers) -> None:
@@ -69,7 +69,7 @@ def _proxy_url(client: str) -> str | None:
     return always_on.url(state["port"]) if state and client in state["clients"] else None
 
 
-def _codex_targets(root, home) -> dict:  # noqa: ARG001 - the clients' common signature
+def _codex_targets(root, home) -> dict:  # the clients' common signature
     """{"user": target} when ctxmill is installed for Codex (user scope only)."""
     from ctxmill.install import codex
     from ctxmill.paths import global_home

@@ -73,9 +73,9 @@ def _change(args: argparse.Namespace, install: bool, root, home, global_home, co
         return (claude_code.install_claude_code(target, command, proxy_url) if install
                 else claude_code.uninstall_claude_code(target)), []
     if args.host == "codex":
-        target = codex.CodexTarget.for_user(global_home)
-        return codex.install_codex(target, command, proxy_url) if install \
-            else (codex.uninstall_codex(target), [])
+        codex_target = codex.CodexTarget.for_user(global_home)
+        return codex.install_codex(codex_target, command, proxy_url) if install \
+            else (codex.uninstall_codex(codex_target), [])
     oc = opencode.OpenCodeTarget.for_scope(args.scope, root, home)
     return opencode.install_opencode(oc, command) if install else opencode.uninstall_opencode(oc)
 
@@ -99,6 +99,7 @@ def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
             kept, note = toml_files.keep_upstream(config, UPSTREAM_KEY[host], change.upstream, change)
             warnings += [note] if note else []
     if change.proxied:
+        assert port is not None, "install points a client at the proxy only with the port it was given"
         save_manifest(record, set(), upstream=kept)
         always_on.enable(global_home, host, port)
     else:

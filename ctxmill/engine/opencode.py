@@ -118,7 +118,8 @@ class OpenCodeEngine:
                 live.state.save()
         report = result.report
         if not report.error:
-            record_request(face="opencode", session=safe_id(session_id), project=project_of(request.get("directory") or settings.home.parent),
+            record_request(face="opencode", session=safe_id(session_id),
+                           project=project_of(request.get("directory") or settings.home.parent),
                            model=str(request.get("model") or ""), vendor="", tokens_before=report.tokens_before,
                            tokens_after=report.tokens_after, stages=report.stages_saved,
                            path=ledger_file(settings.global_home))

@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxmill.install.backups import back_up, restore_backup
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
+from ctxmill.install.backups import back_up, restore_backup
 
 HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
@@ -91,7 +92,7 @@ def _load_json(path: Path) -> dict:
     return data
 
 
-def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
+def _write_json(path: Path, data: dict, change: Change, created: Collection[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
     from ground.files import atomic_write
 
@@ -325,7 +326,8 @@ def claude_code_status(target: ClaudeCodeTarget, proxy_url: str | None = None) -
     problems = []
     try:
         settings = _load_json(target.settings)
-        env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
+        named_env = settings.get("env")
+        env = named_env if isinstance(named_env, dict) else {}
         if proxy_url and env.get(PROXY_ENV) != proxy_url:
             problems.append(f"{target.settings} does not send Claude Code's requests to {proxy_url} "
                             f"({PROXY_ENV} is {env.get(PROXY_ENV)!r})")

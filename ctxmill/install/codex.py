@@ -4,8 +4,8 @@ undo exactly that.
 Install adds the MCP server `[mcp_servers.ctxmill]` (Codex starts it with every session, and it
 starts the always-on proxy: `ctxmill.always_on`) and, with a proxy URL, marks it `required`
 (`GATE`) and sends Codex's model requests through the proxy: a provider
-`[model_providers.ctxmill]` selected by `model_provider`. It is the provider Codex used until then with only its `base_url` changed (so its key, headers
-and wire API stay), or, for the built-in OpenAI provider, one that signs in as it does
+`[model_providers.ctxmill]` selected by `model_provider`. It is the provider Codex used until then
+with only its `base_url` changed (so its key, headers and wire API stay), or, for the built-in OpenAI provider, one that signs in as it does
 (`requires_openai_auth`: the key of `codex login --with-api-key`). Speaking plain HTTP, it never
 tries the websockets the built-in provider would. The base URL it had (`OPENAI_BASE_URL` for the
 built-in one) becomes the proxy's `upstream_openai`.

@@ -50,7 +50,7 @@ class OpenCodeTarget:
         if scope == "user":
             # the user's own folder: its links are followed (see ctxmill.paths)
             base = (Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "opencode").resolve()
-            names = (base / "opencode.jsonc", base / "opencode.json", base / "config.json")
+            names: tuple[Path, ...] = (base / "opencode.jsonc", base / "opencode.json", base / "config.json")
             return cls(base, names, ctxmill_home / "installed-opencode-user.json", scope)
         names = (root / "opencode.jsonc", root / "opencode.json")
         return cls(root / ".opencode", names, ctxmill_home / "installed-opencode.json", scope)

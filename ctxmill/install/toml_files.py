@@ -11,6 +11,7 @@ is never changed (ValueError naming it).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +28,11 @@ def load(path: Path):
     text = path.read_text("utf-8")
     try:
         return tomlkit.parse(text)
-    except Exception as exc:  # tomlkit's parse errors share no public base class
+    except Exception as exc:  # noqa: BLE001 - tomlkit's parse errors share no public base class
         raise ValueError(f"{path} is not valid TOML ({exc})") from None
 
 
-def write(path: Path, doc, change: Change, created: set[str] | list[str] = ()) -> None:
+def write(path: Path, doc, change: Change, created: Collection[str] = ()) -> None:
     from ground.files import atomic_write
 
     back_up(path, created)

@@ -36,9 +36,9 @@ import signal
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
@@ -108,7 +108,7 @@ class SessionState:
         """The place's lock, from a run's start until its state is written."""
         self._stats: bytes | None = None
 
-    def compress(self, raw: bytes, worker: "Worker", stats: bytes | None = None,
+    def compress(self, raw: bytes, worker: Worker, stats: bytes | None = None,
                  context_window: int | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
@@ -136,7 +136,7 @@ class SessionState:
                           dict(report.stages_saved), rejected=self._rejected(),
                           run_ms=(time.perf_counter() - began) * 1000)
 
-    def finish(self, worker: "Worker") -> None:
+    def finish(self, worker: Worker) -> None:
         """Judge the epoch trial the last run left for after its answer (`Session.settle`; saving
         does it first), write the state it left in memory, then let the lock go (nothing to do
         when no run is unwritten). If the lock's lease ran out during the run and another process
@@ -163,7 +163,7 @@ class SessionState:
             write_stats(self.directory, self._stats)
         self._stats = None
 
-    def calibrate(self, worker: "Worker", prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
         """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
         estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
         self.finish(worker)
@@ -269,7 +269,7 @@ class DiscardingStore:
     """A CCR writer that stores nothing: for count_tokens, whose body no model ever reads."""
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator["DiscardingStore"]:
+    def batch(self) -> Iterator[DiscardingStore]:
         yield self
 
     def put(self, text: str, hint: str | None = None) -> str:

@@ -32,9 +32,10 @@ import json
 import re
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette

@@ -7,7 +7,8 @@ import os
 import time
 
 import orjson
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ccr.store import CCRStore
 from compress.pipeline import run

@@ -27,8 +27,9 @@ A shape module (one per provider request shape, listed in `SHAPES` of this packa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from compress.model import TEXT, Block
 

@@ -66,7 +66,7 @@ class Transcript:
     """The lifetime ("5m", "1h") of the prompt cache the provider reported writing, when the
     recording tells (`compress.provider_cache.LIVES`)."""
 
-    def segments(self) -> list["Transcript"]:
+    def segments(self) -> list[Transcript]:
         """The histories the host really sent: a new one after each compaction, whose first
         message is the compaction summary. `messages` and `calls` glue them into one history."""
         if not self.compactions:
