@@ -68,6 +68,10 @@ class Stage:
     the run does not decide (the same bytes at every later epoch that does not re-decide that
     one too). The runner gives it `ctx.mutable` true from the run's first decided message on,
     and `ctx.past_tail` for what other stages may change."""
+    options: type | None = None
+    """The stage's options dataclass (None: it takes none): the keys and types a config file may
+    give it under `[compress.stages.<name>]`, checked when the file is loaded
+    (`compress.stage_options`); the stage reads them with `options_as(cls, ...)`."""
 
 
 REDACTED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)

@@ -6,7 +6,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -162,13 +161,10 @@ def test_property_never_larger_code_survives_deterministic_recoverable(text):
 
 # -------------------------------------------------------------- golden: real transcripts
 
-def test_golden_on_claude_code_transcripts():
+def test_golden_on_claude_code_transcripts(corpus):
     from claude_code_requests import claude_code_sessions, session_messages
-    from token_corpus import corpus_dir
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     texts = [b["text"] for p in claude_code_sessions(root) for m in session_messages(p) if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "text" and len(b["text"]) > 500]
     assert texts, "no long assistant prose in the corpus"

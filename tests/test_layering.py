@@ -8,6 +8,9 @@ Must hold (the project guide; issue #12):
   memory/ imports no stage (compress.stages), nor does another stage; nothing of the engine
   imports replay/ (the measuring harness), which imports no face; faces import it only inside
   a function (lazily: a hook's process never loads it);
+- the installers (ctxmill/install/) are imported by the commands alone (a hook, the MCP server
+  or the proxy never loads them), and import no serving face (proxy/, engine/, mcp_server,
+  dashboard/) nor a command;
 - no engine module reads the environment (`os.environ`, `os.getenv`): config is passed in.
 
 An import of `a.b.c` is an edge to the module `a.b.c` only (a package whose `__init__` imports
@@ -42,6 +45,12 @@ FORBIDDEN = (  # (importer, imported, why); a package name covers its submodules
     ("memory", ("compress.stages",), "memory/ imports no stage"),
     ("compress.stages", ("compress.stages",), "a stage imports no other stage"),
     ("replay", ("ctxmill",), "replay/ imports no face"),
+    ("ctxmill.install", ("ctxmill.proxy", "ctxmill.engine", "ctxmill.mcp_server", "ctxmill.dashboard",
+                         "ctxmill.commands"), "an installer writes client files and runs no face"),
+)
+ONLY_FROM = (  # (imported, the only importers, why); package names cover their submodules
+    ("ctxmill.install", ("ctxmill.install", "ctxmill.commands"),
+     "the installers are used by the commands alone (a hook, the MCP server or the proxy never loads them)"),
 )
 ALLOWED = frozenset({("repomap", "memory.tokenize")})
 """(importer, imported) pairs a FORBIDDEN rule does not cover: the map tokenises prompts, paths
@@ -129,6 +138,8 @@ def import_breaches(modules: dict[str, Module], root: Path) -> list[str]:
             why = [why for importer, imported, why in FORBIDDEN
                    if within(name, importer) and any(within(target, p) for p in imported)
                    and (importer, target) not in ALLOWED]
+            why += [why for imported, importers, why in ONLY_FROM
+                    if within(target, imported) and not any(within(name, p) for p in importers)]
             if in_engine(name) and within(target, "replay"):
                 why.append("the engine never imports replay/")
             if within(name, "ctxmill") and within(target, "replay") and target in module.eager:
@@ -207,6 +218,12 @@ _SMALL_PROJECT = {
                       "    importlib.import_module(f'ctxmill.commands.{name}')\n",
     "ctxmill/commands/__init__.py": "",
     "ctxmill/commands/replay.py": "from memory import api\n\ndef run():\n    import replay.harness\n",
+    "ctxmill/commands/install.py": "from ctxmill.install import claude_code\n",
+    "ctxmill/install/__init__.py": "",
+    "ctxmill/install/claude_code.py": "from ctxmill import hooks\n",
+    "ctxmill/hooks.py": "",
+    "ctxmill/proxy/__init__.py": "",
+    "ctxmill/proxy/app.py": "",
 }
 
 
@@ -233,6 +250,13 @@ _SMALL_PROJECT = {
     ("compress/model.py", "from . import pipeline\n", "import cycle"),
     ("compress/stages/dedup.py", "from ..pipeline import run\n", "import cycle"),
     ("ctxmill/commands/replay.py", "from ctxmill.cli import main\n", "import cycle"),  # through import_module
+    ("ctxmill/hooks.py", "def f():\n    from ctxmill.install import claude_code\n",
+     "ctxmill/hooks.py:2 imports ctxmill.install.claude_code: the installers are used by the commands alone"),
+    ("ctxmill/proxy/app.py", "import ctxmill.install\n", "imports ctxmill.install: the installers are used by"),
+    ("ctxmill/install/claude_code.py", "from ctxmill.proxy import app\n",
+     "imports ctxmill.proxy.app: an installer writes client files and runs no face"),
+    ("ctxmill/install/claude_code.py", "def f():\n    from ctxmill.commands import install\n",
+     "an installer writes client files and runs no face"),
 ])
 def test_each_rule_can_fail(tmp_path, path, added, expected):
     for name, text in _SMALL_PROJECT.items():

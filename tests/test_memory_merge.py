@@ -11,7 +11,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmill.git_memory import attribute_lines, driver_lines, register, unregister
+from ctxmill.install.git_memory import attribute_lines, driver_lines, register, unregister
 from memory.markdown import parse
 from memory.merge import merge
 

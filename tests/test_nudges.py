@@ -236,21 +236,17 @@ def test_host_injected_reminders_are_not_cues():
 
 # -------------------------------------------------------------- golden: real sessions, turn by turn
 
-def test_golden_turn_by_turn_on_claude_code_sessions():
+def test_golden_turn_by_turn_on_claude_code_sessions(corpus):
     import sys
     from pathlib import Path
 
-    import pytest
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from claude_code_requests import claude_code_sessions
-    from token_corpus import corpus_dir
 
     from compress.formats.sessions import read_session
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     # no new epochs: once trimming stages run, a full re-run would save enough to start one
     config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), epoch_savings_threshold=10**9,
                             window_epoch_savings=10**9)

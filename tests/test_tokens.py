@@ -159,14 +159,11 @@ def test_get_counter_falls_back_to_estimator(monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- real transcripts
 
-@pytest.mark.corpus
 @needs_exact
-def test_estimate_within_ten_percent_on_corpus_categories():
-    from token_corpus import corpus_dir, file_samples, transcript_files
+def test_estimate_within_ten_percent_on_corpus_categories(corpus):
+    from token_corpus import file_samples, transcript_files
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     totals: dict[str, list[int]] = {}
     for path in transcript_files(root)[::3]:
         for category, text in file_samples(path):

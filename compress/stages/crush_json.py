@@ -275,4 +275,4 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 
     return each_block(messages, ctx, crush_block, "crushed JSON arrays")
 
-STAGE = Stage("crush_json", run, Tier.ALWAYS)
+STAGE = Stage("crush_json", run, Tier.ALWAYS, options=CrushOptions)

@@ -116,4 +116,4 @@ def _thin(block: Block, ctx: StageContext, opts: ArrivalOptions) -> Block:
     return block.with_result_text(ctx.lossy(text, build, ctx.rerun_hint(block), relative=False))
 
 
-STAGE = Stage("decide_on_arrival", run, Tier.ALWAYS, decides_on_arrival=True)
+STAGE = Stage("decide_on_arrival", run, Tier.ALWAYS, decides_on_arrival=True, options=ArrivalOptions)

@@ -69,6 +69,7 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
+from compress.config import options_as
 from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.line_numbers import shown_at, unnumbered_lines
 from compress.model import Block, Message, ToolCall, index_tool_calls
@@ -98,7 +99,6 @@ show for a read to count as showing the file again: a read of a few lines elsewh
 (an offset and limit, `sed -n`, `head`, `wc`) leaves this body the agent's only copy of the rest.
 Set a priori (0.5 and 1.0 give the same corpus replay within 0.002), not chosen with the replay."""
 
-DEFAULTS = {"min_chars": 500, "settled_after_turns": 12}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
@@ -218,9 +218,15 @@ def _what(path: KeyPath, text: str) -> str:
     return _BODY_NAMES.get(name, name)
 
 
+@dataclass(frozen=True)
+class SupersedeOptions:
+    min_chars: int = 500
+    settled_after_turns: int = 12
+
+
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    options = {**DEFAULTS, **ctx.config.options("supersede_inputs")}
-    min_chars, settled_after = options["min_chars"], options["settled_after_turns"]
+    options = options_as(SupersedeOptions, ctx.config.options("supersede_inputs"))
+    min_chars, settled_after = options.min_chars, options.settled_after_turns
     calls = _calls(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
@@ -337,4 +343,5 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     return edit_blocks(messages, ctx, edits, "noted the body of a superseded write or edit")
 
 
-STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True, decides_on_arrival=True)
+STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True, decides_on_arrival=True,
+              options=SupersedeOptions)

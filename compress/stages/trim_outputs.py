@@ -258,4 +258,4 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     return block
 
 
-STAGE = Stage("trim_outputs", run, Tier.ALWAYS)
+STAGE = Stage("trim_outputs", run, Tier.ALWAYS, options=TrimOptions)

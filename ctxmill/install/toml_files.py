@@ -2,7 +2,7 @@
 `<global home>/config.toml` (where the always-on proxy reads its upstreams).
 
 What must hold: an edit keeps the file's comments, order and formatting (tomlkit); the first
-change to a file ctxmill did not create backs it up, bytes and mode (`ctxmill.backups`);
+change to a file ctxmill did not create backs it up, bytes and mode (`ctxmill.install.backups`);
 uninstall gives the backup back byte for byte when what is left means the same as it, deletes a
 file it created and left empty, and otherwise writes what is left. A file that is not valid TOML
 is never changed (ValueError naming it).
@@ -15,8 +15,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ctxmill.backups import back_up, backup_of, restore_backup
-from ctxmill.integrations import Change
+from ctxmill.install.backups import back_up, backup_of, restore_backup
+from ctxmill.install.claude_code import Change
 
 
 def load(path: Path):

@@ -12,7 +12,7 @@ built-in one) becomes the proxy's `upstream_openai`.
 
 What must hold: no secret is written (keys stay where they were: Codex's login or the variable
 `env_key` names); installing twice equals once; uninstall puts back the `model_provider` it
-replaced and gives the file back byte for byte when nothing else changed (`ctxmill.toml_files`).
+replaced and gives the file back byte for byte when nothing else changed (`ctxmill.install.toml_files`).
 A ChatGPT sign-in talks to chatgpt.com, not to an API the proxy forwards to: install leaves
 Codex's provider alone then, and says so.
 """
@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill import toml_files
-from ctxmill.integrations import Change, manifest_extra, save_manifest
+from ctxmill.install import toml_files
+from ctxmill.install.claude_code import Change, manifest_extra, save_manifest
 
 PROVIDER = "ctxmill"
 BUILT_IN = "openai"
