@@ -236,7 +236,7 @@ def browser_origin_face(tmp: Path) -> list[tuple]:
     import httpx
     import orjson
 
-    from compress.session import prune_sessions
+    from compress.state.session import prune_sessions
     from ctxmill.proxy import create_app
     from ctxmill.proxy.server import uvicorn_options
     from ctxmill.settings import ProxyConfig

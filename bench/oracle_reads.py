@@ -41,12 +41,12 @@ from ccr.markers import format_marker  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import Transcript, UnknownFormat, read_session, session_files  # noqa: E402
-from compress.line_numbers import NUMBER_PREFIX  # noqa: E402
-from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
-from compress.pipeline import Chain, run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.stage import Stage, StageContext, each_block  # noqa: E402
+from compress.runner.pipeline import Chain, run  # noqa: E402
+from compress.stagekit.line_numbers import NUMBER_PREFIX  # noqa: E402
+from compress.stagekit.memo import PerObject  # noqa: E402
+from compress.stagekit.stage import Stage, StageContext, each_block  # noqa: E402
+from compress.state.session import Session  # noqa: E402
 from compress.tiers import Tier  # noqa: E402
 from compress.vocab.calls import first_path  # noqa: E402
 from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402

@@ -19,9 +19,9 @@ if __package__ in (None, ""):
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import Chain, run
-from compress.session import Session
+from compress.runner.pipeline import Chain, run
 from compress.stages import crush_json, trim_outputs
+from compress.state.session import Session
 
 
 def request(tool: str, output: str) -> dict:

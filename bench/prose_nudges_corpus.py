@@ -23,13 +23,13 @@ from token_corpus import corpus_dir
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
-from compress.pipeline import run
-from compress.session import Session
-from compress.stage import PendingOriginals, StageContext
+from compress.runner.pipeline import run
+from compress.stagekit.stage import PendingOriginals, StageContext
 from compress.stages.compress_prose import MIN_CHARS, shorten
 from compress.stages.nudges import Options, memory_nudges
+from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 
 MEDIUM = CompressConfig(tiers=TierThresholds(medium=1, high=10**9))
 

@@ -23,8 +23,8 @@ from compress.config import CompressConfig
 from compress.formats.requests import from_provider
 from compress.formats.sessions import read_session, session_files
 from compress.model import TOOL_RESULT
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 from compress.vocab.signals.errors import first_error_line, is_failed_result
 

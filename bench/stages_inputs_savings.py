@@ -17,13 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.claude_code_requests import claude_code_sessions
 from bench.claude_code_requests import session_request as load_request
 from ccr.store import CCRStore
-from compress import pipeline
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
 from compress.model import TOOL_USE
-from compress.session import Session
+from compress.runner import pipeline
+from compress.state.session import Session
 from compress.tiers import TierThresholds
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 from compress.vocab.calls import touched_files
 from compress.vocab.touches import CHANGES
 from ground.jsonbytes import dumps

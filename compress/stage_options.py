@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compress.stage import Stage
+    from compress.stagekit.stage import Stage
 
 
 class OptionError(ValueError):

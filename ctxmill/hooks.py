@@ -113,7 +113,7 @@ def session_start(event: dict) -> dict | None:
 def after_session_start(event: dict) -> None:
     """Consolidate memory when due, delete old session state and give the project home its
     .gitignore (runs after the answer is written: never delays injection)."""
-    from compress.session import prune_sessions
+    from compress.state.session import prune_sessions
     from ctxmill.paths import ensure_gitignore, sessions_dir
     from ctxmill.settings import Settings
     from memory.dream import DreamRefused, maybe_dream
@@ -162,7 +162,7 @@ def user_prompt_submit(event: dict) -> dict | None:
 
 
 def _memory_hits(cfg: MemoryConfig, prompt: str) -> str:
-    from compress.tokens import estimate_tokens
+    from compress.token_counters import estimate_tokens
     from memory import api
 
     hits = api.search(cfg, prompt, limit=5)

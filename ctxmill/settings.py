@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ccr.base import OriginalsStore
     from ccr.store import Retention
     from compress.config import CompressConfig
-    from compress.pipeline import Chain
+    from compress.runner.pipeline import Chain
     from ground.redis_client import StoreAddress
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
@@ -143,7 +143,7 @@ class Settings:
 
     @cached_property
     def tiktoken_cache(self) -> Path | None:
-        """Where tiktoken keeps its vocabulary files, for compress.tokens (see `tiktoken_cache()`)."""
+        """Where tiktoken keeps its vocabulary files, for compress.token_counters (see `tiktoken_cache()`)."""
         return tiktoken_cache()
 
     @cached_property
@@ -216,7 +216,7 @@ class ProxyConfig:
     """A shared Redis store for session state and originals, so replicas render the same bytes
     (None: files under `home` and the SQLite CCR store)."""
     chain: Chain | None = None
-    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
+    """The stages to run (None: compress.runner.pipeline.DEFAULT_STAGES). Sent to each worker process
     when it starts, so every stage function must be a module-level (picklable) function."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256

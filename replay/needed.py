@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compress.memo import PerObject
 from compress.model import TOOL_USE, Message
+from compress.stagekit.memo import PerObject
 from compress.vocab.calls import copied_texts
 from ground.jsonvalues import strings_in
 

@@ -16,11 +16,11 @@ from typing import Any
 import xxhash
 
 from compress.formats.requests import SHAPES, keeps_all_thinking
-from compress.memo import PerObject
-from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
-from compress.tokens import TokenCounter
+from compress.runner.message_tokens import MESSAGE_OVERHEAD, block_tokens
+from compress.stagekit.memo import PerObject
+from compress.token_counters import TokenCounter
 from ground.jsonbytes import dumps
 from replay.costmodel import ANTHROPIC, HOST_200K, CacheCost, Compaction, Prices, PromptCache, compaction_events
 from replay.needed import Needed

@@ -1,7 +1,7 @@
 """Replay a recorded session through the pipeline, turn by turn, and measure it honestly.
 
 Request k holds everything the agent had up to its k-th model call. Each request runs through
-`compress.pipeline.run` with ONE in-memory session and ONE in-memory CCR store, as a live
+`compress.runner.pipeline.run` with ONE in-memory session and ONE in-memory CCR store, as a live
 agent would, and both the raw and the compressed request are priced with the same exact token
 counter and the same prompt-cache model (`replay.pricing`). Reported per session:
 tokens raw vs compressed (sum, peak), tiers and epochs, modelled cache cost and its ratio,
@@ -22,9 +22,9 @@ from compress.config import CompressConfig
 from compress.formats.requests import SHAPES
 from compress.formats.sessions.transcript import Transcript
 from compress.model import Message
-from compress.pipeline import Chain, run
-from compress.session import Session
-from compress.tokens import TokenCounter, get_counter
+from compress.runner.pipeline import Chain, run
+from compress.state.session import Session
+from compress.token_counters import TokenCounter, get_counter
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
 from replay.costmodel import HOST_200K, Compaction, Prices, head_cost, prices_for, share_with_head
@@ -167,7 +167,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     also where each side's cost goes, by kind of content (`ReplayReport.by_kind`). `cache_ttl`:
     the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
-    client's would be (`compress.pipeline.run`'s `now`), and every side is priced with it."""
+    client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     if cache_ttl == "auto":

@@ -6,9 +6,9 @@ from __future__ import annotations
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import Chain, run
-from compress.session import Session
-from compress.stage import Stage
+from compress.runner.pipeline import Chain, run
+from compress.stagekit.stage import Stage
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 
 OPEN = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1)

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import run
-from compress.session import Session
-from compress.stage import PendingOriginals, StageContext
+from compress.runner.pipeline import run
+from compress.stagekit.stage import PendingOriginals, StageContext
 from compress.stages.compress_prose import condense, shorten, split_sentences
+from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

@@ -8,10 +8,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress import output_trim, trimming
-from compress.line_numbers import NUMBER_PREFIX
-from compress.memo import ENTRY_CHARS, TextMemo
-from compress.output_trim import base64_pattern, has_base64_run
+from compress.stagekit import kept_lines as trimming
+from compress.stagekit import output_cut as output_trim
+from compress.stagekit.line_numbers import NUMBER_PREFIX
+from compress.stagekit.memo import ENTRY_CHARS, TextMemo
+from compress.stagekit.output_cut import base64_pattern, has_base64_run
 from compress.stages import trim_outputs
 from compress.vocab.signals import errors as error_signals
 from compress.vocab.signals.errors import error_line_indexes, error_line_numbers

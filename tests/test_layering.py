@@ -182,14 +182,14 @@ def breaches(root: Path) -> list[str]:
 
 def test_the_project_keeps_its_shape():
     modules = scan(ROOT)
-    assert {"compress.pipeline", "compress.stages", "memory.extract", "ccr.store", "ground.files",
+    assert {"compress.runner.pipeline", "compress.stages", "memory.extract", "ccr.store", "ground.files",
             "ctxmill.cli"} <= set(modules)  # the scan sees the project
     assert "compress.vocab.tools" in modules["memory.extract"].imports  # and its imports
     assert breaches(ROOT) == []
 
 
 def test_every_stage_lives_in_stages_under_its_name_and_is_in_the_one_ordered_list():
-    from compress.pipeline import DEFAULT_STAGES
+    from compress.runner.pipeline import DEFAULT_STAGES
 
     files = {path.stem for path in (ROOT / "compress" / "stages").glob("*.py") if path.stem != "__init__"}
     assert sorted(stage.name for stage in DEFAULT_STAGES) == sorted(files)
@@ -205,12 +205,12 @@ _SMALL_PROJECT = {
     "ccr/store.py": "from ground.files import os\n",
     "compress/__init__.py": "",
     "compress/model.py": "",
-    "compress/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n",
+    "compress/runner/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n",
     "compress/stages/__init__.py": "",
     "compress/stages/dedup.py": "from compress.model import Block\n",
     "compress/stages/purge.py": "from compress.model import Block\n",
     "replay/__init__.py": "",
-    "replay/harness.py": "import os\nfrom compress.pipeline import run\nos.environ.get('X')\n",
+    "replay/harness.py": "import os\nfrom compress.runner.pipeline import run\nos.environ.get('X')\n",
     "memory/__init__.py": "",
     "memory/api.py": "from compress.model import Block\nfrom ccr.store import CCRStore\n",
     "ctxmill/__init__.py": "",
@@ -231,7 +231,7 @@ _SMALL_PROJECT = {
     ("ground/files.py", "import ccr.store\n", "ground/files.py:2 imports ccr.store: ground/ imports nothing"),
     ("ccr/store.py", "def f():\n    from memory import api\n", "ccr/store.py:3 imports memory.api: ccr/ imports only"),
     ("ccr/store.py", "from compress.model import X\n", "imports compress.model: ccr/ imports only ground/"),
-    ("compress/pipeline.py", "def f():\n    import ctxmill.cli\n", "imports ctxmill.cli: the engine never imports"),
+    ("compress/runner/pipeline.py", "def f():\n    import ctxmill.cli\n", "imports ctxmill.cli: the engine never imports"),
     ("memory/api.py", "from ctxmill import cli\n", "imports ctxmill.cli: the engine never imports ctxmill"),
     ("memory/api.py", "from compress.stages import dedup\n", "imports compress.stages.dedup: memory/ imports no stage"),
     ("memory/api.py", "import compress.stages\n", "imports compress.stages: memory/ imports no stage"),
@@ -246,7 +246,7 @@ _SMALL_PROJECT = {
     ("ground/files.py", "os.getenv('HOME')\n", "ground/files.py:2 reads the environment"),
     ("memory/api.py", "x = 1\n" * MAX_LINES, f"memory/api.py has {MAX_LINES + 2} lines"),
     ("ctxmill/commands/__init__.py", "\n" * (MAX_LINES + 1), "ctxmill/commands/__init__.py has 401 lines"),
-    ("compress/model.py", "def f():\n    import compress.pipeline\n", "import cycle"),
+    ("compress/model.py", "def f():\n    import compress.runner.pipeline\n", "import cycle"),
     ("compress/model.py", "from . import pipeline\n", "import cycle"),
     ("compress/stages/dedup.py", "from ..pipeline import run\n", "import cycle"),
     ("ctxmill/commands/replay.py", "from ctxmill.cli import main\n", "import cycle"),  # through import_module

@@ -123,7 +123,7 @@ def test_totals_are_the_sums_of_the_rows(tmp_path_factory, rows):
 
 
 def test_every_stage_of_the_pipeline_has_a_kind_of_content():
-    from compress.pipeline import DEFAULT_STAGES
+    from compress.runner.pipeline import DEFAULT_STAGES
 
     assert {s.name for s in DEFAULT_STAGES} == set(STAGE_KINDS)
 

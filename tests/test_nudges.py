@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
-from compress.pipeline import Chain, run
-from compress.session import Session
+from compress.runner.pipeline import Chain, run
 from compress.stages.nudges import CHECKPOINT_NUDGE, Options, memory_nudge, memory_nudges, nudge_text
+from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
 
 MEDIUM = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), protect_tail_tokens=0, protect_tail_turns=1,
@@ -183,7 +183,7 @@ def test_property_nudges_are_prefix_stable_cooled_down_and_at_user_ends(texts, w
 # -------------------------------------------------------------- the runner's newest-message exception
 
 def _stage(fn, appends: bool = True):
-    from compress.stage import Stage
+    from compress.stagekit.stage import Stage
 
     return Stage("probe", fn, Tier.ALWAYS, appends_to_newest=appends)
 

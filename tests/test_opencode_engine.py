@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.opencode_live import edits, first_prompt, to_body
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 
 REPO = Path(__file__).resolve().parents[1]

@@ -113,7 +113,7 @@ def test_openai_sdk_conversation_streaming_and_not(fake, proxy):
 def test_usage_calibrates_the_next_request_from_the_sessions_state(fake, start_proxy, tmp_path):
     """calibration = reported prompt tokens / estimated sent tokens (fake reports len(body)//4),
     written into the session's state before the answer ends, where any process finds it."""
-    from compress.session import Session
+    from compress.state.session import Session
     from ctxmill.paths import sessions_dir
 
     proxy = start_proxy(home=tmp_path / ".ctxmill")

@@ -8,8 +8,8 @@ import pytest
 
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
-from compress.session import Session
 from compress.stages.purge_errors import STAGE
+from compress.state.session import Session
 from tests.chain_checks import BODIES, OPEN_CONFIG, anthropic_body, check_run, run_stages
 
 BODY = "\n".join(f"def handler_{i}(request):\n    return respond(request, {i})" for i in range(60))

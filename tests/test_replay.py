@@ -14,7 +14,7 @@ import pytest
 from ccr.markers import format_marker
 from ccr.store import CCRStore
 from compress.formats.sessions import read_session, read_text
-from compress.tokens import get_counter
+from compress.token_counters import get_counter
 from replay.pricing import RequestAccountant
 from replay.retention import check_retention
 from replay.runner import replay

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from compress.formats.requests import SHAPES
 from compress.formats.requests.anthropic import keep_all_thinking
 from compress.formats.sessions import read_text
-from compress.tokens import get_counter
+from compress.token_counters import get_counter
 from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for

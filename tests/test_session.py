@@ -9,13 +9,13 @@ from unittest.mock import patch
 from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
-from compress import trial
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
 from compress.formats.requests import from_provider
-from compress.pipeline import run
 from compress.provider_cache import provider_blocks
-from compress.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
+from compress.runner import trial
+from compress.runner.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
+from compress.runner.pipeline import run
+from compress.state.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL, conversation_field
 from tests.strategies import requests

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from compress.pipeline import DEFAULT_STAGES
+from compress.runner.pipeline import DEFAULT_STAGES
 from ctxmill.errors import ConfigError
 from ctxmill.settings import Settings
 

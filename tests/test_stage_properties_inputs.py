@@ -9,8 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from compress.formats.requests import from_provider
-from compress.line_numbers import unnumbered_lines
 from compress.model import index_tool_calls
+from compress.stagekit.line_numbers import unnumbered_lines
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result

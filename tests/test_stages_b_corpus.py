@@ -10,9 +10,9 @@ import pytest
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.pipeline import Chain, run
-from compress.session import Session
+from compress.runner.pipeline import Chain, run
 from compress.stages import crush_json, trim_outputs
+from compress.state.session import Session
 from compress.vocab.signals.errors import first_error_line
 from tests.conftest import CORPUS
 from tests.stagekit import config, result_texts

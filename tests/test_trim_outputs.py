@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ccr.markers import find_markers
 from compress.config import options_as
 from compress.formats.requests import from_provider
-from compress.output_trim import TrimOptions
+from compress.stagekit.output_cut import TrimOptions
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import stale_reads
 from compress.vocab.signals.errors import is_error_line

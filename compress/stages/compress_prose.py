@@ -25,7 +25,7 @@ import regex
 from ccr.markers import format_marker, has_marker
 from compress.config import options_as
 from compress.model import TEXT, Block, Message
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.signals.cues import decision_kinds, mentions_path
 from compress.vocab.signals.errors import is_error_line

@@ -32,9 +32,9 @@ import orjson
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.lossy import accept
 from compress.model import Block, Message
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.lossy import accept
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.signals.errors import is_error_item
 from ground.jsonbytes import parse_document

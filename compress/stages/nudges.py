@@ -42,7 +42,7 @@ import xxhash
 from ccr.markers import format_inline
 from compress.config import options_as
 from compress.model import TEXT, TOOL_USE, Block, Message, newest_user_index
-from compress.stage import Stage, StageContext
+from compress.stagekit.stage import Stage, StageContext
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
 from compress.vocab.signals.cues import DECISION_KINDS, decision_kinds

@@ -10,7 +10,7 @@ its tool_use is older than `min_age` assistant turns (counted from the epoch anc
   failed at turn 12 · deep_expand("…")>>`.
 
 Inputs change only in the stages made for superseded or failed inputs; this is one of them
-(`may_edit_inputs=True`), and it edits inputs only through `compress.inputnotes`, which keeps
+(`may_edit_inputs=True`), and it edits inputs only through `compress.stagekit.inputnotes`, which keeps
 the input's shape and ties every note to the exact original. It is a stage of its own rather
 than part of `supersede_inputs` because failed calls are purged from the `always` tier.
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.model import Block, Message, index_tool_calls
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import first_error_line, is_failed_result

@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import partial
 
 from compress.model import TOOL_RESULT, Block, Message
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.signals.rereads import pointer_reads, points_to_earlier_read

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ccr.markers import format_marker
 from compress.config import options_as
 from compress.model import TEXT, Block, Message
-from compress.stage import INJECTION_SUMMARY_PREFIX, Stage, StageContext, each_block
+from compress.stagekit.stage import INJECTION_SUMMARY_PREFIX, Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
 

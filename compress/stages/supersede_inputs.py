@@ -57,7 +57,7 @@ What must hold:
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
   default 500); each string is replaced under the common saving rule (`ctx.lossy`).
-- Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
+- Ids, tool names, input keys and list lengths never change (`compress.stagekit.inputnotes`); only
   mutable messages change (for history at birth, every message the run decides). This stage
   runs at every tier: a superseded body is history, and reading it again with every request is
   what a prompt cache charges for.
@@ -70,10 +70,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from compress.config import options_as
-from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
-from compress.line_numbers import shown_at, unnumbered_lines
 from compress.model import Block, Message, ToolCall, index_tool_calls
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.stagekit.line_numbers import shown_at, unnumbered_lines
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files, written_texts
 from compress.vocab.shell import shell_heredocs

@@ -6,7 +6,7 @@ line numbers decide_on_arrival thinned is still one):
 - Image parts and base64 runs of at least `base64_min_chars` in the text are replaced by a
   marker with media type and size (`[ctxmill: image/png image, 103 KB base64 · deep_expand(…)]`).
 - Text longer than `min_chars` is cut by kind (`compress.vocab.tools.tool_kind`, see
-  `compress.trimming`): file reads keep head, definitions/imports/errors and tail; command
+  `compress.stagekit.kept_lines`): file reads keep head, definitions/imports/errors and tail; command
   output keeps head, tail and every error line with context; search results keep the first
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
@@ -38,11 +38,11 @@ from typing import Any
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.line_numbers import thinning_key
-from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
-from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.line_numbers import thinning_key
+from compress.stagekit.lossy import accept
+from compress.stagekit.output_cut import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.commands import commits

@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ccr.store import CCRError
     from compress.formats.requests import InvalidRequest, detect
-    from compress.pipeline import run as run_pipeline
-    from compress.session import Session
+    from compress.runner.pipeline import run as run_pipeline
+    from compress.state.session import Session
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
     from ground.jsonbytes import dumps

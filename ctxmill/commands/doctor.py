@@ -190,7 +190,7 @@ def checks() -> Iterator[tuple[str, str | None]]:
     if (deferrals := _deferrals(global_home())) is not None:
         yield deferrals
     try:
-        from compress.tokens import exact_counter
+        from compress.token_counters import exact_counter
         from ctxmill.settings import tiktoken_cache
 
         exact = exact_counter(tiktoken_cache())

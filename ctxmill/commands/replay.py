@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
-    from compress.tokens import get_counter
+    from compress.token_counters import get_counter
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
     from replay.runner import replay

@@ -168,7 +168,7 @@ def _preload() -> None:
     for it (the plugin waits for the engine's health, not for its first transform)."""
     import ccr.store  # noqa: F401
     import compress.formats.opencode_live
-    import compress.pipeline  # noqa: F401
+    import compress.runner.pipeline  # noqa: F401
     import ctxmill.settings  # noqa: F401
 
 

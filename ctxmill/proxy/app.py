@@ -92,7 +92,7 @@ class Proxy:
         timeout = httpx.Timeout(c.read_timeout, connect=c.connect_timeout)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
         if self.sessions_root is not None:
-            from compress.session import prune_sessions
+            from compress.state.session import prune_sessions
             from memory.summary import CHECKPOINT_FILE
 
             prune_sessions(self.sessions_root, keep=(CHECKPOINT_FILE,))  # old state goes; checkpoints stay

@@ -15,7 +15,7 @@ compressed bytes and a small `RunSummary`. Must hold:
   starts with `STORE_FAILURE`).
 - The state is written right after the answer went back, before the worker reads its next job
   (`Worker.finish`), once the epoch trial the run left for then is judged
-  (`compress.session.Session.settle`); the write overlaps the upstream's work, not the request's.
+  (`compress.state.session.Session.settle`); the write overlaps the upstream's work, not the request's.
   Stats bytes sent with a run are written beside it.
 - Everything that decides a session's bytes is in its state, calibration included: `calibrate`
   records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
@@ -47,10 +47,10 @@ from ccr.keys import make_key
 from ccr.store import Retention
 from ccr.stores import open_store
 from compress.config import CompressConfig
-from compress.pipeline import Chain
-from compress.pipeline import run as run_pipeline
-from compress.session import Session
-from compress.session_store import StateBusy
+from compress.runner.pipeline import Chain
+from compress.runner.pipeline import run as run_pipeline
+from compress.state.session import Session
+from compress.state.session_store import StateBusy
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
 from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
 from ctxmill.shared_store import session_place
@@ -88,7 +88,7 @@ class WorkerSetup:
 
 class SessionState:
     """One session's `compress.Session`, kept in this worker's memory between runs and in step
-    with its place (files or the shared store) through `compress.session`.
+    with its place (files or the shared store) through `compress.state.session`.
 
     A run takes the place's lock and keeps it until its state is written (`finish`, which the
     worker calls right after the answer went back and before it reads its next job): another

@@ -38,7 +38,7 @@ from ctxmill.proxy.worker import WorkerSetup
 
 log = logging.getLogger("ctxmill.proxy")
 
-PRELOAD = ["ctxmill.proxy.worker", "compress.pipeline", "ccr.store"]
+PRELOAD = ["ctxmill.proxy.worker", "compress.runner.pipeline", "ccr.store"]
 MOVING = 0.2
 """Weight of the latest job in a worker's moving average of job time."""
 CLOSE_TIMEOUT = 30.0

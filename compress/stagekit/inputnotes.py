@@ -23,7 +23,7 @@ from typing import Any
 
 from ccr.markers import format_note, has_marker
 from compress.model import Block
-from compress.stage import StageContext
+from compress.stagekit.stage import StageContext
 
 KeyPath = tuple[str | int, ...]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from compress.config import CompressConfig
 from compress.model import Message
 from compress.provider_cache import LIVES, CacheLife, first_dropped_thinking
-from compress.session import Record, Session
+from compress.state.session import Record, Session
 from compress.tiers import Tier
 
 

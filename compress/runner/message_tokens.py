@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from compress.memo import PerObject
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from compress.stagekit.memo import PerObject
 from ground.jsonbytes import dumps
 
 IMAGE_TOKENS = 1_600
