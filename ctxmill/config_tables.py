@@ -201,7 +201,7 @@ def compress_table(section: Any, where: str) -> CompressConfig:
 def _stage_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
     """`[compress.stages.*]` checked against each stage's options dataclass (`Stage.options`)."""
     from compress.runner.pipeline import DEFAULT_STAGES  # only a config that sets stage options pays for the stages
-    from compress.stage_options import OptionError, checked_options
+    from compress.stagekit.stage_options import OptionError, checked_options
 
     try:
         return checked_options(value, DEFAULT_STAGES, "compress.stages")

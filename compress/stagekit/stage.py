@@ -71,7 +71,7 @@ class Stage:
     options: type | None = None
     """The stage's options dataclass (None: it takes none): the keys and types a config file may
     give it under `[compress.stages.<name>]`, checked when the file is loaded
-    (`compress.stage_options`); the stage reads them with `options_as(cls, ...)`."""
+    (`compress.stagekit.stage_options`); the stage reads them with `options_as(cls, ...)`."""
 
 
 REDACTED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
