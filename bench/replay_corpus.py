@@ -4,7 +4,7 @@
                                   [--headroom /tmp/peer-headroom/bin/python] [--no-headroom]
                                   [--grid default|small]
 
-Uses whatever `compress.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
+Uses whatever `compress.runner.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
 model of `replay.costmodel`, so re-running it after stages change refreshes the numbers.
 Every session is replayed once per point of the grid (`KNOBS`: the thresholds the replay helps
 choose, as stage options of the chain config) and the choice is judged leave-one-project-out
@@ -30,12 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compress.config import CompressConfig  # noqa: E402
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
-from compress.pipeline import DEFAULT_STAGES  # noqa: E402
+from compress.runner.pipeline import DEFAULT_STAGES  # noqa: E402
+from compress.stagekit.output_cut import TrimOptions  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.output_trim import TrimOptions  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402

@@ -24,9 +24,10 @@ What must hold: a held-out project's sessions never enter the choice made for it
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from replay.needed import Needed
 from replay.runner import ReplayReport
@@ -62,7 +63,7 @@ class Score:
     effective: float = 0.0
     needed: Needed = field(default_factory=Needed)
 
-    def add(self, report: ReplayReport, side: str = "ctxmill") -> "Score":
+    def add(self, report: ReplayReport, side: str = "ctxmill") -> Score:
         stats = report.sides()[side]
         self.sessions += 1
         self.raw += report.raw.cost
@@ -170,11 +171,11 @@ def target_misses(reports: Iterable[ReplayReport]) -> list[str]:
             out.append(f"{name}: effective {r.ratio(mine, True):.3f} > cap {r.ratio(cap, True):.3f}")
         if r.ratio(mine) > 1.0:
             out.append(f"{name}: modelled {r.ratio(mine):.3f} > 1")
-    mine, cap = score(reports), score(reports, "cap")
-    if mine.needed.fraction() < MIN_NEEDED:
-        out.append(f"overall needed {mine.needed.fraction():.3f} < {MIN_NEEDED}")
-    if mine.needed.fraction("11+") < MIN_NEEDED_OLD:
-        out.append(f"overall needed from sources 11+ messages old {mine.needed.fraction('11+'):.3f} < {MIN_NEEDED_OLD}")
-    if mine.effective_ratio > 0.85 * cap.effective_ratio:
-        out.append(f"overall effective {mine.effective_ratio:.3f} > 0.85 x cap {cap.effective_ratio:.3f}")
+    overall, overall_cap = score(reports), score(reports, "cap")
+    if overall.needed.fraction() < MIN_NEEDED:
+        out.append(f"overall needed {overall.needed.fraction():.3f} < {MIN_NEEDED}")
+    if overall.needed.fraction("11+") < MIN_NEEDED_OLD:
+        out.append(f"overall needed from sources 11+ messages old {overall.needed.fraction('11+'):.3f} < {MIN_NEEDED_OLD}")
+    if overall.effective_ratio > 0.85 * overall_cap.effective_ratio:
+        out.append(f"overall effective {overall.effective_ratio:.3f} > 0.85 x cap {overall_cap.effective_ratio:.3f}")
     return out

@@ -110,7 +110,7 @@ def test_an_epoch_within_the_budget_is_sent_compressed():
     assert not outcome.deferred and outcome.summary == "epoch"
 
 
-def test_a_real_worker_holding_an_incremental_run_past_the_budget_sends_it_compressed(fake, start_proxy,  # noqa: F811
+def test_a_real_worker_holding_an_incremental_run_past_the_budget_sends_it_compressed(fake, start_proxy,
                                                                                      tmp_path):
     """End to end through a worker process: the session's second run is incremental and held
     until the test lets it go, after the budget ran out many times over; the request still waits
