@@ -14,6 +14,8 @@ import httpx
 import orjson
 
 from ctxmill.proxy.app import Proxy
+from ctxmill.proxy.sessions import ProxySession
+from ctxmill.proxy.stats import SessionStats
 from ctxmill.proxy.workerpool import Submitted
 from ctxmill.settings import ProxyConfig
 from tests.helpers import eventually
@@ -27,22 +29,26 @@ BUDGET_MS = 5.0
 class FakePool:
     """A worker pool whose one job the test drives: started, epoch and done when it says so."""
 
-    def __init__(self) -> None:
+    def __init__(self, starts: bool = True) -> None:
         self.job: Submitted | None = None
+        self.starts = starts
+        self.needed: bool | None = None
 
     def expected_wait(self, key: str) -> float:
         return 0.0
 
-    def submit(self, key, fn, *args, **options) -> Submitted:
+    def submit(self, key, fn, *args, needed: bool = True, **options) -> Submitted:
         loop = asyncio.get_running_loop()
         self.job = Submitted(loop.create_future(), loop.create_future(), loop.create_future())
-        self.job.started.set_result(None)
+        self.needed = needed
+        if self.starts:
+            self.job.started.set_result(None)
         return self.job
 
 
-def _proxy(budget_ms: float | None = BUDGET_MS) -> tuple[Proxy, FakePool]:
+def _proxy(budget_ms: float | None = BUDGET_MS, starts: bool = True) -> tuple[Proxy, FakePool]:
     proxy = Proxy(ProxyConfig(persist=False, latency_budget_ms=budget_ms))
-    pool = FakePool()
+    pool = FakePool(starts)
     proxy.workers = pool  # type: ignore[assignment]
     return proxy, pool
 
@@ -150,3 +156,22 @@ def test_a_real_worker_holding_an_incremental_run_past_the_budget_sends_it_compr
     second.join(timeout=120)
     assert sent and b"deep_expand(" in sent[0]  # compressed, not the original bytes
     assert session()["requests"] == 2 and session()["deferred"] == deferred  # the held run was not deferred
+
+
+def test_a_run_that_never_started_is_dropped_and_its_request_counts_no_failure():
+    """A compression run still queued when its request left (behind other sessions' runs) is
+    submitted as not needed, so the pool drops it unrun; the session is then free for its next
+    request, and the dropped run counts neither a failure nor tokens."""
+    proxy, pool = _proxy(starts=False)
+    entry = ProxySession("k" * 32, None, SessionStats())
+
+    async def main():
+        outcome = await proxy.compress(entry, b"{}")
+        assert outcome.deferred and entry.pending is pool.job.done and pool.needed is False
+        pool.job.done.cancel()  # what WorkerPool does with a late job not needed
+        await asyncio.sleep(0)
+        return outcome
+
+    outcome = asyncio.run(main())
+    assert entry.pending is None and outcome.summary is None
+    assert (entry.stats.failures, entry.stats.tokens_before) == (0, 0)
