@@ -272,7 +272,9 @@ def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: in
           f" deferred {stats['deferred']}/{stats['requests']} ({100 * stats['deferred'] / max(1, stats['requests']):.1f}%),"
           f" epochs {stats['epochs']}; CPU ms/request proxy {1000 * used['proxy']['proxy'] / n:.1f}"
           f" + workers {1000 * used['proxy']['workers'] / n:.1f};"
-          f" RSS (proxy + workers) after warm-up {warm[0]:.0f} MiB, end {warm[-1]:.0f} MiB, max {max(warm):.0f} MiB",
+          f" RSS (proxy + workers) after warm-up {warm[0]:.0f} MiB, at 1/4 2/4 3/4 of the run"
+          f" {' '.join(f'{warm[len(warm) * q // 4]:.0f}' for q in (1, 2, 3))} MiB, end {warm[-1]:.0f} MiB,"
+          f" max {max(warm):.0f} MiB",
           flush=True)
     return results["direct"][1] + results["proxy"][1]
 

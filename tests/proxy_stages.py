@@ -44,6 +44,26 @@ def held_until_released(messages: list[Message], ctx: StageContext) -> list[Mess
     return messages
 
 
+HOLD_FROM = 10
+"""`held_later` holds the runs of requests of at least this many messages."""
+
+
+def held_later(messages: list[Message], ctx: StageContext) -> list[Message]:
+    """A run of a request of HOLD_FROM messages or more (a later request of the session: with
+    epochs off, an incremental run) whose user message names a path after WAIT_FOR writes
+    `<path>.started`, then waits until the path exists (at most 120 s). It claims to append to
+    the newest message (it never does) so that it runs when no message is mutable."""
+    if len(messages) >= HOLD_FROM:
+        named = [m.group(1) for msg in messages if msg.role == "user" and isinstance(msg.raw, dict)
+                 for m in [re.search(re.escape(WAIT_FOR) + r"(\S+)", str(msg.raw.get("content")))] if m]
+        if named:
+            Path(named[0] + ".started").touch()
+        deadline = time.monotonic() + 120
+        while named and not Path(named[0]).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return messages
+
+
 def crash_on_request(messages: list[Message], ctx: StageContext) -> list[Message]:
     """Kills the worker process when a user message says CRASH."""
     if any(m.role == "user" and not isinstance(m.raw.get("content"), list) and CRASH in m.raw["content"]
@@ -55,6 +75,8 @@ def crash_on_request(messages: list[Message], ctx: StageContext) -> list[Message
 CHAIN = Chain().push(Stage("head_of_results", head_of_results, Tier.ALWAYS))
 HELD_CHAIN = Chain().push(Stage("held", held_until_released, Tier.ALWAYS)).push(
     Stage("head_of_results", head_of_results, Tier.ALWAYS))
+HELD_LATER_CHAIN = Chain().push(Stage("held", held_later, Tier.ALWAYS, appends_to_newest=True)).push(
+    Stage("head_of_results", head_of_results, Tier.ALWAYS))
 CRASH_CHAIN = Chain().push(Stage("crash", crash_on_request, Tier.ALWAYS)).push(
     Stage("head_of_results", head_of_results, Tier.ALWAYS))
 
@@ -63,3 +85,11 @@ def stamp(label: str, seconds: float) -> tuple[str, float]:
     """A worker job for the scheduling test: sleeps, then says when it finished."""
     time.sleep(seconds)
     return label, time.monotonic()
+
+
+def epoch_stamp(label: str) -> str:
+    """A worker job that says it began an epoch (as a compression run does), then returns."""
+    from ctxmill.proxy import worker
+
+    worker._epoch_notice()
+    return label

@@ -225,6 +225,32 @@ def test_the_pool_knows_how_long_a_new_job_of_a_session_would_wait():
     assert idle == 0 and behind >= 3 * 0.2 * 0.9  # three jobs ahead of ~0.2 s each
 
 
+def test_an_epoch_is_announced_and_left_out_of_how_long_jobs_take():
+    """A job that began an epoch sets its `epoch` future before its result, and does not count in
+    the worker's usual job time (what the budget's queue check reads); an incremental one does."""
+    import asyncio
+
+    from compress.config import CompressConfig
+    from ctxmill.proxy.worker import WorkerSetup
+    from ctxmill.proxy.workerpool import WorkerPool
+    from tests.proxy_stages import epoch_stamp, stamp
+
+    async def scenario():
+        pool = WorkerPool(WorkerSetup(None, None, CompressConfig(), None, max_sessions=4), 1)
+        pool.start()
+        epoch = pool.submit("a", epoch_stamp, "epoch")
+        assert await epoch.done == "epoch" and epoch.epoch.done()
+        after_epoch = pool._slots[0].seconds
+        plain = pool.submit("a", stamp, "incremental", 0.0)
+        await plain.done
+        after_plain = pool._slots[0].seconds
+        await pool.close()
+        return after_epoch, after_plain, plain.epoch.done()
+
+    after_epoch, after_plain, announced = asyncio.run(scenario())
+    assert after_epoch == 0.0 and after_plain > 0 and not announced
+
+
 def test_a_run_holds_its_sessions_lock_until_its_state_is_written(tmp_path):
     """Another process that wants the session (a replica, the CLI) waits until the state of the
     request before is written: it can never run on the state before that."""

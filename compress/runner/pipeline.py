@@ -147,17 +147,20 @@ class CCRWriter(Protocol):
 def run(body: Any, *, session: Session, store: CCRWriter | None, config: CompressConfig = CompressConfig(),
         chain: Chain | None = None, reported_input_tokens: int | None = None,
         count_tokens: Callable[[str], int] = estimate_tokens, context_window: int | None = None,
-        now: float | None = None) -> RunResult:
+        now: float | None = None, on_epoch: Callable[[], None] | None = None) -> RunResult:
     """Compress one request. Never raises; on failure returns `body` itself. `context_window`:
     the model's context window in tokens when the caller knows it (tiers scale with it). `now`:
     when the request is sent, in seconds (`time.time()`; None: unknown), so a request that comes
-    after the provider's cache expired re-decides for free (`compress.runner.epochs`)."""
+    after the provider's cache expired re-decides for free (`compress.runner.epochs`). `on_epoch`:
+    called once, before the run plans the whole request again (an epoch), so a caller with a
+    latency budget can tell that long run from incremental work (the proxy); it changes nothing
+    decided."""
     started = time.perf_counter()
     session.settle()  # the last run's trial, when the face did not judge it after that answer
     report = RunReport()
     try:
         out = _run(body, session, store, config, chain or Chain(), reported_input_tokens, count_tokens, report,
-                   context_window, now)
+                   context_window, now, on_epoch)
     except RecursionError:
         log.warning("request nested too deeply to process; passed through")
         report.error = "JSON nested too deeply to process"
@@ -173,7 +176,7 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
 
 def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressConfig, chain: Chain,
          reported: int | None, count: Callable[[str], int], report: RunReport, window: int | None = None,
-         now: float | None = None) -> Any:
+         now: float | None = None, on_epoch: Callable[[], None] | None = None) -> Any:
     provider = detect(body)
     shape = SHAPES[provider]
     report.provider = provider
@@ -227,6 +230,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     current_turn = messages[-1].turn if messages else 0
     later: Callable[[], None] | None = None
     if reason:
+        if on_epoch is not None:
+            on_epoch()
         plan = planner.plan(0, current_turn)
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)

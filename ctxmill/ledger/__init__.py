@@ -52,9 +52,11 @@ def modelled_costs(price, tokens_before: int, tokens_after: int, usage: Any = No
 
 
 def request_row(*, face: str, session: str, project: Project, model: str, vendor: str, tokens_before: int,
-                tokens_after: int, usage: Any = None, stages: Mapping[str, int] | None = None) -> RequestRow:
+                tokens_after: int, usage: Any = None, stages: Mapping[str, int] | None = None,
+                deferred: bool = False) -> RequestRow:
     """One request as the ledger keeps it, priced. `usage`: the provider's report
-    (`compress.formats.usage.Usage`), if any."""
+    (`compress.formats.usage.Usage`), if any; `deferred`: sent as it came past the proxy's
+    latency budget."""
     import time
 
     from compress.model_prices import price_for
@@ -66,7 +68,7 @@ def request_row(*, face: str, session: str, project: Project, model: str, vendor
         counts = {"input": usage.input, "cache_read": usage.cache_read, "cache_write": usage.cache_write,
                   "output": usage.output, "reported": True}
     return RequestRow(face, session, project, model, price.name, tokens_before, tokens_after, without, with_,
-                      stages=dict(stages or {}), ts=time.time(), **counts)
+                      deferred=deferred, stages=dict(stages or {}), ts=time.time(), **counts)
 
 
 def record_request(*, path: Path | None = None, **fields: Any) -> None:

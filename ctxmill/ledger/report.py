@@ -33,7 +33,8 @@ STAGE_KINDS: dict[str, str] = {
 }
 """The kind of content each stage shortens (the pipeline's stages, compress.runner.pipeline.DEFAULT_STAGES)."""
 
-_SUMS = ("COUNT(*) AS requests, COALESCE(SUM(tokens_before), 0) AS tokens_before, "
+_SUMS = ("COUNT(*) AS requests, COALESCE(SUM(deferred), 0) AS deferred, "
+         "COALESCE(SUM(tokens_before), 0) AS tokens_before, "
          "COALESCE(SUM(tokens_after), 0) AS tokens_after, COALESCE(SUM(cost_without), 0) AS cost_without, "
          "COALESCE(SUM(cost_with), 0) AS cost_with")
 
@@ -44,6 +45,8 @@ def _figures(row: dict[str, Any]) -> dict[str, Any]:
     for key in ("cost_without", "cost_with"):
         row[key] = round(row[key], MONEY_DIGITS)
     row["cost_saved"] = round(row["cost_without"] - row["cost_with"], MONEY_DIGITS)
+    if "deferred" in row:  # requests sent as they came past the proxy's latency budget
+        row["deferred_share"] = round(row["deferred"] / row["requests"], 4) if row["requests"] else 0.0
     return row
 
 
@@ -80,7 +83,7 @@ def summary(ledger: Ledger, max_sessions: int = MAX_SESSIONS, since: float | Non
     days = {r["day"]: _figures(r) | {"expansions": by_day.get(r["day"], 0)}
             for r in ledger.query(f"SELECT day, {_SUMS} FROM requests{where} GROUP BY day", params)}
     for day, n in by_day.items():  # a day with expansions only
-        days.setdefault(day, _figures({"day": day, "requests": 0, "tokens_before": 0, "tokens_after": 0,
+        days.setdefault(day, _figures({"day": day, "requests": 0, "deferred": 0, "tokens_before": 0, "tokens_after": 0,
                                        "cost_without": 0.0, "cost_with": 0.0}) | {"expansions": n})
     by_session = _expansions(ledger, "session", where, params)
     sessions = [_figures(r) | {"expansions": by_session.get(r["session"], 0)} for r in ledger.query(
@@ -129,6 +132,9 @@ def render(data: dict[str, Any], rows: int = 10) -> str:
              f"{t['tokens_before']:,} -> {t['tokens_after']:,} tokens ({_pct(t)} saved), "
              f"{_money(t['cost_without'])} -> {_money(t['cost_with'])} ({_money(t['cost_saved'])} saved); "
              f"{t['expansions']:,} markers expanded"]
+    if t.get("deferred"):
+        lines.append(f"{t['deferred']:,} of {t['requests']:,} requests ({100 * t['deferred_share']:.1f}%) sent as "
+                     "they came: their compression (an epoch) missed the proxy's latency budget")
     tables = (("per project", "project", data["projects"]), ("per model", "model", data["models"]),
               ("per day", "day", data["days"][::-1]), ("per session", "session", data["sessions"]))
     for title, key, items in tables:

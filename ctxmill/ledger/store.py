@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ground.sqlitedb import StoreError, create_schema, immediate, opened
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS requests (
     project_id TEXT NOT NULL, project TEXT NOT NULL, model TEXT NOT NULL, priced_as TEXT NOT NULL,
     tokens_before INTEGER NOT NULL, tokens_after INTEGER NOT NULL,
     input INTEGER NOT NULL, cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, output INTEGER NOT NULL,
-    reported INTEGER NOT NULL, cost_without REAL NOT NULL, cost_with REAL NOT NULL);
+    reported INTEGER NOT NULL, cost_without REAL NOT NULL, cost_with REAL NOT NULL,
+    deferred INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS requests_day ON requests(day);
 CREATE INDEX IF NOT EXISTS requests_session ON requests(session);
 CREATE TABLE IF NOT EXISTS stage_savings (
@@ -74,6 +75,8 @@ class RequestRow:
     output: int = 0
     reported: bool = False
     """The token counts and costs come from the provider's usage report (else estimated)."""
+    deferred: bool = False
+    """Sent as it came because its compression missed the proxy's latency budget (an epoch)."""
     stages: Mapping[str, int] = field(default_factory=dict)
     """Tokens each stage removed (a stage that added tokens, such as a reminder, is negative)."""
     ts: float | None = None
@@ -112,11 +115,11 @@ class Ledger:
         ts = time.time() if row.ts is None else row.ts
         cur.execute(
             "INSERT INTO requests (ts, day, face, session, project_id, project, model, priced_as, tokens_before,"
-            " tokens_after, input, cache_read, cache_write, output, reported, cost_without, cost_with)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " tokens_after, input, cache_read, cache_write, output, reported, cost_without, cost_with, deferred)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (ts, day_of(ts), row.face, row.session, row.project.id, row.project.name, row.model, row.priced_as,
              row.tokens_before, row.tokens_after, row.input, row.cache_read, row.cache_write, row.output,
-             int(row.reported), row.cost_without, row.cost_with))
+             int(row.reported), row.cost_without, row.cost_with, int(row.deferred)))
         request = cur.lastrowid
         cur.executemany("INSERT INTO stage_savings (request, stage, tokens) VALUES (?,?,?)",
                         [(request, stage, int(n)) for stage, n in row.stages.items() if n])
@@ -144,5 +147,8 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     if version == SCHEMA_VERSION:
+        return
+    if version == 1:  # schema 1 had no deferred column: its requests were not deferred, as far as it knew
+        create_schema(conn, "ALTER TABLE requests ADD COLUMN deferred INTEGER NOT NULL DEFAULT 0", SCHEMA_VERSION)
         return
     create_schema(conn, _SCHEMA, SCHEMA_VERSION)

@@ -2,9 +2,9 @@
 
 Per request on a compressing route: read the body (bounded), read its session key
 (`identity.request_key`, a lazy parse), send the bytes to the session's worker process
-(`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them
-(or, past the budget, the original bytes while the
-run finishes in the background) upstream with the client's headers, and stream the upstream
+(`WorkerPool`) and wait for the compressed bytes: as long as the run is incremental work, and at
+most `latency_budget_ms` once it began an epoch (`within_budget`); then send them (or, past the
+budget, the original bytes while the run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
 that is not a JSON request (invalid JSON, no conversation list), one that continues a
 conversation the provider stores (`previous_response_id`), a failed run or a dead worker
@@ -61,6 +61,9 @@ log = logging.getLogger("ctxmill.proxy")
 
 START_WAIT_FACTOR = 4
 """A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
+INLINE_LIMIT_FACTOR = 40
+"""Incremental work is waited for up to this many latency budgets (1 s at 25 ms): only against a
+stuck worker; no incremental run on the corpus comes near it."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -83,6 +86,7 @@ class Proxy:
         self.budget = None if budget is None else budget / 1000
         self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000
         """How long a request waits for its worker to start its run (behind other sessions' runs)."""
+        self.inline_limit = None if budget is None else INLINE_LIMIT_FACTOR * budget / 1000
         self.ledger = team_ledger(config)
         """Rows are written in batches off the event loop (ctxmill.ledger.batch)."""
 
@@ -228,19 +232,24 @@ class Proxy:
         """The request's compression, waited for within the latency budget (`within_budget`).
         A run that misses it goes on in the background and records its stats when done; while it
         runs, the session's requests are sent as they are (a session never queues a second
-        background run)."""
+        background run). A run that had not even started when its request left is dropped unrun
+        (`needed=False`): the session's next request decides its messages with its own, as a
+        replica that never saw it would; so a busy worker does not go on to run requests already
+        sent, which would keep the session's next ones waiting behind them."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
-                                           entry.stats_bytes(), context_window, entry.directory is not None)
+                                           entry.stats_bytes(), context_window, entry.directory is not None,
+                                           needed=False)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
             size = len(raw)
 
-            def finished(_: asyncio.Future) -> None:
+            def finished(future: asyncio.Future) -> None:
                 entry.pending = None
-                entry.record_run(size, outcome)
+                if not future.cancelled():  # dropped unrun: nothing ran, nothing failed
+                    entry.record_run(size, outcome)
 
             entry.pending.add_done_callback(finished)
         return outcome
@@ -248,11 +257,13 @@ class Proxy:
     async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
         or later in the background when it misses the budget: `deferred`, with `pending` set).
-        The budget adapts to load: it counts the run's own time from when the worker starts it,
-        so the time a request waits behind other sessions' runs (at most `start_wait`) never
-        defers it; what the budget defers are runs that take long themselves, epochs. A worker
-        so far behind that the run would not start within `start_wait` (its queue times its
-        jobs' moving average time) defers the request at once.
+        The budget adapts to the work: incremental work is always waited for (up to
+        `inline_limit`, against a stuck worker), and the budget counts from when the run says it
+        began an epoch (`Submitted.epoch`: a whole new plan, 10-30 times an incremental run), so
+        only epochs are deferred, never a request because the machine is slow. Nor does the time
+        a request waits behind other sessions' runs (at most `start_wait`) defer it; a worker so
+        far behind that the run would not start within `start_wait` (its queue times its jobs'
+        moving average time) defers the request at once.
         `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
         hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
@@ -261,10 +272,14 @@ class Proxy:
         if self.budget is None:
             await asyncio.wait({job.done})
             return outcome
+        first = asyncio.FIRST_COMPLETED
         if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
-            await asyncio.wait({job.started, job.done}, timeout=self.start_wait)
-        done, _ = await asyncio.wait({job.done}, timeout=self.budget if job.started.done() else 0)
-        if not done:
+            await asyncio.wait({job.started, job.done}, timeout=self.start_wait, return_when=first)
+        if job.started.done():
+            await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit, return_when=first)
+            if job.epoch.done() and not job.done.done():
+                await asyncio.wait({job.done}, timeout=self.budget)
+        if not job.done.done():
             outcome.deferred, outcome.pending = True, job.done
         return outcome
 

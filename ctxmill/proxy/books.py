@@ -32,7 +32,8 @@ def ledger_row(session: str, vendor: str, outcome: Outcome, usage: Usage | None,
     return request_row(face="proxy", session=session, project=project_of(folder), model=s.model if s else "",
                        vendor=vendor, tokens_before=before,
                        tokens_after=s.tokens_after if s is not None and saved else before,
-                       usage=usage, stages=s.stages if s is not None and saved else None)
+                       usage=usage, stages=s.stages if s is not None and saved else None,
+                       deferred=outcome.deferred)
 
 
 def team_ledger(config: ProxyConfig):

@@ -36,7 +36,7 @@ import signal
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +51,7 @@ from compress.runner.pipeline import Chain
 from compress.runner.pipeline import run as run_pipeline
 from compress.state.session import Session
 from compress.state.session_store import StateBusy
+from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
 from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
 from ctxmill.shared_store import session_place
@@ -109,7 +110,7 @@ class SessionState:
         self._stats: bytes | None = None
 
     def compress(self, raw: bytes, worker: Worker, stats: bytes | None = None,
-                 context_window: int | None = None) -> RunSummary:
+                 context_window: int | None = None, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
         try:
@@ -118,7 +119,7 @@ class SessionState:
             session = self._current()
             result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
                                   chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
-                                  context_window=context_window, now=time.time())
+                                  context_window=context_window, now=time.time(), on_epoch=on_epoch)
             report = result.report
             data = None if result.body is body or report.error else dumps(result.body)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
@@ -237,10 +238,10 @@ class Worker:
         return state
 
     def compress(self, key: str, raw: bytes, stats: bytes | None = None, context_window: int | None = None,
-                 persist: bool = True) -> RunSummary:
+                 persist: bool = True, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish()
         state = self.state(key, persist)
-        summary = state.compress(raw, self, stats, context_window)
+        summary = state.compress(raw, self, stats, context_window, on_epoch)
         state.size = len(raw)
         self._unwritten = state
         return summary
@@ -276,16 +277,20 @@ class DiscardingStore:
         return make_key(text)
 
 
-def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None) -> bytes | None:
+def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None,
+                  on_epoch: Callable[[], None] | None = None) -> bytes | None:
     """The body as a fresh session would compress it (None: unchanged). For count_tokens: the
     count reflects compression (as an epoch would render it) without disturbing the session."""
-    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain)
+    result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain,
+                          on_epoch=on_epoch)
     return None if result.body is body else dumps(result.body)
 
 
 # -- entry points (called by `serve` for the proxy's WorkerPool) -------------------------
 
 _worker: Worker | None = None
+_socket: socket.socket | None = None
+"""The proxy's end of the job being run: where `_epoch_notice` goes."""
 
 
 def start(setup: WorkerSetup) -> None:
@@ -322,11 +327,12 @@ def _die_with_proxy(sock: socket.socket) -> None:
 
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     """The worker process: answer jobs from `sock` until the proxy closes it, then flush.
-    A job is an 8-byte big-endian length and a pickle of (function, args); the answer is the
-    same framing around (True, result) or (False, exception)."""
+    Framing: `ctxmill.proxy.frames` (a run that starts an epoch says so first: `_epoch_notice`)."""
+    global _socket
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
     _die_with_proxy(sock)
     start(setup)
+    _socket = sock
     with sock:
         while _answer(sock):
             pass
@@ -336,7 +342,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
 def _answer(sock: socket.socket) -> bool:
     """Run the next job from `sock` and send its answer; False when the proxy hung up. The job's
     bytes die with this call: a worker waiting for its next job holds none of the last one."""
-    job = _receive(sock)
+    job = frames.receive(sock)
     if job is None:
         return False
     fn, args = pickle.loads(job)
@@ -345,7 +351,7 @@ def _answer(sock: socket.socket) -> bool:
         answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
         answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    sock.sendall(len(answer).to_bytes(8, "big"))
+    sock.sendall(frames.header(len(answer)))
     sock.sendall(answer)
     del answer
     if _worker is not None:
@@ -353,27 +359,17 @@ def _answer(sock: socket.socket) -> bool:
     return True
 
 
-def _receive(sock: socket.socket) -> bytearray | None:
-    header = _exactly(sock, 8)
-    return None if header is None else _exactly(sock, int.from_bytes(header, "big"))
-
-
-def _exactly(sock: socket.socket, size: int) -> bytearray | None:
-    data = bytearray(size)
-    view, got = memoryview(data), 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            return None
-        got += n
-    return data
+def _epoch_notice() -> None:
+    """Tell the proxy the job's run has begun an epoch (its latency budget counts from now)."""
+    if _socket is not None:
+        _socket.sendall(frames.EPOCH)
 
 
 def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: int | None = None,
                      persist: bool = True) -> RunSummary:
     """`persist` False: the session's state stays in memory (see ctxmill.proxy.sessions)."""
     assert _worker is not None
-    return _worker.compress(key, raw, stats, context_window, persist)
+    return _worker.compress(key, raw, stats, context_window, persist, _epoch_notice)
 
 
 def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
@@ -385,7 +381,8 @@ def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per
 def count_request(raw: bytes) -> RunSummary:
     assert _worker is not None
     try:
-        return RunSummary(compress_once(orjson.loads(raw), _worker.setup.compress, _worker.setup.chain))
+        return RunSummary(compress_once(orjson.loads(raw), _worker.setup.compress, _worker.setup.chain,
+                                        _epoch_notice))
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("count_tokens: compression failed, original sent: %s", type(exc).__name__)
         return RunSummary(None, error=type(exc).__name__)

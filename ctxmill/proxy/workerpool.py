@@ -6,9 +6,9 @@ start from a forkserver that preloaded the engine (the proxy process has threads
 forked itself; a new worker costs a fork, not an interpreter start). Each is connected by a Unix
 socket pair the event loop reads and writes itself (`worker.serve` on the other end): a job is one
 length-prefixed pickle of (function, args) and its answer one pickle of (ok, value), so a 0.7 MB
-request crosses with no helper thread and no GIL hand-over. Must hold:
+request crosses with no helper thread and no GIL hand-over (`ctxmill.proxy.frames`). Must hold:
 - `submit` returns a `Submitted` (asyncio futures: `started` when the job went to its worker,
-  `done` with its result) and never blocks the event loop.
+  `epoch` when its run began an epoch, `done` with its result) and never blocks the event loop.
 - A worker gets one job at a time. `first` jobs (a session's usage, which the client's answer
   waits for) go before all others; of the rest, the one whose request is still waiting with the
   earliest deadline goes first; jobs past their deadline (their request already left with the
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmill.proxy import worker
+from ctxmill.proxy import frames, worker
 from ctxmill.proxy.worker import WorkerSetup
 
 log = logging.getLogger("ctxmill.proxy")
@@ -63,6 +63,7 @@ class _Job:
     seq: int
     future: asyncio.Future
     started: asyncio.Future
+    epoch: asyncio.Future
     first: bool = False
 
 
@@ -70,6 +71,8 @@ class _Job:
 class Submitted:
     started: asyncio.Future
     """Done (None) when the job was sent to its worker."""
+    epoch: asyncio.Future
+    """Done (None) when the job's run began an epoch (never, for incremental work)."""
     done: asyncio.Future
     """The job's result (or exception; cancelled when it was dropped unrun)."""
 
@@ -90,16 +93,18 @@ class _Process:
         self._socket = ours
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
-    async def call(self, fn: Callable[..., Any], args: tuple) -> Any:
+    async def call(self, fn: Callable[..., Any], args: tuple, on_epoch: Callable[[], None] = lambda: None) -> Any:
+        """The job's result; `on_epoch` is called when its run says it began an epoch."""
         if self._streams is None:
             self._streams = await asyncio.open_unix_connection(sock=self._socket, limit=IO_LIMIT)
         reader, writer = self._streams
         payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            writer.write(len(payload).to_bytes(8, "big"))
+            writer.write(frames.header(len(payload)))
             writer.write(payload)
             await writer.drain()
-            size = int.from_bytes(await reader.readexactly(8), "big")
+            while not (size := int.from_bytes(await reader.readexactly(frames.HEADER), "big")):
+                on_epoch()  # a notice (frames.EPOCH); the answer follows
             ok, value = pickle.loads(await reader.readexactly(size))
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             raise WorkerDied(f"proxy worker exited ({type(exc).__name__})") from None
@@ -134,7 +139,9 @@ class _Slot:
     busy: bool = False
     queue: list[_Job] = field(default_factory=list)
     seconds: float = 0.0
-    """How long this worker's jobs take, as a moving average (0 until one finished)."""
+    """How long this worker's jobs take, as a moving average (0 until one finished), epochs left
+    out: they are the exception (10-30 times a job's usual time), and a request must not be sent
+    as it is because another session's epoch ran a moment ago."""
 
 
 class WorkerPool:
@@ -170,11 +177,12 @@ class WorkerPool:
         job to start (None: as long as it takes)."""
         loop = asyncio.get_running_loop()
         deadline = math.inf if wait is None else loop.time() + wait
-        job = _Job(fn, args, deadline, needed, next(self._seq), loop.create_future(), loop.create_future(), first)
+        job = _Job(fn, args, deadline, needed, next(self._seq), loop.create_future(), loop.create_future(),
+                   loop.create_future(), first)
         slot = self._slots[self.slot(key)]
         slot.queue.append(job)
         self._dispatch(slot)
-        return Submitted(job.started, job.future)
+        return Submitted(job.started, job.epoch, job.future)
 
     def _dispatch(self, slot: _Slot) -> None:
         if not slot.busy and (job := self._next(slot)) is not None:
@@ -188,7 +196,7 @@ class WorkerPool:
             job.started.set_result(None)
         began = asyncio.get_running_loop().time()
         try:
-            result = await self._process(slot).call(job.fn, job.args)
+            result = await self._process(slot).call(job.fn, job.args, lambda: _set(job.epoch))
         except WorkerDied as exc:
             self._replace(slot)
             _fail(job, exc)
@@ -199,7 +207,8 @@ class WorkerPool:
                 job.future.set_result(result)
         finally:
             took = asyncio.get_running_loop().time() - began
-            slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
+            if not job.epoch.done():
+                slot.seconds = took if not slot.seconds else slot.seconds + MOVING * (took - slot.seconds)
             slot.busy = False
             self._dispatch(slot)
 
@@ -214,8 +223,8 @@ class WorkerPool:
         now = asyncio.get_running_loop().time()
         for job in [j for j in slot.queue if j.deadline <= now and not j.needed]:
             slot.queue.remove(job)
-            job.future.cancel()
-            job.started.cancel()
+            for future in (job.future, job.started, job.epoch):
+                future.cancel()
         if not slot.queue:
             return None
         if first := [j for j in slot.queue if j.first]:
@@ -249,6 +258,11 @@ class WorkerPool:
         for process in processes:
             await asyncio.to_thread(process.wait, CLOSE_TIMEOUT)
         self._slots = [_Slot() for _ in self._slots]
+
+
+def _set(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _fail(job: _Job, exc: BaseException) -> None:

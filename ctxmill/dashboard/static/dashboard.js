@@ -55,6 +55,11 @@
     setFigure("total-sessions", t.sessions, tokens(t.sessions));
     setFigure("total-projects", t.projects, tokens(t.projects));
     setFigure("total-expansions", t.expansions, tokens(t.expansions));
+    el("deferred-card").hidden = !("deferred" in t);  // the ledger's; a replay has no latency budget
+    if ("deferred" in t) {
+      setFigure("total-deferred-share", t.deferred_share, pct(t.deferred, t.requests));
+      setFigure("total-deferred", t.deferred, tokens(t.deferred));
+    }
     if (note) el("cost-note").textContent = note;
   }
 

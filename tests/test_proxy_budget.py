@@ -1,0 +1,177 @@
+"""The proxy's latency budget: incremental work is always waited for, only an epoch is deferred.
+
+No assertion here depends on how fast the machine is: a run is held until the test lets it go,
+and the budget is over before it does (asyncio fires the earlier timer first), so a proxy that
+deferred incremental work would defer these requests every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import httpx
+import orjson
+
+from ctxmill.proxy.app import Proxy
+from ctxmill.proxy.sessions import ProxySession
+from ctxmill.proxy.stats import SessionStats
+from ctxmill.proxy.workerpool import Submitted
+from ctxmill.settings import ProxyConfig
+from tests.helpers import eventually
+from tests.proxy_fixtures import NO_EPOCHS, fake, start_proxy, upstream  # noqa: F401 - fixtures
+from tests.proxy_helpers import example
+from tests.proxy_stages import HELD_LATER_CHAIN, WAIT_FOR
+
+BUDGET_MS = 5.0
+
+
+class FakePool:
+    """A worker pool whose one job the test drives: started, epoch and done when it says so."""
+
+    def __init__(self, starts: bool = True) -> None:
+        self.job: Submitted | None = None
+        self.starts = starts
+        self.needed: bool | None = None
+
+    def expected_wait(self, key: str) -> float:
+        return 0.0
+
+    def submit(self, key, fn, *args, needed: bool = True, **options) -> Submitted:
+        loop = asyncio.get_running_loop()
+        self.job = Submitted(loop.create_future(), loop.create_future(), loop.create_future())
+        self.needed = needed
+        if self.starts:
+            self.job.started.set_result(None)
+        return self.job
+
+
+def _proxy(budget_ms: float | None = BUDGET_MS, starts: bool = True) -> tuple[Proxy, FakePool]:
+    proxy = Proxy(ProxyConfig(persist=False, latency_budget_ms=budget_ms))
+    pool = FakePool(starts)
+    proxy.workers = pool  # type: ignore[assignment]
+    return proxy, pool
+
+
+def _run_for(proxy: Proxy, pool: FakePool, drive, after=None) -> object:
+    """within_budget for one job while `drive(job, waiting)` (a coroutine) plays the worker;
+    `after(job, outcome)`, a coroutine, plays it on once the request was answered."""
+    async def main():
+        waiting = asyncio.ensure_future(proxy.within_budget("k" * 32, print))
+        await asyncio.sleep(0)
+        assert pool.job is not None
+        await drive(pool.job, waiting)
+        outcome = await waiting
+        if after is not None:
+            await after(pool.job, outcome)
+        return outcome
+
+    return asyncio.run(main())
+
+
+def test_incremental_work_is_waited_for_however_long_it_takes():
+    proxy, pool = _proxy()
+
+    async def slow_incremental(job: Submitted, waiting: asyncio.Future) -> None:
+        await asyncio.sleep(20 * BUDGET_MS / 1000)  # 20 budgets: the budget's timer fired long ago
+        assert not waiting.done()  # still waiting for the run, not sent as it is
+        job.done.set_result("compressed")
+        for _ in range(3):  # the request goes as soon as its run is done: no timer to wait for
+            await asyncio.sleep(0)
+        assert waiting.done()
+
+    outcome = _run_for(proxy, pool, slow_incremental)
+    assert not outcome.deferred and outcome.pending is None and outcome.summary == "compressed"
+
+
+def test_an_epoch_past_the_budget_is_deferred_and_finishes_in_the_background():
+    proxy, pool = _proxy()
+
+    async def slow_epoch(job: Submitted, waiting: asyncio.Future) -> None:
+        await asyncio.sleep(3 * BUDGET_MS / 1000)  # incremental work first: not deferred for it
+        assert not waiting.done()
+        job.epoch.set_result(None)  # the run began an epoch; it never ends while the request waits
+
+    async def finishes_later(job: Submitted, outcome) -> None:
+        assert outcome.deferred and outcome.pending is job.done and outcome.summary is None
+        job.done.set_result("compressed later")  # the background run fills the same outcome
+        await asyncio.sleep(0)
+
+    outcome = _run_for(proxy, pool, slow_epoch, finishes_later)
+    assert outcome.deferred and outcome.summary == "compressed later"
+
+
+def test_an_epoch_within_the_budget_is_sent_compressed():
+    proxy, pool = _proxy(budget_ms=60_000.0)
+
+    async def quick_epoch(job: Submitted, waiting: asyncio.Future) -> None:
+        job.epoch.set_result(None)
+        await asyncio.sleep(0)
+        job.done.set_result("epoch")
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert waiting.done()
+
+    outcome = _run_for(proxy, pool, quick_epoch)
+    assert not outcome.deferred and outcome.summary == "epoch"
+
+
+def test_a_real_worker_holding_an_incremental_run_past_the_budget_sends_it_compressed(fake, start_proxy,
+                                                                                     tmp_path):
+    """End to end through a worker process: the session's second run is incremental and held
+    until the test lets it go, after the budget ran out many times over; the request still waits
+    for it and goes out compressed, not deferred."""
+    budget_ms = 50
+    proxy = start_proxy(chain=HELD_LATER_CHAIN, compress=NO_EPOCHS, latency_budget_ms=budget_ms, workers=1)
+    body = example()
+    release = tmp_path / "release"
+    first = body["messages"][0]
+    body["messages"][0] = {**first, "content": f"{WAIT_FOR}{release}\n{first['content']}"}
+
+    def send(n: int) -> bytes:
+        r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps({**body, "messages": body["messages"][:n]}),
+                       timeout=120)
+        assert r.status_code == 200
+        return bytes(fake.received[-1].body)
+
+    def session() -> dict:
+        [row] = httpx.get(proxy.url + "/ctxmill/stats", timeout=120).json()["sessions"]
+        return row
+
+    send(9)  # a new session's first run, an epoch (not held; on a busy machine it may be deferred)
+    eventually(lambda: session()["tokens_before"] > 0)  # it finished, in the background or not
+    deferred = session()["deferred"]
+    sent: list[bytes] = []
+    second = threading.Thread(target=lambda: sent.append(send(11)))
+    second.start()
+    started = tmp_path / "release.started"
+    pause = threading.Event()  # never set: a way to sleep
+    for _ in range(6000):  # at most 120 s
+        if started.exists() or not second.is_alive():
+            break
+        pause.wait(0.02)
+    assert started.exists(), (sent, list(tmp_path.iterdir()))
+    pause.wait(10 * budget_ms / 1000)  # the run is held past ten budgets
+    release.touch()
+    second.join(timeout=120)
+    assert sent and b"deep_expand(" in sent[0]  # compressed, not the original bytes
+    assert session()["requests"] == 2 and session()["deferred"] == deferred  # the held run was not deferred
+
+
+def test_a_run_that_never_started_is_dropped_and_its_request_counts_no_failure():
+    """A compression run still queued when its request left (behind other sessions' runs) is
+    submitted as not needed, so the pool drops it unrun; the session is then free for its next
+    request, and the dropped run counts neither a failure nor tokens."""
+    proxy, pool = _proxy(starts=False)
+    entry = ProxySession("k" * 32, None, SessionStats())
+
+    async def main():
+        outcome = await proxy.compress(entry, b"{}")
+        assert outcome.deferred and entry.pending is pool.job.done and pool.needed is False
+        pool.job.done.cancel()  # what WorkerPool does with a late job not needed
+        await asyncio.sleep(0)
+        return outcome
+
+    outcome = asyncio.run(main())
+    assert entry.pending is None and outcome.summary is None
+    assert (entry.stats.failures, entry.stats.tokens_before) == (0, 0)
