@@ -41,3 +41,16 @@ def test_ctxmill_stats_and_every_dashboard_show_the_whole_teams_requests(fake, s
     mine = subprocess.run([sys.executable, "-m", "ctxmill", "stats", "--json"], capture_output=True, timeout=60,
                           env={k: v for k, v in env.items() if k != "CTXMILL_STORE"})
     assert orjson.loads(mine.stdout)["totals"]["requests"] == 0  # a user's own ledger is not the team's
+
+
+def test_a_row_from_a_newer_replica_is_counted_with_the_fields_this_version_knows():
+    """During an upgrade, replicas of two versions share the stream: a row carrying a field this
+    version does not know is read with the ones it does, not dropped as a failed row."""
+    from ctxmill.ledger.store import Project, RequestRow
+    from ctxmill.ledger.team import _decoded, _encoded
+
+    row = RequestRow("proxy", "s1", Project("p1", "demo"), "claude-opus-5", "opus", 1000, 400, 1.0, 0.5,
+                     deferred=True, stages={"trim_outputs": 600}, ts=12.5)
+    assert _decoded(_encoded(row)) == row
+    newer = orjson.loads(_encoded(row)) | {"a_field_of_a_later_version": 3}
+    assert _decoded(orjson.dumps(newer)) == row

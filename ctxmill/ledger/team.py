@@ -14,7 +14,7 @@ the latest `MAX_ROWS` rows (older ones leave Redis; a copy that already holds th
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import orjson
@@ -35,15 +35,21 @@ def stream_name(address: StoreAddress) -> str:
 
 
 def _encoded(row: RequestRow) -> bytes:
-    fields = asdict(row)
-    fields["project"] = [row.project.id, row.project.name]
-    return orjson.dumps(fields)
+    values = asdict(row)
+    values["project"] = [row.project.id, row.project.name]
+    return orjson.dumps(values)
+
+
+_ROW_FIELDS = frozenset(field.name for field in fields(RequestRow))
 
 
 def _decoded(data: bytes) -> RequestRow:
-    fields = orjson.loads(data)
-    project_id, name = fields.pop("project")
-    return RequestRow(project=Project(str(project_id), str(name)), **fields)
+    """The row a signed line holds; fields this version does not know (a newer replica's) are
+    left out, so replicas of two versions count each other's rows during an upgrade."""
+    values = orjson.loads(data)
+    project_id, name = values.pop("project")
+    known = {key: value for key, value in values.items() if key in _ROW_FIELDS}
+    return RequestRow(project=Project(str(project_id), str(name)), **known)
 
 
 class TeamSink:
