@@ -262,3 +262,17 @@ def test_a_write_result_loses_exactly_the_echo_of_its_body(lines, change):
         assert_markers_resolve(out, echo, store)
     else:
         assert not (in_a_row and len(content) > 1_000), "a long echo of the body was kept"
+
+
+def test_a_result_carrying_a_ctxmill_marker_was_decided_before_and_is_left_alone():
+    """Idempotence: an earlier pass removed a reminder between two lines the call's input also
+    holds; a second pass must not now find them as an echo and cut them (nor cut anything else
+    of a result a ctxmill marker shows was already decided)."""
+    a, b = "first line of the file shown here " * 8, "second line of the file shown here " * 8
+    reminder = "<system-reminder>" + "Remember the todo list. " * 10 + "</system-reminder>"
+    body = anthropic([("Grep", {"pattern": "line", "content": f"{a}\n\n{b}"}, f"{a}\n{reminder}\n{b}")], turns_after=1)
+    config = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)
+    once = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=config).body
+    assert "removed injected system-reminder" in result_texts(once)[0]
+    again = run(once, session=Session.memory(), store=CCRStore.in_memory(), config=config)
+    assert result_texts(again.body) == result_texts(once) and again.report.ccr_written == 0

@@ -17,7 +17,8 @@ Every change stores the original in CCR first and says what was kept.
 
 What must hold: the decision is a pure function of the result and its call (no tier, age or
 neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
-provider's cached prefix stays valid; the runner lets this stage, and only it, change the tool
+provider's cached prefix stays valid; a result that already carries a ctxmill marker (any, an
+injection removal's included) was decided by an earlier pass and is left as it is (idempotence); the runner lets this stage, and only it, change the tool
 results of the newest messages (`Stage.decides_on_arrival`).
 """
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccr.markers import format_marker
+from ccr.markers import format_marker, has_marker
 from compress.config import options_as
 from compress.inputnotes import large_strings
 from compress.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
@@ -64,6 +65,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions) -> Block:
     kind = tool_kind(block.tool_name, block.call_input)
     text = block.result_text
+    if has_marker(text):
+        return block
     path = ""
     if kind is ToolKind.FILE_READ:
         path = first_path(block.tool_name, block.call_input)
