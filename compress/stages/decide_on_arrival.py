@@ -6,8 +6,10 @@ dumps) is decided in the request that first carries it, protected tail included,
 budgets of `compress.output_trim.TrimOptions` at `scale` (option, default 0.25): command output
 keeps its head, tail and every error line with context, search hits their first files and lines
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
-2,000, the decide-once cap's limit) is cut; JSON is left whole for crush_json, and the results
-of protected tools are never touched. A read of a data file or log (JSON lines, logs, CSV,
+2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
+(images, PDFs inside an MCP tool's JSON), cut on arrival; the results of protected tools are
+never touched. Web output (`fetch`, `WebFetch`, web search) is cut like other
+long output; a subagent's report is not (trim_outputs decides it once it is history). A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
 its line numbers (`compress.line_numbers`; 1 keeps them all, for tools that edit by line
@@ -37,11 +39,12 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
-from compress.vocab.tools import ECHOED_KEYS, ToolKind, tool_kind
+from compress.vocab.tools import ECHOED_KEYS, ToolKind, is_subagent, tool_kind
 from ground.jsonbytes import parse_document
 
-ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER})
-"""Kinds decided on arrival; file reads (but of data files), subagent and web output are the
+ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER,
+                            ToolKind.SUBAGENT_WEB})
+"""Kinds decided on arrival; file reads (but of data files) and subagents' reports are the
 agent's working material and are decided later (trim_outputs)."""
 
 
@@ -72,14 +75,15 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
         path = first_path(block.tool_name, block.call_input)
         if not is_data(path):
             return _thin(block, ctx, opts)
-    elif kind not in ARRIVING_KINDS:
+    elif kind not in ARRIVING_KINDS or is_subagent(block.tool_name):
         return block
     if (echo := _echo(block, ctx)) is not None:
         return echo
-    if len(text) <= opts.min_chars or parse_document(text) is not None:
+    if len(text) <= opts.min_chars:
         return block
+    lines = parse_document(text) is None
     budget = budgets.budget(opts.scale, kind)
-    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, True),
+    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, lines),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
 
