@@ -9,7 +9,8 @@ per file, listings are grouped by directory. An output longer than `min_chars` (
 2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
 (images, PDFs inside an MCP tool's JSON), cut on arrival; the results of protected tools are
 never touched. Web output (`fetch`, `WebFetch`, web search) is cut like other
-long output; a subagent's report is not (trim_outputs decides it once it is history). A read of a data file or log (JSON lines, logs, CSV,
+long output; a subagent's report is not (trim_outputs decides it once it is history), nor a poll
+of a running command (`compress.vocab.polls`: only the history tells what it polls). A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
 its line numbers (`compress.line_numbers`; 1 keeps them all, for tools that edit by line
@@ -39,6 +40,7 @@ from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
+from compress.vocab.polls import is_poll
 from compress.vocab.tools import ECHOED_KEYS, ToolKind, is_subagent, tool_kind
 from ground.jsonbytes import parse_document
 
@@ -75,7 +77,7 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
         path = first_path(block.tool_name, block.call_input)
         if not is_data(path):
             return _thin(block, ctx, opts)
-    elif kind not in ARRIVING_KINDS or is_subagent(block.tool_name):
+    elif kind not in ARRIVING_KINDS or is_subagent(block.tool_name) or is_poll(block.tool_name):
         return block
     if (echo := _echo(block, ctx)) is not None:
         return echo
