@@ -40,6 +40,7 @@ from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.output_trim import TrimOptions  # noqa: E402
+from compress.stages import supersede_inputs  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402
@@ -47,11 +48,12 @@ from replay.runner import ReplayReport, replay  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
-KNOBS = {("trim_outputs", "cold_ref_chars"): (0, 6_000, 16_000), ("trim_outputs", "cold_ref_changed"): (False, True),
-         ("trim_outputs", "report_fresh_turns"): (12, 30), ("trim_outputs", "cold_after_commit"): (False, True)}
+KNOBS = {("supersede_inputs", "settled_tier"): ("always", "high")}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
-replays every combination; `--grid default` only the shipped values."""
-SHIPPED = {"trim_outputs": vars(TrimOptions())}
+replays every combination; `--grid default` only the shipped values. Earlier runs chose
+trim_outputs' `cold_ref_chars`, `cold_ref_changed`, `report_fresh_turns` and `cold_after_commit`
+the same way (docs/replay-results.md); their shipped values stay in `TrimOptions`."""
+SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": supersede_inputs.DEFAULTS}
 
 
 def grid_points(grid: str) -> tuple[list[Point], str]:

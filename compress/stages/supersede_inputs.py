@@ -20,7 +20,10 @@ one-line note when the call is superseded:
   leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
   the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
-  of the edited file) stays as it was. `settled_after_turns: 0` turns this off. A subagent's
+  of the edited file) stays as it was. `settled_after_turns: 0` turns this off; `settled_tier`
+  (option, default "high") is the lowest tier at which a body settles: a body that no later
+  message shows is the agent's only copy of its lines, kept until the host is about to compact
+  ("always": it settles at any pressure). A subagent's
   prompt (Task, Agent: not a write, but the same rule) settles as many turns after the call, by
   when its report is history too (`trim_outputs.report_fresh_turns`): `<<ctxmill: 40-line prompt
   stored; the subagent ran at turn 14 · deep_expand("…")>>`; its short description stays, and a
@@ -88,7 +91,7 @@ show for a read to count as showing the file again: a read of a few lines elsewh
 (an offset and limit, `sed -n`, `head`, `wc`) leaves this body the agent's only copy of the rest.
 Set a priori (0.5 and 1.0 give the same corpus replay within 0.002), not chosen with the replay."""
 
-DEFAULTS = {"min_chars": 500, "settled_after_turns": 12}
+DEFAULTS = {"min_chars": 500, "settled_after_turns": 12, "settled_tier": "high"}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
@@ -277,6 +280,8 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
 
+    pressed = ctx.tier >= Tier.parse(str(options["settled_tier"]))
+
     for item in calls:
         if item.touches or not ctx.mutable[item.call.use_msg] or (result := answer(item)) is None:
             continue
@@ -299,7 +304,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         shown_again = shown_again_by(item, showing) if ctx.past_tail[use] else None
         quiet_since = max([item.turn, *(timeline[p].turn for touches in afterwards for p, _ in touches)])
         where = short_path(changed[0]) + (f" (+{len(changed) - 1} more files)" if len(changed) > 1 else "")
-        if not (ctx.past_tail[use] and (shown_again is not None or settled(quiet_since))):
+        if not (ctx.past_tail[use] and (shown_again is not None or (pressed and settled(quiet_since)))):
             result = answer(item)
             kept = is_protected_tool(item.block.tool_name, ctx.config.protected_tools, item.block.input)
             if result is not None and (born := _history_at_birth(item.block, result.result_text, min_chars, kept)):
