@@ -40,7 +40,7 @@ from compress.pipeline import DEFAULT_STAGES  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.output_trim import TrimOptions  # noqa: E402
-from compress.stages import supersede_inputs  # noqa: E402
+from compress.stages import supersede_inputs
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402

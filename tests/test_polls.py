@@ -5,8 +5,8 @@ output came back through a poll is a read, in every stage that decides by kind."
 from __future__ import annotations
 
 from compress.config import CompressConfig
-from compress.model import TOOL_USE
 from compress.formats.requests import from_provider
+from compress.model import TOOL_USE
 from compress.stages import decide_on_arrival, trim_outputs
 from compress.vocab.polls import polled_calls
 from compress.vocab.tools import ToolKind, tool_kind

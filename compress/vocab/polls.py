@@ -45,9 +45,9 @@ def polled_calls(messages: list[Message]) -> dict[str, tuple[str, Any]]:
                     started = sessions.get(str(block.input.get("session_id", "")))
                     if started is not None:
                         out[block.tool_id] = started
-            elif block.kind == TOOL_RESULT and block.tool_id in calls and not is_poll(block.tool_name):
-                if "session" in (text := block.result_text[:2_000]) and (found := _SESSION.search(text)):
-                    sessions.setdefault(found.group(1), calls[block.tool_id])
+            elif (block.kind == TOOL_RESULT and block.tool_id in calls and not is_poll(block.tool_name)
+                  and "session" in (text := block.result_text[:2_000]) and (found := _SESSION.search(text))):
+                sessions.setdefault(found.group(1), calls[block.tool_id])
     return out
 
 
