@@ -3,7 +3,7 @@
 `command_words` (each simple command from its program on, `bash -c SCRIPT` read as commands),
 `looks_only` (it only looks or checks: ls, cat, grep, git status, a test or type-check run,
 `x --version` …), `commits` (it runs `git commit`), `main_command` (the program and subcommand it is run for), `same_command` (two
-commands run the same thing), `only_shows_files` (it only shows files' lines). Built on the
+commands run the same thing), `reads_one_file` (it only shows one file's lines). Built on the
 shallow parsing of `compress.vocab.shell`.
 """
 
@@ -80,24 +80,17 @@ _READ_PROGRAMS = frozenset({"cat", "head", "tail", "nl", "sed", "less", "bat", "
 """Programs of a command that shows one file's lines: reads, and windows or numbering of them."""
 
 
-_SEPARATORS = frozenset({"echo", "printf", "write-output", "write-host"})
-"""Programs that only print a separator between the files a command shows."""
-
-
 @lru_cache(maxsize=2048)
-def only_shows_files(command: str) -> bool:
-    """The command only shows lines of files (`nl -ba f | sed -n 1,80p`, PowerShell's
-    `$i=1; Get-Content f | ForEach-Object { … }`, `sed -n 1,200p a; echo ---; sed -n 1,200p b`):
-    it reads one file or more, writes none, and each of its parts is a reader, a line window or
-    numbering, a PowerShell variable step, or a separator printed between files: its output is
-    reads, one per file. Cached: `tool_kind` asks again for every run over the same history."""
+def reads_one_file(command: str) -> bool:
+    """The command only shows lines of one file (`nl -ba f | sed -n 1,80p`, PowerShell's
+    `$i=1; Get-Content f | ForEach-Object { … }`): it reads exactly one file, writes none, and
+    each of its parts is a reader, a line window or numbering, or a PowerShell variable step.
+    Cached: `tool_kind` asks again for every run over the same history."""
     touches = shell_touches(command)
-    if not touches or any(t.action != READ for t in touches):
+    if not touches or any(t.action != READ for t in touches) or len({t.path for t in touches}) != 1:
         return False
     parts = simple_commands(script_of(command))
     for words in parts:
-        if words and words[0].lower() in _SEPARATORS:
-            continue
         if not _shows_lines(words):
             return False
         if words[0].lower() in ("foreach-object", "%"):

@@ -3,7 +3,7 @@
 Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part (`base_name`),
 so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
 told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
-files' lines, `compress.vocab.commands.only_shows_files`, is a read of each), and that of a Codex
+file's lines, `compress.vocab.commands.reads_one_file`, is a read too), and that of a Codex
 code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no
 regex; shell and JavaScript parsers imported only for compound commands and programs): the faces
 import it for the protected-tools default.
@@ -173,8 +173,8 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
                 if low.startswith(prefixes):
                     return candidate
         elif command:
-            from compress.vocab.commands import only_shows_files  # shell parsing only for compound commands
-            if only_shows_files(command):
+            from compress.vocab.commands import reads_one_file  # shell parsing only for compound commands
+            if reads_one_file(command):
                 return ToolKind.FILE_READ
     return kind
 
