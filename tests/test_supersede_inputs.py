@@ -424,3 +424,5 @@ def test_with_settled_tier_high_a_quiet_body_settles_only_under_real_pressure():
     pressed = replace(calm, tiers=TierThresholds(medium=1, high=1))
     assert find_markers(inputs(run(body, pressed)[0])[0]["content"])
     assert find_markers(inputs(run(body, SETTLED_AFTER_2)[0])[0]["content"])  # "always": at any tier
+    default = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
+    assert find_markers(inputs(run(body, default)[0])[0]["content"])  # the default settles at any tier
