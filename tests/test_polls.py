@@ -34,9 +34,15 @@ def test_a_poll_is_classified_by_the_command_whose_session_it_polls():
     assert polled_calls(unknown) == {}
 
 
-def test_a_read_that_came_back_through_a_poll_is_not_cut_on_arrival():
+def test_a_read_that_came_back_through_a_poll_is_not_cut_on_arrival_and_a_polled_build_is():
     result, _ = run_stage(_polled_read(), decide_on_arrival.STAGE, CompressConfig())
     assert SOURCE in result_texts(result.body)[1]
+    log = "\n".join(f"[{i:04d}] compiling module_{i} ... ok" for i in range(400))
+    build = openai([("exec_command", {"cmd": "npm run build", "yield_time_ms": 1000}, STARTED),
+                    ("write_stdin", {"session_id": 7, "chars": "", "yield_time_ms": 30000}, "Output:\n" + log)],
+                   turns_after=1)
+    result, _ = run_stage(build, decide_on_arrival.STAGE, CompressConfig())
+    assert len(result_texts(result.body)[1]) < len(log) / 3
 
 
 def test_a_fresh_read_through_a_poll_stays_whole_in_trim_outputs_like_any_fresh_read():

@@ -9,8 +9,9 @@ per file, listings are grouped by directory. An output longer than `min_chars` (
 2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
 (images, PDFs inside an MCP tool's JSON), cut on arrival; the results of protected tools are
 never touched. Web output (`fetch`, `WebFetch`, web search) is cut like other
-long output; a subagent's report is not (trim_outputs decides it once it is history), nor a poll
-of a running command (`compress.vocab.polls`: only the history tells what it polls). A read of a data file or log (JSON lines, logs, CSV,
+long output; a subagent's report is not (trim_outputs decides it once it is history). A poll of a
+running command (`compress.vocab.polls`) is decided as the command it polls, which an earlier
+message of the same history names (a read polled back is a read; a build's log is cut). A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
 its line numbers (`compress.line_numbers`; 1 keeps them all, for tools that edit by line
@@ -18,8 +19,8 @@ number): the numbers cost about three tokens a line, the lines an agent copies i
 verbatim, and trim_outputs still decides how much of the read to keep later.
 Every change stores the original in CCR first and says what was kept.
 
-What must hold: the decision is a pure function of the result and its call (no tier, age or
-neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
+What must hold: the decision is a pure function of the result and its call (for a poll, the call
+it polls; no tier, age or other neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
 provider's cached prefix stays valid; a result that already carries a ctxmill marker (any, an
 injection removal's included) was decided by an earlier pass and is left as it is (idempotence); the runner lets this stage, and only it, change the tool
 results of the newest messages (`Stage.decides_on_arrival`).
@@ -34,13 +35,13 @@ from compress.config import options_as
 from compress.inputnotes import large_strings
 from compress.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
 from compress.lossy import accept
-from compress.model import Block, Message
+from compress.model import TOOL_RESULT, Block, Message
 from compress.output_trim import TrimOptions, trimmed
 from compress.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
-from compress.vocab.polls import is_poll
+from compress.vocab.polls import is_poll, polled_calls
 from compress.vocab.tools import ECHOED_KEYS, ToolKind, is_subagent, tool_kind
 from ground.jsonbytes import parse_document
 
@@ -61,23 +62,31 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(ArrivalOptions, ctx.config.options("decide_on_arrival"))
     budgets = options_as(TrimOptions, ctx.config.options("trim_outputs"))
 
+    polling = any(ctx.mutable[i] and any(b.kind == TOOL_RESULT and is_poll(b.tool_name) for b in msg.blocks)
+                  for i, msg in enumerate(messages))
+    polls = polled_calls(messages) if polling else {}
+
     def decide(msg: Message, block: Block) -> Block:
-        return _decide(block, ctx, opts, budgets) if ctx.may_compress_result(block) else block
+        if not ctx.may_compress_result(block):
+            return block
+        return _decide(block, ctx, opts, budgets, *polls.get(block.tool_id, (block.tool_name, block.call_input)))
 
     return each_block(messages, ctx, decide, "decided a tool output on arrival")
 
 
-def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions) -> Block:
-    kind = tool_kind(block.tool_name, block.call_input)
+def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions, name: str,
+            call_input: object) -> Block:
+    """`name` and `call_input`: of the block's call, or of the command a poll polls."""
+    kind = tool_kind(name, call_input)
     text = block.result_text
     if has_marker(text):
         return block
     path = ""
     if kind is ToolKind.FILE_READ:
-        path = first_path(block.tool_name, block.call_input)
+        path = first_path(name, call_input)
         if not is_data(path):
             return _thin(block, ctx, opts)
-    elif kind not in ARRIVING_KINDS or is_subagent(block.tool_name) or is_poll(block.tool_name):
+    elif kind not in ARRIVING_KINDS or is_subagent(name):
         return block
     if (echo := _echo(block, ctx)) is not None:
         return echo
