@@ -156,7 +156,7 @@ def validation_lines(grid: Grid, shipped: str, label: str) -> list[str]:
     ins, loo = v.reports(grid, False), v.reports(grid, True)
     lines += ["", "| all sessions | cap | in-sample | leave-one-project-out |", "|---|---|---|---|",
               f"| {len(ins)} | {_cells(score(ins, 'cap'))} | {_cells(score(ins))} | {_cells(score(loo))} |", ""]
-    for judged, chosen in (("in-sample", ins), ("leave-one-project-out", loo)):
+    for judged, chosen in (("shipped", list(grid[shipped].values())), ("in-sample", ins), ("leave-one-project-out", loo)):
         misses = target_misses(chosen)
         lines.append(f"Targets missed, {label}, {judged}: {len(misses) or 'none'}")
         lines += [f"- {miss}" for miss in misses]
