@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +56,7 @@ def main() -> int:
         print(f"| **{face}** | **all** | " + " | ".join(f"**{_shown(n)}**" for n in counts) + " |")
     slow = redaction_time()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    print(f"\ncommit {commit.stdout.strip() or '?'}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
+    print(f"\ncommit {commit.stdout.strip() or '?'}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
           f"{time.monotonic() - started:.0f} s, pytest exit {done.returncode}")
     return done.returncode or slow
 
@@ -171,7 +171,7 @@ def cloned_repo_face(tmp: Path) -> list[tuple]:
     from tests.trust.kit import hook
 
     tried = lost = leaked = slowed = 0
-    for i, (shape, (name, target)) in enumerate(LINKS.items()):
+    for i, (name, target) in enumerate(LINKS.values()):
         user = tmp / f"repo{i}" / "user"
         repo = user / "src" / "cloned"
         (repo / ".git").mkdir(parents=True)
@@ -236,9 +236,9 @@ def browser_origin_face(tmp: Path) -> list[tuple]:
     import httpx
     import orjson
 
-    from compress.session import prune_sessions
-    from ctxmill.proxy.server import uvicorn_options
+    from compress.state.session import prune_sessions
     from ctxmill.proxy import create_app
+    from ctxmill.proxy.server import uvicorn_options
     from ctxmill.settings import ProxyConfig
     from memory.summary import CHECKPOINT_FILE
     from tests.fake_upstream import FakeUpstream, ServerThread

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from aider.repomap import RepoMap
 
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 
 
 class Model:

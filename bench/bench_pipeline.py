@@ -19,9 +19,9 @@ sys.path.insert(0, str(ROOT / "fixtures"))
 from make_example import build  # noqa: E402
 
 from ccr.store import CCRStore  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.tokens import estimate_tokens  # noqa: E402
+from compress.runner.pipeline import run  # noqa: E402
+from compress.state.session import Session  # noqa: E402
+from compress.token_counters import estimate_tokens  # noqa: E402
 
 
 def _request(target_tokens: int = 200_000) -> dict:

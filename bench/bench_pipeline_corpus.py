@@ -12,7 +12,7 @@ The script replays a recorded session request by request through one session, as
 client would (default: the 296-request Claude Code session Strawhat404 TASK-64, up to 324K
 tokens), with the recorded request times and without (a person who never pauses), and prints
 per run: the pipeline's time per request on the request path (p50, p99, max) and after the
-answer (`compress.session.Session.settle`: epoch trials), each also as a ratio to the floor's p50 and
+answer (`compress.state.session.Session.settle`: epoch trials), each also as a ratio to the floor's p50 and
 p99 over the same bodies, so the figures read the same on any machine. CPU time of the process
 (a shared machine's waits are not the pipeline's); the best of `--repeat` runs per request.
 """
@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.session import Session
-from compress.tokens import estimate_tokens
+from compress.runner.pipeline import run
+from compress.state.session import Session
+from compress.token_counters import estimate_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from compress.tokens import estimate_tokens, exact_counter
+from compress.token_counters import estimate_tokens, exact_counter
 from ctxmill.settings import tiktoken_cache
 
 _PARTS = (

@@ -1,7 +1,7 @@
 """Fit and check the o200k_base token estimator against the exact count on the shared corpus.
 
     python bench/calibrate_tokens.py            # table of held-out errors + speed
-    python bench/calibrate_tokens.py --fit-only # just the coefficients to paste into compress/tokens.py
+    python bench/calibrate_tokens.py --fit-only # just the coefficients to paste into compress/token_counters.py
 
 Held-out protocol (2-fold by file): transcript files are split into two halves (alternating in
 sorted order); coefficients fitted on one half score the other, and vice versa, so every error
@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from compress.tokens import FEATURE_NAMES, estimate_tokens, estimator_features, exact_counter  # noqa: E402
-from ctxmill.settings import tiktoken_cache  # noqa: E402
-from token_corpus import CATEGORIES, corpus_dir, file_samples, transcript_files  # noqa: E402
+from token_corpus import CATEGORIES, corpus_dir, file_samples, transcript_files
+
+from compress.token_counters import FEATURE_NAMES, estimate_tokens, estimator_features, exact_counter
+from ctxmill.settings import tiktoken_cache
 
 Sample = tuple[int, str, int, tuple[int, ...]]  # (fold, category, exact tokens, features)
 MIN_TOKENS_PER_SAMPLE = 50  # smaller samples are left out of the per-sample distribution
@@ -127,7 +128,7 @@ def main() -> int:
         return 1
     samples, _ = load_samples(root)
     coefficients = fit(samples)
-    print("# fitted on all files; paste into compress/tokens.py")
+    print("# fitted on all files; paste into compress/token_counters.py")
     print(f"_COEFFICIENTS = ({', '.join(f'{c:.4f}' for c in coefficients)})  # {', '.join(FEATURE_NAMES)}")
     if args.fit_only:
         return 0

@@ -158,7 +158,7 @@ class Score:
     misses: list[str] = field(default_factory=list)  # required labels not found
     wrong: list[str] = field(default_factory=list)  # shown items matching no label
 
-    def add(self, other: "Score") -> None:
+    def add(self, other: Score) -> None:
         self.shown += other.shown
         self.correct += other.correct
         self.wanted += other.wanted

@@ -17,7 +17,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.reliability.crashkit import kill_loop, run_concurrently  # noqa: E402
+from tests.reliability.crashkit import kill_loop, run_concurrently
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 
     python bench/epoch_stages.py [--rounds 15]
 
-Cold: the trim memo (`compress.output_trim.TRIMMED`) is cleared before every run, as on
+Cold: the trim memo (`compress.stagekit.output_cut.TRIMMED`) is cleared before every run, as on
 a proxy's first epoch of a session. Warm: it holds the previous run's results, as on later epochs
 over the same history. Requests: the corpus session marot__spotter__8463c716 as one request with
 tiers forced high (skipped without the corpus), and bench_proxy.py's ~0.68 MB conversation.
@@ -25,9 +25,9 @@ from bench_proxy import conversation  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
 from compress.formats.sessions import read_session  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.output_trim import TRIMMED  # noqa: E402
+from compress.runner.pipeline import run  # noqa: E402
+from compress.stagekit.output_cut import TRIMMED  # noqa: E402
+from compress.state.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from ground.jsonbytes import dumps  # noqa: E402
 

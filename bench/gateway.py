@@ -86,7 +86,7 @@ class Replicas:
                     break
                 except httpx.HTTPError:
                     if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"replica {url} did not start")
+                        raise RuntimeError(f"replica {url} did not start") from None
                     time.sleep(0.2)
 
     def cpu_seconds(self) -> float:

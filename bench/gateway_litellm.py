@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.gateway import HEADERS, STORE_KEY, Replicas, corpus_turns, loopback  # noqa: E402
-from compress.tokens import estimate_tokens  # noqa: E402
+from compress.token_counters import estimate_tokens  # noqa: E402
 from tests.test_litellm_guardrail import litellm_proxy, prefix_shares, run_conversation  # noqa: E402
 
 

@@ -43,12 +43,12 @@ import xxhash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory import api  # noqa: E402
-from memory.bm25 import Bm25Params, Index, weighted_terms  # noqa: E402
-from memory.config import DEFAULT_BM25, MemoryConfig  # noqa: E402
-from memory.entry import SECTIONS, Entry  # noqa: E402
-from memory.markdown import format_entry, normalize_text  # noqa: E402
-from memory.tokenize import Tokenizer  # noqa: E402
+from memory import api
+from memory.bm25 import Bm25Params, Index, weighted_terms
+from memory.config import DEFAULT_BM25, MemoryConfig
+from memory.entry import SECTIONS, Entry
+from memory.markdown import format_entry, normalize_text
+from memory.tokenize import Tokenizer
 
 SPLITS = ("dev", "held-out")
 _TYPES = ("decision", "gotcha", "fact", "note")
@@ -287,7 +287,7 @@ def tune(suites, ours: Tokenizer) -> None:
     for k1 in (0.9, 1.2, 1.5, 1.8):
         for b in (0.3, 0.4, 0.5, 0.6, 0.75):
             params = Bm25Params(k1, b, DEFAULT_BM25.heading_weight)
-            vals = [scores(ds, lambda d: rank_index(d, Cached(), params), m)["dev"] for _, ds, m in suites]
+            vals = [scores(ds, lambda d, params=params: rank_index(d, Cached(), params), m)["dev"] for _, ds, m in suites]
             rows.append((sum(vals) / len(vals), k1, b, vals))
             print(f"k1={k1} b={b} " + " ".join(f"{v:.4f}" for v in vals), flush=True)
     best = max(rows)
@@ -357,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     labels = [label for label, _, _ in suites]
     print(f"BM25 k1={DEFAULT_BM25.k1} b={DEFAULT_BM25.b}; queries per split: " + ", ".join(
         f"{label.split()[0]} {sum(split_of(d.name, q[0]) == 'dev' for d in ds for q in d.queries)}/"
-        f"{sum(split_of(d.name, q[0]) != 'dev' for d in ds for q in d.queries)}" for label, ds, _ in suites if "Recall@5" not in label or "LoCoMo" in label
+        f"{sum(split_of(d.name, q[0]) != 'dev' for d in ds for q in d.queries)}"
+        for label, ds, _ in suites if "Recall@5" not in label or "LoCoMo" in label
     ) + "\n")
     print("| ranker | " + " | ".join(f"{label} (dev / held-out)" for label in labels) + " |")
     print("|---|" + "---:|" * len(labels))

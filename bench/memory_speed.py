@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| (its CPU, p50 / max, ms) | {med(writes['search_cpu']):.2f} / {max(writes['search_cpu']):.2f} | | | |")
     print(f"| next searches, within 2 s of the store, p50 / max (ms) | {med(writes['next']):.2f} / {max(writes['next']):.2f} | | | |")
     print(f"| search right after a memory-tool write, p50 / max (ms) | {med(writes['tool']):.2f} / {max(writes['tool']):.2f} | | | |")
-    print(f"| search right after another process's store, p50 / max (ms) | {med(writes['external']):.1f} / {max(writes['external']):.1f} | | | |")
+    print(f"| search right after another process's store, p50 / max (ms) | {med(writes['external']):.1f}"
+          f" / {max(writes['external']):.1f} | | | |")
     for size, runs in ((1000, small), (args.entries, cold)):
         for name, (walls, cpus) in runs["queries"].items():
             cut = (", cut with jieba" if runs["jieba"][name] else ", no jieba") if name.startswith("Chinese") else ""

@@ -29,31 +29,32 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ccr.markers import format_marker  # noqa: E402
+from ccr.store import CCRStore  # noqa: E402
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import Transcript, UnknownFormat, read_session, session_files  # noqa: E402
-from compress.line_numbers import NUMBER_PREFIX  # noqa: E402
-from compress.memo import PerObject  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE, Block  # noqa: E402
-from compress.pipeline import Chain, run  # noqa: E402
-from compress.stage import Stage, StageContext, each_block  # noqa: E402
+from compress.runner.pipeline import Chain, run  # noqa: E402
+from compress.stagekit.line_numbers import NUMBER_PREFIX  # noqa: E402
+from compress.stagekit.memo import PerObject  # noqa: E402
+from compress.stagekit.stage import Stage, StageContext, each_block  # noqa: E402
+from compress.state.session import Session  # noqa: E402
 from compress.tiers import Tier  # noqa: E402
 from compress.vocab.calls import first_path  # noqa: E402
+from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
 from compress.vocab.touches import same_file  # noqa: E402
-from ccr.markers import format_marker  # noqa: E402
+from ground.jsonvalues import strings_in  # noqa: E402
 from replay.cap import KEEP, LIMIT  # noqa: E402
 from replay.needed import Needed, copied_lines  # noqa: E402
 from replay.runner import replay  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
-from ccr.store import CCRStore  # noqa: E402
-from ground.jsonvalues import strings_in  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 SIDES = ("cap", "ctxmill", "oracle", "hindsight", "hindsight+copied", "told")

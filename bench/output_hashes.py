@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 from compress.config import CompressConfig  # noqa: E402
 from compress.formats.requests import SHAPES, detect  # noqa: E402
 from compress.formats.sessions import read_session, session_files  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
+from compress.runner.pipeline import run  # noqa: E402
+from compress.state.session import Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from ground.jsonbytes import dumps  # noqa: E402
 

@@ -118,8 +118,8 @@ def child(case: str, size: int) -> None:
     """Build the input, run the pipeline once, print one JSON line of measurements."""
     sys.setrecursionlimit(10_000)
     from ccr.store import CCRStore
-    from compress.pipeline import run
-    from compress.session import Session
+    from compress.runner.pipeline import run
+    from compress.state.session import Session
 
     body = CASES[case][0](size)
     with tempfile.TemporaryDirectory() as folder, CCRStore(Path(folder)) as store:

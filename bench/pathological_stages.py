@@ -17,11 +17,11 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ccr.store import CCRStore  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.pipeline import Chain, run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.stages import crush_json, trim_outputs  # noqa: E402
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.runner.pipeline import Chain, run
+from compress.stages import crush_json, trim_outputs
+from compress.state.session import Session
 
 
 def request(tool: str, output: str) -> dict:

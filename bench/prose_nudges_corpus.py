@@ -17,19 +17,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from claude_code_requests import claude_code_sessions, session_request  # noqa: E402
-from token_corpus import corpus_dir  # noqa: E402
+from claude_code_requests import claude_code_sessions, session_request
+from token_corpus import corpus_dir
 
-from ccr.store import CCRStore  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.formats.requests import from_provider  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.stage import PendingOriginals, StageContext  # noqa: E402
-from compress.stages.compress_prose import MIN_CHARS, shorten  # noqa: E402
-from compress.stages.nudges import Options, memory_nudges  # noqa: E402
-from compress.tiers import Tier, TierThresholds  # noqa: E402
-from compress.tokens import estimate_tokens  # noqa: E402
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.formats.requests import from_provider
+from compress.runner.pipeline import run
+from compress.stagekit.stage import PendingOriginals, StageContext
+from compress.stages.compress_prose import MIN_CHARS, shorten
+from compress.stages.nudges import Options, memory_nudges
+from compress.state.session import Session
+from compress.tiers import Tier, TierThresholds
+from compress.token_counters import estimate_tokens
 
 MEDIUM = CompressConfig(tiers=TierThresholds(medium=1, high=10**9))
 

@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT))
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.model import TOOL_RESULT, TOOL_USE  # noqa: E402
-from replay.needed import MIN_LINE_CHARS  # noqa: E402
-from compress.vocab.files import is_prose, is_source  # noqa: E402
 from compress.vocab.calls import copied_texts, touched_files  # noqa: E402
+from compress.vocab.files import is_prose, is_source  # noqa: E402
 from compress.vocab.tools import ToolKind, tool_kind  # noqa: E402
+from replay.needed import MIN_LINE_CHARS  # noqa: E402
 
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 

@@ -241,7 +241,7 @@ def main() -> int:
     if args.corpus:
         return corpus_speed(args.repeat)
     rows = run(args.size, args.repeat, args.grid)
-    print(f"\n| shape | chars | s at half | s | s per MB | ratio | leaked | lost |\n|---|---:|---:|---:|---:|---:|---|---|")
+    print("\n| shape | chars | s at half | s | s per MB | ratio | leaked | lost |\n|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         flag = " **over budget**" if over_budget(r) else ""
         print(f"| {r['shape']} | {r['chars']:,} | {r['half_s']:.3f} | {r['full_s']:.3f} | {r['s_per_mb']:.3f}{flag} "

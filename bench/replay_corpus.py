@@ -4,7 +4,7 @@
                                   [--headroom /tmp/peer-headroom/bin/python] [--no-headroom]
                                   [--grid default|small] [--times both|with|without] [--only REGEX]
 
-Uses whatever `compress.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
+Uses whatever `compress.runner.pipeline.DEFAULT_STAGES` holds, the exact o200k counter and the cost
 model of `replay.costmodel`, so re-running it after stages change refreshes the numbers.
 Every session is replayed once per point of the grid (`KNOBS`: the thresholds the replay helps
 choose, as stage options of the chain config) and the choice is judged leave-one-project-out
@@ -34,13 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compress.config import CompressConfig  # noqa: E402
 from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
-from compress.pipeline import DEFAULT_STAGES  # noqa: E402
+from compress.runner.pipeline import DEFAULT_STAGES  # noqa: E402
+from compress.stagekit.output_cut import TrimOptions  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.output_trim import TrimOptions  # noqa: E402
-from compress.stages import supersede_inputs
+from compress.stages import supersede_inputs  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402
@@ -53,7 +53,7 @@ KNOBS = {("supersede_inputs", "settled_tier"): ("always", "high")}
 replays every combination; `--grid default` only the shipped values. Earlier runs chose
 trim_outputs' `cold_ref_chars`, `cold_ref_changed`, `report_fresh_turns` and `cold_after_commit`
 the same way (docs/replay-results.md); their shipped values stay in `TrimOptions`."""
-SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": supersede_inputs.DEFAULTS}
+SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": vars(supersede_inputs.SupersedeOptions())}
 
 
 def grid_points(grid: str) -> tuple[list[Point], str]:

@@ -7,7 +7,7 @@ public repository (clone it as `<mirrors>/OWNER+REPO/repo`, a git directory with
 projects without one are left out), checked out at each prompt's commit
 (bench/repomap_sessions.py says how prompts, commits and targets are found). At each prompt
 these maps are made with the same budget and the same token estimate
-(`compress.tokens.estimate_tokens`):
+(`compress.token_counters.estimate_tokens`):
 - ctxmill: `repomap` as the hook makes it, given the prompt and the files touched before it;
 - ctxmill, no recent: the prompt alone;
 - path list: every file's path, largest first, one a line (names only);
@@ -44,7 +44,7 @@ import repomap_walk  # noqa: E402
 from repomap_sessions import checkout, mirror_of, prompts  # noqa: E402
 
 from compress.formats.sessions import session_files  # noqa: E402
-from compress.tokens import estimate_tokens  # noqa: E402
+from compress.token_counters import estimate_tokens  # noqa: E402
 from repomap import rank as ranking  # noqa: E402
 from repomap.index import RepoIndex  # noqa: E402
 from repomap.render import file_lines, render  # noqa: E402

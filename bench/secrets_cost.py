@@ -1,4 +1,4 @@
-"""Cost of redacting CCR originals on the hot path (compress.stage.PendingOriginals.put).
+"""Cost of redacting CCR originals on the hot path (compress.stagekit.stage.PendingOriginals.put).
 
 Run: `python bench/secrets_cost.py [REQUEST.json ...]` (default: fixtures/example-request.json
 and the pathological single-line and log requests). For each request: pipeline time with
@@ -18,11 +18,11 @@ if __package__ in (None, ""):
 
 import orjson  # noqa: E402
 
-import compress.stage as stage  # noqa: E402
+import compress.stagekit.stage as stage  # noqa: E402
 from bench.pathological import every_stage, log_lines, single_line  # noqa: E402
 from ccr.store import CCRStore  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
+from compress.runner.pipeline import run  # noqa: E402
+from compress.state.session import Session  # noqa: E402
 from ground.redact import redact  # noqa: E402
 
 spent = [0.0]

@@ -22,12 +22,12 @@ if __package__ in (None, ""):
 sys.path.insert(0, str(ROOT / "bench"))
 
 import orjson  # noqa: E402
-
 from bench_pipeline_corpus import _corpus_request, _generated_request  # noqa: E402
+
 from ccr.store import CCRStore  # noqa: E402
 from compress.config import CompressConfig  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import STATE_FILE, Session  # noqa: E402
+from compress.runner.pipeline import run  # noqa: E402
+from compress.state.session import STATE_FILE, Session  # noqa: E402
 from compress.tiers import TierThresholds  # noqa: E402
 from ground.jsonbytes import dumps  # noqa: E402
 

@@ -14,19 +14,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from claude_code_requests import claude_code_sessions  # noqa: E402
-from token_corpus import corpus_dir  # noqa: E402
+from claude_code_requests import claude_code_sessions
+from token_corpus import corpus_dir
 
-from ccr.markers import find_markers  # noqa: E402
-from ccr.store import CCRStore  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.formats.requests import from_provider  # noqa: E402
-from compress.formats.sessions import read_session, session_files  # noqa: E402
-from compress.model import TOOL_RESULT  # noqa: E402
-from compress.pipeline import run  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.tiers import TierThresholds  # noqa: E402
-from compress.vocab.signals.errors import first_error_line, is_failed_result  # noqa: E402
+from ccr.markers import find_markers
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.formats.requests import from_provider
+from compress.formats.sessions import read_session, session_files
+from compress.model import TOOL_RESULT
+from compress.runner.pipeline import run
+from compress.state.session import Session
+from compress.tiers import TierThresholds
+from compress.vocab.signals.errors import first_error_line, is_failed_result
 
 TIERS = {"always": TierThresholds(10**9, 10**9), "medium": TierThresholds(1, 10**9), "high": TierThresholds(1, 1)}
 

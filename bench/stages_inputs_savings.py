@@ -14,18 +14,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.claude_code_requests import claude_code_sessions, session_request as load_request  # noqa: E402
-from ccr.store import CCRStore  # noqa: E402
-from compress import pipeline  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from compress.formats.requests import from_provider  # noqa: E402
-from compress.model import TOOL_USE  # noqa: E402
-from compress.session import Session  # noqa: E402
-from compress.tiers import TierThresholds  # noqa: E402
-from compress.tokens import estimate_tokens  # noqa: E402
-from compress.vocab.calls import touched_files  # noqa: E402
-from compress.vocab.touches import CHANGES  # noqa: E402
-from ground.jsonbytes import dumps  # noqa: E402
+from bench.claude_code_requests import claude_code_sessions
+from bench.claude_code_requests import session_request as load_request
+from ccr.store import CCRStore
+from compress.config import CompressConfig
+from compress.formats.requests import from_provider
+from compress.model import TOOL_USE
+from compress.runner import pipeline
+from compress.state.session import Session
+from compress.tiers import TierThresholds
+from compress.token_counters import estimate_tokens
+from compress.vocab.calls import touched_files
+from compress.vocab.touches import CHANGES
+from ground.jsonbytes import dumps
 
 STAGES = ("dedup_tool_calls", "purge_errors", "supersede_inputs")
 CONFIG = CompressConfig(tiers=TierThresholds(medium=1, high=10**12))

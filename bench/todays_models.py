@@ -29,7 +29,7 @@ from unittest.mock import patch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import compress.pipeline as pipeline  # noqa: E402
+import compress.runner.pipeline as pipeline  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session  # noqa: E402
 from replay.loo import Score  # noqa: E402
 from replay.runner import replay  # noqa: E402

@@ -10,9 +10,9 @@ is a result with a one-line message, never an exception: the MCP tool and the CL
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import regex
 
@@ -128,10 +128,11 @@ def expand_first(directories: Sequence[Path], key: str, lines: str | None = None
     first that never had it, else "missing" when no store exists. CCRError when a store cannot
     be opened or read."""
     gone: dict[str, ExpandResult] = {}
-    places = [shared] if shared is not None else []
+    places: list[StoreAddress | Path] = [shared] if shared is not None else []
     places += [d for d in dict.fromkeys(directories) if db_path(d).exists()]
     for place in places:
-        with (open_store(None, retention, place) if place is shared else CCRStore(place, retention=retention)) as store:
+        with (open_store(None, retention, place) if isinstance(place, StoreAddress)
+              else CCRStore(place, retention=retention)) as store:
             result = expand(store, key, lines=lines, grep=grep)
         if result.status not in ("missing", "expired"):
             return result

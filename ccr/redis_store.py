@@ -108,7 +108,7 @@ class RedisCCRStore(OriginalsStore):
         try:
             with self._lock:
                 self._commit(keys=[self._live, self._gone, self._bytes], args=args)
-        except Exception as exc:  # noqa: BLE001 - redis.RedisError and socket errors alike
+        except Exception as exc:
             raise CCRError(f"CCR commit of {len(items)} entries failed at {self.path}: {_why(exc)}") from exc
 
     def refresh(self, keys) -> float:
@@ -118,7 +118,7 @@ class RedisCCRStore(OriginalsStore):
             try:
                 with self._lock:
                     self._redis.zadd(self._live, dict.fromkeys(valid, now), xx=True, gt=True)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise CCRError(f"CCR refresh of {len(valid)} keys failed at {self.path}: {_why(exc)}") from exc
         return now
 
@@ -132,7 +132,7 @@ class RedisCCRStore(OriginalsStore):
                 body, hint = self._verified(key, body, body_mac), self._verified(key, hint, hint_mac)
                 if body is not None and accessed is not None and now - accessed <= self.ttl_seconds:
                     self._redis.zadd(self._live, {key: now}, xx=True, gt=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CCRError(f"CCR read failed at {self.path}: {_why(exc)}") from exc
         if created is None or (body is None and reason not in REASONS):
             return None
@@ -155,7 +155,7 @@ class RedisCCRStore(OriginalsStore):
                 pipe = self._redis.pipeline(transaction=False)
                 pipe.zcard(self._live).zcard(self._gone).get(self._bytes)
                 entries, tombstones, live = pipe.execute()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise CCRError(f"CCR stats failed at {self.path}: {_why(exc)}") from exc
         return Stats(self.path, entries, tombstones, int(live or 0), self.max_bytes, self.ttl_seconds)
 

@@ -24,8 +24,18 @@ from pathlib import Path
 
 from filelock import Timeout
 
-from ccr.base import (DAY, REFRESH_EVERY, CCRError, Found, Lookup, OriginalsStore, Retention, Stats, encode,
-                      invalid_key_message)
+from ccr.base import (
+    DAY,
+    REFRESH_EVERY,
+    CCRError,
+    Found,
+    Lookup,
+    OriginalsStore,
+    Retention,
+    Stats,
+    encode,
+    invalid_key_message,
+)
 from ccr.keys import is_valid_key
 from ground.files import not_links, private_dir, private_file, private_lock
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from compress.provider_cache import LOOKBACK_BLOCKS
 from compress.tiers import TierThresholds
@@ -39,7 +40,7 @@ class CompressConfig:
     trials_after_answer_from: int = 50_000
     """An epoch trial of a request this large (the pipeline's token estimate) that would rewrite
     what the provider reads is judged after the request's answer, the epoch it finds worth
-    taking first sent with the next request (`compress.trial`); 0 judges every trial during the
+    taking first sent with the next request (`compress.runner.trial`); 0 judges every trial during the
     run. Off the request path a 300K-token session's p99 falls from ~100 ms to under 10; the
     one-request wait costs the corpus replay 0.622 -> 0.624 effective (Claude Code sessions
     0.609 -> 0.611), the needed lines the same. Below ~50K tokens a second plan costs under

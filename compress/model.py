@@ -16,8 +16,9 @@ Objects are immutable; a stage that changes something builds a new object with
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 TEXT = "text"
 THINKING = "thinking"
@@ -48,7 +49,7 @@ class Block:
     tool_name: str = ""
     input: Any = None
     is_error: bool = False
-    parts: tuple["Block", ...] = ()
+    parts: tuple[Block, ...] = ()
     source_input: Any = field(default=None, compare=False, repr=False)
     call_input: Any = field(default=None, compare=False, repr=False)
     """Of tool_result blocks: the input of the tool_use it answers (set by `from_provider`)."""
@@ -58,10 +59,10 @@ class Block:
         """All text of a tool_result, parts joined by newlines."""
         return "\n".join(p.text for p in self.parts if p.kind == TEXT)
 
-    def with_text(self, text: str) -> "Block":
+    def with_text(self, text: str) -> Block:
         return self if text == self.text else replace(self, text=text)
 
-    def with_result_text(self, text: str) -> "Block":
+    def with_result_text(self, text: str) -> Block:
         """A tool_result whose text parts become one text part; other parts (images) stay."""
         if text == self.result_text:
             return self
@@ -77,7 +78,7 @@ class Block:
             parts.insert(0, Block(TEXT, raw={"type": "text", "text": text}, text=text))
         return replace(self, parts=tuple(parts))
 
-    def with_input(self, value: Any) -> "Block":
+    def with_input(self, value: Any) -> Block:
         return replace(self, input=value)
 
 
@@ -91,7 +92,7 @@ class Message:
     turn: int = 0
     content_is_str: bool = False
 
-    def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> "Message":
+    def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> Message:
         blocks = tuple(blocks)
         if len(blocks) == len(self.blocks) and all(a is b for a, b in zip(blocks, self.blocks)):
             return self

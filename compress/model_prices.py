@@ -6,7 +6,7 @@ cache rewrite costs). Each row: input (uncached), cache read, cache write (Anthr
 write; OpenAI's 30-minute write from the GPT-5.6 family on, 1.25x input; before it OpenAI had
 no write premium, so the write price is the input price), output. A model name is matched by
 the longest row name it starts with (followed by the end, `-`, `[`, `@` or `:`), as
-`compress.models.normalized` spells it (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`,
+`compress.model_names.normalized` spells it (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`,
 `us.anthropic.claude-opus-5-5` is `claude-opus-5-5`). Unknown models (fallback, documented in
 docs/dashboard.md): an Anthropic-shaped request is priced as Claude Sonnet, any other as GPT-5;
 `Price.name` then says `"<row> (fallback)"`, and the ledger keeps that name.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compress.models import normalized
+from compress.model_names import normalized
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ whole request again, whatever changed. OpenAI promises only a least lifetime (30
 GPT-5.6 family on, longer when it has room), never an end, so its cache is never taken to have
 expired. Before that family it serves any prefix of a prompt it processed, not only where a
 request ended (`CacheLife.any_prefix`), so an epoch there rewrites only what follows its start
-(`compress.epochs.cached_prefixes`). What reads and writes cost, against the input price, is the model's row in the one price
+(`compress.runner.epochs.cached_prefixes`). What reads and writes cost, against the input price, is the model's row in the one price
 table (`compress.model_prices`): reads at 0.1 for most models, 0.05 for Claude Opus 5.5 and
 GPT-6.1 and 6.2, 0.025 for Claude Fable 5.1; OpenAI's writes at 1.25 from GPT-5.6 on, free
 before. A model the table does not list is priced as Claude Sonnet in Anthropic's shape, and in

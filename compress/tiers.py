@@ -10,12 +10,11 @@ means "the host compacts soon" there. Per-model overrides are absolute and never
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable, Mapping
 
-from compress.models import normalized
-
+from compress.model_names import normalized
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
@@ -28,7 +27,7 @@ KNOWN_WINDOWS: Mapping[str, int] = {
     "claude-sonnet-5": NATIVE_1M, "claude-haiku-5": NATIVE_1M, "claude-fable-5": NATIVE_1M,
     "claude-mythos-5": NATIVE_1M,
 }
-"""Context windows by model-name prefix (`compress.models.normalized`), for requests that do
+"""Context windows by model-name prefix (`compress.model_names.normalized`), for requests that do
 not say theirs. The GPT-5 family (Codex's models) reads 272K tokens: the corpus's Codex sessions
 compacted at 230K-236K reported input tokens, beyond a 200K window, and their recordings report
 the 258,400 tokens Codex uses of it (95%); a GPT-5.6 recording reports 353,400, 95% of 372K, which
@@ -61,7 +60,7 @@ class Tier(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def parse(cls, value: str) -> "Tier":
+    def parse(cls, value: str) -> Tier:
         try:
             return cls[value.strip().upper()]
         except KeyError:
@@ -77,7 +76,7 @@ class TierThresholds:
         if not 0 < self.medium <= self.high:
             raise ValueError(f"tier thresholds must satisfy 0 < medium <= high, got {self}")
 
-    def for_window(self, window: int | None) -> "TierThresholds":
+    def for_window(self, window: int | None) -> TierThresholds:
         """The thresholds scaled to a context window of `window` tokens (None: unknown, as is)."""
         if not window or window <= 0 or window == REFERENCE_WINDOW:
             return self

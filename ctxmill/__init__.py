@@ -4,7 +4,7 @@
 into the engines' typed configs; `paths` finds the project and global homes; `cli` dispatches to
 one module per sub-command in `commands/`; `errors` (CliError, ConfigError) and `logs` (private,
 redacted log file) serve every face; `hooks` answers Claude Code hooks, `mcp_server` serves MCP,
-`integrations` installs both into hosts, `proxy/` is the API proxy (`always_on` starts it for
+`install/` installs both into the clients, `proxy/` is the API proxy (`always_on` starts it for
 every session, `keeper` holds its port, `channel` says who may receive requests on a loopback
 port), and `anthropic_memory` is Anthropic's memory tool for the SDK. Faces import engines lazily where a process starts per
 prompt (hooks, the CLI). Only faces read the environment.

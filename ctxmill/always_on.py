@@ -257,8 +257,8 @@ def _alive(pid: int) -> bool:
 
 def _upstreams(global_home: Path) -> str:
     """", forwarding to …" for the upstreams the global config names ("" when it names none)."""
-    from ctxmill.errors import ConfigError
     from ctxmill.config_tables import UPSTREAM_KEYS
+    from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
     try:

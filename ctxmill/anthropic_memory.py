@@ -87,9 +87,9 @@ class CtxmillMemoryTool(BetaAbstractMemoryTool):
             if count == 0:
                 raise ToolError(f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}.")
             if count > 1:
-                lines = ", ".join(str(n) for n in _match_lines(content, old))
+                numbers = ", ".join(str(n) for n in _match_lines(content, old))
                 raise ToolError(f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
-                                f"{lines}. Please ensure it is unique")
+                                f"{numbers}. Please ensure it is unique")
             changed_line = content[: content.find(old)].count("\n")
             stored = files.write(path, content.replace(old, new))
         lines = stored.content.split("\n")
@@ -208,7 +208,8 @@ def _numbered(lines: list[str], first: int) -> str:
 
 def _match_lines(content: str, needle: str) -> list[int]:
     """The lines where `needle` occurs, each once (one scan)."""
-    found, line, counted, at = [], 1, 0, content.find(needle)
+    found: list[int] = []
+    line, counted, at = 1, 0, content.find(needle)
     while at != -1:
         line += content.count("\n", counted, at)
         if not found or found[-1] != line:
@@ -231,7 +232,8 @@ def _view_file(path: str, content: str, view_range) -> str:
             raise ToolError(f"Invalid `view_range` parameter: {view_range}. Lines are numbered 1 to {total}; "
                             "end must be -1 or at least start.")
         first, lines = start, lines[start - 1 : None if end == -1 else end]
-    rows, used = [], 0
+    rows: list[str] = []
+    used = 0
     for number, line in enumerate(lines, first):
         row = f"{number:>{LINE_NUMBER_WIDTH}}\t{line}"
         used += len(row) + 1

@@ -105,8 +105,10 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
     """The parser of the deepest (sub)command `args` names (`ctxmill memory list` -> its parser)."""
     while True:
         subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        name = getattr(args, subs.dest, None) if subs is not None else None
-        if name not in (subs.choices if subs is not None else {}):
+        if subs is None:
+            return parser
+        name = getattr(args, subs.dest, None)
+        if name not in subs.choices:
             return parser
         parser = subs.choices[name]
 

@@ -192,11 +192,21 @@ def compress_table(section: Any, where: str) -> CompressConfig:
             extra = _strings(value, f"{where}: compress.protected_tools")
             changes["protected_tools"] = PROTECTED_TOOLS | {t.lower() for t in extra}
         elif key == "stages":
-            changes["stage_options"] = {name: dict(_table(opts, f"{where}: compress.stages.{name}"))
-                                        for name, opts in _table(value, f"{where}: compress.stages").items()}
+            changes["stage_options"] = _stage_options(value, where)
         else:
             raise ConfigError(f"{where}: compress.{key} cannot be set in the config file")
     return replace(config, **changes)
+
+
+def _stage_options(value: Any, where: str) -> dict[str, dict[str, Any]]:
+    """`[compress.stages.*]` checked against each stage's options dataclass (`Stage.options`)."""
+    from compress.runner.pipeline import DEFAULT_STAGES  # only a config that sets stage options pays for the stages
+    from compress.stagekit.stage_options import OptionError, checked_options
+
+    try:
+        return checked_options(value, DEFAULT_STAGES, "compress.stages")
+    except OptionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _typed(value: Any, kind: type, where: str) -> Any:
@@ -204,7 +214,7 @@ def _typed(value: Any, kind: type, where: str) -> Any:
         value = float(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{where} must be {'a number' if kind is float else 'an integer'}, got {value!r}")
-    if kind is float and not math.isfinite(value):  # TOML allows inf and nan; no setting means them
+    if isinstance(value, float) and not math.isfinite(value):  # TOML allows inf and nan; no setting means them
         raise ConfigError(f"{where} must be a finite number, got {value!r}")
     return value
 

@@ -13,8 +13,8 @@ import shlex
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ctxmill.hooks import EVENTS
 
@@ -53,7 +53,7 @@ def _event(name: str, scratch: Path) -> dict:
         transcript.write_text("".join(json.dumps(x) + "\n" for x in TRANSCRIPT))
     event = {"session_id": "ctxmill-doctor", "transcript_path": str(transcript), "cwd": str(scratch),
              "hook_event_name": name}
-    extra = {"SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "ctxmill doctor check"},
+    extra: dict[str, dict[str, object]] = {"SessionStart": {"source": "startup"}, "UserPromptSubmit": {"prompt": "ctxmill doctor check"},
              "PreToolUse": {"tool_name": "Write", "tool_input": MARKER_INPUT}, "PreCompact": {"trigger": "manual"},
              "SessionEnd": {"reason": "other"}, "Stop": {}}
     return {**event, **extra[name]}
@@ -87,6 +87,7 @@ def run_hooks(hooks: dict[str, str], timeouts: dict[str, int]) -> Iterator[tuple
                                       capture_output=True, env=_env(scratch), cwd=scratch,
                                       timeout=timeouts.get(name, 60))
                 ms = (time.perf_counter() - started) * 1000
+                problem: str | None
                 if proc.returncode == 127:
                     problem = (f"`{command}` exited 127 (command not found outside this shell's virtual "
                                "environment): the host would fail every hook; run `ctxmill install` again to "

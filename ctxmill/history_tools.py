@@ -3,7 +3,7 @@ way for both; bad input or an unusable store raises `HistoryToolError` with a on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from ctxmill.settings import Settings
@@ -49,5 +49,5 @@ def get_tool(settings: Settings, session: str, messages: str, context: int = 2) 
         _fail(exc)
 
 
-def _fail(exc: Exception):
+def _fail(exc: Exception) -> NoReturn:
     raise HistoryToolError(str(exc)) from None

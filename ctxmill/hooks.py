@@ -19,6 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    from memory.config import MemoryConfig
+
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PreCompact", "SessionEnd", "Stop")
 GUARDED_TOOLS = "Write|Edit|MultiEdit|NotebookEdit|Bash"
 """The PreToolUse matcher: tools whose input ends up in files or runs as a command."""
@@ -109,7 +113,7 @@ def session_start(event: dict) -> dict | None:
 def after_session_start(event: dict) -> None:
     """Consolidate memory when due, delete old session state and give the project home its
     .gitignore (runs after the answer is written: never delays injection)."""
-    from compress.session import prune_sessions
+    from compress.state.session import prune_sessions
     from ctxmill.paths import ensure_gitignore, sessions_dir
     from ctxmill.settings import Settings
     from memory.dream import DreamRefused, maybe_dream
@@ -157,8 +161,8 @@ def user_prompt_submit(event: dict) -> dict | None:
     return _inject("UserPromptSubmit", "\n\n".join(p for p in parts if p))
 
 
-def _memory_hits(cfg, prompt: str) -> str:
-    from compress.tokens import estimate_tokens
+def _memory_hits(cfg: MemoryConfig, prompt: str) -> str:
+    from compress.token_counters import estimate_tokens
     from memory import api
 
     hits = api.search(cfg, prompt, limit=5)
@@ -243,7 +247,8 @@ def pre_tool_use(event: dict) -> dict | None:
     to the model; written to a file or run as a command it would replace real content."""
     from ground.jsonvalues import strings_in
 
-    tool = event.get("tool_name") if isinstance(event.get("tool_name"), str) else "tool"
+    named = event.get("tool_name")
+    tool = named if isinstance(named, str) else "tool"
     for text in strings_in(event.get("tool_input")):
         if "ctxmill: " in text and (reason := _placeholder_reason(text, tool)):
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",

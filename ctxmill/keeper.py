@@ -96,12 +96,12 @@ class Keeper:
         self.child: subprocess.Popen | None = None
         self.stopping = self.retry = False
 
-    def on_stop(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+    def on_stop(self, signum, frame) -> None:  # signal handler signature
         self.stopping = True
         if self.child is not None and self.child.poll() is None:
             self.child.send_signal(signum)
 
-    def on_retry(self, signum, frame) -> None:  # noqa: ARG002
+    def on_retry(self, signum, frame) -> None:  # signal handler signature
         self.retry = True
 
     def run_proxy(self) -> int:

@@ -34,13 +34,18 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import xxhash
 from litellm.integrations.custom_guardrail import CustomGuardrail
 
 from ctxmill.proxy.identity import request_identity
+
+if TYPE_CHECKING:
+    from ctxmill.ledger.batch import LedgerWriter
+    from ctxmill.ledger.store import RequestRow
+    from ctxmill.proxy.stats import RunSummary
 
 log = logging.getLogger("ctxmill.litellm")
 
@@ -132,7 +137,7 @@ class CtxmillGuardrail(CustomGuardrail):
             log.warning("ctxmill: usage not recorded: %s: %s", type(exc).__name__, exc)
         return None
 
-    def _compress(self, key: str, raw: bytes):
+    def _compress(self, key: str, raw: bytes) -> RunSummary:
         """One run and its state written, on the run thread."""
         try:
             return self.worker.compress(key, raw)
@@ -151,7 +156,7 @@ def _call_id(data: dict) -> str:
     return value if isinstance(value, str) and value else f"id:{id(data)}"
 
 
-def _ledger(settings: Any):
+def _ledger(settings: Any) -> LedgerWriter:
     from ctxmill.ledger.batch import FileSink, LedgerWriter
 
     if settings.store is not None:
@@ -182,7 +187,7 @@ def usage_of(shape: str, response: Any) -> Any:
     return Usage(input=prompt - int(cached), cache_read=int(cached), output=int(get("completion_tokens", 0) or 0))
 
 
-def row(routed: Routed, usage: Any):
+def row(routed: Routed, usage: Any) -> RequestRow:
     """A routed request as the savings ledger keeps it (a failed run saved nothing)."""
     from ctxmill.ledger import project_of, request_row
 

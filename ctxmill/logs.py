@@ -4,7 +4,12 @@ record is redacted before any handler sees it."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class _LazyFileHandler(logging.FileHandler):
@@ -13,7 +18,7 @@ class _LazyFileHandler(logging.FileHandler):
     A log file that cannot be created or written (the home is a file, a read-only disk, a link)
     drops the record: logging never fails the command that logs."""
 
-    def _open(self):  # noqa: ANN202 - logging's signature
+    def _open(self):  # logging's signature
         import os
 
         from ground.files import open_private
@@ -27,7 +32,7 @@ class _LazyFileHandler(logging.FileHandler):
         except OSError:
             self.close()  # opened again for the next record
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+    def handleError(self, record: logging.LogRecord) -> None:  # logging's name
         """A record that could not be written (a full disk) is dropped: no "--- Logging error ---"
         traceback on the terminal of the command that logged it."""
         self.close()
@@ -47,21 +52,27 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class _RedactingFactory:
+    """A log record factory that redacts each record `make` creates."""
+
+    redacts = True
+
+    def __init__(self, make: Callable[..., logging.LogRecord]) -> None:
+        self._make, self._redacting = make, RedactingFilter()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:  # logging's signature
+        record = self._make(*args, **kwargs)
+        self._redacting.filter(record)
+        return record
+
+
 def redact_every_record() -> None:
     """Redact secrets in every log record this process creates, whatever the logger or handler
     (the proxy's uvicorn and stderr handlers included). Installed once."""
     make = logging.getLogRecordFactory()
     if getattr(make, "redacts", False):
         return
-    redacting = RedactingFilter()
-
-    def factory(*args, **kwargs):  # noqa: ANN202 - logging's signature
-        record = make(*args, **kwargs)
-        redacting.filter(record)
-        return record
-
-    factory.redacts = True
-    logging.setLogRecordFactory(factory)
+    logging.setLogRecordFactory(_RedactingFactory(make))
 
 
 def configure_logging(log_file: Path | None = None) -> None:

@@ -10,7 +10,8 @@ of a method that does not exist, named for the reason (`answerable`), and is ans
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING
 
 import orjson
 from mcp import types
@@ -35,7 +36,8 @@ class _Server(MCPServer):
 
         import anyio
 
-        lines = anyio.wrap_file(open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False))
+        # opening wraps the already-open fd 0 and reads nothing; anyio reads it off the loop
+        lines = anyio.wrap_file(open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False))  # noqa: ASYNC230
         async with stdio_server(stdin=_Answerable(lines)) as (read, write):  # type: ignore[arg-type]
             await self._lowlevel_server.run(read, write, self._lowlevel_server.create_initialization_options())
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # as in ctxmill.settings: a memory search imports neither typing nor logging
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 ANY, ADD, AT_MOST, OFF_ONLY = "any", "add", "at most", "off only"
 

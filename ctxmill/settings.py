@@ -24,18 +24,27 @@ from functools import cached_property
 from pathlib import Path
 
 from ctxmill import paths
-from ctxmill.config_tables import (CONFIG_FILE, ccr_table, compress_table, map_table, memory_table,
-                                   proxy_table, read_config, security_table)
+from ctxmill.config_tables import (
+    CONFIG_FILE,
+    ccr_table,
+    compress_table,
+    map_table,
+    memory_table,
+    proxy_table,
+    read_config,
+    security_table,
+)
 from ctxmill.provenance import Layers
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads settings)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
     from ccr.base import OriginalsStore
     from ccr.store import Retention
     from compress.config import CompressConfig
-    from compress.pipeline import Chain
+    from compress.runner.pipeline import Chain
     from ground.redis_client import StoreAddress
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
@@ -134,7 +143,7 @@ class Settings:
 
     @cached_property
     def tiktoken_cache(self) -> Path | None:
-        """Where tiktoken keeps its vocabulary files, for compress.tokens (see `tiktoken_cache()`)."""
+        """Where tiktoken keeps its vocabulary files, for compress.token_counters (see `tiktoken_cache()`)."""
         return tiktoken_cache()
 
     @cached_property
@@ -155,7 +164,8 @@ class Settings:
         from memory.config import MemoryConfig
 
         return MemoryConfig(project_home=self.home, global_home=self.global_home, cache_dir=self.global_home / "cache",
-                            **self.table("memory", memory_table), **self.redaction)
+                            **self.table("memory", memory_table), redact_extra=self.redaction["redact_extra"],
+                            redact_allow=self.redaction["redact_allow"])
 
     @cached_property
     def repomap(self) -> RepoMapConfig:
@@ -206,7 +216,7 @@ class ProxyConfig:
     """A shared Redis store for session state and originals, so replicas render the same bytes
     (None: files under `home` and the SQLite CCR store)."""
     chain: Chain | None = None
-    """The stages to run (None: compress.pipeline.DEFAULT_STAGES). Sent to each worker process
+    """The stages to run (None: compress.runner.pipeline.DEFAULT_STAGES). Sent to each worker process
     when it starts, so every stage function must be a module-level (picklable) function."""
     max_body_bytes: int = DEFAULT_MAX_BODY
     max_sessions: int = 256

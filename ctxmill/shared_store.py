@@ -98,7 +98,7 @@ def client(address: StoreAddress) -> Any:
 
 def session_place(address: StoreAddress | None, directory: Path, name: str):
     """Where the session `name` keeps its state: `directory`, or the shared store at `address`."""
-    from compress.session_store import RedisState, StateFiles
+    from compress.state.session_store import RedisState, StateFiles
 
     if address is None:
         return StateFiles(directory)

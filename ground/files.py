@@ -29,6 +29,8 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing it (memory s
 if TYPE_CHECKING:
     from typing import BinaryIO
 
+    from filelock import BaseFileLock
+
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -65,7 +67,7 @@ def private_dir(path: Path, runtime: bool = False) -> Path:
     (`/tmp/ctxmill-<uid>`), which someone else may have created first: its parents are the
     system's (links allowed), its own entry must be ours and not a link."""
     path = Path(os.path.abspath(path))
-    missing = []
+    missing: list[Path] = []
     for folder in (path, *path.parents):
         if os.path.lexists(folder):
             if missing and not runtime:
@@ -113,7 +115,7 @@ def copy_keeping_mode(source: Path, target: Path) -> None:
         out.write(data)
 
 
-def private_lock(path: Path, timeout: float = -1):
+def private_lock(path: Path, timeout: float = -1) -> BaseFileLock:
     """A `filelock.FileLock` on `path` whose lock file is 0600 in a private folder (imported on
     first use: processes that take no lock never pay for it). The lock file is created here
     without following a link; filelock then opens the file that is there."""

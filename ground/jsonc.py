@@ -23,8 +23,8 @@ class _Node:
     start: int
     end: int  # one past the last character
     value: Any = None
-    members: list[tuple[str, int, "_Node"]] = field(default_factory=list)  # (key, key start, value node)
-    items: list["_Node"] = field(default_factory=list)
+    members: list[tuple[str, int, _Node]] = field(default_factory=list)  # (key, key start, value node)
+    items: list[_Node] = field(default_factory=list)
     kind: str = "scalar"  # object | array | scalar
 
 

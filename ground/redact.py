@@ -221,14 +221,15 @@ def _scans(text: str, extra: Iterable[str | tuple[str, str]]
     lower = text.lower()
     whole = [(0, len(text))]
     hits = _trigger_hits(lower)
-    found = []
+    found: list[tuple[str, Callable[[int, int], Spans], list[tuple[int, int]]]] = []
     for kind, triggers, pattern, search in (RULES[i] for i in sorted({i for t in hits for i in _RULES_OF[t]})):
         places = [hits[t] for t in triggers if t in hits]
+        known = [p for p in places if p is not None]
         # lower() may change the length of some characters: then places do not map back.
-        if kind in MULTI_LINE or len(lower) != len(text) or any(p is None for p in places):
+        if kind in MULTI_LINE or len(lower) != len(text) or len(known) != len(places):
             spans = whole
         else:
-            spans = _lines_around(text, sorted({p for of_trigger in places for p in of_trigger}))
+            spans = _lines_around(text, sorted({p for of_trigger in known for p in of_trigger}))
         found.append((kind, partial(_SEARCHES[search], _compiled(pattern), text), spans))
     for item in extra:
         kind, pattern = ("custom", item) if isinstance(item, str) else item
@@ -294,7 +295,8 @@ def replace_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
     """`text` with each (start, end, kind) span of `secret_spans` replaced by its placeholder."""
     if not spans:
         return text
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     for start, end, kind in spans:
         out += (text[at:start], f"[REDACTED:{kind}]")
         at = end

@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from ground.files import private_dir
 

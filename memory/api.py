@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable
 from datetime import date
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from memory.entry import SCOPES, TYPES, Entry, Hit, new_id, now
 from memory.index_file import CorruptIndexWarning, SearchIndex, Source
 from memory.pieces import CorruptPiece
 from memory.tokenize import Tokenizer
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
+if TYPE_CHECKING:  # memory.markdown loads regex: a search with an up-to-date index never imports it
+    from filelock import BaseFileLock
+
+    from memory.markdown import MemoryDocument
 
 MEMORY_FILE = "MEMORY.md"
 NOTES_FILE = "notes.md"
@@ -71,14 +78,14 @@ def index_path(cfg: MemoryConfig) -> Path:
     return index_home(cfg) / INDEX_FILE
 
 
-def lock(path: Path):
+def lock(path: Path) -> BaseFileLock:
     """The write lock of a memory file (held while reading, changing and replacing it)."""
     from ground.files import private_lock  # only writers pay for the lock import
 
     return private_lock(path.with_name("." + path.name + ".lock"))
 
 
-def _read(path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
+def _read(path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
     """The memory file at `path` as read for injection, listing and duplicates: a file refused
     (a link out of its home, a device, over its cap) is empty, with a warning."""
     from memory.reading import read_file_or_skip
@@ -93,13 +100,14 @@ def _read_bytes(path: Path) -> bytes:
     return read_file(path)
 
 
-def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> "memory.markdown.MemoryDocument":
+def _parse(data: bytes, path: Path, scope: str, default_type: str | None = None) -> MemoryDocument:
     from memory.markdown import decode, parse  # a search with an up-to-date index parses nothing
 
     return parse(decode(data), scope, str(path), default_type)
 
 
-def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added=(), removed=()) -> None:
+def index_written(cfg: MemoryConfig, path: Path, before: bytes, after: bytes, added: Iterable[Entry] = (),
+                  removed: Iterable[Entry] = ()) -> None:
     """Keep the index in step with a write made under the file's lock (`store`, `forget`, the
     memory tool's files): the index this process has open, else the one on disk, takes the change
     and is saved, so no later search re-reads and re-indexes the whole file. `removed` are the
@@ -147,7 +155,8 @@ def same_text(a: str, b: str) -> bool:
 
 
 def store(
-    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags=(), scope: str = "project", notes: bool = False
+    cfg: MemoryConfig, type: str, text: str, pin: bool = False, tags: Iterable[str] = (), scope: str = "project",
+    notes: bool = False
 ) -> Entry:
     """Append a redacted entry to the scope's MEMORY.md (notes.md with `notes`) and return it as
     stored. Text the scope's memory already holds (`same_text`) is not stored again: the
@@ -193,7 +202,8 @@ def store(
     return stored
 
 
-def _edit_entry(cfg: MemoryConfig, id: str, edit) -> tuple[Entry, Entry | None]:
+def _edit_entry(cfg: MemoryConfig, id: str, edit: Callable[[MemoryDocument, Entry], Entry | None]
+                ) -> tuple[Entry, Entry | None]:
     """Apply `edit(doc, entry)` to the entry with this id in whichever memory file holds it, under
     the file's lock, and keep the index in step; returns (the entry as it was, what `edit`
     returned: the entry as it is now, or None when removed)."""
@@ -226,7 +236,9 @@ def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
     """Pin (inject at every session start) or unpin the entry with this id; returns it as stored."""
     from dataclasses import replace
 
-    return _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))[1]
+    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))
+    assert stored is not None, "replace_entry returns the entry it stored under the lock"
+    return stored
 
 
 def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:

@@ -300,11 +300,11 @@ class Weights(dict):
             value = self[doc] = self.weight(doc)
             return value
         code = self.codes[doc]
-        value = self._by_code.get(code)
-        if value is None:
-            value = self._by_code[code] = self.weight(code)
-        self[doc] = value
-        return value
+        cached = self._by_code.get(code)
+        if cached is None:
+            cached = self._by_code[code] = self.weight(code)
+        self[doc] = cached
+        return cached
 
 
 def _finish_candidates(scores: dict[int, float], lists, remaining: list[float], threshold: float, limit: int) -> dict[int, float]:

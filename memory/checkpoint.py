@@ -17,20 +17,20 @@ given session apart from the date line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 import regex
 
-from ccr.markers import format_marker
 from ccr.base import OriginalsStore
+from ccr.markers import format_marker
 from ccr.store import Retention
 from ccr.stores import open_store
-from ground.redis_client import StoreAddress
 from ground.files import atomic_write, private_dir
 from ground.redact import redact
+from ground.redis_client import StoreAddress
 from memory import api
 from memory.config import MemoryConfig
 from memory.entry import Entry
@@ -93,7 +93,8 @@ class _Writer:
     redacted before it is cut or stored, so no part of a secret reaches the checkpoint or CCR."""
 
     def __init__(self, cfg: CheckpointConfig, store: OriginalsStore) -> None:
-        self.cfg, self.store, self.keys = cfg, store, []
+        self.cfg, self.store = cfg, store
+        self.keys: list[str] = []
 
     def clean(self, text: str) -> str:
         return redact(text, self.cfg.memory.redact_extra, self.cfg.memory.redact_allow)
@@ -207,7 +208,7 @@ def render(cfg: CheckpointConfig, ex: Extraction, store: OriginalsStore, session
            ) -> tuple[str, list[str]]:
     """The checkpoint Markdown and the CCR keys it names; `unread`: lines of the recording cut or left out."""
     w = _Writer(cfg, store)
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = {
         "Task": _task(w, ex),
         "Progress": _progress(w, ex),

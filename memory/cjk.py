@@ -15,9 +15,14 @@ import logging
 import marshal
 import sys
 from bisect import bisect_right
+from collections.abc import Mapping
 from pathlib import Path
 
 from memory import pieces
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 _CACHE_VERSION = 2
 _MAGIC = b"CTXMJBA2"
@@ -41,7 +46,7 @@ def _import_jieba():
 class FrequencyTable:
     """jieba's FREQ mapping (word or word prefix -> frequency) over the cache file's blocks."""
 
-    def __init__(self, firsts: list[str], blocks: dict[int, pieces.Piece]):
+    def __init__(self, firsts: list[str], blocks: Mapping[object, pieces.Piece]):
         self._firsts, self._pieces = firsts, blocks
         self._blocks: dict[int, dict[str, int]] = {}
 
@@ -89,7 +94,7 @@ def _load_cache(jieba, path: Path) -> tuple[FrequencyTable, int] | None:
         if header["version"] != _CACHE_VERSION or header["jieba"] != jieba.__version__:
             return None
         firsts = header["firsts"]
-        if sorted(blocks) != list(range(len(firsts))):
+        if set(blocks) != set(range(len(firsts))):  # the blocks 0 .. len(firsts) - 1, no other
             return None
         return FrequencyTable(firsts, blocks), header["total"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -101,7 +106,7 @@ class Segmenter:
 
     def __init__(self, cache_dir: Path | None):
         self._cache_dir = cache_dir
-        self._tokenizer = None
+        self._tokenizer: Any = None  # a jieba.Tokenizer once loaded (jieba ships no types)
 
     def _load(self, rebuild: bool = False):
         jieba = _import_jieba()

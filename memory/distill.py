@@ -26,8 +26,8 @@ Rendering and writing skill files: `memory.skill_file`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from memory.history.steps import EDIT_STEP
 

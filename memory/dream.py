@@ -39,7 +39,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import orjson
@@ -49,11 +49,11 @@ from ground.files import atomic_write, private_lock
 from ground.home_files import RECORD_BYTES, read_home_file
 from memory import api
 from memory.config import MemoryConfig
+from memory.dream_archive import write_run
 from memory.entry import Entry
 from memory.files import file_path
 from memory.markdown import MemoryDocument, decode, encode, parse, unique_id
 from memory.reading import read_file, read_file_or_skip
-from memory.dream_archive import write_run
 from memory.similar import LOST_SHARE, numbers_in, says_as_much, terms
 from memory.statements import Replacement, flaw, probe
 
@@ -185,7 +185,8 @@ class _Kept:
         found = {at for named in item.terms & self._named for key in probe(item.terms, named, self._rank)
                  for at in self._by_replaced.get(key, ())}
         return next((self.items[at] for at in sorted(found) if self.items[at].entry.type == item.entry.type
-                     and self.items[at].replaces.replaces(self.items[at].terms, item.terms)), None)
+                     and (stated := self.items[at].replaces) is not None
+                     and stated.replaces(self.items[at].terms, item.terms)), None)
 
 
 def _consolidate(items: list[_Item], deadline: float | None = None
@@ -213,8 +214,10 @@ def _consolidate(items: list[_Item], deadline: float | None = None
             continue
         merged += twin is not None
         superseded += newer is not None
-        removed.append((item.entry, f"merged into {twin.entry.id} (same words, numbers and names)" if twin
-                        else f"superseded by {newer.entry.id}"))
+        by = twin or newer
+        assert by is not None, "an item neither added nor merged is superseded"
+        removed.append((item.entry, f"merged into {by.entry.id} (same words, numbers and names)" if twin
+                        else f"superseded by {by.entry.id}"))
         if not item.from_notes:
             replaced[item.entry.id] = twin  # the twin takes this entry's place; superseded ones just go
     return kept.items, replaced, removed, merged, superseded
@@ -294,7 +297,7 @@ def _parse_time(value) -> datetime | None:
 def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
     """7 days since the last dream started (or since ctxmill first looked), or more than 20 notes
     and a day since the last one started (a run that gave up is not retried at every start)."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     home = cfg.project_home
     if not home.is_dir():
         return False
@@ -313,11 +316,14 @@ def due(cfg: MemoryConfig, now: datetime | None = None) -> bool:
 
 def record_run(cfg: MemoryConfig, result: DreamResult | None, error: str | None = None,
                now: datetime | None = None) -> None:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     state = _schedule(cfg.project_home)
     state["last_dream"] = now.isoformat()
-    state["last_result"] = error or (f"{result.before} -> {result.after} entries, {result.notes} notes, "
-                                     f"{result.merged} merged, {result.superseded} superseded")
+    if error is None and result is not None:
+        state["last_result"] = (f"{result.before} -> {result.after} entries, {result.notes} notes, "
+                                f"{result.merged} merged, {result.superseded} superseded")
+    else:
+        state["last_result"] = error or "no result"
     _save_schedule(cfg.project_home, state)
 
 

@@ -12,7 +12,7 @@ they were before that run; the current files are archived first, so a restore ca
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ground.files import atomic_write, private_dir, private_lock
@@ -40,7 +40,7 @@ def write_run(cfg: MemoryConfig, removed: list[tuple[Entry, str]], title: str, n
     """Archive MEMORY.md and notes.md as they are now and the `removed` (entry, why) pairs.
     The caller holds the memory files' locks."""
     home = cfg.project_home
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     folder, n = home / ARCHIVE_DIR / stamp, 1
     while folder.exists():
         n += 1

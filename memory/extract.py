@@ -39,8 +39,15 @@ from compress.vocab.calls import touched_files
 from compress.vocab.injections import answers, person_written, refusal
 from compress.vocab.signals.cues import has_cue
 from compress.vocab.signals.errors import is_failed_result
-from compress.vocab.signals.statements import (accepts, introduces_steps, proposes, refers_back, states_constraint,
-                                               states_decision, states_next_step)
+from compress.vocab.signals.statements import (
+    accepts,
+    introduces_steps,
+    proposes,
+    refers_back,
+    states_constraint,
+    states_decision,
+    states_next_step,
+)
 from compress.vocab.tools import ToolKind, command_of, tool_kind
 from compress.vocab.touches import CHANGES
 from memory.fixes import Call, Gotcha, pair_fixes

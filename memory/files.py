@@ -163,7 +163,9 @@ class Files:
         today = date.today().isoformat()
         old = self.entries.get(path)
         if old is not None:
-            entry = self.doc.replace_entry(old.id, replace(old, text=text, created=today))
+            replaced = self.doc.replace_entry(old.id, replace(old, text=text, created=today))
+            assert replaced is not None, "self.entries holds entries of self.doc"
+            entry = replaced
         else:
             entry = self.doc.add(Entry(self._new_id(text), self._owner.entry_type, text, today))
         self.entries[path] = entry
@@ -174,10 +176,10 @@ class Files:
     def delete(self, path: str) -> int:
         """Remove the file at `path`, or every file below it; returns how many entries went."""
         self._check_editable()
-        doomed = [e for e in self.doc.entries() if (p := file_path(e)) is not None and (p == path or _below(path, p))]
-        for entry in doomed:
+        doomed = [(e, p) for e in self.doc.entries() if (p := file_path(e)) is not None and (p == path or _below(path, p))]
+        for entry, entry_path in doomed:
             self.doc.remove(entry.id)
-            self.entries.pop(file_path(entry), None)
+            self.entries.pop(entry_path, None)
             self.touched.add(entry.id)
         self.changed |= bool(doomed)
         return len(doomed)
@@ -194,8 +196,9 @@ class Files:
             target = canonical(new + path[len(old):])
             self._owner.check_no_secret(target)
             entry = self.entries.pop(path)
-            moved = replace(entry, text=target + entry.text[len(path):])
-            self.entries[target] = self.doc.replace_entry(entry.id, moved)
+            moved = self.doc.replace_entry(entry.id, replace(entry, text=target + entry.text[len(path):]))
+            assert moved is not None, "self.entries holds entries of self.doc"
+            self.entries[target] = moved
             self.touched.add(entry.id)
         self.changed |= bool(moving)
 

@@ -138,7 +138,7 @@ def _fix_for(failed: Call, later: list[Call], error: str) -> str | None:
     done = next((k for k in reruns if window[k].got_past(error)), None)
     if done is not None:
         steps = [c for c in window[:done] if c.succeeded(error) and c.label()
-                 and not (c.command and same_command(c.command, main))]
+                 and not (main and c.command and same_command(c.command, main))]
         edits = [c for c in steps if c.changes]
         passed = [window[k] for k in reruns if window[k].got_past(error)]
         return best(edits, 1) or best(edits, 0) or best(steps, 0) or best(passed, 0, rerun=True)

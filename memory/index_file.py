@@ -23,7 +23,7 @@ import marshal
 import time
 import warnings
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,9 +71,9 @@ class Rows:
     """doc -> the entry's fields in order (a tuple), in chunks of _ROW_CHUNK documents that are
     decoded on first access and keep their serialized form until they change."""
 
-    def __init__(self, blobs: dict[int, bytes] | None = None, count: int = 0):
+    def __init__(self, blobs: Mapping[int, bytes | pieces.Piece] | None = None, count: int = 0):
         self._chunks: dict[int, dict[int, tuple]] = {}
-        self._blobs = dict(blobs or {})
+        self._blobs: dict[int, bytes | pieces.Piece] = dict(blobs or {})
         self._count = count
 
     def _chunk(self, c: int) -> dict[int, tuple]:
@@ -107,7 +107,7 @@ class Rows:
         for c in sorted(set(self._blobs) | set(self._chunks)):
             yield from self._chunk(c).items()
 
-    def dump(self) -> dict[int, bytes]:
+    def dump(self) -> dict[int, bytes | pieces.Piece]:
         for c, chunk in self._chunks.items():
             if c not in self._blobs and chunk:
                 self._blobs[c] = marshal.dumps(chunk)
@@ -311,8 +311,9 @@ class SearchIndex:
         old = self.signatures.get(key)
         if old is None or old[2] != xxhash.xxh64_hexdigest(before):
             return False
-        gone = [self.keys.get(_entry_key(entry)) for entry in removed]
-        if None in gone:
+        found = [self.keys.get(_entry_key(entry)) for entry in removed]
+        gone = [doc for doc in found if doc is not None]
+        if len(gone) != len(found):
             return False
         for doc in dict.fromkeys(gone):
             self._remove(doc)
@@ -325,7 +326,8 @@ class SearchIndex:
         return True
 
     def entry(self, doc: int) -> Entry:
-        return Entry(*self.rows[doc][:5], tuple(self.rows[doc][5]), *self.rows[doc][6:])
+        row = self.rows[doc]
+        return Entry(*(*row[:5], tuple(row[5]), *row[6:]))  # one starred tuple: its length is the row's
 
     def _terms(self, entry: Entry) -> dict[str, float]:
         heading = f"{entry.section} {' '.join(entry.tags)}"

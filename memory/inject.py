@@ -65,7 +65,7 @@ def _rank(entry: Entry, position: int, uses: dict[str, usage.Use], today: date) 
     weight, last = 0.0, 0
     if use is not None:
         last = _day(use.last)
-        weight = use.count * 0.5 ** (max(today.toordinal() - last, 0) / USE_HALF_LIFE_DAYS)
+        weight = use.times * 0.5 ** (max(today.toordinal() - last, 0) / USE_HALF_LIFE_DAYS)
     return (-weight, -last, -_day(entry.created), position)
 
 

@@ -33,16 +33,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import regex
-
 import xxhash
 
 from memory.entry import SECTIONS, Entry, content_id
 
-
 _HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
 _BULLET = regex.compile(r"[-*+][ \t]")
 _FENCE = regex.compile(r"(```|~~~)")
-_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")  # fields never hold "<": an unclosed "<!-- m-…" in the text stays text
+# fields never hold "<": an unclosed "<!-- m-…" in the text stays text
+_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")
 _DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
 _TAG = regex.compile(r"#([\w.-]+)")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
@@ -134,16 +133,16 @@ def unique_id(wanted: str, text: str, taken: set[str]) -> str:
     return entry_id
 
 
-def _give_id(block: Block, entry_id: str) -> None:
-    """Give the block's entry `entry_id`, in its source line too (its date, pin and tags stay)."""
+def _give_id(block: Block, entry: Entry, entry_id: str) -> None:
+    """Give the block's `entry` `entry_id`, in its source line too (its date, pin and tags stay)."""
     metas = list(_META.finditer(block.raw))
-    if metas and metas[-1].group(1) == block.entry.id:
+    if metas and metas[-1].group(1) == entry.id:
         at = metas[-1]
         block.raw = block.raw[: at.start(1)] + entry_id + block.raw[at.end(1) :]
     else:  # a hand-written entry: its id becomes explicit
         body = block.raw.rstrip()
         block.raw = f"{body} <!-- {entry_id} -->{block.raw[len(body):]}"
-    block.entry = replace(block.entry, id=entry_id)
+    block.entry = replace(entry, id=entry_id)
 
 
 def format_entry(entry: Entry) -> str:
@@ -232,7 +231,9 @@ class MemoryDocument:
         heading = next((i for i, b in enumerate(self.blocks) if b.level == 2 and b.section_type == kind), None)
         if heading is None:
             return self._add_section(kind, entries)
-        name = _HEADING.match(self.blocks[heading].raw).group(2)
+        title = _HEADING.match(self.blocks[heading].raw)
+        assert title is not None, "a block with a level is a heading line"
+        name = title.group(2)
         entries = [replace(entry, section=name) for entry in entries]
         end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
         # After the section's last non-blank block: an entry placed above other text would take an
@@ -312,5 +313,5 @@ def _unique_ids(blocks: list[Block]) -> None:
         if block.entry.id in seen:
             entry_id = unique_id(block.entry.id, block.entry.text, taken)
             taken.add(entry_id)
-            _give_id(block, entry_id)
+            _give_id(block, block.entry, entry_id)
         seen.add(block.entry.id)

@@ -19,12 +19,12 @@ merging a file with itself gives it back; the result parses (`memory.markdown.pa
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from memory.entry import Entry, new_id
 from memory.markdown import MemoryDocument, parse
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class Piece:
         return data
 
 
-class Pieces(Mapping):
+class Pieces(Mapping[object, "Piece"]):
     """key -> Piece of one file opened by `read`."""
 
     def __init__(self, reader: _Reader, base: int, spans: dict):

@@ -65,7 +65,7 @@ _ENV_FIX = regex.compile(
     r"|\b(?:chmod|chown|sudo)\b|export\s+PATH|\bsource\s+\S*activate|\brestart(?:ed)?\b|\bretr(?:y|ied)\b")
 _GOTCHA = regex.compile(r"^`?(?P<error>.*?)`?\s*→\s*(?:fixed by\s+(?P<fix>.*)|not fixed yet)$", regex.S)
 _HOME_PATH = regex.compile(r"(?<![\w.~])(?:/(?:Users|home)/[^/\s`'\"]+(?:/[^\s`'\"]*)?|[A-Za-z]:[\\/][^\s`'\"]*)")
-_PAIRS = ("()", "[]", "{}")
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
 
 
 def flaw(text: str, kind: str, root: Path | None = None, home: Path | None = None) -> str | None:

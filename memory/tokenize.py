@@ -46,6 +46,10 @@ from pathlib import Path
 
 from memory.stem import stem
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
+if TYPE_CHECKING:
+    from memory.cjk import Segmenter
+
 _CJK = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\u30fc\u3005"
 _CONNECTORS = "-_.:/@'\u2019"
 _CONNECTOR = re.compile(f"[{_CONNECTORS}]")
@@ -172,9 +176,9 @@ class Tokenizer:
 
     def __init__(self, cache_dir: Path | None = None, *, bigrams: bool = True, words: bool = True, chars: bool = True):
         self._cache_dir = cache_dir
-        self._segmenter = None
+        self._segmenter: Segmenter | None = None
         self._bigrams, self._words, self._chars = bigrams, words, chars
-        self._compounds: dict[str, list[str]] = {}
+        self._compounds: dict[str, tuple[list[str], bool]] = {}
 
     def _cut(self, run: str) -> list[str]:
         if self._segmenter is None:

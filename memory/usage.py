@@ -3,7 +3,7 @@ injected-memory budget (memory.inject).
 
 `record(cfg, ids, day)` counts one use of each entry id on `day` (an ISO date): a search hit the
 agent received through `memory_search`, or an entry injected with a prompt. `load(cfg)` gives
-id -> Use(count, last day).
+id -> Use(times used, last day).
 
 Kept in `<project home>/.index/usage.log` (the search index's folder: the global home when the
 project has none), one line per record: the day, then the ids, each `id` or `id*N` (N uses). A
@@ -30,7 +30,7 @@ COMPACT_BYTES = 256 * 1024
 
 
 class Use(NamedTuple):
-    count: int
+    times: int  # uses counted (not `count`: that would hide tuple.count)
     last: str  # ISO date of the latest use
 
 
@@ -57,7 +57,7 @@ def load(cfg: MemoryConfig) -> dict[str, Use]:
             entry_id, _, times = token.partition("*")
             n = int(times) if times.isdigit() else 1
             old = uses.get(entry_id)
-            uses[entry_id] = Use(n, day) if old is None else Use(old.count + n, max(old.last, day))
+            uses[entry_id] = Use(n, day) if old is None else Use(old.times + n, max(old.last, day))
     return uses
 
 
@@ -95,6 +95,6 @@ def _compact(cfg: MemoryConfig, path: Path) -> None:
     with private_lock(path.with_name("." + USAGE_FILE + ".lock")):
         by_day: dict[str, list[str]] = {}
         for entry_id, use in sorted(load(cfg).items()):
-            by_day.setdefault(use.last, []).append(f"{entry_id}*{use.count}")
+            by_day.setdefault(use.last, []).append(f"{entry_id}*{use.times}")
         text = "".join(f"{day} {' '.join(tokens)}\n" for day, tokens in sorted(by_day.items()))
         atomic_write(path, text.encode("utf-8"), fsync=False)

@@ -10,14 +10,15 @@ output by kind, write and edit inputs) and what the chain leaves as it is.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from compress.formats.requests import SHAPES
 from compress.model import REDACTED_THINKING, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
-from replay.pricing import Priced, RequestAccountant
 from compress.vocab.calls import touched_files
 from compress.vocab.tools import PROTECTED_TOOLS, ToolKind, is_protected_tool, tool_kind
 from compress.vocab.touches import CHANGES
+from replay.pricing import Priced, RequestAccountant
 
 FILE_READS = "file reads"
 COMMAND_OUTPUT = "command output"
@@ -57,7 +58,7 @@ class CostByKind:
     def __init__(self, provider: str) -> None:
         self.parse = SHAPES[provider].parse_message
         self.field = SHAPES[provider].MESSAGES_FIELD
-        self.costs: dict[str, Counter] = defaultdict(Counter)
+        self.costs: dict[str, defaultdict[str, float]] = defaultdict(lambda: defaultdict(float))
 
     def add(self, side: str, body: dict, priced: Priced, accountant: RequestAccountant) -> None:
         messages = [self.parse(m) for m in body[self.field]]

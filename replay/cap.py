@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from compress.formats.requests import SHAPES
-from compress.memo import PerObject
 from compress.model import TOOL_RESULT, Block
+from compress.stagekit.memo import PerObject
 
 LIMIT = 2_000
 KEEP = 1_000

@@ -19,8 +19,8 @@ sessions compacted at 155K-180K reported input tokens, its Codex ones (272K) at 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from compress.model_prices import listed_price
 from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, CacheLife, cache_life
@@ -38,7 +38,7 @@ class Compaction:
     to: int
 
     @classmethod
-    def for_model(cls, model: str) -> "Compaction":
+    def for_model(cls, model: str) -> Compaction:
         window = known_window(model) or REFERENCE_WINDOW
         return cls(round(COMPACT_AT_SHARE * window), round(COMPACT_TO_SHARE * window))
 

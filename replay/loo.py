@@ -21,9 +21,10 @@ What must hold: a held-out project's sessions never enter the choice made for it
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from replay.needed import Needed
 from replay.runner import ReplayReport
@@ -64,7 +65,7 @@ class Score:
     effective: float = 0.0
     needed: Needed = field(default_factory=Needed)
 
-    def add(self, report: ReplayReport, side: str = "ctxmill") -> "Score":
+    def add(self, report: ReplayReport, side: str = "ctxmill") -> Score:
         stats = report.sides()[side]
         self.sessions += 1
         self.raw += report.raw.cost

@@ -15,11 +15,12 @@ message again (write price × its tokens) and carrying it through the next `CARR
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from compress.memo import PerObject
 from compress.model import TOOL_USE, Message
+from compress.stagekit.memo import PerObject
 from compress.vocab.calls import copied_texts
 from ground.jsonvalues import strings_in
 
@@ -88,7 +89,7 @@ class Needed:
             self.calls_with_loss += 1
             self.reread_cost += reread(lost)
 
-    def merge(self, other: "Needed") -> None:
+    def merge(self, other: Needed) -> None:
         for bucket in AGE_BUCKETS:
             self.total[bucket] += other.total[bucket]
             self.kept[bucket] += other.kept[bucket]
@@ -111,7 +112,7 @@ class MessageTexts:
     """Every string of a provider-shaped message joined by newlines, once per message object."""
 
     def __init__(self) -> None:
-        self._memo = PerObject(lambda m: "\n".join(strings_in(m)))
+        self._memo: PerObject[Any, str] = PerObject(lambda m: "\n".join(strings_in(m)))
 
     def __call__(self, message: Any) -> str:
         return self._memo(message)

@@ -16,14 +16,14 @@ from typing import Any
 import xxhash
 
 from compress.formats.requests import SHAPES, keeps_all_thinking
-from compress.memo import PerObject
-from compress.message_tokens import MESSAGE_OVERHEAD, block_tokens
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
 from compress.provider_cache import sends_thinking
-from replay.needed import Needed
-from replay.costmodel import ANTHROPIC, HOST_200K, CacheCost, Compaction, Prices, PromptCache, compaction_events
-from compress.tokens import TokenCounter
+from compress.runner.message_tokens import MESSAGE_OVERHEAD, block_tokens
+from compress.stagekit.memo import PerObject
+from compress.token_counters import TokenCounter
 from ground.jsonbytes import dumps
+from replay.costmodel import ANTHROPIC, HOST_200K, CacheCost, Compaction, Prices, PromptCache, compaction_events
+from replay.needed import Needed
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +161,7 @@ class SideStats:
         self.cache_write += priced.cache.write
         self.cost += priced.cost
 
-    def finish(self, sizes: list[int], host: Compaction = HOST_200K) -> "SideStats":
+    def finish(self, sizes: list[int], host: Compaction = HOST_200K) -> SideStats:
         """`sizes`: each request's tokens as the host sees them (plus any unseen head); `host`:
         where it compacts."""
         self.compactions = compaction_events(sizes, host)

@@ -1,7 +1,7 @@
 """Replay a recorded session through the pipeline, turn by turn, and measure it honestly.
 
 Request k holds everything the agent had up to its k-th model call. Each request runs through
-`compress.pipeline.run` with ONE in-memory session and ONE in-memory CCR store, as a live
+`compress.runner.pipeline.run` with ONE in-memory session and ONE in-memory CCR store, as a live
 agent would, and both the raw and the compressed request are priced with the same exact token
 counter and the same prompt-cache model (`replay.pricing`). Reported per session:
 tokens raw vs compressed (sum, peak), tiers and epochs, modelled cache cost and its ratio,
@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.formats.sessions.transcript import Transcript
-from compress.pipeline import Chain, run
 from compress.formats.requests import SHAPES
+from compress.formats.sessions.transcript import Transcript
 from compress.model import Message
+from compress.runner.pipeline import Chain, run
+from compress.state.session import Session
+from compress.token_counters import TokenCounter, get_counter
 from replay.by_kind import CostByKind, table_lines
 from replay.cap import DecideOnceCap
 from replay.costmodel import HOST_200K, Compaction, Prices, head_cost, prices_for, share_with_head
@@ -29,8 +32,6 @@ from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
 from replay.usage import UsageCheck, check_usage
-from compress.session import Session
-from compress.tokens import TokenCounter, get_counter
 
 
 @dataclass
@@ -97,7 +98,10 @@ class ReplayReport:
 
     def render(self) -> str:
         r, c = self.raw, self.compressed
-        pct = (lambda a, b: f"{100.0 * (b - a) / a:+.1f}%" if a else "n/a")
+
+        def pct(a: float, b: float) -> str:
+            return f"{100.0 * (b - a) / a:+.1f}%" if a else "n/a"
+
         ret = self.retention
         lines = [
             f"{self.source}  ({self.format}, {self.provider}, {self.requests} requests, "
@@ -164,7 +168,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     also where each side's cost goes, by kind of content (`ReplayReport.by_kind`). `cache_ttl`:
     the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
-    client's would be (`compress.pipeline.run`'s `now`), and every side is priced with it.
+    client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it.
     `times` off: the session replayed as by a person who never pauses (or a harness that does not
     pass them): neither the pipeline nor the pricing sees a request time, so no cache expires."""
     started = time.perf_counter()
@@ -242,7 +246,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     report.tiers = dict(tiers)
     report.ms_p50, report.ms_p95 = _percentile(durations, 0.5), _percentile(durations, 0.95)
     report.ms_max = round(max(durations), 2) if durations else 0.0
-    if raw_body is not None:
+    if raw_body is not None and out_body is not None:
         report.retention = check_retention(raw_body, out_body, store)
     report.seconds = round(time.perf_counter() - started, 2)
     return report

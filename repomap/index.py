@@ -27,9 +27,9 @@ import math
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import orjson
 import xxhash

@@ -9,7 +9,7 @@ container (a class, interface, module, impl block: its body is searched for memb
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 
 # extension -> (module, function returning the language pointer)
 GRAMMARS: dict[str, tuple[str, str]] = {
@@ -90,7 +90,7 @@ def grammar_for(path: str) -> tuple[str, str] | None:
     return GRAMMARS.get(path[dot:].lower()) if dot >= 0 else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def parser_for(module: str, function: str):
     """A tree-sitter parser for the grammar; ImportError when the package is not installed."""
     import tree_sitter

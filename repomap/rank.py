@@ -21,7 +21,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter, defaultdict
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 from repomap.index import RepoIndex
 from repomap.terms import code_words, mentioned_paths, terms

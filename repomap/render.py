@@ -6,14 +6,14 @@ file and a count of the rest), within `OUTLINE_SHARE` of the budget. Every other
 code or not, is then named by its path, in rank order, until the next does not fit; paths of
 one folder share a line (`billing/: tax.py, models.py`), the folders in the order of their best
 file. The budget is counted with the same estimate as every other budget
-(`compress.tokens.estimate_tokens`) on the text as written, header excluded.
+(`compress.token_counters.estimate_tokens`) on the text as written, header excluded.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 from repomap.outline import Outline
 
 OUTLINED = 3

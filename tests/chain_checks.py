@@ -4,17 +4,18 @@ of stages, and the invariants every stage run must keep."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress import pipeline
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE
-from compress.run_report import RunReport
-from compress.session import Session
-from compress.stage import Stage
+from compress.runner import pipeline
+from compress.runner.run_report import RunReport
+from compress.stagekit.stage import Stage
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 from ground.jsonbytes import dumps
 from ground.redact import redact

@@ -18,8 +18,9 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 import orjson
 import uvicorn
@@ -232,22 +233,23 @@ def responses_events(items: list[dict], n: int, prompt: int, slow: int = 0) -> l
 
 
 class ServerThread:
-    """Serve an ASGI app on 127.0.0.1 (a free port) in a background thread; `options` go to
-    uvicorn.Config (the proxy's: `ctxmill.proxy.server.uvicorn_options`)."""
+    """Serve an ASGI app on 127.0.0.1 (a free port unless given) in a background thread; `options`
+    go to uvicorn.Config (the proxy's: `ctxmill.proxy.server.uvicorn_options`)."""
 
-    def __init__(self, app: Any, **options: Any) -> None:
+    def __init__(self, app: Any, port: int = 0, **options: Any) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         # log_config None: uvicorn's records propagate to the root logger, where caplog sees them
-        options = {"access_log": False, "server_header": False, "date_header": False, "log_config": None, **options}
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", **options)
+        options = {"access_log": False, "server_header": False, "date_header": False, "log_config": None,
+                   "log_level": "warning", "lifespan": "on", **options}
+        config = uvicorn.Config(app, **options)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> "ServerThread":
+    def __enter__(self) -> ServerThread:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import run
-from compress.run_report import RunResult
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.runner.run_report import RunResult
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 
 SMALL_TAIL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ccr.markers import format_marker
 from compress.model import Message
-from compress.pipeline import Chain
-from compress.stage import Stage, StageContext, each_mutable
+from compress.runner.pipeline import Chain
+from compress.stagekit.stage import Stage, StageContext, each_mutable
 from compress.tiers import Tier
 
 CRASH = "ctxmill-test: kill the worker"

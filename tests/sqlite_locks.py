@@ -16,7 +16,7 @@ class HeldLock:
         self.pauses: list[float] = []
         self.release_after: int | None = None
 
-    def hold(self, release_after: int | None = None) -> "HeldLock":
+    def hold(self, release_after: int | None = None) -> HeldLock:
         self.pauses.clear()
         self.release_after = release_after
         self.conn.execute("BEGIN EXCLUSIVE")

@@ -3,15 +3,12 @@ read tool results back, and resolve every marker through the run's CCR store."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import Chain, run
-from compress.session import Session
-from compress.stage import Stage
+from compress.runner.pipeline import Chain, run
+from compress.stagekit.stage import Stage
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 
 OPEN = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1)
@@ -92,13 +89,6 @@ def assert_markers_resolve(after: str, before: str, store: CCRStore) -> int:
         assert lookup.ok, lookup.message
         assert lookup.text == before
     return len(markers)
-
-
-def corpus_transcripts() -> Path | None:
-    env = os.environ.get("CTXMILL_CORPUS")
-    root = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-    path = root / "transcripts"
-    return path if path.is_dir() else None
 
 
 def echoed(lines: list[str], change: int) -> list[str]:

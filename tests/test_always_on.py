@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxmill import always_on, channel, codex_install
+from ctxmill import always_on, channel
+from ctxmill.install import codex
+from ctxmill.install.claude_code import _with_proxy_env, _without_proxy_env
 from ctxmill.keeper import KEEPER_FILE, RESTART_PAUSE
-from ctxmill.integrations import _with_proxy_env, _without_proxy_env
 from tests.fake_upstream import FakeUpstream, ServerThread
 
 REPO = Path(__file__).resolve().parents[1]
@@ -151,8 +152,8 @@ def test_codex_goes_through_the_proxy_with_its_own_provider_and_comes_back_byte_
     config.write_text(CODEX_CONFIG)
     config.chmod(0o600)
     before = _snapshot(config)
-    target = codex_install.CodexTarget.for_user(tmp_path / "ctxmill")
-    change, warnings = codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
+    target = codex.CodexTarget.for_user(tmp_path / "ctxmill")
+    change, warnings = codex.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
     data = tomllib.loads(config.read_text())
     assert warnings == [] and change.proxied and change.upstream == "https://gw.corp.example/openai"
     assert data["model_provider"] == "ctxmill" and data["mcp_servers"]["ctxmill"] == {  # Codex waits for it
@@ -160,33 +161,33 @@ def test_codex_goes_through_the_proxy_with_its_own_provider_and_comes_back_byte_
     assert data["model_providers"]["ctxmill"] == {"name": "ctxmill", "base_url": "http://127.0.0.1:9999/v1",
                                                   "env_key": "CORP_KEY", "wire_api": "responses"}
     assert "# the gateway" in config.read_text()
-    codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")  # twice: the provider it had stays
-    assert codex_install.codex_status(target, "http://127.0.0.1:9999") == []
-    assert codex_install.uninstall_codex(target).written == [config]
+    codex.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")  # twice: the provider it had stays
+    assert codex.codex_status(target, "http://127.0.0.1:9999") == []
+    assert codex.uninstall_codex(target).written == [config]
     assert _snapshot(config) == before
 
 
 def test_codex_built_in_provider_and_the_cases_install_leaves_alone(codex_home, tmp_path, monkeypatch):
     import tomllib
 
-    target = codex_install.CodexTarget.for_user(tmp_path / "ctxmill")
+    target = codex.CodexTarget.for_user(tmp_path / "ctxmill")
     monkeypatch.setenv("OPENAI_BASE_URL", "https://gw.example/v1")
-    change, warnings = codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
+    change, warnings = codex.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
     assert change.upstream == "https://gw.example" and warnings == []
     assert tomllib.loads(target.config.read_text())["model_providers"]["ctxmill"]["requires_openai_auth"] is True
-    codex_install.uninstall_codex(target)
+    codex.uninstall_codex(target)
     assert not target.config.exists()  # created by install, empty again: gone
     target.auth.write_text(json.dumps({"tokens": {"access_token": "x"}}))  # a ChatGPT sign-in
-    change, warnings = codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
+    change, warnings = codex.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
     assert not change.proxied and "ChatGPT" in warnings[0]
     assert "model_provider" not in tomllib.loads(target.config.read_text())
-    codex_install.uninstall_codex(target)
+    codex.uninstall_codex(target)
     target.config.write_text('model_provider = "odd"\n[model_providers.odd]\nbase_url = "https://x.example/api"\n')
-    change, warnings = codex_install.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
+    change, warnings = codex.install_codex(target, ["ctxmill"], "http://127.0.0.1:9999")
     assert not change.proxied and "/v1" in warnings[0]
     with pytest.raises(ValueError, match="not valid TOML"):
         target.config.write_text("model = [")
-        codex_install.install_codex(target, ["ctxmill"], None)
+        codex.install_codex(target, ["ctxmill"], None)
     assert target.config.read_text() == "model = ["
 
 

@@ -23,7 +23,7 @@ def _work(directories: list[str], worker: int, start, results) -> None:
             start.wait(timeout=20)  # all workers open the not-yet-existing store at the same moment
             _fill(CCRStore(directory), worker)
         results.put(None)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure in the worker is reported to the test
         results.put(traceback.format_exc())
 
 

@@ -3,12 +3,13 @@ what it just wrote, however large the batch."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from ccr.store import DAY, CCRStore, Retention
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.test_ccr_store import HOUR, FakeClock

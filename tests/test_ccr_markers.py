@@ -3,8 +3,18 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ccr.keys import make_key
-from ccr.markers import (blob_cut, chars_cut, entries_omitted, find_markers, find_placeholders, format_inline,
-                         format_marker, format_note, has_marker, lines_omitted)
+from ccr.markers import (
+    blob_cut,
+    chars_cut,
+    entries_omitted,
+    find_markers,
+    find_placeholders,
+    format_inline,
+    format_marker,
+    format_note,
+    has_marker,
+    lines_omitted,
+)
 
 # Any str, with lone surrogates and the characters the writer must escape drawn often.
 ANY_TEXT = st.text(

@@ -7,7 +7,6 @@ import pytest
 
 from bench.checkpoint_match import load_labels, parse, score, task_is_request
 from bench.checkpoint_quality import evaluate
-from tests.conftest import CORPUS
 
 # Floors a little under the numbers of `python bench/checkpoint_quality.py` when they were set
 # (docs/memory.md, Checkpoint quality): precision, recall per section, micro-averaged over the sessions.
@@ -98,10 +97,8 @@ def test_labels_are_well_formed():
 
 
 @pytest.fixture(scope="module")
-def quality():
-    if not CORPUS.is_dir():
-        pytest.skip(f"../shared/corpus is absent ({CORPUS})")
-    return evaluate(CORPUS / "transcripts")
+def quality(corpus):
+    return evaluate(corpus / "transcripts")
 
 
 def test_task_is_the_persons_request_on_every_labelled_session(quality):

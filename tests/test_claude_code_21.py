@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.epochs import epoch_trial
 from compress.formats.requests import from_provider, keeps_all_thinking
 from compress.model import newest_user_index
-from compress.pipeline import Chain, run
 from compress.provider_cache import first_dropped_thinking, provider_blocks
-from compress.session import Session, known_prefix, prefix_hashes
-from compress.stage import Stage
+from compress.runner.epochs import epoch_trial
+from compress.runner.pipeline import Chain, run
+from compress.stagekit.stage import Stage
 from compress.stages.nudges import memory_nudge
+from compress.state.session import Session, known_prefix, prefix_hashes
 from compress.tiers import REFERENCE_WINDOW, Tier, TierThresholds
 from tests import cc21
 

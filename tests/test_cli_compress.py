@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ccr.markers import find_markers
-from compress.session import Session
+from compress.state.session import Session
 from tests.conftest import REPO
 from tests.helpers import markers_in, strings
 

@@ -65,26 +65,28 @@ def test_run_without_a_command_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and b"name the command" in done.stderr
 
 
-def test_run_starts_its_own_proxy_on_a_free_port_when_the_port_is_taken_and_never_attaches(tmp_path):
-    """Port 8787 (or --port) held by something that is not this run's proxy: `ctxmill run` starts
-    its own, with its own home, on another port; `--attach` is the explicit way to share one."""
+def test_run_starts_its_own_proxy_on_a_free_port_when_the_port_is_taken_and_never_attaches(tmp_path, monkeypatch):
+    """The default port (8787) held by something that is not this run's proxy: `ctxmill run`
+    starts its own on another port; a `--port` that is taken is an error, and `--attach` is the
+    explicit way to share one. A port this test holds stands in for 8787, so what listens on
+    8787 elsewhere on the machine does not matter."""
+    from ctxmill.commands import run as run_command
+
     env = {**os.environ, "PYTHONPATH": str(REPO), "CTXMILL_HOME": str(tmp_path / ".ctxmill")}
     with socket.socket() as squatter:
-        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            squatter.bind(("127.0.0.1", 8787))
-        except OSError:
-            pass  # 8787 is taken already: just as good
+        squatter.bind(("127.0.0.1", 0))
         squatter.listen(1)
-        done = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--home", str(tmp_path / "own"),
-                               "--", sys.executable, "-c", SHOW], env=env, capture_output=True, timeout=90)
-        assert done.returncode == 3, done.stderr
-        url = done.stdout.decode().split()[0]
-        assert url.startswith("http://127.0.0.1:") and not url.endswith(":8787")
-        taken = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", "8787", "--", "true"],
+        held = squatter.getsockname()[1]
+        monkeypatch.setattr(run_command, "DEFAULT_PORT", held)
+        picked = run_command._pick_port(None)
+        assert picked != held and not _listening(picked)
+        free = _free_port()
+        monkeypatch.setattr(run_command, "DEFAULT_PORT", free)
+        assert run_command._pick_port(None) == free
+        taken = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--port", str(held), "--", "true"],
                                env=env, capture_output=True, timeout=60)
         assert taken.returncode == 2 and b"taken" in taken.stderr
-        attach = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--attach", "--port", "8787", "--", "true"],
+        attach = subprocess.run([sys.executable, "-m", "ctxmill", "run", "--attach", "--port", str(held), "--", "true"],
                                 env=env, capture_output=True, timeout=60)
         assert attach.returncode == 2 and b"no ctxmill proxy answers" in attach.stderr
 

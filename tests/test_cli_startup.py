@@ -50,7 +50,7 @@ def test_session_start_answers_without_consolidating_and_consolidates_after(tmp_
                         "hook_event_name": "SessionStart", "source": "startup"})
     done, modules = _imports(["hook", "SessionStart"], tmp_path, event)
     assert done.returncode == 0 and "additionalContext" in done.stdout
-    assert not modules & {"memory.dream", "memory.statements", "compress.session"}  # the answer's process
+    assert not modules & {"memory.dream", "memory.statements", "compress.state.session"}  # the answer's process
     deadline = time.monotonic() + 30
     while not (tmp_path / ".ctxmill" / ".gitignore").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

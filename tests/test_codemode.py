@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.session import Session
 from compress.model import TOOL_RESULT, Block
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.vocab.calls import copied_texts, first_path, rerun_hint, touched_files, written_texts
 from compress.vocab.codemode import UNKNOWN_PART, nested_calls
 from compress.vocab.signals.errors import is_failed_result

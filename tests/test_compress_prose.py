@@ -6,19 +6,18 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import run
-from compress.session import Session
-from compress.stage import PendingOriginals, StageContext
+from compress.runner.pipeline import run
+from compress.stagekit.stage import PendingOriginals, StageContext
 from compress.stages.compress_prose import condense, shorten, split_sentences
+from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -162,13 +161,10 @@ def test_property_never_larger_code_survives_deterministic_recoverable(text):
 
 # -------------------------------------------------------------- golden: real transcripts
 
-def test_golden_on_claude_code_transcripts():
+def test_golden_on_claude_code_transcripts(corpus):
     from claude_code_requests import claude_code_sessions, session_messages
-    from token_corpus import corpus_dir
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     texts = [b["text"] for p in claude_code_sessions(root) for m in session_messages(p) if m["role"] == "assistant"
              for b in m["content"] if b.get("type") == "text" and len(b["text"]) > 500]
     assert texts, "no long assistant prose in the corpus"

@@ -10,8 +10,8 @@ import pytest
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.sessions import read_session
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.helpers import conversation_field
 

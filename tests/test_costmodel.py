@@ -7,8 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
-from replay.costmodel import (ANTHROPIC, ANTHROPIC_1H, HOST_200K, CacheCost, Compaction, PromptCache, compaction_events, head_cost,
-                              prices_for)
+from replay.costmodel import (
+    ANTHROPIC,
+    ANTHROPIC_1H,
+    HOST_200K,
+    CacheCost,
+    Compaction,
+    PromptCache,
+    compaction_events,
+    head_cost,
+    prices_for,
+)
 
 
 def test_prices_are_anthropic_multipliers():

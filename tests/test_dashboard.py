@@ -15,8 +15,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from ctxmill.dashboard.app import TOKEN_HEADER, create_app, page
-from ctxmill.ledger.store import Project
 from ctxmill.ledger import record_request
+from ctxmill.ledger.store import Project
 from ctxmill.settings import Settings
 from memory import api
 from tests.proxy_fixtures import fake, start_proxy, upstream  # noqa: F401 - fixtures

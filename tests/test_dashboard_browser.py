@@ -19,8 +19,8 @@ import pytest
 
 from ctxmill.ledger import project_of, record_expansion
 from memory import api
-from tests.proxy_fixtures import fake, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.helpers import eventually
+from tests.proxy_fixtures import fake, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.test_ledger_faces import ledger_summary, scripted_session
 
 CHROMIUM = Path("/usr/bin/chromium")

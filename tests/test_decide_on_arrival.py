@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from ccr.markers import find_markers, format_marker
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import run
-from compress.session import Session
-from compress.stage import is_compressed
+from compress.runner.pipeline import run
+from compress.stagekit.stage import is_compressed
 from compress.stages import decide_on_arrival
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 from tests.stagekit import anthropic, assert_markers_resolve, echoed, result_texts, run_stage
 
@@ -135,8 +135,8 @@ def test_the_guard_lets_an_arrival_stage_change_tool_results_only():
     """A stage that decides on arrival may reach into the protected tail, but the guard drops
     it when it touches anything but a tool result (here: the newest assistant text)."""
     from compress.model import TEXT
-    from compress.pipeline import Chain
-    from compress.stage import Stage
+    from compress.runner.pipeline import Chain
+    from compress.stagekit.stage import Stage
 
     def rewrite_assistant_text(messages, ctx):
         return [m.with_blocks([b.with_text("rewritten") if b.kind == TEXT else b for b in m.blocks])

@@ -6,8 +6,8 @@ import pytest
 
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
-from compress.session import Session
 from compress.stages.dedup_tool_calls import STAGE, canonical
+from compress.state.session import Session
 from tests.chain_checks import BODIES, anthropic_body, check_run, run_stages
 
 LOG = "\n".join(f"test_{i} PASSED" for i in range(120))

@@ -123,6 +123,7 @@ def _conversation(tool_output: str) -> list[dict]:
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_plugin_sends_the_conversation_unchanged_when_the_engine_refuses_it(tmp_path):
     import threading
+
     import uvicorn
 
     sock = tmp_path / "engine.sock"

@@ -1,5 +1,5 @@
 """A large request's epoch trial that would rewrite what the provider could read from its cache
-is judged after the run's answer (`compress.session.Session.settle`), and the epoch it finds
+is judged after the run's answer (`compress.state.session.Session.settle`), and the epoch it finds
 worth taking sends, from the next request on, the bytes the same epoch sends when it is judged
 during the run. A small request's trial, or one for a provider that reads any earlier prefix,
 is judged at once."""
@@ -12,10 +12,10 @@ from unittest.mock import patch
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress import plan as plan_module
-from compress.pipeline import run
-from compress.session import Session
-from compress.trial import Trial
+from compress.runner import plan as plan_module
+from compress.runner.pipeline import run
+from compress.runner.trial import Trial
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL
 from tests.test_session import _big_output_turns, _openai_big_output_turns

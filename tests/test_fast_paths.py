@@ -8,12 +8,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.line_numbers import NUMBER_PREFIX
-from compress import trimming
-from compress.memo import ENTRY_CHARS, TextMemo
+from compress.stagekit import kept_lines, output_cut
+from compress.stagekit.line_numbers import NUMBER_PREFIX
+from compress.stagekit.memo import ENTRY_CHARS, TextMemo
+from compress.stagekit.output_cut import base64_pattern, has_base64_run
 from compress.stages import trim_outputs
-from compress import output_trim
-from compress.output_trim import base64_pattern, has_base64_run
 from compress.vocab.signals import errors as error_signals
 from compress.vocab.signals.errors import error_line_indexes, error_line_numbers
 from tests.stagekit import anthropic, config, result_texts, run_stage
@@ -43,7 +42,7 @@ def test_error_scan_on_long_lines_checks_only_around_triggers(monkeypatch):
 def _key_lines_reference(text: str, prose: bool) -> list[int]:
     """Key lines as the selector defines them: per line, after an optional number prefix."""
     prefix = re.compile("^" + NUMBER_PREFIX)
-    key = trimming._HEADING if prose else re.compile("^" + trimming._DEFINITION, re.VERBOSE)
+    key = kept_lines._HEADING if prose else re.compile("^" + kept_lines._DEFINITION, re.VERBOSE)
     out = []
     for i, line in enumerate(text.split("\n")):
         m = prefix.match(line)
@@ -60,8 +59,8 @@ LINE_PIECES = ["  12→", "12:\t", "7\t", " 4: ", "１２→", "1234567890→", 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(LINE_PIECES), max_size=30).map("".join), st.booleans())
 def test_key_lines_found_in_one_pass_are_the_per_line_matches(text, prose):
-    pattern = trimming._HEADING_LINE if prose else trimming._DEFINITION_LINE
-    assert trimming._line_numbers(pattern.finditer(text), text) == _key_lines_reference(text, prose)
+    pattern = kept_lines._HEADING_LINE if prose else kept_lines._DEFINITION_LINE
+    assert kept_lines._line_numbers(pattern.finditer(text), text) == _key_lines_reference(text, prose)
 
 
 @settings(max_examples=300, deadline=None)
@@ -98,8 +97,8 @@ def test_memo_keeps_recent_values_within_its_size():
 def test_trim_gives_the_same_output_with_a_cold_or_warm_memo():
     log = "\n".join(f"step {i} ok" if i % 97 else f"step {i} ERROR: disk full" for i in range(3000))
     body = anthropic([("Bash", {"command": "make"}, log)], turns_after=8)
-    output_trim.TRIMMED.clear()
+    output_cut.TRIMMED.clear()
     cold = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
     warm = result_texts(run_stage(body, trim_outputs.STAGE, config())[0].body)
     assert cold == warm and len(cold[0]) < len(log)
-    assert len(output_trim.TRIMMED) >= 1
+    assert len(output_cut.TRIMMED) >= 1

@@ -16,8 +16,8 @@ from compress.formats.requests import detect, from_provider, to_provider
 from compress.formats.requests.openai_responses import render_message
 from compress.formats.usage import usage_of_event
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, TOOL_RESULT, Block, index_tool_calls
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 from ground.jsonbytes import dumps
 from tests.strategies import responses_requests, wild_long_texts, wild_texts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -39,7 +39,8 @@ CLAUDE_CODE = jsonl(
     cc("assistant", "a3", "p1", assistant("m1", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}}])),
     # the first result hangs off a2 (a sibling branch), the second off a3
     cc("user", "r1", "a2", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x = 1"}]}),
-    cc("user", "r2", "a3", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "ls: denied", "is_error": True}]}),
+    cc("user", "r2", "a3", {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t2", "content": "ls: denied", "is_error": True}]}),
     cc("assistant", "side", "r2", assistant("m9", [{"type": "text", "text": "sub-agent"}]), isSidechain=True),
     cc("user", "meta", "r2", {"role": "user", "content": "caveat"}, isMeta=True),
     "{not json",
@@ -84,7 +85,7 @@ def test_claude_code_calls_carry_their_time_and_the_cache_lifetime_the_usage_rep
         cc("assistant", "a2", "r1", assistant("m2", [{"type": "text", "text": "done"}]), timestamp="2026-06-14T12:16:30Z"),
     )
     t = read_text(text)
-    sent = datetime(2026, 6, 14, 12, 6, 30, tzinfo=timezone.utc).timestamp()
+    sent = datetime(2026, 6, 14, 12, 6, 30, tzinfo=UTC).timestamp()
     assert [c.at for c in t.calls] == [sent, sent + 600]
     assert t.cache_ttl == "1h" and all(s.cache_ttl == "1h" for s in t.segments())
     assert read_text(CLAUDE_CODE).cache_ttl is None and read_text(CLAUDE_CODE).calls[0].at is None
@@ -147,7 +148,7 @@ def test_the_majority_of_calls_that_can_tell_decides_whether_thinking_was_kept(r
 def test_iso_time_stamps_are_utc_unless_they_name_their_zone():
     from ground.times import iso_seconds
 
-    utc = datetime(2026, 6, 14, 12, 6, 30, tzinfo=timezone.utc).timestamp()
+    utc = datetime(2026, 6, 14, 12, 6, 30, tzinfo=UTC).timestamp()
     assert iso_seconds("2026-06-14T12:06:30Z") == iso_seconds("2026-06-14T12:06:30+00:00") == utc
     assert iso_seconds("2026-06-14T12:06:30") == utc
     assert iso_seconds("2026-06-14T14:06:30+02:00") == utc
@@ -238,12 +239,16 @@ CODEX = jsonl(
     {"type": "turn_context", "payload": {"model": "gpt-5"}},
     {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]}},
     {"type": "response_item", "payload": {"type": "reasoning", "summary": [], "encrypted_content": "zzz"}},
-    {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}},
-    {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
+    {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                          "content": [{"type": "output_text", "text": "Looking."}]}},
+    {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
+                                          "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
     {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {
         "input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 7}}}},
     {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py"}},
-    {"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch", "call_id": "c2"}},
+    {"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch",
+                                          "input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch",
+                                          "call_id": "c2"}},
     {"type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c2", "output": "Success"}},
     {"type": "response_item", "payload": "broken"},
 )
@@ -288,8 +293,10 @@ OPENCODE = {
         {"info": {"role": "assistant", "modelID": "glm"}, "parts": [
             {"type": "step-start"},
             {"type": "reasoning", "text": "plan"},
-            {"type": "tool", "tool": "write", "callID": "w1", "state": {"status": "completed", "input": {"filePath": "a.txt"}, "output": "ok"}},
-            {"type": "tool", "tool": "bash", "callID": "b1", "state": {"status": "error", "input": {"command": "x"}, "error": "Error: no x"}},
+            {"type": "tool", "tool": "write", "callID": "w1",
+             "state": {"status": "completed", "input": {"filePath": "a.txt"}, "output": "ok"}},
+            {"type": "tool", "tool": "bash", "callID": "b1",
+             "state": {"status": "error", "input": {"command": "x"}, "error": "Error: no x"}},
             {"type": "step-finish"},
             {"type": "step-start"},
             {"type": "text", "text": "done"},

@@ -57,7 +57,7 @@ def test_a_record_rewritten_in_redis_never_reaches_the_provider(fake, start_prox
 
 
 def test_a_record_signed_by_another_team_or_moved_from_another_session_is_ignored(redis_server):
-    from compress.session_store import RedisState
+    from compress.state.session_store import RedisState
 
     ours, theirs = fresh_address(redis_server), fresh_address(redis_server)
     client = connect(ours)

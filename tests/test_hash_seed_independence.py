@@ -19,8 +19,8 @@ RENDER = """
 import json, sys
 from dataclasses import replace
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.chain_checks import OPEN_CONFIG
 config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})

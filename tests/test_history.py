@@ -7,7 +7,9 @@ import json
 import stat
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from memory.history.config import HistoryConfig
 from memory.history.ingest import ingest_file

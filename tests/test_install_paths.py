@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ctxmill import launch
 from ctxmill.doctor_checks import host_path, run_hooks
+from ctxmill.install import launch
 
 
 def test_a_user_install_names_this_installation_even_when_path_finds_it(tmp_path, monkeypatch):

@@ -8,6 +8,12 @@ Must hold (the project guide; issue #12):
   memory/ imports no stage (compress.stages), nor does another stage; nothing of the engine
   imports replay/ (the measuring harness), which imports no face; faces import it only inside
   a function (lazily: a hook's process never loads it);
+- the installers (ctxmill/install/) are imported by the commands alone (a hook, the MCP server
+  or the proxy never loads them), and import no serving face (proxy/, engine/, mcp_server,
+  dashboard/) nor a command;
+- compress/ is grouped by role: nothing in it outside runner/ imports the runner; the stage kit
+  (compress/stagekit/) imports no stage, no runner and no session state; the session state
+  (compress/state/) imports nothing else of compress/;
 - no engine module reads the environment (`os.environ`, `os.getenv`): config is passed in.
 
 An import of `a.b.c` is an edge to the module `a.b.c` only (a package whose `__init__` imports
@@ -42,7 +48,19 @@ FORBIDDEN = (  # (importer, imported, why); a package name covers its submodules
     ("memory", ("compress.stages",), "memory/ imports no stage"),
     ("compress.stages", ("compress.stages",), "a stage imports no other stage"),
     ("replay", ("ctxmill",), "replay/ imports no face"),
+    ("ctxmill.install", ("ctxmill.proxy", "ctxmill.engine", "ctxmill.mcp_server", "ctxmill.dashboard",
+                         "ctxmill.commands"), "an installer writes client files and runs no face"),
+    ("compress", ("compress.runner",), "nothing in compress/ outside runner/ imports the runner"),
+    ("compress.stagekit", ("compress.stages", "compress.state"), "the stage kit imports no stage and no session state"),
+    ("compress.state", ("compress",), "the session state imports nothing else of compress/"),
 )
+ONLY_FROM = (  # (imported, the only importers, why); package names cover their submodules
+    ("ctxmill.install", ("ctxmill.install", "ctxmill.commands"),
+     "the installers are used by the commands alone (a hook, the MCP server or the proxy never loads them)"),
+)
+OWN = ("compress.runner", "compress.state")
+"""Packages whose modules import each other: a FORBIDDEN rule never covers an import from one of
+their modules to another of the same package."""
 ALLOWED = frozenset({("repomap", "memory.tokenize")})
 """(importer, imported) pairs a FORBIDDEN rule does not cover: the map tokenises prompts, paths
 and names in any script as memory search does (one tokenizer)."""
@@ -128,7 +146,10 @@ def import_breaches(modules: dict[str, Module], root: Path) -> list[str]:
         for target, line in module.imports.items():
             why = [why for importer, imported, why in FORBIDDEN
                    if within(name, importer) and any(within(target, p) for p in imported)
-                   and (importer, target) not in ALLOWED]
+                   and (importer, target) not in ALLOWED
+                   and not any(within(name, own) and within(target, own) for own in OWN)]
+            why += [why for imported, importers, why in ONLY_FROM
+                    if within(target, imported) and not any(within(name, p) for p in importers)]
             if in_engine(name) and within(target, "replay"):
                 why.append("the engine never imports replay/")
             if within(name, "ctxmill") and within(target, "replay") and target in module.eager:
@@ -169,16 +190,35 @@ def breaches(root: Path) -> list[str]:
             + (["import cycle: " + " -> ".join(cycle)] if cycle else []))
 
 
+def layout(root: Path, package: str) -> tuple[int, int, int]:
+    """(rooms, levels, arrows) of one package seen from its top: a room is one of its modules or
+    folders (its `__init__` aside), an arrow a pair of rooms one of which imports the other (lazy
+    imports count), the levels the longest chain of arrows, counted in rooms. Raises CycleError
+    when rooms import each other in a circle (then there are no levels)."""
+    modules = scan(root)
+    room = {name: name.removeprefix(package + ".").split(".")[0] for name in modules
+            if name.startswith(package + ".")}
+    arrows = {(room[name], room[target]) for name, module in modules.items() if name in room
+              for target in module.imports if target in room and room[target] != room[name]}
+    above: dict[str, set[str]] = {r: set() for r in room.values()}  # room -> the rooms it imports
+    for a, b in arrows:
+        above[a].add(b)
+    level: dict[str, int] = {}
+    for r in TopologicalSorter(above).static_order():  # what a room imports comes first
+        level[r] = 1 + max((level[b] for b in above[r]), default=0)
+    return len(above), max(level.values(), default=0), len(arrows)
+
+
 def test_the_project_keeps_its_shape():
     modules = scan(ROOT)
-    assert {"compress.pipeline", "compress.stages", "memory.extract", "ccr.store", "ground.files",
+    assert {"compress.runner.pipeline", "compress.stages", "memory.extract", "ccr.store", "ground.files",
             "ctxmill.cli"} <= set(modules)  # the scan sees the project
     assert "compress.vocab.tools" in modules["memory.extract"].imports  # and its imports
     assert breaches(ROOT) == []
 
 
 def test_every_stage_lives_in_stages_under_its_name_and_is_in_the_one_ordered_list():
-    from compress.pipeline import DEFAULT_STAGES
+    from compress.runner.pipeline import DEFAULT_STAGES
 
     files = {path.stem for path in (ROOT / "compress" / "stages").glob("*.py") if path.stem != "__init__"}
     assert sorted(stage.name for stage in DEFAULT_STAGES) == sorted(files)
@@ -194,12 +234,20 @@ _SMALL_PROJECT = {
     "ccr/store.py": "from ground.files import os\n",
     "compress/__init__.py": "",
     "compress/model.py": "",
-    "compress/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n",
+    "compress/runner/__init__.py": "",
+    "compress/runner/pipeline.py": "from compress import model\nfrom compress.stages.dedup import Dedup\n"
+                                   "from compress.runner.plan import plan\nfrom compress.state import session\n",
+    "compress/runner/plan.py": "from compress.stagekit.stage import Stage\n",
+    "compress/stagekit/__init__.py": "",
+    "compress/stagekit/stage.py": "from compress.model import Block\n",
+    "compress/state/__init__.py": "",
+    "compress/state/session.py": "from compress.state.sealed import seal\nfrom ground import files\n",
+    "compress/state/sealed.py": "",
     "compress/stages/__init__.py": "",
-    "compress/stages/dedup.py": "from compress.model import Block\n",
+    "compress/stages/dedup.py": "from compress.model import Block\nfrom compress.stagekit import stage\n",
     "compress/stages/purge.py": "from compress.model import Block\n",
     "replay/__init__.py": "",
-    "replay/harness.py": "import os\nfrom compress.pipeline import run\nos.environ.get('X')\n",
+    "replay/harness.py": "import os\nfrom compress.runner.pipeline import run\nos.environ.get('X')\n",
     "memory/__init__.py": "",
     "memory/api.py": "from compress.model import Block\nfrom ccr.store import CCRStore\n",
     "ctxmill/__init__.py": "",
@@ -207,6 +255,12 @@ _SMALL_PROJECT = {
                       "    importlib.import_module(f'ctxmill.commands.{name}')\n",
     "ctxmill/commands/__init__.py": "",
     "ctxmill/commands/replay.py": "from memory import api\n\ndef run():\n    import replay.harness\n",
+    "ctxmill/commands/install.py": "from ctxmill.install import claude_code\n",
+    "ctxmill/install/__init__.py": "",
+    "ctxmill/install/claude_code.py": "from ctxmill import hooks\n",
+    "ctxmill/hooks.py": "",
+    "ctxmill/proxy/__init__.py": "",
+    "ctxmill/proxy/app.py": "",
 }
 
 
@@ -214,7 +268,8 @@ _SMALL_PROJECT = {
     ("ground/files.py", "import ccr.store\n", "ground/files.py:2 imports ccr.store: ground/ imports nothing"),
     ("ccr/store.py", "def f():\n    from memory import api\n", "ccr/store.py:3 imports memory.api: ccr/ imports only"),
     ("ccr/store.py", "from compress.model import X\n", "imports compress.model: ccr/ imports only ground/"),
-    ("compress/pipeline.py", "def f():\n    import ctxmill.cli\n", "imports ctxmill.cli: the engine never imports"),
+    ("compress/runner/pipeline.py", "def f():\n    import ctxmill.cli\n",
+     "imports ctxmill.cli: the engine never imports"),
     ("memory/api.py", "from ctxmill import cli\n", "imports ctxmill.cli: the engine never imports ctxmill"),
     ("memory/api.py", "from compress.stages import dedup\n", "imports compress.stages.dedup: memory/ imports no stage"),
     ("memory/api.py", "import compress.stages\n", "imports compress.stages: memory/ imports no stage"),
@@ -229,17 +284,56 @@ _SMALL_PROJECT = {
     ("ground/files.py", "os.getenv('HOME')\n", "ground/files.py:2 reads the environment"),
     ("memory/api.py", "x = 1\n" * MAX_LINES, f"memory/api.py has {MAX_LINES + 2} lines"),
     ("ctxmill/commands/__init__.py", "\n" * (MAX_LINES + 1), "ctxmill/commands/__init__.py has 401 lines"),
-    ("compress/model.py", "def f():\n    import compress.pipeline\n", "import cycle"),
-    ("compress/model.py", "from . import pipeline\n", "import cycle"),
-    ("compress/stages/dedup.py", "from ..pipeline import run\n", "import cycle"),
+    ("compress/model.py", "def f():\n    import compress.runner.pipeline\n", "import cycle"),
+    ("compress/model.py", "from .runner import pipeline\n", "import cycle"),
+    ("compress/stages/dedup.py", "from ..runner.pipeline import run\n", "import cycle"),
+    ("compress/stages/dedup.py", "def f():\n    from compress.runner import plan\n",
+     "compress/stages/dedup.py:4 imports compress.runner.plan: nothing in compress/ outside runner/"),
+    ("compress/state/session.py", "import compress.runner\n", "imports compress.runner: nothing in compress/ outside"),
+    ("compress/stagekit/stage.py", "from compress.stages.dedup import x\n", "the stage kit imports no stage"),
+    ("compress/stagekit/stage.py", "from compress.state.session import S\n", "the stage kit imports no stage and no"),
+    ("compress/state/session.py", "from compress.model import Block\n", "the session state imports nothing else"),
+    ("compress/state/sealed.py", "from ..stagekit import stage\n", "the session state imports nothing else"),
     ("ctxmill/commands/replay.py", "from ctxmill.cli import main\n", "import cycle"),  # through import_module
+    ("ctxmill/hooks.py", "def f():\n    from ctxmill.install import claude_code\n",
+     "ctxmill/hooks.py:2 imports ctxmill.install.claude_code: the installers are used by the commands alone"),
+    ("ctxmill/proxy/app.py", "import ctxmill.install\n", "imports ctxmill.install: the installers are used by"),
+    ("ctxmill/install/claude_code.py", "from ctxmill.proxy import app\n",
+     "imports ctxmill.proxy.app: an installer writes client files and runs no face"),
+    ("ctxmill/install/claude_code.py", "def f():\n    from ctxmill.commands import install\n",
+     "an installer writes client files and runs no face"),
 ])
 def test_each_rule_can_fail(tmp_path, path, added, expected):
-    for name, text in _SMALL_PROJECT.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_small_project(tmp_path)
     assert breaches(tmp_path) == []
     with (tmp_path / path).open("a") as f:
         f.write(added)
     found = breaches(tmp_path)
     assert any(expected in breach for breach in found), found
+
+
+def _write_small_project(root: Path) -> None:
+    for name, text in _SMALL_PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_layout_counts_rooms_levels_and_arrows(tmp_path):
+    _write_small_project(tmp_path)
+    # model, runner, stagekit, state, stages; runner -> stages -> stagekit -> model is the longest
+    # chain; runner -> (model, stages, stagekit, state), stages -> (model, stagekit), stagekit -> model
+    assert layout(tmp_path, "compress") == (5, 4, 7)
+    (tmp_path / "compress/state/sealed.py").write_text("def f():\n    from compress import model\n")
+    assert layout(tmp_path, "compress") == (5, 4, 8)  # a lazy import is an arrow too
+
+
+if __name__ == "__main__":  # python tests/test_layering.py compress ctxmill: each package's counts
+    import sys
+
+    for package in sys.argv[1:] or ["compress"]:
+        try:
+            rooms, levels, arrows = layout(ROOT, package)
+        except CycleError as error:
+            print(f"{package}/: rooms import each other in a circle: {' -> '.join(error.args[1])}")
+        else:
+            print(f"{package}/: {rooms} modules or folders, {levels} levels, {arrows} import arrows")

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
-from ctxmill.ledger import modelled_costs, project_of, record_expansion, record_request
 from compress.model_prices import PRICES, price_for
+from ctxmill.ledger import modelled_costs, project_of, record_expansion, record_request
 from ctxmill.ledger.report import STAGE_KINDS, render, session_requests, summary
 from ctxmill.ledger.store import SCHEMA_VERSION, Ledger, LedgerError, Project
 
@@ -123,7 +123,7 @@ def test_totals_are_the_sums_of_the_rows(tmp_path_factory, rows):
 
 
 def test_every_stage_of_the_pipeline_has_a_kind_of_content():
-    from compress.pipeline import DEFAULT_STAGES
+    from compress.runner.pipeline import DEFAULT_STAGES
 
     assert {s.name for s in DEFAULT_STAGES} == set(STAGE_KINDS)
 
@@ -223,7 +223,7 @@ def test_the_savings_by_stage_and_kind_add_up_to_the_headline_in_any_time_range(
 
 
 def _writer(path: str, n: int, name: str) -> None:
-    for i in range(n):
+    for _ in range(n):
         record_request(face="test", session=name, project=Project(), model="gpt-5", vendor="openai",
                        tokens_before=10, tokens_after=5, stages={"trim_outputs": 5}, path=__import__("pathlib").Path(path))
 

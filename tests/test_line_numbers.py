@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from compress.line_numbers import thin_line_numbers
+from compress.stagekit.line_numbers import thin_line_numbers
 
 PREFIXES = {"claude": lambda n: f"{n:>6}→", "cat -n": lambda n: f"{n:>6}\t", "opencode": lambda n: f"{n}: ",
             "powershell": lambda n: f"{n:>4}: "}

@@ -8,13 +8,12 @@ import subprocess
 import sys
 from collections import Counter
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmill.git_memory import attribute_lines, driver_lines, register, unregister
-from memory.merge import merge
+from ctxmill.install.git_memory import attribute_lines, driver_lines, register, unregister
 from memory.markdown import parse
+from memory.merge import merge
 
 BASE = """# Memory
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
-from compress.pipeline import Chain, run
-from compress.session import Session
+from compress.runner.pipeline import Chain, run
 from compress.stages.nudges import CHECKPOINT_NUDGE, Options, memory_nudge, memory_nudges, nudge_text
+from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
 
 MEDIUM = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), protect_tail_tokens=0, protect_tail_turns=1,
@@ -183,7 +183,7 @@ def test_property_nudges_are_prefix_stable_cooled_down_and_at_user_ends(texts, w
 # -------------------------------------------------------------- the runner's newest-message exception
 
 def _stage(fn, appends: bool = True):
-    from compress.stage import Stage
+    from compress.stagekit.stage import Stage
 
     return Stage("probe", fn, Tier.ALWAYS, appends_to_newest=appends)
 
@@ -236,21 +236,17 @@ def test_host_injected_reminders_are_not_cues():
 
 # -------------------------------------------------------------- golden: real sessions, turn by turn
 
-def test_golden_turn_by_turn_on_claude_code_sessions():
+def test_golden_turn_by_turn_on_claude_code_sessions(corpus):
     import sys
     from pathlib import Path
 
-    import pytest
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from claude_code_requests import claude_code_sessions
-    from token_corpus import corpus_dir
 
     from compress.formats.sessions import read_session
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     # no new epochs: once trimming stages run, a full re-run would save enough to start one
     config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), epoch_savings_threshold=10**9,
                             window_epoch_savings=10**9)

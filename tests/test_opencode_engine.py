@@ -13,12 +13,12 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.opencode_live import edits, first_prompt, to_body
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.tiers import TierThresholds
-from ccr.store import CCRStore
 
 REPO = Path(__file__).resolve().parents[1]
 BIG = "\n".join(f"[build] compiling module_{i}.py ... ok ({i}/900)" for i in range(900)) + "\nBUILD FAILED"

@@ -63,8 +63,8 @@ def test_told_cuts_on_arrival_only_the_reads_of_files_no_later_edit_copies_from(
     unneeded, and the told chain cuts it in the very request that carries it, whole in CCR."""
     from bench.oracle_reads import told_chain, unneeded_reads
     from ccr.store import CCRStore
-    from compress.pipeline import run
-    from compress.session import Session
+    from compress.runner.pipeline import run
+    from compress.state.session import Session
 
     other = "\n".join(f"    def unrelated_helper_{i}(self, value):" for i in range(200))
     session = _session()

@@ -11,9 +11,9 @@ from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.formats.requests import SHAPES, from_provider
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE
-from compress.pipeline import Chain, run
-from compress.session import Session
-from compress.stage import Stage
+from compress.runner.pipeline import Chain, run
+from compress.stagekit.stage import Stage
+from compress.state.session import Session
 from compress.tiers import Tier
 from tests.helpers import SMALL_TAIL, as_bytes, compress, markers_in
 from tests.strategies import requests

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.formats.requests import from_provider
 from compress.formats.requests.managed import managed_floor
-from compress.message_tokens import MessageTokens
-from compress.session import Session
+from compress.runner.message_tokens import MessageTokens
+from compress.state.session import Session
 from compress.tiers import TierThresholds
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 from tests.helpers import SMALL_TAIL, compress, markers_in
 from tests.proxy_helpers import example
 from tests.test_proxy import SMALL, fake, start_proxy, upstream  # noqa: F401 - fixtures

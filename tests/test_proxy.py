@@ -13,12 +13,11 @@ import pytest
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
 from ctxmill.settings import ProxyConfig
-from tests.helpers import eventually
 from tests.fake_upstream import FakeUpstream, ServerThread
+from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures
-from tests.proxy_stages import CHAIN, CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
-from tests.proxy_helpers import (SECRET, anthropic_client, example, openai_client, paired, replay, to_openai,
-                                 tool_ids)
+from tests.proxy_helpers import SECRET, anthropic_client, example, openai_client, paired, replay, to_openai, tool_ids
+from tests.proxy_stages import CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
 
 TIMEOUT = 120  # seconds; a liveness bound on a busy machine (a proxy's first request waits for its worker)
 
@@ -114,7 +113,7 @@ def test_openai_sdk_conversation_streaming_and_not(fake, proxy):
 def test_usage_calibrates_the_next_request_from_the_sessions_state(fake, start_proxy, tmp_path):
     """calibration = reported prompt tokens / estimated sent tokens (fake reports len(body)//4),
     written into the session's state before the answer ends, where any process finds it."""
-    from compress.session import Session
+    from compress.state.session import Session
     from ctxmill.paths import sessions_dir
 
     proxy = start_proxy(home=tmp_path / ".ctxmill")

@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 from compress.formats.usage import Usage
 from ctxmill.proxy.identity import request_key, session_key
-from ctxmill.proxy.sessions import ProxySession
-from ctxmill.proxy.stats import SessionStats
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.wire import downstream_headers, upstream_headers
 from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion
@@ -87,7 +85,7 @@ def test_session_key_is_stable_across_turns_and_separates_conversations():
 def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
     from ccr.store import CCRStore
     from compress.config import CompressConfig
-    from compress.session import Session
+    from compress.state.session import Session
     from ctxmill.proxy.worker import Worker, WorkerSetup, calibrated
     from tests.proxy_helpers import example
 
@@ -137,8 +135,8 @@ def _users_config(tmp_path, monkeypatch):
 
 
 def test_proxy_settings_from_the_config_file_and_flags(tmp_path, monkeypatch):
-    from ctxmill.errors import ConfigError
     from ctxmill.config_tables import parse_budget
+    from ctxmill.errors import ConfigError
     from ctxmill.settings import Settings
 
     config = _users_config(tmp_path, monkeypatch)
@@ -233,8 +231,8 @@ def test_a_run_holds_its_sessions_lock_until_its_state_is_written(tmp_path):
     from filelock import Timeout
 
     from compress.config import CompressConfig
-    from compress.session import Session
-    from compress.session_store import LOCK_FILE
+    from compress.state.session import Session
+    from compress.state.session_store import LOCK_FILE
     from ctxmill.proxy.worker import Worker, WorkerSetup
     from ground.files import private_lock
     from tests.proxy_helpers import example
@@ -252,8 +250,8 @@ def test_a_run_holds_its_sessions_lock_until_its_state_is_written(tmp_path):
 
 def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
     from compress.config import CompressConfig
-    from compress.pipeline import Chain
-    from compress.stage import Stage
+    from compress.runner.pipeline import Chain
+    from compress.stagekit.stage import Stage
     from compress.tiers import Tier
     from ctxmill.proxy.worker import WorkerSetup
     from ctxmill.proxy.workerpool import WorkerPool

@@ -8,8 +8,8 @@ import pytest
 
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
-from compress.session import Session
 from compress.stages.purge_errors import STAGE
+from compress.state.session import Session
 from tests.chain_checks import BODIES, OPEN_CONFIG, anthropic_body, check_run, run_stages
 
 BODY = "\n".join(f"def handler_{i}(request):\n    return respond(request, {i})" for i in range(60))
@@ -75,7 +75,8 @@ def test_incremental_runs_keep_the_epoch_anchor():
 
 
 def test_first_error_line_beyond_the_head_stays_visible():
-    output = "make[1]: Entering directory '/repo'\n" + "compiling module\n" * 60 + "src/app.py:3: error: undefined name 'x'\n" + "done\n" * 40
+    output = ("make[1]: Entering directory '/repo'\n" + "compiling module\n" * 60
+              + "src/app.py:3: error: undefined name 'x'\n" + "done\n" * 40)
     body = anthropic_body([("Bash", {"command": "make"}, output, True)] + FILLER)
     out, _, store = run_stages(body, STAGE)
     result = blocks(out, "tool_result")[0].result_text

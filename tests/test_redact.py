@@ -1,7 +1,8 @@
 """ground.redact: every supported secret kind disappears, ordinary text and code survive."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ground.redact import redact
 

@@ -2,7 +2,8 @@
 and against Yelp's detect-secrets on the same canaries (bench/redact_detectors.py has speed)."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ground.redact import redact, secret_spans
 from tests.reliability.canaries import CANARIES, canary_text, leaked

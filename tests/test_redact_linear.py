@@ -7,7 +7,8 @@ measured in bench/redact_speed.py (tests assert behaviour, never time).
 """
 
 import regex
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ground.redact as engine
 from ground.redact import redact

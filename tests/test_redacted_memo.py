@@ -1,8 +1,8 @@
-"""Originals are redacted once per text and options, and remembered (`compress.stage.redacted`)."""
+"""Originals are redacted once per text and options, and remembered (`compress.stagekit.stage.redacted`)."""
 
 from __future__ import annotations
 
-from compress.stage import PendingOriginals, redacted
+from compress.stagekit.stage import PendingOriginals, redacted
 from ground.redact import redact
 
 SECRET = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

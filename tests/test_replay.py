@@ -14,13 +14,13 @@ import pytest
 from ccr.markers import format_marker
 from ccr.store import CCRStore
 from compress.formats.sessions import read_session, read_text
+from compress.token_counters import get_counter
 from replay.pricing import RequestAccountant
 from replay.retention import check_retention
 from replay.runner import replay
-from compress.tokens import get_counter
+from tests.conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 COUNTER = get_counter(prefer_exact=True)
 THOUGHT = "I should look at the parser module first because the stack trace points there."
 
@@ -192,10 +192,6 @@ def test_cli_errors_are_one_line(tmp_path):
     assert forced.returncode == 0 and "malformed" in forced.stdout
 
 
-corpus = pytest.mark.skipif(not (CORPUS / "transcripts").is_dir(), reason=f"corpus absent at {CORPUS}")
-
-
-@corpus
 @pytest.mark.corpus
 def test_corpus_sessions_read_with_paired_tools():
     from compress.formats.requests import from_provider
@@ -215,12 +211,11 @@ def test_corpus_sessions_read_with_paired_tools():
         assert [c.tool_id for c in unanswered if source.count(c.tool_id) > 1] == [], path
 
 
-@corpus
 @pytest.mark.corpus
 def test_corpus_claude_code_usage_matches_the_model():
     path = CORPUS / "transcripts" / "claude-code" / "marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl"
     if not path.exists():
-        pytest.skip("session not in corpus")
+        pytest.skip(f"{path.name} is not in the corpus")
     report = replay(read_session(path))
     assert report.usage is not None and report.usage.compared > 50
     assert 0.8 < report.usage.cost_ratio < 1.2

@@ -59,8 +59,9 @@ def test_a_held_out_project_never_enters_its_own_choice(rows, other_cost, other_
         grid: dict = {f"point{k}": {} for k in range(2)}
         for i, (project, cost, lost) in enumerate(rows):
             for k in range(2):
-                c, l = (override if override and project == 0 else (cost + 7 * k, max(0, lost - 10 * k)))
-                grid[f"point{k}"][f"own{project}__repo__{i}.jsonl"] = _report(f"own{project}__repo__{i}.jsonl", c, 100, 100 - min(l, 100))
+                c, gone = (override if override and project == 0 else (cost + 7 * k, max(0, lost - 10 * k)))
+                grid[f"point{k}"][f"own{project}__repo__{i}.jsonl"] = _report(f"own{project}__repo__{i}.jsonl", c, 100,
+                                                                             100 - min(gone, 100))
         return grid
 
     first, second = validate(grid_of(None)), validate(grid_of((other_cost, other_kept)))

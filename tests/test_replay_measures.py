@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compress.formats.requests import SHAPES
+from compress.formats.requests.anthropic import keep_all_thinking
 from compress.formats.sessions import read_text
+from compress.token_counters import get_counter
 from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
 from replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
-from compress.formats.requests.anthropic import keep_all_thinking
 from replay.pricing import RequestAccountant
 from replay.runner import replay
-from compress.tokens import get_counter
 
 SOURCE = "\n".join(f"    def handler_number_{i}(self, value):" for i in range(200))
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 from ctxmill.errors import ConfigError
 from repomap import index as repomap_index
 from repomap.api import HEADER, RepoMap, RepoMapConfig, build_map

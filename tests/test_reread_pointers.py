@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ccr.store import CCRStore
-from compress.session import Session
 from compress.stages.reread_pointers import NOTE
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.chain_checks import anthropic_body
 from tests.helpers import compress

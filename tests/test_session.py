@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
 from compress.formats.requests import from_provider
 from compress.provider_cache import provider_blocks
-from compress import trial
-from compress.pipeline import run
-from compress.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
+from compress.runner import trial
+from compress.runner.epochs import EpochChoice, best_start, cached_prefixes, epoch_trial, pays_off
+from compress.runner.pipeline import run
+from compress.state.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps
 from tests.helpers import SMALL_TAIL, conversation_field
 from tests.strategies import requests
@@ -177,7 +177,7 @@ def test_window_epoch_rewrites_only_after_a_cached_request():
                      window_epoch_savings=500)
     outputs: list[list[bytes]] = []
     window_epochs = 0
-    for k, result in feed(body, config, _Memory()):
+    for _, result in feed(body, config, _Memory()):
         out = [dumps(m) for m in result.body[conversation_field(result.body)]]
         if result.report.mode == "epoch" and result.report.epoch_reason.startswith("saves"):
             window_epochs += 1
@@ -364,7 +364,7 @@ def test_an_epoch_starts_where_it_gains_most():
                      window_start_min_tokens=0)
     sessions = _Memory()
     previous: list[bytes] = []
-    for k, result in feed(body, config, sessions):
+    for _, result in feed(body, config, sessions):
         out = [dumps(m) for m in result.body["messages"]]
         if result.report.epoch_reason.startswith("saves"):
             assert big in sessions.session.request_ends  # the cached request it starts after

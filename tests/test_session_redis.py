@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.session import Session
-from compress.session_store import RedisState, StateBusy
+from compress.runner.pipeline import run
+from compress.state.session import Session
+from compress.state.session_store import RedisState, StateBusy
 from ground.jsonbytes import dumps
 from ground.redact import secret_spans
 from ground.redis_client import connect

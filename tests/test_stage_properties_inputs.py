@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from compress.formats.requests import from_provider
 from compress.model import index_tool_calls
+from compress.stagekit.line_numbers import unnumbered_lines
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import is_failed_result
-from compress.line_numbers import unnumbered_lines
 from compress.vocab.tools import OLD_TEXT_KEYS
 from compress.vocab.touches import CHANGES, CREATE, DELETE, READ, WRITE, same_file
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, check_run, run_stages
@@ -25,7 +25,7 @@ STAGES = (dedup_tool_calls.STAGE, purge_errors.STAGE, supersede_inputs.STAGE)
 def _changed_inputs_were_stale_or_failed(before: dict, after: dict) -> None:
     old, new = from_provider(before).messages, from_provider(after).messages
     anchor = old[-1].turn if old else 0
-    settled_after = supersede_inputs.DEFAULTS["settled_after_turns"]
+    settled_after = supersede_inputs.SupersedeOptions.settled_after_turns
     calls = sorted(index_tool_calls(old).values(), key=lambda c: (c.use_msg, c.use_block))
     ok = [c for c in calls if c.result_msg < 0 or not is_failed_result(old[c.result_msg].blocks[c.result_block])]
     for call in calls:

@@ -10,11 +10,12 @@ import pytest
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
-from compress.pipeline import Chain, run
-from compress.session import Session
+from compress.runner.pipeline import Chain, run
 from compress.stages import crush_json, trim_outputs
+from compress.state.session import Session
 from compress.vocab.signals.errors import first_error_line
-from tests.stagekit import config, corpus_transcripts, result_texts
+from tests.conftest import CORPUS
+from tests.stagekit import config, result_texts
 
 pytestmark = pytest.mark.corpus
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -25,10 +26,9 @@ SESSION = "claude-code/marot__spotter__258c7280-ae70-4798-800f-63464d01a85d.json
 
 @pytest.fixture(scope="module")
 def session_body():
-    root = corpus_transcripts()
-    if root is None or not (root / SESSION).exists():
-        pytest.skip("shared corpus (../shared/corpus/transcripts) is absent")
-    return session_request(root / SESSION)
+    if not (CORPUS / "transcripts" / SESSION).exists():
+        pytest.skip(f"{SESSION} is not in the corpus")
+    return session_request(CORPUS / "transcripts" / SESSION)
 
 
 @pytest.mark.parametrize("tier", ["always", "high"])

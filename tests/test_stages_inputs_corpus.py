@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from bench.claude_code_requests import claude_code_sessions, session_request as load_request
+from bench.claude_code_requests import claude_code_sessions
+from bench.claude_code_requests import session_request as load_request
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT
@@ -24,7 +25,7 @@ GOLDEN_SESSION = "marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"  #
 def _session(name: str):
     found = [p for p in SESSIONS if p.name == name]
     if not found:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+        pytest.skip(f"{name} is not in the corpus")
     return found[0]
 
 

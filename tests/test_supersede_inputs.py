@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from compress.formats.requests import from_provider
-from compress.session import Session
 from compress.stages.supersede_inputs import STAGE
+from compress.state.session import Session
 from compress.vocab.tools import PROTECTED_TOOLS
 from tests.chain_checks import BODIES, MEDIUM_CONFIG, OPEN_CONFIG, anthropic_body, check_run, run_stages
 from tests.stagekit import UNCHANGED_POINTER, echoed

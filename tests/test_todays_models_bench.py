@@ -1,7 +1,7 @@
 """bench/todays_models.py: its ablation prices the engine's decisions as another model, and only
 inside the block."""
 
-import compress.pipeline as pipeline
+import compress.runner.pipeline as pipeline
 from bench.todays_models import engine_prices_as
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.tokens import ESTIMATOR, estimate_tokens, exact_counter, get_counter
+from compress.token_counters import ESTIMATOR, estimate_tokens, exact_counter, get_counter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -150,7 +150,7 @@ def test_exact_counter_known_values_and_fallback_names():
 
 
 def test_get_counter_falls_back_to_estimator(monkeypatch, tmp_path):
-    import compress.tokens as tokens
+    import compress.token_counters as tokens
 
     monkeypatch.setattr(tokens, "_bpe_openai_counter", lambda: None)
     monkeypatch.setattr(tokens, "_exact", {})
@@ -159,14 +159,11 @@ def test_get_counter_falls_back_to_estimator(monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- real transcripts
 
-@pytest.mark.corpus
 @needs_exact
-def test_estimate_within_ten_percent_on_corpus_categories():
-    from token_corpus import corpus_dir, file_samples, transcript_files
+def test_estimate_within_ten_percent_on_corpus_categories(corpus):
+    from token_corpus import file_samples, transcript_files
 
-    root = corpus_dir()
-    if root is None:
-        pytest.skip("shared corpus absent (../shared/corpus or $CTXMILL_CORPUS)")
+    root = corpus
     totals: dict[str, list[int]] = {}
     for path in transcript_files(root)[::3]:
         for category, text in file_samples(path):

@@ -5,20 +5,18 @@ from __future__ import annotations
 import base64
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccr.markers import find_markers
-from compress.stages import trim_outputs
-from compress.output_trim import TrimOptions
-from compress.stages.trim_outputs import stale_reads
 from compress.config import options_as
 from compress.formats.requests import from_provider
+from compress.stagekit.output_cut import TrimOptions
+from compress.stages import trim_outputs
+from compress.stages.trim_outputs import stale_reads
 from compress.vocab.signals.errors import is_error_line
 from compress.vocab.tools import PROTECTED_TOOLS
 from tests.stagekit import UNCHANGED_POINTER, anthropic, assert_markers_resolve, config, openai, result_texts, run_stage
-
 
 CUT_FRESH = {"keep_fresh_reads": False}
 """Fresh source reads are cut too: how the budgets shape a read."""

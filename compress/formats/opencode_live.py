@@ -77,7 +77,7 @@ def to_body(messages: list[Any], model: str = "") -> tuple[dict, list[tuple[int,
                     results.append(result)
                     result_where.append(Origin(i, j, field) if isinstance(value, str) else None)
             out.append({"role": "assistant", "content": blocks or [_text_block("")]})
-            origins.append((i, where or [None]))
+            origins.append((i, [*where] if where else [None]))
             if results:
                 out.append({"role": "user", "content": results})
                 origins.append((i, result_where))
@@ -89,7 +89,7 @@ def to_body(messages: list[Any], model: str = "") -> tuple[dict, list[tuple[int,
                     blocks.append(_text_block(part["text"]))
                     where.append(Origin(i, j, "text"))
             out.append({"role": "user", "content": blocks or [_text_block("")]})
-            origins.append((i, where or [None]))
+            origins.append((i, [*where] if where else [None]))
     return {"model": model, "messages": out}, origins
 
 

@@ -23,14 +23,21 @@ from dataclasses import dataclass
 import regex
 
 from ccr.markers import format_marker, has_marker
+from compress.config import options_as
 from compress.model import TEXT, Block, Message
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.signals.cues import decision_kinds, mentions_path
 from compress.vocab.signals.errors import is_error_line
 
 MIN_CHARS = 500
 MIN_SAVING = 0.40
+
+
+@dataclass(frozen=True)
+class ProseOptions:
+    min_chars: int = MIN_CHARS
+    min_saving: float = MIN_SAVING
 
 _FENCE = regex.compile(r"^[ \t]{0,3}(`{3,}(?![^\n]*`)|~{3,})")
 """A fence opener as CommonMark reads it: the info string after backticks holds no backtick
@@ -136,9 +143,8 @@ def shorten(text: str, ctx: StageContext, min_chars: int = MIN_CHARS, min_saving
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    opts = ctx.config.options("compress_prose")
-    min_chars = int(opts.get("min_chars", MIN_CHARS))
-    min_saving = float(opts.get("min_saving", MIN_SAVING))
+    opts = options_as(ProseOptions, ctx.config.options("compress_prose"))
+    min_chars, min_saving = opts.min_chars, opts.min_saving
 
     def compress(msg: Message, block: Block) -> Block:
         if msg.role != "assistant" or block.kind != TEXT:
@@ -148,4 +154,4 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     return each_block(messages, ctx, compress, "condensed old assistant prose")
 
 
-STAGE = Stage("compress_prose", run, Tier.MEDIUM)
+STAGE = Stage("compress_prose", run, Tier.MEDIUM, options=ProseOptions)

@@ -24,20 +24,20 @@ they were. Linear time in the size of the document.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
-from ground.jsonbytes import parse_document
-
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.lossy import accept
 from compress.model import Block, Message
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.lossy import accept
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.signals.errors import is_error_item
+from ground.jsonbytes import parse_document
 
 MAX_DEPTH = 64
 """Arrays and objects below this depth are kept as they are (bounded recursion)."""
@@ -275,4 +275,4 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 
     return each_block(messages, ctx, crush_block, "crushed JSON arrays")
 
-STAGE = Stage("crush_json", run, Tier.ALWAYS)
+STAGE = Stage("crush_json", run, Tier.ALWAYS, options=CrushOptions)

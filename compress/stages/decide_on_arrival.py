@@ -3,7 +3,7 @@ arrives, and never again.
 
 Output whose future use is unlikely (build and test logs, long listings, search hits, tool
 dumps) is decided in the request that first carries it, protected tail included, with the line
-budgets of `compress.output_trim.TrimOptions` at `scale` (option, default 0.25): command output
+budgets of `compress.stagekit.output_cut.TrimOptions` at `scale` (option, default 0.25): command output
 keeps its head, tail and every error line with context, search hits their first files and lines
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
 2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
@@ -14,7 +14,7 @@ running command (`compress.vocab.polls`) is decided as the command it polls, whi
 message of the same history names (a read polled back is a read; a build's log is cut). A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
-its line numbers (`compress.line_numbers`; 1 keeps them all, for tools that edit by line
+its line numbers (`compress.stagekit.line_numbers`; 1 keeps them all, for tools that edit by line
 number): the numbers cost about three tokens a line, the lines an agent copies into edits stay
 verbatim, and trim_outputs still decides how much of the read to keep later.
 Every change stores the original in CCR first and says what was kept.
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 from ccr.markers import format_marker, has_marker
 from compress.config import options_as
-from compress.inputnotes import large_strings
-from compress.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
-from compress.lossy import accept
 from compress.model import TOOL_RESULT, Block, Message
-from compress.output_trim import TrimOptions, trimmed
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.inputnotes import large_strings
+from compress.stagekit.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
+from compress.stagekit.lossy import accept
+from compress.stagekit.output_cut import TrimOptions, trimmed
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
@@ -134,4 +134,4 @@ def _thin(block: Block, ctx: StageContext, opts: ArrivalOptions) -> Block:
     return block.with_result_text(ctx.lossy(text, build, ctx.rerun_hint(block), relative=False))
 
 
-STAGE = Stage("decide_on_arrival", run, Tier.ALWAYS, decides_on_arrival=True)
+STAGE = Stage("decide_on_arrival", run, Tier.ALWAYS, decides_on_arrival=True, options=ArrivalOptions)

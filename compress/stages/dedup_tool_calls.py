@@ -22,7 +22,7 @@ import xxhash
 
 from ccr.markers import format_marker
 from compress.model import TEXT, Block, Message, ToolCall, index_tool_calls
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.signals.errors import is_failed_result
 from ground.jsonbytes import dumps

@@ -40,8 +40,9 @@ from dataclasses import dataclass
 import xxhash
 
 from ccr.markers import format_inline
+from compress.config import options_as
 from compress.model import TEXT, TOOL_USE, Block, Message, newest_user_index
-from compress.stage import Stage, StageContext
+from compress.stagekit.stage import Stage, StageContext
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
 from compress.vocab.signals.cues import DECISION_KINDS, decision_kinds
@@ -178,8 +179,7 @@ def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    raw = ctx.config.options("nudges")
-    opts = Options(**{k: int(raw[k]) for k in Options.__slots__ if k in raw})
+    opts = options_as(Options, ctx.config.options("nudges"))
     text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept)
     if not text:
         return messages
@@ -190,4 +190,4 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     return [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
 
 
-STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True)
+STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True, options=Options)

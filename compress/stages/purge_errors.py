@@ -10,24 +10,33 @@ its tool_use is older than `min_age` assistant turns (counted from the epoch anc
   failed at turn 12 · deep_expand("…")>>`.
 
 Inputs change only in the stages made for superseded or failed inputs; this is one of them
-(`may_edit_inputs=True`), and it edits inputs only through `compress.inputnotes`, which keeps
+(`may_edit_inputs=True`), and it edits inputs only through `compress.stagekit.inputnotes`, which keeps
 the input's shape and ties every note to the exact original. It is a stage of its own rather
 than part of `supersede_inputs` because failed calls are purged from the `always` tier.
 
-Options (`stage_options["purge_errors"]`): min_age (4), keep_chars (300), input_min_chars (200).
+Options (`[compress.stages.purge_errors]`, `PurgeOptions`): min_age (4), keep_chars (300), input_min_chars (200).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ccr.markers import format_marker
-from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.config import options_as
 from compress.model import Block, Message, index_tool_calls
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files
 from compress.vocab.signals.errors import first_error_line, is_failed_result
 
-DEFAULTS = {"min_age": 4, "keep_chars": 300, "input_min_chars": 200}
+
+@dataclass(frozen=True)
+class PurgeOptions:
+    min_age: int = 4
+    keep_chars: int = 300
+    input_min_chars: int = 200
+
 ERROR_LINE_MAX = 2_000
 """A first error line further down is kept up to this many characters."""
 
@@ -60,18 +69,18 @@ def _purge_input(turn: int, min_chars: int, ctx: StageContext) -> BlockEdit:
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    options = {**DEFAULTS, **ctx.config.options("purge_errors")}
+    options = options_as(PurgeOptions, ctx.config.options("purge_errors"))
     edits: dict[int, dict[int, BlockEdit]] = {}
     for call in index_tool_calls(messages).values():
         if call.result_msg < 0:
             continue
         use_msg, result = messages[call.use_msg], messages[call.result_msg].blocks[call.result_block]
-        if ctx.age(use_msg) <= options["min_age"] or not is_failed_result(result):
+        if ctx.age(use_msg) <= options.min_age or not is_failed_result(result):
             continue
         if ctx.may_compress_result(result):
-            edits.setdefault(call.result_msg, {})[call.result_block] = _cut_error(options["keep_chars"], ctx)
-        edits.setdefault(call.use_msg, {})[call.use_block] = _purge_input(use_msg.turn, options["input_min_chars"], ctx)
+            edits.setdefault(call.result_msg, {})[call.result_block] = _cut_error(options.keep_chars, ctx)
+        edits.setdefault(call.use_msg, {})[call.use_block] = _purge_input(use_msg.turn, options.input_min_chars, ctx)
     return edit_blocks(messages, ctx, edits, "cut a failed call older than the error age")
 
 
-STAGE = Stage("purge_errors", run, Tier.ALWAYS, may_edit_inputs=True)
+STAGE = Stage("purge_errors", run, Tier.ALWAYS, may_edit_inputs=True, options=PurgeOptions)

@@ -22,8 +22,10 @@ bytes. It decides on arrival: the pointer is in the protected tail when the agen
 
 from __future__ import annotations
 
-from compress.model import TOOL_RESULT, Message
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from functools import partial
+
+from compress.model import TOOL_RESULT, Block, Message
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.signals.rereads import pointer_reads, points_to_earlier_read
@@ -31,6 +33,11 @@ from compress.vocab.tools import ToolKind, tool_kind
 from compress.vocab.touches import same_file
 
 NOTE = "[ctxmill: the earlier read this points to is shortened in this request; its text follows]"
+
+
+def _with_earlier_read(block: Block, text: str) -> Block:
+    """The pointer's result with the earlier read's `text` after the note."""
+    return block.with_result_text(f"{block.result_text}\n{NOTE}\n{text}")
 
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
@@ -49,7 +56,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             earlier = next(((m, b) for p, m, b in reversed(reads) if path and same_file(p, path)), None)
             if ctx.mutable[i] and earlier and not ctx.mutable[earlier[0]] and ctx.shown_cut(earlier[0]):
                 text = messages[earlier[0]].blocks[earlier[1]].result_text
-                edits.setdefault(i, {})[j] = lambda b, text=text: b.with_result_text(f"{b.result_text}\n{NOTE}\n{text}")
+                edits.setdefault(i, {})[j] = partial(_with_earlier_read, text=text)
     return edit_blocks(messages, ctx, edits, "pointer carries the earlier read it points to")
 
 

@@ -15,7 +15,7 @@ and never leaves an assistant message with no content.
 from __future__ import annotations
 
 from compress.model import REDACTED_THINKING, TEXT, THINKING, Message, last_person_index
-from compress.stage import Stage, StageContext, each_mutable
+from compress.stagekit.stage import Stage, StageContext, each_mutable
 from compress.tiers import Tier
 
 TAGS = ("thinking", "think")

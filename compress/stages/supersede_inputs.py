@@ -17,8 +17,10 @@ one-line note when the call is superseded:
   at the new path);
 - settled: no call has touched its files (read, written, edited) for at least
   `settled_after_turns` (option, default 12, chosen with the corpus replay and judged
-  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has moved on from the file, so the body is history; while it keeps editing
-  the file, it copies old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string of src/app.py stored; edit made at turn 14, no later
+  leave-one-project-out) assistant turns, and it has left the protected tail. The agent has
+  moved on from the file, so the body is history; while it keeps editing the file, it copies
+  old texts out of this body. The note says when it was made: `<<ctxmill: 40-line new_string
+  of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off; `settled_tier`
   (option, default "always") is the lowest tier at which a body settles: "high" keeps a body
@@ -59,7 +61,7 @@ What must hold:
 - Failed calls neither supersede nor count as the latest write (`purge_errors` handles them).
 - A call is considered only when its body strings total more than `min_chars` (option,
   default 500); each string is replaced under the common saving rule (`ctx.lossy`).
-- Ids, tool names, input keys and list lengths never change (`compress.inputnotes`); only
+- Ids, tool names, input keys and list lengths never change (`compress.stagekit.inputnotes`); only
   mutable messages change (for history at birth, every message the run decides). This stage
   runs at every tier: a superseded body is history, and reading it again with every request is
   what a prompt cache charges for.
@@ -71,16 +73,25 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from compress.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
-from compress.line_numbers import shown_at, unnumbered_lines
+from compress.config import options_as
 from compress.model import Block, Message, ToolCall, index_tool_calls
-from compress.stage import BlockEdit, Stage, StageContext, edit_blocks
+from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
+from compress.stagekit.line_numbers import shown_at, unnumbered_lines
+from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files, written_texts
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
-from compress.vocab.tools import ECHOED_KEYS, OLD_TEXT_KEYS, PATH_KEYS, ToolKind, is_protected_tool, is_subagent, tool_kind
+from compress.vocab.tools import (
+    ECHOED_KEYS,
+    OLD_TEXT_KEYS,
+    PATH_KEYS,
+    ToolKind,
+    is_protected_tool,
+    is_subagent,
+    tool_kind,
+)
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
@@ -92,7 +103,6 @@ show for a read to count as showing the file again: a read of a few lines elsewh
 (an offset and limit, `sed -n`, `head`, `wc`) leaves this body the agent's only copy of the rest.
 Set a priori (0.5 and 1.0 give the same corpus replay within 0.002), not chosen with the replay."""
 
-DEFAULTS = {"min_chars": 500, "settled_after_turns": 12, "settled_tier": "always"}
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
 _MADE = {WRITE: "written", EDIT: "edit made", CREATE: "created", DELETE: "deleted", MOVE: "moved"}
@@ -212,9 +222,20 @@ def _what(path: KeyPath, text: str) -> str:
     return _BODY_NAMES.get(name, name)
 
 
+@dataclass(frozen=True)
+class SupersedeOptions:
+    min_chars: int = 500
+    settled_after_turns: int = 12
+    settled_tier: str = "always"
+    """The lowest tier at which a body settles by age ("always", "medium", "high")."""
+
+    def __post_init__(self) -> None:
+        Tier.parse(self.settled_tier)
+
+
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
-    options = {**DEFAULTS, **ctx.config.options("supersede_inputs")}
-    min_chars, settled_after = options["min_chars"], options["settled_after_turns"]
+    options = options_as(SupersedeOptions, ctx.config.options("supersede_inputs"))
+    min_chars, settled_after = options.min_chars, options.settled_after_turns
     calls = _calls(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
@@ -281,7 +302,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after
 
-    pressed = ctx.tier >= Tier.parse(str(options["settled_tier"]))
+    pressed = ctx.tier >= Tier.parse(options.settled_tier)
 
     for item in calls:
         if item.touches or not ctx.mutable[item.call.use_msg] or (result := answer(item)) is None:
@@ -291,8 +312,9 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
                 note_at_birth(item, quoted, "")
         elif is_subagent(item.block.tool_name) and ctx.past_tail[item.call.use_msg] and settled(item.turn):
             if prompts := large_strings(item.block.input, min_chars):
+                # mypy cannot type a lambda whose defaults bind the loop's values (hence the ignore)
                 edits.setdefault(item.call.use_msg, {})[item.call.use_block] = (
-                    lambda block, prompts=prompts, turn=item.turn: note_strings(
+                    lambda block, prompts=prompts, turn=item.turn: note_strings(  # type: ignore[misc]
                         block, prompts, ctx, lambda path, text: f"{line_count(text)}-line {field_name(path)} stored; "
                                                                 f"the subagent ran at turn {turn}"))
     for pos, item in enumerate(timeline):
@@ -323,13 +345,14 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             when = f"{_MADE[made]} at turn {item.turn}" + (", no later change to the file" if untouched else "")
 
         def summarize(path: KeyPath, text: str, where: str = where, when: str = when,
-                      main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:
+                      main: KeyPath = max(strings, key=lambda ps: len(ps[1]))[0]) -> str:  # noqa: B008 - bound per write
             what = f"{line_count(text)}-line {_what(path, text)}"
             return f"{what} of {where} stored; {when}" if path == main else f"{what} stored"
 
-        edits.setdefault(use, {})[item.call.use_block] = (
-            lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))
+        edits.setdefault(use, {})[item.call.use_block] = (  # mypy cannot type the lambda: its defaults bind loop values
+            lambda block, strings=strings, summarize=summarize: note_strings(block, strings, ctx, summarize))  # type: ignore[misc]
     return edit_blocks(messages, ctx, edits, "noted the body of a superseded write or edit")
 
 
-STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True, decides_on_arrival=True)
+STAGE = Stage("supersede_inputs", run, Tier.ALWAYS, may_edit_inputs=True, decides_on_arrival=True,
+              options=SupersedeOptions)

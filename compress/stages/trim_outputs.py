@@ -6,7 +6,7 @@ line numbers decide_on_arrival thinned is still one):
 - Image parts and base64 runs of at least `base64_min_chars` in the text are replaced by a
   marker with media type and size (`[ctxmill: image/png image, 103 KB base64 · deep_expand(…)]`).
 - Text longer than `min_chars` is cut by kind (`compress.vocab.tools.tool_kind`, see
-  `compress.trimming`): file reads keep head, definitions/imports/errors and tail; command
+  `compress.stagekit.kept_lines`): file reads keep head, definitions/imports/errors and tail; command
   output keeps head, tail and every error line with context; search results keep the first
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
@@ -24,34 +24,35 @@ code `non_source_scale`, and a read whose file was not changed soon after it ("c
 `idle_reads`; or made before a successful `git commit`, `committed_reads`) `cold_scale`. An
 output is decided when it has left the protected tail and an epoch re-decides it, and is then
 read from the provider's cache until a later epoch reaches it again. All knobs are stage
-options (`config.options("trim_outputs")`, names as in `TrimOptions`). Every cut stores the whole original in CCR first (for a thinned read, the read
+options (`config.options("trim_outputs")`, names as in `TrimOptions`). Every cut stores the
+whole original in CCR first (for a thinned read, the read
 the thinning stored); a cut that saves less than the common rule keeps the original.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import replace
-from typing import Any, Callable, Collection
+from typing import Any
 
 from ccr.markers import format_marker
 from compress.config import options_as
-from compress.line_numbers import thinning_key
-from compress.lossy import accept
 from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
-from compress.output_trim import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
-from compress.stage import Stage, StageContext, each_block
+from compress.stagekit.line_numbers import thinning_key
+from compress.stagekit.lossy import accept
+from compress.stagekit.output_cut import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
+from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
+from compress.vocab.commands import commits
 from compress.vocab.files import is_source
 from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
-from compress.vocab.commands import commits
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
 from compress.vocab.touches import CHANGES, EDIT, READ
 from ground.jsonbytes import dumps
-
 
 # -- stale file reads --------------------------------------------------------------------
 
@@ -193,7 +194,7 @@ COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
 def image_marker(part: Block, ctx: StageContext, hint: str | None = None) -> Block:
     """A text part with a marker in place of an image part (original part JSON in CCR)."""
     raw = part.raw if isinstance(part.raw, dict) else {}
-    source = raw.get("source") if isinstance(raw.get("source"), dict) else {}
+    source = raw["source"] if isinstance(raw.get("source"), dict) else {}
     data, declared = str(source.get("data", "")), str(source.get("media_type", ""))
     image_url = raw.get("image_url")
     url = str(image_url.get("url", "")) if isinstance(image_url, dict) else ""
@@ -261,4 +262,4 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     return block
 
 
-STAGE = Stage("trim_outputs", run, Tier.ALWAYS)
+STAGE = Stage("trim_outputs", run, Tier.ALWAYS, options=TrimOptions)

@@ -16,10 +16,28 @@ from typing import Any
 
 from compress.vocab.codemode import nested_calls
 from compress.vocab.shell import shell_heredocs, shell_touches
-from compress.vocab.tools import (CODE_MODE_TOOLS, PATCH_KEYS, PATCH_TOOLS, PATH_KEYS, ToolKind, base_name,
-                                  command_of, file_tool_action, new_texts, replaced_texts, tool_kind)
-from compress.vocab.touches import (FileTouch, is_absolute, is_patch, normalize_path, patch_new_lines, patch_old_lines,
-                                    patch_touches)
+from compress.vocab.tools import (
+    CODE_MODE_TOOLS,
+    PATCH_KEYS,
+    PATCH_TOOLS,
+    PATH_KEYS,
+    ToolKind,
+    base_name,
+    command_of,
+    file_tool_action,
+    new_texts,
+    replaced_texts,
+    tool_kind,
+)
+from compress.vocab.touches import (
+    FileTouch,
+    is_absolute,
+    is_patch,
+    normalize_path,
+    patch_new_lines,
+    patch_old_lines,
+    patch_touches,
+)
 
 
 def touched_files(tool_name: str, tool_input: Any) -> list[FileTouch]:

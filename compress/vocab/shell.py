@@ -19,8 +19,19 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from compress.vocab.touches import (CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_absolute, is_patch,
-                                    normalize_path, patch_touches)
+from compress.vocab.touches import (
+    CREATE,
+    DELETE,
+    EDIT,
+    MOVE,
+    READ,
+    WRITE,
+    FileTouch,
+    is_absolute,
+    is_patch,
+    normalize_path,
+    patch_touches,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ def sent_at(text: str) -> float:
 
     from ground.times import iso_seconds
 
+    seconds: float | None
     try:
         seconds = float(text)
     except ValueError:
@@ -96,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ccr.store import CCRError
     from compress.formats.requests import InvalidRequest, detect
-    from compress.pipeline import run as run_pipeline
-    from compress.session import Session
+    from compress.runner.pipeline import run as run_pipeline
+    from compress.state.session import Session
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
     from ground.jsonbytes import dumps

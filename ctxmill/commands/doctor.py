@@ -12,7 +12,7 @@ Then whether always-on compression is on and its proxy answers (`ctxmill.always_
 from __future__ import annotations
 
 import argparse
-from typing import Iterator
+from collections.abc import Iterator
 
 
 def register(subparsers) -> None:
@@ -35,28 +35,29 @@ def _writable(path) -> str | None:
 
 
 def _claude_code(root, home) -> Iterator[tuple[str, str | None]]:
-    from ctxmill import doctor_checks, integrations
+    from ctxmill import doctor_checks
+    from ctxmill.install import claude_code
 
     for scope, target in _claude_code_targets(root, home).items():
-        problems = integrations.claude_code_status(target, _proxy_url("claude-code") if scope == "user" else None)
+        problems = claude_code.claude_code_status(target, _proxy_url("claude-code") if scope == "user" else None)
         name = f"Claude Code ({scope} scope)"
         yield (f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install claude-code"
                + (" --project`" if scope == "project" else "`") if problems else None)
-        for n, p in doctor_checks.run_hooks(integrations.installed_hooks(target), integrations.HOOK_TIMEOUTS):
+        for n, p in doctor_checks.run_hooks(claude_code.installed_hooks(target), claude_code.HOOK_TIMEOUTS):
             yield f"{name}: {n}", p
-        n, p = doctor_checks.run_mcp(integrations.installed_mcp(target))
+        n, p = doctor_checks.run_mcp(claude_code.installed_mcp(target))
         yield f"{name}: {n}", p
 
 
 def _claude_code_targets(root, home) -> dict:
     """Scope -> target, of the scopes where ctxmill is installed for Claude Code."""
-    from ctxmill import integrations
+    from ctxmill.install import claude_code
     from ctxmill.paths import global_home
 
-    targets = {"user": integrations.ClaudeCodeTarget.for_scope("user", root, global_home()),
-               "project": integrations.ClaudeCodeTarget.for_scope("project", root, home)}
+    targets = {"user": claude_code.ClaudeCodeTarget.for_scope("user", root, global_home()),
+               "project": claude_code.ClaudeCodeTarget.for_scope("project", root, home)}
     return {scope: t for scope, t in targets.items()
-            if integrations.installed_hooks(t) or integrations.installed_mcp(t) is not None}
+            if claude_code.installed_hooks(t) or claude_code.installed_mcp(t) is not None}
 
 
 def _proxy_url(client: str) -> str | None:
@@ -68,40 +69,42 @@ def _proxy_url(client: str) -> str | None:
     return always_on.url(state["port"]) if state and client in state["clients"] else None
 
 
-def _codex_targets(root, home) -> dict:  # noqa: ARG001 - the clients' common signature
+def _codex_targets(root, home) -> dict:  # the clients' common signature
     """{"user": target} when ctxmill is installed for Codex (user scope only)."""
-    from ctxmill import codex_install
+    from ctxmill.install import codex
     from ctxmill.paths import global_home
 
-    target = codex_install.CodexTarget.for_user(global_home())
-    return {"user": target} if codex_install.installed_mcp(target) is not None else {}
+    target = codex.CodexTarget.for_user(global_home())
+    return {"user": target} if codex.installed_mcp(target) is not None else {}
 
 
 def _codex(root, home) -> Iterator[tuple[str, str | None]]:
-    from ctxmill import codex_install, doctor_checks
+    from ctxmill import doctor_checks
+    from ctxmill.install import codex
 
     for target in _codex_targets(root, home).values():
-        problems = codex_install.codex_status(target, _proxy_url("codex"))
+        problems = codex.codex_status(target, _proxy_url("codex"))
         yield ("Codex (user scope): files", "; ".join(problems) + " - re-run `ctxmill install codex`" if problems
                else None)
-        n, p = doctor_checks.run_mcp(codex_install.installed_mcp(target))
+        n, p = doctor_checks.run_mcp(codex.installed_mcp(target))
         yield f"Codex (user scope): {n}", p
 
 
 def _opencode(root, home) -> Iterator[tuple[str, str | None]]:
     import json
 
-    from ctxmill import doctor_checks, opencode_install
+    from ctxmill import doctor_checks
+    from ctxmill.install import opencode
 
     for scope, target in _opencode_targets(root, home).items():
-        problems = opencode_install.opencode_status(target)
+        problems = opencode.opencode_status(target)
         name = f"OpenCode ({scope} scope)"
         yield (f"{name}: files", "; ".join(problems) + " - re-run `ctxmill install opencode"
                + (" --project`" if scope == "project" else "`") if problems else None)
-        n, p = doctor_checks.run_mcp(opencode_install.installed_mcp(target))
+        n, p = doctor_checks.run_mcp(opencode.installed_mcp(target))
         yield f"{name}: {n}", p
         try:
-            sidecar = target.plugin.with_name(opencode_install.COMMAND_FILE)
+            sidecar = target.plugin.with_name(opencode.COMMAND_FILE)
             command = json.loads(sidecar.read_text())["command"] if sidecar.exists() else ["ctxmill"]
         except (OSError, ValueError, KeyError):
             command = ["ctxmill"]
@@ -131,13 +134,13 @@ def _history() -> tuple[str, str | None]:
 
 def _opencode_targets(root, home) -> dict:
     """Scope -> target, of the scopes where ctxmill is installed for OpenCode."""
-    from ctxmill import opencode_install
+    from ctxmill.install import opencode
     from ctxmill.paths import global_home
 
-    targets = {"user": opencode_install.OpenCodeTarget.for_scope("user", root, global_home()),
-               "project": opencode_install.OpenCodeTarget.for_scope("project", root, home)}
+    targets = {"user": opencode.OpenCodeTarget.for_scope("user", root, global_home()),
+               "project": opencode.OpenCodeTarget.for_scope("project", root, home)}
     return {scope: t for scope, t in targets.items()
-            if t.plugin.exists() or opencode_install.installed_mcp(t) is not None}
+            if t.plugin.exists() or opencode.installed_mcp(t) is not None}
 
 
 def memory_fullness(injection) -> tuple[str, str | None]:
@@ -187,7 +190,7 @@ def checks() -> Iterator[tuple[str, str | None]]:
     if (deferrals := _deferrals(global_home())) is not None:
         yield deferrals
     try:
-        from compress.tokens import exact_counter
+        from compress.token_counters import exact_counter
         from ctxmill.settings import tiktoken_cache
 
         exact = exact_counter(tiktoken_cache())

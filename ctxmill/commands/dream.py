@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import argparse
 
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
+if TYPE_CHECKING:
+    from memory.dream import DreamResult
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("dream", help="consolidate notes.md and checkpoints into MEMORY.md")
@@ -18,7 +22,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def describe(result) -> str:
+def describe(result: DreamResult | None) -> str:
     if result is None:
         return "not due"
     what = "changed" if result.changed else "nothing to change"
@@ -29,7 +33,7 @@ def describe(result) -> str:
             f"{result.merged} merged, {result.superseded} superseded, {result.left_out} notes left out{archive}")
 
 
-def changes(result) -> list[str]:
+def changes(result: DreamResult) -> list[str]:
     """One line per entry a run adds or removes, with why."""
     flat = lambda text: " ".join(text.split())  # noqa: E731 - one line per entry
     lines = [f"+ {e.id} [{e.type}] {flat(e.text)}" for e in result.added]
@@ -70,11 +74,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         if args.dry_run:
-            result = dream(cfg, dry_run=True)
-            print(describe(result))
-            for line in changes(result):
+            preview = dream(cfg, dry_run=True)
+            print(describe(preview))
+            for line in changes(preview):
                 print(line)
             return 0
+        result: DreamResult | None
         if args.if_due:
             result = maybe_dream(cfg, limit_s=None)  # a person asked: no time limit
         else:

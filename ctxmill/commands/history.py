@@ -145,6 +145,7 @@ def _import(settings, args) -> int:
             print(f"ctxmill import: {path}: {exc}", file=sys.stderr)
             failed += 1
             continue
+        assert done is not None, "ingest_file stores unless history is off, checked above"
         added += done.added
         kept = f", {done.kept} already kept" if done.kept else ""
         evicted = (f", {done.evicted} older sessions evicted to stay within the budget"

@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def _alarm(signum, frame):  # noqa: ARG001 - signal handler signature
+def _alarm(signum, frame):  # signal handler signature
     raise _OverBudget()
 
 

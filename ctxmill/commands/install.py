@@ -1,9 +1,9 @@
 """`ctxmill install claude-code|codex|opencode [--user|--project] [--port N] [--no-proxy]`
-(see ctxmill.integrations, ctxmill.codex_install, ctxmill.opencode_install).
+(see ctxmill.install.claude_code, ctxmill.install.codex, ctxmill.install.opencode).
 
 User scope is the default: every project of this user gets ctxmill, and nothing is written into the
 project. `--project` writes files a team can check in; they call `ctxmill` from PATH. In a git
-repository it also registers the memory files' merge driver (`ctxmill.git_memory`).
+repository it also registers the memory files' merge driver (`ctxmill.install.git_memory`).
 Claude Code and Codex (user scope) are also pointed at the always-on proxy on 127.0.0.1:N
 (default 8787; `ctxmill.always_on`), which forwards to the base URL they used before (kept as
 `[proxy] upstream_*` in `<global home>/config.toml`); `--no-proxy` leaves their requests alone.
@@ -66,25 +66,26 @@ def _port(args: argparse.Namespace, global_home) -> tuple[int | None, str | None
 
 def _change(args: argparse.Namespace, install: bool, root, home, global_home, command, proxy_url):
     """(what changed, warnings) for one host."""
-    from ctxmill import codex_install, integrations, opencode_install
+    from ctxmill.install import claude_code, codex, opencode
 
     if args.host == "claude-code":
-        target = integrations.ClaudeCodeTarget.for_scope(args.scope, root, home)
-        return (integrations.install_claude_code(target, command, proxy_url) if install
-                else integrations.uninstall_claude_code(target)), []
+        target = claude_code.ClaudeCodeTarget.for_scope(args.scope, root, home)
+        return (claude_code.install_claude_code(target, command, proxy_url) if install
+                else claude_code.uninstall_claude_code(target)), []
     if args.host == "codex":
-        target = codex_install.CodexTarget.for_user(global_home)
-        return codex_install.install_codex(target, command, proxy_url) if install \
-            else (codex_install.uninstall_codex(target), [])
-    oc = opencode_install.OpenCodeTarget.for_scope(args.scope, root, home)
-    return opencode_install.install_opencode(oc, command) if install else opencode_install.uninstall_opencode(oc)
+        codex_target = codex.CodexTarget.for_user(global_home)
+        return codex.install_codex(codex_target, command, proxy_url) if install \
+            else (codex.uninstall_codex(codex_target), [])
+    oc = opencode.OpenCodeTarget.for_scope(args.scope, root, home)
+    return opencode.install_opencode(oc, command) if install else opencode.uninstall_opencode(oc)
 
 
 def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
     """Keep the base URL the client used as the proxy's upstream in the global config and turn
     always-on on for `host` when install pointed it at the proxy; else undo both. Warnings."""
-    from ctxmill import always_on, toml_files
-    from ctxmill.integrations import manifest_extra, save_manifest
+    from ctxmill import always_on
+    from ctxmill.install import toml_files
+    from ctxmill.install.claude_code import manifest_extra, save_manifest
     from ctxmill.settings import CONFIG_FILE
 
     record, config, warnings = global_home / f"upstream-{host}.json", global_home / CONFIG_FILE, []
@@ -98,6 +99,7 @@ def _upstream(host: str, global_home, change, port: int | None) -> list[str]:
             kept, note = toml_files.keep_upstream(config, UPSTREAM_KEY[host], change.upstream, change)
             warnings += [note] if note else []
     if change.proxied:
+        assert port is not None, "install points a client at the proxy only with the port it was given"
         save_manifest(record, set(), upstream=kept)
         always_on.enable(global_home, host, port)
     else:
@@ -111,7 +113,7 @@ def apply(args: argparse.Namespace, install: bool) -> int:
 
     from ctxmill import always_on
     from ctxmill.errors import CliError
-    from ctxmill.launch import resolved_command
+    from ctxmill.install.launch import resolved_command
     from ctxmill.paths import ensure_gitignore, global_home, project_home, project_root
 
     if args.host == "codex" and args.scope == "project":
@@ -139,7 +141,7 @@ def apply(args: argparse.Namespace, install: bool) -> int:
     if args.scope == "project" and (root / ".git").exists():  # the team's memory files merge entry by entry
         import subprocess
 
-        from ctxmill.git_memory import register, unregister
+        from ctxmill.install.git_memory import register, unregister
 
         try:
             lines = lines + (register(root, resolved_command("user")[0]) if install else unregister(root))

@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from memory.api import NOTES_FILE
     from memory.merge import merge
 
-    texts = [p.read_bytes().decode("utf-8", "surrogateescape") for p in (args.base, args.ours, args.theirs)]
+    base, ours, theirs = (p.read_bytes().decode("utf-8", "surrogateescape") for p in (args.base, args.ours, args.theirs))
     default_type = "note" if Path(args.path or args.ours).name == NOTES_FILE else None
-    result = merge(*texts, default_type=default_type)
+    result = merge(base, ours, theirs, default_type=default_type)
     if not result.clean:
         print(f"ctxmill merge-memory: {args.path or args.ours}: both sides changed text outside the entries; "
               "falling back to a line merge", file=sys.stderr)

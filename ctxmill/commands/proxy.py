@@ -11,10 +11,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctxmill.shared_store import add_flag
-from ctxmill.settings import (ANTHROPIC_API, DEFAULT_LATENCY_BUDGET_MS, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS,
-                              DEFAULT_MAX_INFLIGHT, DEFAULT_PORT, OPENAI_API, ProxyConfig, Settings)
 from ctxmill.config_tables import parse_budget
+from ctxmill.settings import (
+    ANTHROPIC_API,
+    DEFAULT_LATENCY_BUDGET_MS,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_PORT,
+    OPENAI_API,
+    ProxyConfig,
+    Settings,
+)
+from ctxmill.shared_store import add_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:

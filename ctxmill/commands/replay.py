@@ -118,10 +118,10 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from compress.formats.sessions import UnknownFormat, read_session, session_files
-    from replay.runner import replay
-    from compress.tokens import get_counter
+    from compress.token_counters import get_counter
     from ctxmill.errors import CliError
     from ctxmill.settings import Settings
+    from replay.runner import replay
 
     settings = Settings.load()
     config = settings.compress
@@ -170,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
 def _peers(python: str | None) -> dict:
     if not python:
         return {}
-    from replay.headroom_peer import Headroom, available
     from ctxmill.errors import CliError
+    from replay.headroom_peer import Headroom, available
 
     if not available(python):
         raise CliError(f"{python}: cannot import headroom (install headroom-ai in that venv)")

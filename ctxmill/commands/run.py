@@ -24,8 +24,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ctxmill import channel
 from ctxmill.always_on import port_is_free as _free
@@ -114,7 +114,7 @@ def _start_proxy(port: int, home: Path, upstream: list[str]) -> subprocess.Popen
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proxy.poll() is not None:
-            reason = (proxy.stderr.read() or b"").decode(errors="replace").strip().splitlines()
+            reason = (proxy.stderr.read() if proxy.stderr else b"").decode(errors="replace").strip().splitlines()
             raise CliError(f"the proxy did not start: {reason[-1] if reason else f'exit {proxy.returncode}'}")
         if _answers(port, proxy.pid):
             return proxy

@@ -59,7 +59,7 @@ def _ledger_path(store_url: str | None):
         return synced(address, cache_file(settings.global_home, address))
     except ImportError as exc:
         raise CliError(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - redis errors: one line
+    except Exception as exc:
         if type(exc).__module__.split(".")[0] != "redis":
             raise
         raise CliError(f"the team's ledger at {address.shown} cannot be read: {type(exc).__name__}") from None

@@ -17,9 +17,10 @@ lacks this process's token (`X-Ctxmill-Token`, which only the page served here c
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -28,6 +29,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ctxmill.proxy.browsers import LoopbackHost
+
+if TYPE_CHECKING:
+    from ctxmill.settings import Settings
 
 STATIC = {"chart.umd.min.js": "text/javascript", "dashboard.js": "text/javascript", "dashboard.css": "text/css",
           "chart.js-LICENSE.md": "text/plain"}
@@ -90,7 +94,7 @@ def time_range(query) -> tuple[float | None, float | None] | None:
     return out[0], out[1]
 
 
-def create_app(ledger_path: Callable[[], Path], settings: Callable[[], object], token: str | None = None) -> Starlette:
+def create_app(ledger_path: Callable[[], Path], settings: Callable[[], Settings], token: str | None = None) -> Starlette:
     """The dashboard app. `ledger_path()` and `settings()` are read on each request (`settings()`
     gives the `ctxmill.settings.Settings` whose memory the browser shows)."""
     token = token or secrets.token_urlsafe(24)

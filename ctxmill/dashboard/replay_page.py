@@ -15,8 +15,9 @@ and names sessions by their file. Takes the reports as they are (`ReplayReport`:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ctxmill.ledger.report import MONEY_DIGITS
 
@@ -53,7 +54,11 @@ def replay_data(reports: Iterable[Any]) -> dict[str, Any]:
     """The page's data for `reports`: `{title, subtitle, note, summary, requests}`."""
     from compress.model_prices import price_for
 
-    rows, requests, peers, kinds, priced = [], {}, {}, {}, set()
+    rows: list[dict[str, Any]] = []
+    requests: dict[str, Any] = {}
+    peers: dict[str, list[float]] = {}
+    kinds: dict[str, float] = {}
+    priced: set[str] = set()
     for report in reports:
         price = price_for("", "anthropic" if report.provider == "anthropic" else "openai")
         priced.add(price.name.removesuffix(" (fallback)"))

@@ -34,11 +34,11 @@ def safe_id(session_id: str) -> str:
 class LiveSession:
     directory: Path
     lock: threading.Lock = field(default_factory=threading.Lock)
-    state: Any = None  # compress.session.Session
+    state: Any = None  # compress.state.session.Session
     messages: list = field(default_factory=list)
 
     def session(self):
-        from compress.session import Session
+        from compress.state.session import Session
 
         if self.state is None or self.state.changed_on_disk():
             self.state = Session.load(self.directory)
@@ -87,8 +87,8 @@ class OpenCodeEngine:
 
     def _transform(self, request: dict) -> dict:
         from compress.formats.opencode_live import edits, first_prompt, to_body
-        from compress.pipeline import run
-        from compress.session import state_lock
+        from compress.runner.pipeline import run
+        from compress.state.session import state_lock
         from ctxmill.ledger import project_of, record_request
         from ctxmill.paths import ensure_gitignore, ledger_file
         from ctxmill.settings import Settings
@@ -118,7 +118,8 @@ class OpenCodeEngine:
                 live.state.save()
         report = result.report
         if not report.error:
-            record_request(face="opencode", session=safe_id(session_id), project=project_of(request.get("directory") or settings.home.parent),
+            record_request(face="opencode", session=safe_id(session_id),
+                           project=project_of(request.get("directory") or settings.home.parent),
                            model=str(request.get("model") or ""), vendor="", tokens_before=report.tokens_before,
                            tokens_after=report.tokens_after, stages=report.stages_saved,
                            path=ledger_file(settings.global_home))

@@ -113,11 +113,10 @@ def create_app(engine, idle, max_body: int = MAX_BODY_BYTES):
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, Response
-
-    from ground.jsonbytes import dumps
     from starlette.routing import Route
 
     from ctxmill import package_version
+    from ground.jsonbytes import dumps
 
     __version__ = package_version()
     pool = ThreadPoolExecutor(1, thread_name_prefix="ctxmill-engine")
@@ -168,8 +167,8 @@ def _preload() -> None:
     """Import what a transform needs before answering anything, so the first turn does not pay
     for it (the plugin waits for the engine's health, not for its first transform)."""
     import ccr.store  # noqa: F401
-    import compress.formats.opencode_live  # noqa: F401
-    import compress.pipeline  # noqa: F401
+    import compress.formats.opencode_live
+    import compress.runner.pipeline  # noqa: F401
     import ctxmill.settings  # noqa: F401
 
 

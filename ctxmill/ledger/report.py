@@ -31,7 +31,7 @@ STAGE_KINDS: dict[str, str] = {
     "compress_prose": "assistant prose",
     "nudges": "reminders added",
 }
-"""The kind of content each stage shortens (the pipeline's stages, compress.pipeline.DEFAULT_STAGES)."""
+"""The kind of content each stage shortens (the pipeline's stages, compress.runner.pipeline.DEFAULT_STAGES)."""
 
 _SUMS = ("COUNT(*) AS requests, COALESCE(SUM(tokens_before), 0) AS tokens_before, "
          "COALESCE(SUM(tokens_after), 0) AS tokens_after, COALESCE(SUM(cost_without), 0) AS cost_without, "

@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from ground.sqlitedb import StoreError, create_schema, immediate, opened
 
@@ -92,7 +92,7 @@ class Ledger:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, path: Path) -> Iterator["Ledger"]:
+    def open(cls, path: Path) -> Iterator[Ledger]:
         with opened(path, BUSY_TIMEOUT_MS, _prepare, LedgerError) as conn:  # created 0600 before SQLite opens it
             yield cls(conn)
 

@@ -2,7 +2,8 @@
 
 Per request on a compressing route: read the body (bounded), read its session key
 (`identity.request_key`, a lazy parse), send the bytes to the session's worker process
-(`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them (or, past the budget, the original bytes while the
+(`WorkerPool`) and wait for the compressed bytes at most `latency_budget_ms`; then send them
+(or, past the budget, the original bytes while the
 run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
 that is not a JSON request (invalid JSON, no conversation list), one that continues a
@@ -22,7 +23,7 @@ import logging
 import os
 import re
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import httpx
 from starlette.applications import Starlette
@@ -35,17 +36,26 @@ from starlette.routing import Route as StarletteRoute
 from compress.formats.usage import Usage
 from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy.books import dashboard, ledger_row, team_ledger
 from ctxmill.proxy.identity import client_session, request_identity
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
+from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
-from ctxmill.proxy.books import dashboard, ledger_row, team_ledger
-from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.usage_tap import UsageTap
+from ctxmill.proxy.wire import (
+    BodyTooLarge,
+    ClientGone,
+    ClientTooSlow,
+    declared_context_window,
+    downstream_headers,
+    error_response,
+    read_body,
+    upstream_failure,
+    upstream_headers,
+)
 from ctxmill.proxy.workerpool import WorkerPool
-from ctxmill.proxy.wire import (BodyTooLarge, ClientGone, ClientTooSlow, declared_context_window, downstream_headers,
-                                error_response, read_body, upstream_failure, upstream_headers)
+from ctxmill.settings import ProxyConfig
 
 log = logging.getLogger("ctxmill.proxy")
 
@@ -82,7 +92,7 @@ class Proxy:
         timeout = httpx.Timeout(c.read_timeout, connect=c.connect_timeout)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
         if self.sessions_root is not None:
-            from compress.session import prune_sessions
+            from compress.state.session import prune_sessions
             from memory.summary import CHECKPOINT_FILE
 
             prune_sessions(self.sessions_root, keep=(CHECKPOINT_FILE,))  # old state goes; checkpoints stay
@@ -288,7 +298,7 @@ class Proxy:
         log.info("%s %s → %d in %.1f ms%s", request.method, path, response.status_code,
                  (time.perf_counter() - started) * 1000, f" · {note}" if note else "")
         tap = None
-        if on_usage is not None and response.headers.get("content-encoding", "identity") == "identity":
+        if on_usage is not None and target.shape and response.headers.get("content-encoding", "identity") == "identity":
             event_stream = response.headers.get("content-type", "").startswith("text/event-stream")
             tap = UsageTap(target.shape, event_stream)
         out = StreamingResponse(relay(response, tap, on_usage, calibrate), status_code=response.status_code)

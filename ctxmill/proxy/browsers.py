@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 SIMPLE_NAVIGATION = "none"
 """`Sec-Fetch-Site` of a request the person started (typed URL, bookmark): not a page's."""

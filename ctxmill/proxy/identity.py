@@ -122,7 +122,9 @@ def request_identity(provider: str, raw: bytes) -> Identity:
 
 def _request_identity(shape, provider: str, raw: bytes) -> Identity:
     doc = (_PARSER if len(raw) <= REUSE_LIMIT else simdjson.Parser()).parse(raw)
-    messages = doc.get(shape.MESSAGES_FIELD) if isinstance(doc, simdjson.Object) else None
+    if not isinstance(doc, simdjson.Object):
+        return Identity(None)
+    messages = doc.get(shape.MESSAGES_FIELD)
     if not isinstance(messages, simdjson.Array) or stored_history(shape, doc):
         return Identity(None)
     wanted = ("system", "developer") if provider != "anthropic" else ()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import logging
+from collections.abc import Callable
+from typing import Literal
 
 log = logging.getLogger("ctxmill.proxy")
 
@@ -49,7 +51,7 @@ class InflightBytes:
         async with self._room:
             try:
                 await asyncio.wait_for(self._room.wait_for(lambda: self.held + size <= self.limit), self.wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.refused += 1
                 raise NoRoom(f"{self.held / 2**20:,.1f} MB of request bodies in flight, no room for "
                              f"{size / 2**20:,.1f} MB more within {self.wait:g} s") from None
@@ -103,7 +105,7 @@ class Held:
             future.add_done_callback(lambda _: self.release())
 
 
-_malloc_trim = None
+_malloc_trim: Callable[[int], int] | Literal[False] | None = None  # libc's malloc_trim once looked up; False: none
 
 
 def give_back_memory() -> None:

@@ -11,7 +11,7 @@ which ends the client's response the same way (never a complete-looking short on
 from __future__ import annotations
 
 import logging
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import httpx
 

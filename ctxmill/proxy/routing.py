@@ -17,8 +17,8 @@ forwarded untouched. Credentials are read, never logged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from compress.formats.requests import SHAPES
 from ctxmill.settings import ProxyConfig

@@ -34,8 +34,7 @@ from typing import Any
 import orjson
 
 from compress.formats.usage import Usage
-from ctxmill.proxy.stats import (STORE_FAILURE, RunSummary, SessionStats, read_stats, session_directory,
-                                 write_stats)
+from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, SessionStats, read_stats, session_directory, write_stats
 
 HOUR = 3600.0
 log = logging.getLogger("ctxmill.proxy")

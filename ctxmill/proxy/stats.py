@@ -81,7 +81,7 @@ class SessionStats:
         return {"session": key, **asdict(self), "saved": self.tokens_before - self.tokens_after}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SessionStats":
+    def from_dict(cls, data: dict) -> SessionStats:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

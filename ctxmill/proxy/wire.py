@@ -13,7 +13,7 @@ without a complete answer), never as "unreachable" once the upstream took the co
 from __future__ import annotations
 
 import asyncio
-from typing import Iterable
+from collections.abc import Iterable
 
 import httpx
 import orjson
@@ -80,7 +80,7 @@ def downstream_headers(pairs: list[tuple[bytes, bytes]]) -> list[tuple[bytes, by
     return [(k, v) for k, v in pairs if k.decode("latin-1").lower() not in drop]
 
 
-async def read_body(request: Request, limit: int, held: Held, timeout: float) -> bytes:
+async def read_body(request: Request, limit: int, held: Held, timeout: float) -> bytes:  # noqa: ASYNC109 - per byte
     """The whole request body, counted in `held` as it arrives (a declared length is taken before
     the first byte is read). BodyTooLarge as soon as it exceeds `limit` bytes, ClientTooSlow after
     `timeout` seconds without a byte, ClientGone when the client disconnects, NoRoom when the
@@ -95,7 +95,7 @@ async def read_body(request: Request, limit: int, held: Held, timeout: float) ->
     while more:
         try:
             message = await asyncio.wait_for(request.receive(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ClientTooSlow(size) from None
         if message["type"] == "http.disconnect":
             raise ClientGone(size)

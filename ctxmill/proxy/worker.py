@@ -15,7 +15,7 @@ compressed bytes and a small `RunSummary`. Must hold:
   starts with `STORE_FAILURE`).
 - The state is written right after the answer went back, before the worker reads its next job
   (`Worker.finish`), once the epoch trial the run left for then is judged
-  (`compress.session.Session.settle`); the write overlaps the upstream's work, not the request's.
+  (`compress.state.session.Session.settle`); the write overlaps the upstream's work, not the request's.
   Stats bytes sent with a run are written beside it.
 - Everything that decides a session's bytes is in its state, calibration included: `calibrate`
   records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
@@ -36,9 +36,9 @@ import signal
 import socket
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 
@@ -47,10 +47,10 @@ from ccr.keys import make_key
 from ccr.store import Retention
 from ccr.stores import open_store
 from compress.config import CompressConfig
-from compress.pipeline import Chain
-from compress.pipeline import run as run_pipeline
-from compress.session import Session
-from compress.session_store import StateBusy
+from compress.runner.pipeline import Chain
+from compress.runner.pipeline import run as run_pipeline
+from compress.state.session import Session
+from compress.state.session_store import StateBusy
 from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
 from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
 from ctxmill.shared_store import session_place
@@ -88,7 +88,7 @@ class WorkerSetup:
 
 class SessionState:
     """One session's `compress.Session`, kept in this worker's memory between runs and in step
-    with its place (files or the shared store) through `compress.session`.
+    with its place (files or the shared store) through `compress.state.session`.
 
     A run takes the place's lock and keeps it until its state is written (`finish`, which the
     worker calls right after the answer went back and before it reads its next job): another
@@ -108,7 +108,7 @@ class SessionState:
         """The place's lock, from a run's start until its state is written."""
         self._stats: bytes | None = None
 
-    def compress(self, raw: bytes, worker: "Worker", stats: bytes | None = None,
+    def compress(self, raw: bytes, worker: Worker, stats: bytes | None = None,
                  context_window: int | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
@@ -136,7 +136,7 @@ class SessionState:
                           dict(report.stages_saved), rejected=self._rejected(),
                           run_ms=(time.perf_counter() - began) * 1000)
 
-    def finish(self, worker: "Worker") -> None:
+    def finish(self, worker: Worker) -> None:
         """Judge the epoch trial the last run left for after its answer (`Session.settle`; saving
         does it first), write the state it left in memory, then let the lock go (nothing to do
         when no run is unwritten). If the lock's lease ran out during the run and another process
@@ -163,7 +163,7 @@ class SessionState:
             write_stats(self.directory, self._stats)
         self._stats = None
 
-    def calibrate(self, worker: "Worker", prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
         """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
         estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
         self.finish(worker)
@@ -269,7 +269,7 @@ class DiscardingStore:
     """A CCR writer that stores nothing: for count_tokens, whose body no model ever reads."""
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator["DiscardingStore"]:
+    def batch(self) -> Iterator[DiscardingStore]:
         yield self
 
     def put(self, text: str, hint: str | None = None) -> str:

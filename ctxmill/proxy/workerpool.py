@@ -29,15 +29,16 @@ import math
 import multiprocessing
 import pickle
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ctxmill.proxy import worker
 from ctxmill.proxy.worker import WorkerSetup
 
 log = logging.getLogger("ctxmill.proxy")
 
-PRELOAD = ["ctxmill.proxy.worker", "compress.pipeline", "ccr.store"]
+PRELOAD = ["ctxmill.proxy.worker", "compress.runner.pipeline", "ccr.store"]
 MOVING = 0.2
 """Weight of the latest job in a worker's moving average of job time."""
 CLOSE_TIMEOUT = 30.0
@@ -46,7 +47,7 @@ IO_LIMIT = 2**24
 """The event loop's read buffer per worker socket; answers are read whole with `readexactly`."""
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _context() -> multiprocessing.context.ForkServerContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)  # no effect once the forkserver runs (it already has them)
     return ctx
@@ -235,7 +236,7 @@ class WorkerPool:
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + CLOSE_TIMEOUT
-        while any(s.busy or s.queue for s in self._slots) and loop.time() < give_up:
+        while any(s.busy or s.queue for s in self._slots) and loop.time() < give_up:  # noqa: ASYNC110 - bounded drain
             await asyncio.sleep(0.01)
         idle = [s.process for s in self._slots if s.process is not None and not s.busy]
         flushes = await asyncio.gather(*(p.call(worker.flush, ()) for p in idle), return_exceptions=True)

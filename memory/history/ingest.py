@@ -17,9 +17,10 @@ is tried again (`ground.sqlitedb.retrying`, the file read again) before the erro
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 import orjson
 

@@ -57,7 +57,8 @@ _PS_READS = re.compile(r"^(get|select|write|test|out|format|measure|sort|where|f
                        r"convertto|convertfrom|start-sleep)-?")
 _PS_STEPS = {"remove-item": "rm", "copy-item": "cp", "move-item": "mv", "new-item": "mkdir", "set-location": "",
              "push-location": "", "pop-location": "", "invoke-webrequest": "curl", "invoke-restmethod": "curl"}
-_IRREVERSIBLE_FLAGS: dict[tuple[str, str], tuple[set[str], str]] = {  # (program, sub-command) -> (flags that make it irreversible, the step it becomes)
+# (program, sub-command) -> (flags that make it irreversible, the step it becomes)
+_IRREVERSIBLE_FLAGS: dict[tuple[str, str], tuple[set[str], str]] = {
     ("git", "push"): ({"-f", "--force", "--force-with-lease", "--mirror", "--delete", "-d"}, "git push --force"),
     ("git", "reset"): ({"--hard"}, "git reset --hard"),
     ("git", "clean"): ({"-f", "-fd", "-fdx", "-df", "-xdf", "-dfx", "--force"}, "git clean -f"),

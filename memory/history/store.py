@@ -29,15 +29,19 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import orjson
 
 from ground.sqlitedb import StoreError, create_schema, immediate, opened
 from memory.history.config import HistoryConfig
 from memory.history.messages import Row
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (see tests/memory/test_cli.py)
+if TYPE_CHECKING:
+    from memory.tokenize import Tokenizer
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 10_000
@@ -110,11 +114,11 @@ class HistoryStore:
 
     def __init__(self, conn: sqlite3.Connection, cfg: HistoryConfig) -> None:
         self.conn, self.cfg = conn, cfg
-        self._tokenizer = None
+        self._tokenizer: Tokenizer | None = None
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, cfg: HistoryConfig) -> Iterator["HistoryStore"]:
+    def open(cls, cfg: HistoryConfig) -> Iterator[HistoryStore]:
         with opened(cfg.path, BUSY_TIMEOUT_MS, _prepare, HistoryError) as conn:
             yield cls(conn, cfg)
 

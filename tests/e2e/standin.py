@@ -30,18 +30,20 @@ import asyncio
 import itertools
 import json
 import re
-import socket
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from tests.fake_upstream import ServerThread as AppThread
 
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"}
 TURN_RE = re.compile(rb"_e2e_(\d{2})_\d+")
@@ -598,34 +600,15 @@ def results_by_turn(kind: str, body: Any) -> dict[int, str]:
 
 # -- serving ---------------------------------------------------------------------------------------
 
-class ServerThread:
-    """Serve the stand-in on 127.0.0.1 (a free port unless given) in a background thread."""
+class ServerThread(AppThread):
+    """Serve the stand-in on 127.0.0.1 (a free port unless given) in a background thread, with
+    uvicorn's own logging, Server and Date headers, and idle connections kept 30 s, as a
+    provider's API would."""
 
     def __init__(self, standin: Standin, port: int = 0) -> None:
         self.standin = standin
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(standin.app(), log_level="warning", access_log=False, lifespan="off",
-                                timeout_keep_alive=30)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    def __enter__(self) -> "ServerThread":
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("stand-in did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
+        super().__init__(standin.app(), port=port, lifespan="off", timeout_keep_alive=30, server_header=True,
+                         date_header=True, log_config=uvicorn.config.LOGGING_CONFIG)
 
 
 def main() -> None:

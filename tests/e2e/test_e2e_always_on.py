@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ctxmill import always_on
@@ -80,8 +81,6 @@ class Session:
         (self.ghome / "config.toml").write_text(CONFIG)
 
     def stats(self) -> dict:
-        import httpx
-
         return httpx.get(f"http://127.0.0.1:{self.port}/ctxmill/stats", timeout=10, trust_env=False).json()
 
     def stop(self) -> None:
@@ -150,7 +149,7 @@ def test_claude_code_always_on(claude_code, home, serve, tmp_path):
         uninstalled = _ctxmill(env, home, "uninstall", "claude-code")
     assert uninstalled.returncode == 0, uninstalled.stderr
     assert _snapshot(settings, setup.ghome / "config.toml") == before
-    with pytest.raises(Exception):  # the proxy went with the last client
+    with pytest.raises(httpx.TransportError):  # the proxy went with the last client: nothing listens
         setup.stats()
 
 

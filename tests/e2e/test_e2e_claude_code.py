@@ -9,7 +9,8 @@ import pytest
 from compress.formats.requests import cache_ttl
 from compress.provider_cache import LIVES, cache_life
 from tests.e2e import clients
-from tests.e2e.scenarios import claude_code as scenario_for, fixed, verify
+from tests.e2e.scenarios import claude_code as scenario_for
+from tests.e2e.scenarios import fixed, verify
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 240  # seconds; a run takes ~5 s on an idle 2-core machine

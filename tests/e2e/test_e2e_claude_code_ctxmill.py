@@ -12,10 +12,20 @@ import sys
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.scenarios import claude_code as scenario_for, fixed, make_project, verify
+from tests.e2e.scenarios import claude_code as scenario_for
+from tests.e2e.scenarios import fixed, make_project, verify
 from tests.e2e.standin import text_of, tool_results
-from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, path_with_ctxmill, proxy_waits_for_compression,
-                                      record, unresolved, with_ctxmill)
+from tests.e2e.through_ctxmill import (
+    MEMORY,
+    ctxmill_run,
+    markers,
+    memory_text,
+    path_with_ctxmill,
+    proxy_waits_for_compression,
+    record,
+    unresolved,
+    with_ctxmill,
+)
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300
@@ -35,8 +45,7 @@ def ctxmill(env, cwd, *args, timeout=120) -> subprocess.CompletedProcess:
 
 
 def run_through(client, project, env, *args) -> clients.Result:
-    cmd = [sys.executable, "-m", "ctxmill", "run", "--", str(client.bin), *args, "--output-format", "json",
-           "--allowedTools", TOOLS]
+    cmd = ctxmill_run(str(client.bin), *args, "--output-format", "json", "--allowedTools", TOOLS)
     return clients.run(cmd, env=env, cwd=project, timeout=TIMEOUT)
 
 

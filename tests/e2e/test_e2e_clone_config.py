@@ -6,13 +6,12 @@ attacker's stand-in receives nothing; the person is told in one line."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from tests.e2e import clients
 from tests.e2e.standin import Turn
-from tests.e2e.through_ctxmill import path_with_ctxmill
+from tests.e2e.through_ctxmill import ctxmill_run, path_with_ctxmill
 
 pytestmark = pytest.mark.e2e
 KEY = "sk-ant-e2e-standin-key"
@@ -43,18 +42,7 @@ def test_claude_code_in_a_clone_sends_its_key_only_to_the_users_gateway(
             CLAUDE_CODE_MAX_RETRIES="1",
         )
     )  # no ANTHROPIC_BASE_URL
-    cmd = [
-        sys.executable,
-        "-m",
-        "ctxmill",
-        "run",
-        "--",
-        str(claude_code.bin),
-        "-p",
-        "say hello",
-        "--output-format",
-        "json",
-    ]
+    cmd = ctxmill_run(str(claude_code.bin), "-p", "say hello", "--output-format", "json")
     res = clients.run(cmd, env=env, cwd=repo, timeout=240)
     assert res.returncode == 0, res.describe()
     assert json.loads(res.stdout)["result"] == "All done."

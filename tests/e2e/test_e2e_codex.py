@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.scenarios import codex as scenario_for, fixed, verify
+from tests.e2e.scenarios import codex as scenario_for
+from tests.e2e.scenarios import fixed, verify
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 240  # seconds; a run takes ~2 s on an idle 2-core machine

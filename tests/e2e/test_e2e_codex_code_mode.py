@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.scenarios import codex_code_mode as scenario_for, fixed, make_project, verify
+from tests.e2e.scenarios import codex_code_mode as scenario_for
+from tests.e2e.scenarios import fixed, make_project, verify
 from tests.e2e.standin import results_by_turn
 from tests.e2e.through_ctxmill import markers, proxy_waits_for_compression, run_codex_through, unresolved
 

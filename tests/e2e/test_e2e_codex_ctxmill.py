@@ -11,10 +11,18 @@ import shlex
 
 import pytest
 
-from tests.e2e.scenarios import codex as scenario_for, fixed, make_project, verify
+from tests.e2e.scenarios import codex as scenario_for
+from tests.e2e.scenarios import fixed, make_project, verify
 from tests.e2e.standin import Call, Turn, tool_results
-from tests.e2e.through_ctxmill import (MEMORY, markers, memory_text, proxy_waits_for_compression, record,
-                                      run_codex_through, unresolved)
+from tests.e2e.through_ctxmill import (
+    MEMORY,
+    markers,
+    memory_text,
+    proxy_waits_for_compression,
+    record,
+    run_codex_through,
+    unresolved,
+)
 
 pytestmark = pytest.mark.e2e
 TIMEOUT = 300

@@ -14,7 +14,8 @@ import pytest
 
 from tests.conftest import REPO
 from tests.e2e import clients
-from tests.e2e.scenarios import codex as scenario_for, fixed, verify
+from tests.e2e.scenarios import codex as scenario_for
+from tests.e2e.scenarios import fixed, verify
 from tests.e2e.standin import results_by_turn
 from tests.e2e.test_e2e_codex import TIMEOUT, codex_home
 

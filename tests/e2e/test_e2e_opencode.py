@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import clients
-from tests.e2e.scenarios import fixed, opencode as scenario_for, opencode_openai, verify
+from tests.e2e.scenarios import fixed, opencode_openai, verify
+from tests.e2e.scenarios import opencode as scenario_for
 from tests.e2e.standin import tool_results
 
 pytestmark = pytest.mark.e2e

@@ -12,11 +12,20 @@ import sys
 import pytest
 
 from ground.jsonc import loads
-from tests.e2e.scenarios import fixed, make_project, opencode as scenario_for, verify
+from tests.e2e.scenarios import fixed, make_project, verify
+from tests.e2e.scenarios import opencode as scenario_for
 from tests.e2e.standin import tool_results
 from tests.e2e.test_e2e_opencode import opencode_env, run_opencode, write_config
-from tests.e2e.through_ctxmill import (unresolved, MEMORY, markers, memory_text, path_with_ctxmill, record, stop_engine,
-                                      with_ctxmill)
+from tests.e2e.through_ctxmill import (
+    MEMORY,
+    markers,
+    memory_text,
+    path_with_ctxmill,
+    record,
+    stop_engine,
+    unresolved,
+    with_ctxmill,
+)
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,16 @@ import anthropic
 import openai
 import pytest
 
-from tests.e2e.standin import (Call, ServerThread, Standin, Turn, check_anthropic, check_chat, check_responses,
-                               results_by_turn)
+from tests.e2e.standin import (
+    Call,
+    ServerThread,
+    Standin,
+    Turn,
+    check_anthropic,
+    check_chat,
+    check_responses,
+    results_by_turn,
+)
 
 SCRIPT = [
     Turn("Reading.", [Call("read", {"path": "a.py"})], thinking="Look first."),

@@ -17,11 +17,19 @@ from typing import Any
 
 from tests.e2e.scenarios import Scenario
 from tests.e2e.standin import Call, Turn
+from tests.redis_fixture import free_port
 
 MARKER = re.compile(r'deep_expand\(\\*"([0-9a-f]{32})\\*"')
 MEMORY = "Keep add() pure: the build checks that add(2, 3) == 5."
 BIN = Path(sys.executable).parent
-REPORT = Path(__file__).with_name("results.json")
+REPORT_ENV = "CTXMILL_E2E_RESULTS"
+"""A JSON file to keep each client's numbers in (docs/development.md's table); unset: none is written."""
+
+
+def ctxmill_run(*command: str) -> list[str]:
+    """`ctxmill run --port P -- COMMAND…` on a free port P: the default port (8787) may be held by
+    anything on the machine, another test's proxy included."""
+    return [sys.executable, "-m", "ctxmill", "run", "--port", str(free_port()), "--", *command]
 
 
 def path_with_ctxmill(env: dict[str, str]) -> dict[str, str]:
@@ -51,8 +59,7 @@ def run_codex_through(codex, home: Path, project: Path, url: str, prompt: str, m
                                        "[analytics]\nenabled = false\n[feedback]\nenabled = false\n")
     env = path_with_ctxmill(clients.base_env(home, CODEX_HOME=str(chome), OPENAI_API_KEY="sk-e2e-standin",
                                              OPENAI_BASE_URL=f"{url}/v1"))
-    cmd = [sys.executable, "-m", "ctxmill", "run", "--", str(codex.bin), "exec", "--skip-git-repo-check",
-           "--color", "never", prompt]
+    cmd = ctxmill_run(str(codex.bin), "exec", "--skip-git-repo-check", "--color", "never", prompt)
     return clients.run(cmd, env=env, cwd=project, timeout=timeout), env
 
 
@@ -79,13 +86,17 @@ def with_ctxmill(scenario: Scenario, expand_tool: str, memory_tool: str, arg: st
 
 
 def record(client: str, **numbers) -> None:
-    """Keep this run's numbers for docs/development.md (tests/e2e/results.json, not committed)."""
+    """Keep this run's numbers for docs/development.md in $CTXMILL_E2E_RESULTS, when it names a
+    file (a test writes nothing else outside its temporary folders)."""
+    if not os.environ.get(REPORT_ENV):
+        return
+    report = Path(os.environ[REPORT_ENV])
     try:
-        data = json.loads(REPORT.read_text())
+        data = json.loads(report.read_text())
     except (OSError, ValueError):
         data = {}
     data[client] = numbers
-    REPORT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    report.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def stop_engine(sock: Path) -> None:

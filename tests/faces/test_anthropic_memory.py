@@ -15,14 +15,15 @@ from pathlib import Path
 import anthropic
 import pytest
 from anthropic.lib.tools import ToolError
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from proxy_helpers import _sdk_httpx
 
 from ctxmill.anthropic_memory import VIEW_CHARS, AsyncCtxmillMemoryTool, CtxmillMemoryTool, Limits
 from memory import api
 from memory.config import MemoryConfig
 from memory.files import ROOT, canonical
 from memory.markdown import normalize_text
-from proxy_helpers import _sdk_httpx
 
 REPO = Path(__file__).resolve().parents[2]
 JIEBA_CACHE = Path(os.environ.get("CTXMILL_TEST_CACHE", "/tmp/ctxmill-test-cache"))

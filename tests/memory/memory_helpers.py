@@ -7,7 +7,3 @@ REPO = Path(__file__).resolve().parents[2]
 # The jieba dictionary cache takes about a second to build; share one across tests.
 JIEBA_CACHE = Path(os.environ.get("CTXMILL_TEST_CACHE", "/tmp/ctxmill-test-cache"))
 
-
-def corpus_root() -> Path:
-    env = os.environ.get("CTXMILL_CORPUS")
-    return Path(env) if env else REPO.parent / "shared" / "corpus"

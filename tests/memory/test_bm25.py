@@ -2,7 +2,8 @@
 
 import math
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.bm25 import Bm25Params, Index, Weights, weighted_terms
 

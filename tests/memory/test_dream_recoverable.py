@@ -4,7 +4,8 @@ entry is archived with its reason and can be restored, alone or with the whole r
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory import api
 from memory.dream import DreamRefused, dream

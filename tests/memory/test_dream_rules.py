@@ -7,16 +7,18 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_helpers import REPO
 
-from memory import api, dream as dream_module
+from memory import api
+from memory import dream as dream_module
 from memory.dream import DreamGaveUp, dream, due, maybe_dream
 from memory.dream_archive import REMOVED_FILE, runs
 from memory.statements import flaw
-from memory_helpers import REPO
 
 KEPT_PAIRS = [  # (older decision, newer decision that does not replace it)
     ("Use PostgreSQL for the billing service database",
@@ -148,7 +150,7 @@ def test_the_schedule_moves_on_when_a_run_gives_up_or_is_killed(cfg, monkeypatch
     cfg.project_home.mkdir(parents=True)
     for i in range(25):
         api.store(cfg, "fact", f"The worker pool {i} drains its queue every {i + 2} minutes.", notes=True)
-    start = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2030, 1, 1, tzinfo=UTC)
     assert due(cfg, start)
     with pytest.raises(DreamGaveUp):
         maybe_dream(cfg, start, limit_s=-1.0)  # past its deadline at once
@@ -181,10 +183,11 @@ def _files(cfg) -> dict:
 
 
 def test_a_checkpoint_offers_no_statement_dream_would_leave_out(tmp_path):
+    from memory_helpers import JIEBA_CACHE
+
     from compress.formats.sessions.transcript import Transcript
     from memory.checkpoint import CheckpointConfig, write_checkpoint
     from memory.config import MemoryConfig
-    from memory_helpers import JIEBA_CACHE
 
     home = tmp_path / ".ctxmill"
     cfg = CheckpointConfig(MemoryConfig(home, tmp_path / "g", cache_dir=JIEBA_CACHE), home / "ccr")
@@ -215,12 +218,13 @@ FOUND = [0, 0]  # replacers and twins the examples met: the comparison is not va
 @settings(max_examples=150, deadline=None)
 @given(st.lists(decision, min_size=1, max_size=12))
 def test_the_indexes_find_the_same_twin_and_replacer_as_comparing_every_pair(shapes):
+    from memory_helpers import JIEBA_CACHE
+
     from memory.dream import _Item, _Kept
     from memory.entry import Entry
     from memory.similar import says_as_much, terms
     from memory.statements import Replacement
     from memory.tokenize import Tokenizer
-    from memory_helpers import JIEBA_CACHE
 
     tok = Tokenizer(JIEBA_CACHE)
     items = []

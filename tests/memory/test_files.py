@@ -6,7 +6,8 @@ import threading
 import unicodedata
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory import api, dream
 from memory.files import ROOT, FileError, Limits, MemoryFiles, canonical
@@ -84,8 +85,9 @@ text_lines = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200).
 @settings(max_examples=60, deadline=None)
 @given(text_lines, text_lines)
 def test_write_stores_the_redacted_text_and_leaves_other_entries_alone(tmp_path_factory, first, second):
-    from memory.config import MemoryConfig
     from memory_helpers import JIEBA_CACHE
+
+    from memory.config import MemoryConfig
 
     home = tmp_path_factory.mktemp("m")
     cfg = MemoryConfig(project_home=home / "p", global_home=home / "g", cache_dir=JIEBA_CACHE)

@@ -8,7 +8,9 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE
 
 from ctxmill.commands.doctor import memory_fullness
 from ctxmill.errors import ConfigError
@@ -17,7 +19,6 @@ from ctxmill.settings import Settings
 from memory import api, usage
 from memory.config import MemoryConfig
 from memory.inject import line, select
-from memory_helpers import JIEBA_CACHE
 
 TODAY = date(2030, 6, 1)
 
@@ -83,7 +84,7 @@ def test_session_start_injects_within_the_budget_and_prompt_hits_count_as_uses(t
     for _ in range(2):
         handle("UserPromptSubmit", {**event, "hook_event_name": "UserPromptSubmit",
                                     "prompt": "which port does service number 25 listen on in staging"})
-    assert usage.load(cfg)[target.id].count == 2
+    assert usage.load(cfg)[target.id].times == 2
     after = handle("SessionStart", {**event, "hook_event_name": "SessionStart"})["hookSpecificOutput"]["additionalContext"]
     assert line(target) in after
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import shutil
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE
 
 from memory import api
 from memory.config import MemoryConfig
 from memory.dream import DreamRefused, dream
 from memory.files import MemoryFiles
 from memory.markdown import decode, parse
-from memory_helpers import JIEBA_CACHE
 
 PASTED = (
     "# Memory\n\n## Notes\n\n"

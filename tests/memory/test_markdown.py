@@ -1,6 +1,7 @@
 """MEMORY.md parsing is lossless; added entries parse back unchanged; edits touch only their lines."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.entry import SECTIONS, TYPES, Entry
 from memory.markdown import format_entry, normalize_text, parse

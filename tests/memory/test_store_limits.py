@@ -1,7 +1,8 @@
 """memory_store refuses oversized text with a clear error and never stores the same text twice."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory import api
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE
 
 from compress.formats.sessions.transcript import Transcript
 from memory.checkpoint import CheckpointConfig, write_checkpoint
 from memory.config import MemoryConfig
 from memory.summary import latest_summary, summarize
-from memory_helpers import JIEBA_CACHE
 
 STEPS = ["add the logout route", "write tests for the session expiry", "update the login template",
          "wire the CSRF token into the form", "document the new settings in the README"]

@@ -4,11 +4,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_helpers import JIEBA_CACHE, REPO
 
 from memory.tokenize import Tokenizer
-
-from memory_helpers import JIEBA_CACHE, REPO
 
 TOK = Tokenizer(JIEBA_CACHE)
 
@@ -142,7 +142,8 @@ def test_the_cached_dictionary_cuts_as_jieba_does_and_a_corrupt_block_is_rebuilt
     from memory.cjk import Segmenter, _import_jieba
 
     jieba = _import_jieba()
-    sentences = ["我们在北京大学学习", "战国无双的游戏角色", "数据库连接池的大小是二十", "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"]
+    sentences = ["我们在北京大学学习", "战国无双的游戏角色", "数据库连接池的大小是二十",
+                 "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"]
     expected = [list(jieba.cut(s, HMM=True)) for s in sentences]
     Segmenter(tmp_path).cut("写缓存")
     [cache] = tmp_path.glob("jieba-dict-*.bin")

@@ -8,9 +8,9 @@ import json
 import resource
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
-
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compress.formats.sessions import KEEP_BYTES, OVERSIZED, _bounded_lines, read_session
 from ctxmill.hooks import handle

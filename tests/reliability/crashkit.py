@@ -20,8 +20,8 @@ from pathlib import Path
 import xxhash
 
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ground.jsonbytes import dumps
 from memory import api
 from memory.config import MemoryConfig

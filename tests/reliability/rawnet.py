@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 ANSWER_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
 
@@ -98,5 +98,5 @@ def is_closed_by_peer(sock: socket.socket, wait: float) -> bool:
         return True
     except (ConnectionResetError, BrokenPipeError):
         return True
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         return False

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from ccr.store import CCRError, CCRStore
-from compress.pipeline import run
-from compress.session import STATE_FILE, VERSION, Session
+from compress.runner.pipeline import run
+from compress.state.session import STATE_FILE, VERSION, Session
 from memory import api
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.reliability.crashkit import kill_loop, memory_config, run_concurrently, session_body

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ctxmill.settings import Settings
 from tests.chain_checks import OPEN_CONFIG, anthropic_body
 from tests.reliability.canaries import CANARIES, Canary, leaked
@@ -109,7 +109,7 @@ def test_the_history_store_keeps_no_hidden_secret(canary, settings, tmp_path):
 @pytest.mark.parametrize("canary", SHAPES, ids=lambda c: c.name)
 def test_redis_keeps_no_hidden_secret(canary, redis_server):
     from ccr.stores import open_store
-    from compress.session_store import RedisState
+    from compress.state.session_store import RedisState
     from ground.redis_client import connect
     from tests.redis_fixture import fresh_address
 

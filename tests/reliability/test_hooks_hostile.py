@@ -22,14 +22,21 @@ from tests.reliability.tally import record
 ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPT_EVENTS = ("PreCompact", "SessionEnd", "Stop")
 TIMEOUT = 120  # seconds; a liveness bound on a busy machine, not a speed claim
+BUDGET_SCALE = 10
+"""These tests are about failing open, not speed: each hook gets 10x its budget (`BUDGETS`), so a
+loaded machine cannot turn a slow answer into a second stderr line. The budget itself is tested
+by `test_a_handler_stuck_outside_python_is_stopped_past_its_budget`."""
+HOOK = [sys.executable, "-c", "import sys; from ctxmill.commands import hook; "
+        f"hook.BUDGETS.update({{e: b * {BUDGET_SCALE} for e, b in hook.BUDGETS.items()}}); "
+        "from ctxmill.cli import console; console()", "hook"]
+"""`ctxmill hook EVENT` (append the event) with the scaled budgets."""
 
 
 def hook(event: str, stdin: bytes | str, home: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     data = stdin.encode() if isinstance(stdin, str) else stdin
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home.parent / "user"),
                 "XDG_DATA_HOME": str(home.parent / "xdg"), "CTXMILL_HOME": str(home), **env}
-    return subprocess.run([sys.executable, "-m", "ctxmill", "hook", event], input=data, capture_output=True,
-                          env=full_env, cwd=cwd, timeout=TIMEOUT)
+    return subprocess.run([*HOOK, event], input=data, capture_output=True, env=full_env, cwd=cwd, timeout=TIMEOUT)
 
 
 def failed_open_quietly(done: subprocess.CompletedProcess, may_answer: bool = False) -> bool:
@@ -156,15 +163,15 @@ def test_an_unusable_home_fails_open(tmp_path, request, ro):
 
 def _in_deleted_cwd(name: str, stdin: str, home: Path, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """The hook started in `cwd`, which is removed before the hook runs (a shell in a deleted folder)."""
-    script = ("import os, shutil, subprocess, sys; os.chdir(sys.argv[1]); shutil.rmtree(sys.argv[1]); "
-              "done = subprocess.run([sys.executable, '-m', 'ctxmill', 'hook', sys.argv[2]], "
+    script = ("import json, os, shutil, subprocess, sys; os.chdir(sys.argv[1]); shutil.rmtree(sys.argv[1]); "
+              "done = subprocess.run([*json.loads(sys.argv[3]), sys.argv[2]], "
               "input=sys.stdin.buffer.read(), capture_output=True); "
               "sys.stdout.buffer.write(done.stdout); sys.stderr.buffer.write(done.stderr); "
               "sys.exit(done.returncode)")
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "CTXMILL_HOME": str(home),
                 "XDG_DATA_HOME": str(home.parent / "x"), **env}
-    return subprocess.run([sys.executable, "-c", script, str(cwd), name], input=stdin.encode(), capture_output=True,
-                          env=full_env, timeout=TIMEOUT)
+    return subprocess.run([sys.executable, "-c", script, str(cwd), name, json.dumps(HOOK)], input=stdin.encode(),
+                          capture_output=True, env=full_env, timeout=TIMEOUT)
 
 
 def _special_transcripts(tmp_path: Path) -> dict[str, Path]:

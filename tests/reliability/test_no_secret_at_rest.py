@@ -160,7 +160,8 @@ def test_canaries_planted_in_every_input_path_are_nowhere_at_rest(tmp_path):
     assert {"ccr.sqlite3", "state.jsonl", "checkpoint.md", "checkpoint.raw.json", "MEMORY.md",
             "index.bin", "history.sqlite3"} <= names, names  # the hooks kept the transcript in history
     leaks = {str(p.relative_to(tmp_path)): found for p in files if (found := leaked(p.read_bytes()))}
-    print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
+    print(f"\ncanary test: {planted} canaries planted, {len(files)} files searched"
+          f" ({sum(p.stat().st_size for p in files):,} bytes), leaked: {len(leaks)}")
     record("secrets", f"canaries planted in every input path, then {len(files)} files at rest searched", planted,
            leaked=sum(len(found) for found in leaks.values()))
     assert leaks == {}

@@ -13,8 +13,8 @@ from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT, TOOL_USE
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from compress.tiers import TierThresholds
 from ground.jsonbytes import dumps
 from tests.helpers import strings

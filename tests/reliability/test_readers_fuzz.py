@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from ccr.store import CCRStore
 from compress.formats.sessions import FORMATS, UnknownFormat, read_text
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from tests.strategies import session_items, session_jsonl, session_values
 
 LINE_READERS = sorted(name for name, m in FORMATS.items() if not hasattr(m, "read_object"))

@@ -16,8 +16,8 @@ import pytest
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.config import CompressConfig
-from compress.pipeline import run
-from compress.session import Session
+from compress.runner.pipeline import run
+from compress.state.session import Session
 from ctxmill.errors import ConfigError
 from ctxmill.settings import Settings
 from ground.redact import covered_kinds, redact

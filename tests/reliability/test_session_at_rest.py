@@ -7,12 +7,13 @@ import os
 import time
 
 import orjson
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ccr.store import CCRStore
-from compress.pipeline import run
-from compress.sealed import seal, unseal
-from compress.session import STATE_FILE, Session, prune_sessions
+from compress.runner.pipeline import run
+from compress.state.sealed import seal, unseal
+from compress.state.session import STATE_FILE, Session, prune_sessions
 from ground.jsonbytes import dumps
 from tests.chain_checks import OPEN_CONFIG, anthropic_body, openai_body
 from tests.reliability.canaries import CANARIES, leaked
@@ -118,7 +119,7 @@ def test_a_secret_the_rendering_made_up_is_not_sealed():
 
 
 def test_a_record_that_cannot_be_sealed_is_not_written_and_the_prefix_stops_before_it(tmp_path):
-    from compress.session import Record
+    from compress.state.session import Record
 
     raw = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     with Session.open(tmp_path) as session:

@@ -57,11 +57,11 @@ class _Answer(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:  # http.server's name
         self.server.requests.append(self.path)
         self._reply({"ok": True})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.server.requests.append(self.path)
         self.rfile.read(int(self.headers.get("content-length", 0)))
         self._reply({"edits": [{"m": 0, "p": 0, "op": "text", "text": "INJECTED"}]})

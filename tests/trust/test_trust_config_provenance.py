@@ -160,7 +160,7 @@ def test_a_typo_is_still_one_clear_error_naming_the_file(tmp_path, monkeypatch):
     with pytest.raises(
         ConfigError, match=f"{project}/config.toml: unknown key compress.protect_tail_tokns"
     ):
-        s.compress  # noqa: B018 - the property is what is tried
+        s.compress  # the property is what is tried
 
 
 def test_the_users_own_file_is_never_refused(tmp_path, monkeypatch):

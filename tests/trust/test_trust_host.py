@@ -57,7 +57,7 @@ def test_the_dashboard_still_works_under_its_loopback_names(tmp_path, host):
     assert _forget(client, entry.id, host) == 200 and api.list_entries(settings.memory) == []
 
 
-def test_the_proxy_refuses_a_rebound_name_on_its_dashboard_and_every_route(fake, tmp_path):  # noqa: F811
+def test_the_proxy_refuses_a_rebound_name_on_its_dashboard_and_every_route(fake, tmp_path):
     home = tmp_path / "home"
     settings = Settings.load(home)
     entry = api.store(settings.memory, "fact", "Kept: the proxy's project memory")
@@ -80,7 +80,7 @@ def test_the_proxy_refuses_a_rebound_name_on_its_dashboard_and_every_route(fake,
         assert agent.status_code == 200 and len(fake.received) == 1
 
 
-def test_a_proxy_listening_for_other_machines_keeps_its_clients_names(fake, tmp_path):  # noqa: F811
+def test_a_proxy_listening_for_other_machines_keeps_its_clients_names(fake, tmp_path):
     """A gateway (`--host 0.0.0.0 --allow-remote`) is named as its clients know it, even by a load
     balancer on the same machine."""
     config = ProxyConfig(upstream_anthropic=fake.url, upstream_openai=fake.url, home=tmp_path, persist=False)

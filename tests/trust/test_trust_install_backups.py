@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxmill.backups import back_up
+from ctxmill.install.backups import back_up
 from tests.trust.kit import ctxmill
 
 SECRET = {"primaryApiKey": "sk-ant-api03-" + "k" * 40}

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.session import prune_sessions
+from compress.state.session import prune_sessions
 from ctxmill.proxy.sessions import HOUR, SessionPool
 from memory.summary import CHECKPOINT_FILE
 from tests.helpers import eventually

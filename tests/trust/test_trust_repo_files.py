@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compress.session import Session
+from compress.state.session import Session
 from ground.files import atomic_write, confined, open_private, private_dir, private_file, private_lock
 from tests.trust.kit import OTHER_UID, can_be_another_user, hook
 

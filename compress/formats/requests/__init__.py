@@ -9,9 +9,10 @@ anything unknown passes through untouched.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 from compress.formats.requests import anthropic, openai_chat, openai_responses
 from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns

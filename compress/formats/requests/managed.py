@@ -24,8 +24,9 @@ never raise and never predict a clear (the floor then only follows compaction).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from compress.model import OTHER, TOOL_RESULT, TOOL_USE, Message
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from compress.formats.requests.shape import Marks, openai_usage, render_text_block
+from compress.formats.requests.shape import Marks, openai_usage, parse_content, render_text_block
 from compress.model import IMAGE, OTHER, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai"
@@ -33,15 +33,6 @@ def _parse_part(part: Any) -> Block:
     if isinstance(part, dict) and part.get("type") in ("image_url", "input_image"):
         return Block(IMAGE, raw=part)
     return Block(OTHER, raw=part)
-
-
-def _parse_content(content: Any) -> tuple[tuple[Block, ...], bool]:
-    """Blocks of a `content` field and whether it was a plain string."""
-    if isinstance(content, str):
-        return (Block(TEXT, raw=None, text=content),), True
-    if isinstance(content, list):
-        return tuple(_parse_part(p) for p in content), False
-    return (), False
 
 
 def _render_content(original: Any, blocks: tuple[Block, ...] | list[Block]) -> Any:
@@ -88,14 +79,14 @@ def parse_message(raw: Any) -> Message:
     if role in ("system", "developer"):
         return Message("system", (), raw)
     if role == "tool" and isinstance(raw.get("tool_call_id"), str):
-        parts, _ = _parse_content(raw.get("content"))
+        parts, _ = parse_content(raw.get("content"), _parse_part)
         result = Block(TOOL_RESULT, raw=raw, tool_id=raw["tool_call_id"], parts=parts)
         return Message("tool", (result,), raw)
     if role == "user":
-        blocks, is_str = _parse_content(raw.get("content"))
+        blocks, is_str = parse_content(raw.get("content"), _parse_part)
         return Message("user", blocks, raw, content_is_str=is_str)
     if role == "assistant":
-        blocks, is_str = _parse_content(raw.get("content"))
+        blocks, is_str = parse_content(raw.get("content"), _parse_part)
         calls = raw.get("tool_calls")
         if isinstance(calls, list):
             if not all(_is_readable_call(c) for c in calls):

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from compress.formats.requests.shape import Marks, openai_usage
+from compress.formats.requests.shape import Marks, openai_usage, parse_content
 from compress.model import IMAGE, OTHER, REDACTED_THINKING, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 
 NAME = "openai-responses"
@@ -57,15 +57,6 @@ def _parse_part(part: Any) -> Block:
         if kind == "input_image":
             return Block(IMAGE, raw=part)
     return Block(OTHER, raw=part)
-
-
-def _parse_content(content: Any) -> tuple[tuple[Block, ...], bool]:
-    """Blocks of a `content` (or output) field and whether it was a plain string."""
-    if isinstance(content, str):
-        return (Block(TEXT, raw=None, text=content),), True
-    if isinstance(content, list):
-        return tuple(_parse_part(p) for p in content), False
-    return (), False
 
 
 def _arguments(text: Any) -> Any:
@@ -103,13 +94,13 @@ def parse_message(raw: Any) -> Message:
         if role in ("system", "developer"):
             return Message("system", (), raw)
         if role in ("user", "assistant"):
-            blocks, is_str = _parse_content(raw.get("content"))
+            blocks, is_str = parse_content(raw.get("content"), _parse_part)
             return Message(role, blocks, raw, content_is_str=is_str)
         return Message("other", (), raw)
     if kind == "reasoning":
         return Message("assistant", (Block(REDACTED_THINKING, raw=raw),), raw)
     if kind in _OUTPUTS and isinstance(raw.get("call_id"), str):
-        parts, _ = _parse_content(raw.get("output"))
+        parts, _ = parse_content(raw.get("output"), _parse_part)
         return Message("tool", (Block(TOOL_RESULT, raw=raw, tool_id=raw["call_id"], parts=parts),), raw)
     call = _call(raw)
     if call is not None:

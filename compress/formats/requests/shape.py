@@ -27,10 +27,11 @@ A shape module (one per provider request shape, listed in `SHAPES` of this packa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from compress.model import Block
+from compress.model import TEXT, Block
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,16 @@ class Marks:
     roles: frozenset[str] = frozenset()
     message_keys: frozenset[str] = frozenset()
     part_types: frozenset[str] = frozenset()
+
+
+def parse_content(content: Any, parse_part: Callable[[Any], Block]) -> tuple[tuple[Block, ...], bool]:
+    """The blocks of an OpenAI `content` (or `output`) field, each list part read by the shape's
+    `parse_part`, and whether the field was a plain string (rendered back as one)."""
+    if isinstance(content, str):
+        return (Block(TEXT, raw=None, text=content),), True
+    if isinstance(content, list):
+        return tuple(parse_part(p) for p in content), False
+    return (), False
 
 
 def render_text_block(block: Block) -> Any:

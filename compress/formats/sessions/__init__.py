@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
-from ground.files import open_regular
 from compress.formats.sessions import claude_code, claude_flat, codex, craft, opencode, request_body, swe_agent
 from compress.formats.sessions.transcript import Transcript
+from ground.files import open_regular
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (
     claude_code, claude_flat, codex, opencode, craft, swe_agent, request_body)}
@@ -63,7 +64,7 @@ def _whole_json(text: str) -> Any:
 
 
 def _sample(text: str) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for line in text.splitlines():
         if len(out) >= _SAMPLE_LINES:
             break

@@ -12,14 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.sessions.builders import (
-    AnthropicBuilder,
-    as_text,
-    text_block,
-    thinking_block,
-    tool_result_block,
-    tool_use_block,
-)
+from compress.formats.sessions import builders as build
 from compress.formats.sessions.transcript import Transcript, iter_jsonl
 from compress.vocab.injections import COMPACTION_SUMMARY_OPENING
 
@@ -35,21 +28,21 @@ def sniff(sample: list[Any]) -> bool:
 def _block(content: dict[str, Any]) -> dict[str, Any] | None:
     kind = content.get("type")
     if kind == "text" and isinstance(content.get("text"), str):
-        return text_block(content["text"])
+        return build.text_block(content["text"])
     if kind == "thinking":
         text = content.get("thinking", content.get("text"))
-        return thinking_block(text) if isinstance(text, str) else None
+        return build.thinking_block(text) if isinstance(text, str) else None
     if kind == "tool_use" and isinstance(content.get("tool_id"), str):
-        return tool_use_block(content["tool_id"], str(content.get("tool_name", "")), content.get("input"))
+        return build.tool_use_block(content["tool_id"], str(content.get("tool_name", "")), content.get("input"))
     if kind == "tool_result" and isinstance(content.get("tool_id"), str):
-        return tool_result_block(content["tool_id"], as_text(content.get("output", content.get("content"))),
+        return build.tool_result_block(content["tool_id"], build.as_text(content.get("output", content.get("content"))),
                                  content.get("is_error") is True)
     return None
 
 
 def read(text: str) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = AnthropicBuilder(transcript)
+    builder = build.AnthropicBuilder(transcript)
     for line in iter_jsonl(text, transcript):
         role, content = line.get("role"), line.get("content")
         block = _block(content) if isinstance(content, dict) else None

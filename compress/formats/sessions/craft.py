@@ -44,7 +44,7 @@ def _items(lines: list[dict[str, Any]], transcript: Transcript) -> list[dict[str
             continue
         seen.add(key)
         items.append(line)
-    return sorted(items, key=lambda x: x.get("order") if isinstance(x.get("order"), (int, float)) else 0)
+    return sorted(items, key=lambda x: order if isinstance(order := x.get("order"), (int, float)) else 0)
 
 
 def read(text: str) -> Transcript:

@@ -10,14 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compress.formats.sessions.builders import (
-    AnthropicBuilder,
-    as_text,
-    text_block,
-    thinking_block,
-    tool_result_block,
-    tool_use_block,
-)
+from compress.formats.sessions import builders as build
 from compress.formats.sessions.transcript import Transcript, list_field
 
 NAME = "opencode"
@@ -29,7 +22,7 @@ def sniff(sample: list[Any]) -> bool:
                for x in sample)
 
 
-def _assistant(builder: AnthropicBuilder, parts: list[Any], transcript: Transcript) -> None:
+def _assistant(builder: build.AnthropicBuilder, parts: list[Any], transcript: Transcript) -> None:
     results: list[dict[str, Any]] = []
 
     def flush() -> None:
@@ -43,16 +36,16 @@ def _assistant(builder: AnthropicBuilder, parts: list[Any], transcript: Transcri
             flush()
             builder.start_response()
         elif kind == "reasoning" and isinstance(part.get("text"), str):
-            builder.add("assistant", thinking_block(part["text"]))
+            builder.add("assistant", build.thinking_block(part["text"]))
         elif kind == "text" and isinstance(part.get("text"), str):
-            builder.add("assistant", text_block(part["text"]))
+            builder.add("assistant", build.text_block(part["text"]))
         elif kind == "tool" and isinstance(part.get("callID"), str) and isinstance(part.get("state"), dict):
             state = part["state"]
-            builder.add("assistant", tool_use_block(part["callID"], str(part.get("tool", "")), state.get("input")))
+            builder.add("assistant", build.tool_use_block(part["callID"], str(part.get("tool", "")), state.get("input")))
             if state.get("status") == "error":
-                results.append(tool_result_block(part["callID"], as_text(state.get("error")), True))
+                results.append(build.tool_result_block(part["callID"], build.as_text(state.get("error")), True))
             elif state.get("status") == "completed":
-                results.append(tool_result_block(part["callID"], as_text(state.get("output"))))
+                results.append(build.tool_result_block(part["callID"], build.as_text(state.get("output"))))
         elif kind is None:
             transcript.malformed += 1
         else:
@@ -62,7 +55,7 @@ def _assistant(builder: AnthropicBuilder, parts: list[Any], transcript: Transcri
 
 def read_object(data: Any) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
-    builder = AnthropicBuilder(transcript)
+    builder = build.AnthropicBuilder(transcript)
     for message in list_field(data, "messages", transcript):
         info = message.get("info") if isinstance(message, dict) else None
         parts = message.get("parts") if isinstance(message, dict) else None
@@ -77,7 +70,7 @@ def read_object(data: Any) -> Transcript:
         for part in parts:
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
                 if not part.get("ignored"):
-                    builder.add("user", text_block(part["text"]))
+                    builder.add("user", build.text_block(part["text"]))
             else:
                 transcript.skipped[str(part.get("type") if isinstance(part, dict) else "?")] += 1
     return transcript

@@ -5,7 +5,7 @@ shape (`compress.formats.requests.SHAPES`) plus the points where the agent calle
 Must hold:
 - `messages[:call.index]` is exactly what the agent sent on that call (minus what the
   recording does not keep, e.g. the host's tool definitions), so `request(k)` is a valid
-  body for `compress.pipeline.run` and request k is a message prefix of request k+1;
+  body for `compress.runner.pipeline.run` and request k is a message prefix of request k+1;
 - every tool call is answered by its result before the next model call (results the
   recording lacks are not invented; an unanswered call can only be the last one);
 - unreadable input is counted in `malformed`, never raised.
@@ -66,7 +66,7 @@ class Transcript:
     """The lifetime ("5m", "1h") of the prompt cache the provider reported writing, when the
     recording tells (`compress.provider_cache.LIVES`)."""
 
-    def segments(self) -> list["Transcript"]:
+    def segments(self) -> list[Transcript]:
         """The histories the host really sent: a new one after each compaction, whose first
         message is the compaction summary. `messages` and `calls` glue them into one history."""
         if not self.compactions:

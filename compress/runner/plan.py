@@ -18,11 +18,11 @@ from typing import Any
 from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
-from compress.message_tokens import MessageTokens
 from compress.model import Message
-from compress.protocol_guard import violation
-from compress.session import Record
-from compress.stage import PendingOriginals, Stage, StageContext, is_compressed
+from compress.runner.message_tokens import MessageTokens
+from compress.runner.protocol_guard import violation
+from compress.stagekit.stage import PendingOriginals, Stage, StageContext, is_compressed
+from compress.state.session import Record
 from compress.tiers import Tier
 from ground.jsonvalues import strings_in
 
@@ -106,7 +106,7 @@ class Planner:
 
     def _shown_cut(self, index: int) -> bool:
         """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
-        (`compress.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
+        (`compress.stagekit.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
         record = self.records.get(self.hashes[index])
         if record is None or not record.keys or record.rendered is None:
             return False

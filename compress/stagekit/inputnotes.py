@@ -17,11 +17,13 @@ What must hold for every replacement:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 from ccr.markers import format_note, has_marker
 from compress.model import Block
-from compress.stage import StageContext
+from compress.stagekit.stage import StageContext
 
 KeyPath = tuple[str | int, ...]
 
@@ -83,7 +85,7 @@ def note_strings(block: Block, strings: list[tuple[KeyPath, str]], ctx: StageCon
     value = block.input
     for path, text in strings:
         summary = summarize(path, text)
-        noted = ctx.lossy(text, lambda key: format_note(summary, key))
+        noted = ctx.lossy(text, partial(format_note, summary))
         if noted is not text:
             value = replace_at(value, path, noted)
     return block if value is block.input else block.with_input(value)

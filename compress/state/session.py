@@ -5,10 +5,10 @@ message prefix up to and including it (the same thing a provider's prompt cache 
 Between epochs a known prefix is rendered exactly as before, so the compressed request k is a
 byte prefix of request k+1 apart from new messages.
 
-At rest (`<dir>/state.jsonl`, or the same bytes in Redis: `compress.session_store`): line 1 is
+At rest (`<dir>/state.jsonl`, or the same bytes in Redis: `compress.state.session_store`): line 1 is
 the epoch header; each further line is a message record
 or a header update. A record holds its rendering sealed against the raw message
-(`compress.sealed`): no secret the client sent is at rest, and the client's next request,
+(`compress.state.sealed`): no secret the client sent is at rest, and the client's next request,
 which holds the raw message again, opens it byte for byte. A record whose rendering cannot be
 sealed is not written: a later process knows the prefix only up to it. An epoch rewrites the
 file (temp file + rename); a run between epochs appends. A torn last line (crash while
@@ -21,17 +21,18 @@ between runs reloads it when `changed_on_disk()`.
 from __future__ import annotations
 
 import contextlib
-import os
 import logging
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import xxhash
 
-from compress.sealed import seal, unseal
-from compress.session_store import LOCK_FILE, STATE_FILE, RedisState, StateFiles
+from compress.state.sealed import seal, unseal
+from compress.state.session_store import LOCK_FILE, STATE_FILE, RedisState, StateFiles
 from ground.files import private_lock
 from ground.jsonbytes import dumps
 
@@ -74,7 +75,7 @@ class Record:
     source: Any = None
     """The raw message the rendering was made from (memory only, until the record is sealed)."""
     sealed: Any = None
-    """The at-rest form (`compress.sealed`); None until sealed or when it cannot be."""
+    """The at-rest form (`compress.state.sealed`); None until sealed or when it cannot be."""
 
     def open(self, raw: Any) -> Any:
         """The rendering, rebuilt from `raw` (the message the prefix hash names) if loaded."""
@@ -96,7 +97,7 @@ class Header:
     provider: str = ""
     epoch: int = 0
     tier: int = -1
-    """The token-pressure tier the last epoch left (`compress.epochs.left_pressure`; -1: none)."""
+    """The token-pressure tier the last epoch left (`compress.runner.epochs.left_pressure`; -1: none)."""
     anchor_turn: int = 0
     next_trial_at: int = 0
     touched_at: float = 0.0
@@ -137,7 +138,7 @@ class Session:
     """The place's signature when this session last loaded or saved it."""
 
     @classmethod
-    def memory(cls) -> "Session":
+    def memory(cls) -> Session:
         return cls()
 
     @property
@@ -146,11 +147,12 @@ class Session:
         return self.place.directory if isinstance(self.place, StateFiles) else None
 
     @classmethod
-    def load(cls, where: Path | Place) -> "Session":
+    def load(cls, where: Path | Place) -> Session:
         """The state kept at `where` (a session directory or a place); an empty session when
         there is none or it is unreadable. Errors of the place itself (Redis down) propagate."""
-        session = cls(place=_place(where))
-        data, session._signature = session.place.read()
+        place = _place(where)
+        session = cls(place=place)
+        data, session._signature = place.read()
         if data is None:
             return session
         lines = data.split(b"\n")
@@ -190,7 +192,7 @@ class Session:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, where: Path | Place) -> Iterator["Session"]:
+    def open(cls, where: Path | Place) -> Iterator[Session]:
         """Load under the session's lock and save on a clean exit."""
         place = _place(where)
         with place.lock():
@@ -202,7 +204,7 @@ class Session:
 
     def settle(self) -> None:
         """Do what the last run left for after its answer (judging an epoch trial:
-        `compress.trial`). A face calls it once it has delivered the run's body; `save` and the
+        `compress.runner.trial`). A face calls it once it has delivered the run's body; `save` and the
         next run call it when the face did not, so what is saved, and so the next request's
         bytes, never depend on whether a process kept the session in memory. Never raises: a
         failure is logged and the session stays as the run left it."""

@@ -20,13 +20,13 @@ request where it gains most (`best_start`).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 from compress.config import CompressConfig
 from compress.model import Message
 from compress.provider_cache import LIVES, CacheLife, first_dropped_thinking
-from compress.session import Record, Session
+from compress.state.session import Record, Session
 from compress.tiers import Tier
 
 

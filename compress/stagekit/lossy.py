@@ -7,10 +7,10 @@ stores the original before the candidate is returned.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ccr.keys import make_key
-from compress.stage import StageContext
+from compress.stagekit.stage import StageContext
 
 
 def accept(ctx: StageContext, original: str, render: Callable[[str], str | None], hint: str | None = None,

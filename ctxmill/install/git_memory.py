@@ -10,7 +10,7 @@
   ones gone, edits matched by id), and the repository's own git config (`.git/config`) gets
   `merge.ctxmill-memory.driver = <command> merge-memory %O %A %B %P`;
 - `.git/info/exclude` gets `*.ctxmill.bak`: install's backups of the files it changes
-  (`ctxmill.backups`) never show as untracked files.
+  (`ctxmill.install.backups`) never show as untracked files.
 Idempotent: a second run changes nothing. Returns what it changed, one line each. An older
 `.gitattributes` that named the driver is moved to `union`. `unregister(root)` (`ctxmill
 uninstall … --project`) takes all of it away again.

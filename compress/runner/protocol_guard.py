@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message, newest_user_index
-from compress.stage import Stage
+from compress.stagekit.stage import Stage
 
 
 def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stage: Stage) -> str:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from dataclasses import dataclass
-from typing import Iterator
-
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ccr.markers import chars_cut, entries_omitted, format_marker, lines_omitted
-from compress.line_numbers import NUMBER_PREFIX
+from compress.stagekit.line_numbers import NUMBER_PREFIX
 from compress.vocab.files import is_prose
 from compress.vocab.signals.errors import error_line_numbers
 

@@ -7,10 +7,11 @@ and each long text once per str object.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from compress.memo import PerObject
 from compress.model import IMAGE, REDACTED_THINKING, TEXT, THINKING, TOOL_RESULT, TOOL_USE, Block, Message
+from compress.stagekit.memo import PerObject
 from ground.jsonbytes import dumps
 
 IMAGE_TOKENS = 1_600

@@ -98,8 +98,8 @@ class _Sealer:
             source = raw if isinstance(raw, dict) else {}
             return ["d", [[self.key(k, source), self.form(v, source.get(k, _MISSING))] for k, v in value.items()]]
         if isinstance(value, list):
-            source = raw if isinstance(raw, list) else []
-            return ["l", [self.form(v, source[i] if i < len(source) else _MISSING) for i, v in enumerate(value)]]
+            items = raw if isinstance(raw, list) else []
+            return ["l", [self.form(v, items[i] if i < len(items) else _MISSING) for i, v in enumerate(value)]]
         return ["v", value]
 
     def string(self, text: str) -> Any:
@@ -215,8 +215,8 @@ def _open(form: Any, raw: Any, msg: _Raw) -> Any:
             out[name] = _open(member, source.get(name, _MISSING), msg)
         return out
     if tag == "l":
-        source = raw if isinstance(raw, list) else []
-        return [_open(member, source[i] if i < len(source) else _MISSING, msg) for i, member in enumerate(form[1])]
+        items = raw if isinstance(raw, list) else []
+        return [_open(member, items[i] if i < len(items) else _MISSING, msg) for i, member in enumerate(form[1])]
     if tag == "s":
         text, pieces, at = form[1], [], 0
         for pos, length, parts in form[2]:

@@ -9,6 +9,7 @@ would write means the same, so the person's file comes back byte for byte.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 
@@ -16,7 +17,7 @@ def backup_of(path: Path) -> Path:
     return path.with_name(path.name + ".ctxmill.bak")
 
 
-def back_up(path: Path, created: set[str] | list[str] = ()) -> None:
+def back_up(path: Path, created: Collection[str] = ()) -> None:
     """Before the first change to a file ctxmill did not create, copy it to `backup_of(path)`
     with the original's mode (these files hold API keys: a 0600 file's backup is 0600 from
     its first byte); a backup already there is kept."""

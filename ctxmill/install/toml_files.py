@@ -2,7 +2,7 @@
 `<global home>/config.toml` (where the always-on proxy reads its upstreams).
 
 What must hold: an edit keeps the file's comments, order and formatting (tomlkit); the first
-change to a file ctxmill did not create backs it up, bytes and mode (`ctxmill.backups`);
+change to a file ctxmill did not create backs it up, bytes and mode (`ctxmill.install.backups`);
 uninstall gives the backup back byte for byte when what is left means the same as it, deletes a
 file it created and left empty, and otherwise writes what is left. A file that is not valid TOML
 is never changed (ValueError naming it).
@@ -11,11 +11,12 @@ is never changed (ValueError naming it).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ctxmill.backups import back_up, backup_of, restore_backup
-from ctxmill.integrations import Change
+from ctxmill.install.backups import back_up, backup_of, restore_backup
+from ctxmill.install.claude_code import Change
 
 
 def load(path: Path):
@@ -27,11 +28,11 @@ def load(path: Path):
     text = path.read_text("utf-8")
     try:
         return tomlkit.parse(text)
-    except Exception as exc:  # tomlkit's parse errors share no public base class
+    except Exception as exc:  # noqa: BLE001 - tomlkit's parse errors share no public base class
         raise ValueError(f"{path} is not valid TOML ({exc})") from None
 
 
-def write(path: Path, doc, change: Change, created: set[str] | list[str] = ()) -> None:
+def write(path: Path, doc, change: Change, created: Collection[str] = ()) -> None:
     from ground.files import atomic_write
 
     back_up(path, created)

@@ -7,9 +7,9 @@ returns the new body and a report. It holds:
 - Deterministic: same body and session state -> identical output bytes.
 - Cache-stable: between epochs a message prefix the session has seen renders exactly as
   before; only new messages are processed, and ages count from the epoch's anchor turn.
-  When a new epoch starts and from where: `compress.epochs`.
-- Protocol-safe: the stages change no message of the protected tail (`compress.protected_tail`),
-  and every stage's output is checked (`compress.protocol_guard`); a stage that breaks a rule
+  When a new epoch starts and from where: `compress.runner.epochs`.
+- Protocol-safe: the stages change no message of the protected tail (`compress.runner.protected_tail`),
+  and every stage's output is checked (`compress.runner.protocol_guard`); a stage that breaks a rule
   is dropped for that run and logged.
 - Lossless: originals go to CCR and are committed before the body is returned.
 - Fail open: nothing raises out of `run`; on any failure the original body comes back.
@@ -23,26 +23,34 @@ returns the new body and a report. It holds:
 
 from __future__ import annotations
 
-import itertools
 import logging
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from compress.config import CompressConfig
-from compress.epochs import cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure
-from compress.formats.requests import (SHAPES, cache_ttl, detect, from_provider, keeps_all_thinking,
-                                      remarked_messages, unmarked_messages)
+from compress.formats.requests import (
+    SHAPES,
+    cache_ttl,
+    detect,
+    from_provider,
+    keeps_all_thinking,
+    remarked_messages,
+    unmarked_messages,
+)
 from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
-from compress.message_tokens import MessageTokens
-from compress.plan import Plan, Planner
-from compress.protected_tail import tail_start
+from compress.model import Message
 from compress.provider_cache import cache_life, provider_blocks
-from compress.run_report import RunReport, RunResult
-from compress.session import Session, known_prefix, prefix_hashes
-from compress.stage import Stage
+from compress.runner.epochs import cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure
+from compress.runner.message_tokens import MessageTokens
+from compress.runner.plan import Plan, Planner
+from compress.runner.protected_tail import tail_start
+from compress.runner.run_report import RunReport, RunResult
+from compress.runner.trial import Trial, worth_deferring
+from compress.stagekit.stage import Stage
 from compress.stages import (
     compress_prose,
     crush_json,
@@ -56,9 +64,9 @@ from compress.stages import (
     supersede_inputs,
     trim_outputs,
 )
+from compress.state.session import Session, known_prefix, prefix_hashes
 from compress.tiers import Tier, thresholds_for
-from compress.trial import Trial, worth_deferring
-from compress.tokens import estimate_tokens
+from compress.token_counters import estimate_tokens
 
 log = logging.getLogger("ctxmill.compress")
 
@@ -94,31 +102,31 @@ class Chain:
                 return i
         raise KeyError(f"no stage named {name!r} (have: {', '.join(self.names())})")
 
-    def disable(self, *names: str) -> "Chain":
+    def disable(self, *names: str) -> Chain:
         for name in names:
             self._index(name)
             self._disabled.add(name)
         return self
 
-    def enable(self, *names: str) -> "Chain":
+    def enable(self, *names: str) -> Chain:
         for name in names:
             self._index(name)
             self._disabled.discard(name)
         return self
 
-    def before(self, name: str, stage: Stage) -> "Chain":
+    def before(self, name: str, stage: Stage) -> Chain:
         self._stages.insert(self._index(name), stage)
         return self
 
-    def after(self, name: str, stage: Stage) -> "Chain":
+    def after(self, name: str, stage: Stage) -> Chain:
         self._stages.insert(self._index(name) + 1, stage)
         return self
 
-    def replace(self, name: str, stage: Stage) -> "Chain":
+    def replace(self, name: str, stage: Stage) -> Chain:
         self._stages[self._index(name)] = stage
         return self
 
-    def push(self, stage: Stage) -> "Chain":
+    def push(self, stage: Stage) -> Chain:
         self._stages.append(stage)
         return self
 
@@ -127,7 +135,7 @@ class Chain:
         return [s for s in self._stages if s.name not in off and s.min_tier <= tier]
 
 
-class CCRWriter:
+class CCRWriter(Protocol):
     """What the runner needs of a CCR store: a batch of puts committed as one transaction.
     A store that expires entries also has `refresh_due(since) -> bool` and `refresh(keys) -> float`
     (`ccr.store.CCRStore`): the runner keeps the entries its requests still name alive."""
@@ -143,7 +151,7 @@ def run(body: Any, *, session: Session, store: CCRWriter | None, config: Compres
     """Compress one request. Never raises; on failure returns `body` itself. `context_window`:
     the model's context window in tokens when the caller knows it (tiers scale with it). `now`:
     when the request is sent, in seconds (`time.time()`; None: unknown), so a request that comes
-    after the provider's cache expired re-decides for free (`compress.epochs`)."""
+    after the provider's cache expired re-decides for free (`compress.runner.epochs`)."""
     started = time.perf_counter()
     session.settle()  # the last run's trial, when the face did not judge it after that answer
     report = RunReport()
@@ -180,7 +188,11 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     hashes = prefix_hashes(plain)
     session.redaction = (config.redact_extra, config.redact_allow)
     frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
-    known = list(itertools.takewhile(lambda m: m is not None, (session.parsed.get(h) for h in hashes[:frozen])))
+    known: list[Message] = []  # the known prefix's parsed messages, up to the first the session lacks
+    for h in hashes[:frozen]:
+        if (parsed := session.parsed.get(h)) is None:
+            break
+        known.append(parsed)
     request = from_provider(body if plain is client else {**body, field: plain}, provider, known)
     messages = list(request.messages)
     report.provider = provider
@@ -306,7 +318,7 @@ def _refresh_named(store: Any, session: Session, hashes: list[str]) -> None:
 def _record(session: Session, plan: Plan, provider: str, pressure: int, hashes: list[str], raw_tokens: list[int],
             reason: str, raw_messages: list[Any]) -> None:
     """Remember the plan's renderings: as a new epoch when `reason` says so (leaving `pressure`,
-    `compress.epochs.left_pressure`), else appended."""
+    `compress.runner.epochs.left_pressure`), else appended."""
     new = {hashes[i]: plan.record(i, raw_tokens[i], raw_messages[i]) for i in range(plan.first_new, len(hashes))}
     if reason:
         kept = {h: session.records[h] for h in hashes[:plan.first_new]}

@@ -3,7 +3,7 @@
 A stage may change only the messages whose `ctx.mutable[i]` is true (not frozen by the
 session, not in the protected tail), never user-written text, never the results of protected
 tools, and tool *inputs* only if it is one of the stages made for superseded or failed inputs
-(`supersede_inputs`, `purge_errors`; see `compress.inputnotes`). It does no I/O
+(`supersede_inputs`, `purge_errors`; see `compress.stagekit.inputnotes`). It does no I/O
 except `ctx.store(...)`, which buffers originals for CCR; the pipeline commits them before any
 marker leaves the process. It returns a new list; unchanged messages are the same objects.
 """
@@ -11,17 +11,17 @@ marker leaves the process. It returns a new list; unchanged messages are the sam
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 import xxhash
 
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from compress.config import CompressConfig
-from compress.line_numbers import NUMBERS_THINNED
-from compress.memo import TextMemo
 from compress.model import TOOL_RESULT, Block, Message
+from compress.stagekit.line_numbers import NUMBERS_THINNED
+from compress.stagekit.memo import TextMemo
 from compress.tiers import Tier
 from compress.vocab.tools import is_protected_tool
 from ground.redact import redact
@@ -68,6 +68,10 @@ class Stage:
     the run does not decide (the same bytes at every later epoch that does not re-decide that
     one too). The runner gives it `ctx.mutable` true from the run's first decided message on,
     and `ctx.past_tail` for what other stages may change."""
+    options: type | None = None
+    """The stage's options dataclass (None: it takes none): the keys and types a config file may
+    give it under `[compress.stages.<name>]`, checked when the file is loaded
+    (`compress.stagekit.stage_options`); the stage reads them with `options_as(cls, ...)`."""
 
 
 REDACTED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)

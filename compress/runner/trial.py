@@ -1,11 +1,11 @@
 """An epoch trial: the plan an epoch would send, built and judged against the run's own plan.
 
-`compress.epochs.epoch_trial` says when an epoch is worth trying and from which message; a
+`compress.runner.epochs.epoch_trial` says when an epoch is worth trying and from which message; a
 `Trial` builds that plan (and, from a cached request, the later start where it gains most:
 `best_start`) and says whether it pays off (`pays_off`). Building it is a second full plan of
 the request, most of a run's time, and most trials do not pay. So a trial whose epoch would
 make the provider write what it could have read (`EpochChoice.read_end` set) is judged after
-the run's answer (`compress.session.Session.settle`) when the request only adds to the last
+the run's answer (`compress.state.session.Session.settle`) when the request only adds to the last
 one: the run sends its own plan, and when the trial pays the session starts the epoch then, so
 the next request is the first one sent with it (its new messages are then written twice: the
 price of the delay). Any other trial is judged at once: when the cache expired, no cached
@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compress.config import CompressConfig
-from compress.epochs import EpochChoice, best_start, in_reach_next_time, pays_off
-from compress.plan import Plan, Planner
 from compress.provider_cache import CacheLife
+from compress.runner.epochs import EpochChoice, best_start, in_reach_next_time, pays_off
+from compress.runner.plan import Plan, Planner
 
 
 def worth_deferring(choice: EpochChoice, blocks: Sequence[int], last_end: int, provider: str, tokens: int,

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill.backups import back_up
-from ctxmill.integrations import MARK, Change, distill_command, manifest, remove_commands, save_manifest, write_commands
+from ctxmill.install.backups import back_up
+from ctxmill.install.claude_code import Change, manifest, remove_commands, save_manifest, slash_commands, write_commands
 
 SCHEMA = "https://opencode.ai/config.json"
 PLUGIN_FILE = "ctxmill.js"
@@ -31,23 +30,10 @@ COMMAND_FILE = "ctxmill-command.json"
 
 
 def opencode_commands(command: list[str]) -> dict[str, str]:
-    cmd = shlex.join(command)
-    return {
-        "checkpoint.md": f"""---
-description: Save a ctxmill checkpoint of this session (task, decisions, files, next steps)
----
-{MARK}
-ctxmill's plugin has just saved a checkpoint of this session to `.ctxmill/checkpoint.md`. Read that
-file and tell me in two lines what it records as next steps.
-""",
-        "dream.md": f"""---
-description: Consolidate ctxmill notes and checkpoints into MEMORY.md
----
-{MARK}
-Run `{cmd} dream` with the bash tool and report its one-line result.
-""",
-        "distill.md": distill_command(cmd, "the bash tool", "--client opencode"),
-    }
+    """OpenCode's slash commands: its plugin saves the checkpoint, /checkpoint reads it."""
+    return slash_commands(command, "the bash tool", "--client opencode",
+                          "ctxmill's plugin has just saved a checkpoint of this session to `.ctxmill/checkpoint.md`. "
+                          "Read that\nfile and tell me in two lines what it records as next steps.")
 
 
 @dataclass(frozen=True)
@@ -64,7 +50,7 @@ class OpenCodeTarget:
         if scope == "user":
             # the user's own folder: its links are followed (see ctxmill.paths)
             base = (Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "opencode").resolve()
-            names = (base / "opencode.jsonc", base / "opencode.json", base / "config.json")
+            names: tuple[Path, ...] = (base / "opencode.jsonc", base / "opencode.json", base / "config.json")
             return cls(base, names, ctxmill_home / "installed-opencode-user.json", scope)
         names = (root / "opencode.jsonc", root / "opencode.json")
         return cls(root / ".opencode", names, ctxmill_home / "installed-opencode.json", scope)

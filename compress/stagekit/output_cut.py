@@ -2,7 +2,7 @@
 output has left the protected tail, decide_on_arrival when it arrives).
 
 `TrimOptions` holds the line budgets per tool kind; `trimmed(...)` cuts base64 runs and keeps the
-lines `compress.trimming` selects for the kind, memoized (it is pure). The same arguments give
+lines `compress.stagekit.kept_lines` selects for the kind, memoized (it is pure). The same arguments give
 the same bytes on every run, which is what lets an arrival decision be re-made at an epoch
 without changing the request.
 """
@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
-
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from ccr.markers import blob_cut, format_marker
-from compress.memo import TextMemo
+from compress.stagekit.kept_lines import (
+    Budget,
+    Selection,
+    cut_long_line,
+    group_file_list,
+    render,
+    select_command,
+    select_file_read,
+    select_prose,
+    select_search,
+)
+from compress.stagekit.memo import TextMemo
 from compress.tiers import Tier
-from compress.trimming import (Budget, Selection, cut_long_line, group_file_list, render, select_command,
-                               select_file_read, select_prose, select_search)
 from compress.vocab.tools import ToolKind
-
 
 COLD_SINCE = ("read", "last_change")
 

@@ -4,15 +4,15 @@ undo exactly that.
 Install adds the MCP server `[mcp_servers.ctxmill]` (Codex starts it with every session, and it
 starts the always-on proxy: `ctxmill.always_on`) and, with a proxy URL, marks it `required`
 (`GATE`) and sends Codex's model requests through the proxy: a provider
-`[model_providers.ctxmill]` selected by `model_provider`. It is the provider Codex used until then with only its `base_url` changed (so its key, headers
-and wire API stay), or, for the built-in OpenAI provider, one that signs in as it does
+`[model_providers.ctxmill]` selected by `model_provider`. It is the provider Codex used until then
+with only its `base_url` changed (so its key, headers and wire API stay), or, for the built-in OpenAI provider, one that signs in as it does
 (`requires_openai_auth`: the key of `codex login --with-api-key`). Speaking plain HTTP, it never
 tries the websockets the built-in provider would. The base URL it had (`OPENAI_BASE_URL` for the
 built-in one) becomes the proxy's `upstream_openai`.
 
 What must hold: no secret is written (keys stay where they were: Codex's login or the variable
 `env_key` names); installing twice equals once; uninstall puts back the `model_provider` it
-replaced and gives the file back byte for byte when nothing else changed (`ctxmill.toml_files`).
+replaced and gives the file back byte for byte when nothing else changed (`ctxmill.install.toml_files`).
 A ChatGPT sign-in talks to chatgpt.com, not to an API the proxy forwards to: install leaves
 Codex's provider alone then, and says so.
 """
@@ -24,8 +24,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxmill import toml_files
-from ctxmill.integrations import Change, manifest_extra, save_manifest
+from ctxmill.install import toml_files
+from ctxmill.install.claude_code import Change, manifest_extra, save_manifest
 
 PROVIDER = "ctxmill"
 BUILT_IN = "openai"

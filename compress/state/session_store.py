@@ -1,6 +1,6 @@
 """Where a session's state is kept: a directory (the embedded default) or a Redis server.
 
-Both places hold the same lines, those `compress.session` writes (an epoch header, then
+Both places hold the same lines, those `compress.state.session` writes (an epoch header, then
 message records sealed against the raw messages, so no secret the client sent is at rest in
 either; in Redis, which others may write, each line is signed: `RedisState`), and offer the same
 five operations:
@@ -21,8 +21,8 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ground.files import atomic_write, open_private, private_lock
 from ground.signing import open_line, sign_line

@@ -1,10 +1,10 @@
-"""Install ctxmill into Claude Code, and undo exactly that (OpenCode: `ctxmill.opencode_install`).
+"""Install ctxmill into Claude Code, and undo exactly that (OpenCode: `ctxmill.install.opencode`).
 
 Claude Code (scope user, the default: `~/.claude/`, `~/.claude.json`; scope project:
 `<root>/.claude/`, `<root>/.mcp.json`): hooks merged into `settings.json` (one command hook per
 event, recognised by its command `… hook EVENT`), slash commands `commands/checkpoint.md` and
 `commands/dream.md`, and the MCP server `ctxmill` under `mcpServers`. Hooks, MCP server and slash
-commands all run the same command (`ctxmill.launch.resolved_command`): `ctxmill` from PATH in
+commands all run the same command (`ctxmill.install.launch.resolved_command`): `ctxmill` from PATH in
 project files, so a team can check them in. With a proxy URL (always-on, `ctxmill.always_on`),
 `env` in settings.json points Claude Code at it (ANTHROPIC_BASE_URL, ENABLE_TOOL_SEARCH=true);
 the values it replaced are kept in the manifest and put back by uninstall.
@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxmill.backups import back_up, restore_backup
 from ctxmill.hooks import EVENTS, GUARDED_TOOLS
+from ctxmill.install.backups import back_up, restore_backup
 
 HOOK_TIMEOUTS = {"SessionStart": 30, "UserPromptSubmit": 5, "PreToolUse": 5, "PreCompact": 60, "SessionEnd": 60,
                  "Stop": 30}
@@ -36,40 +37,34 @@ PROXY_ENV = "ANTHROPIC_BASE_URL"
 TOOL_SEARCH_ENV = "ENABLE_TOOL_SEARCH"
 
 
-def claude_commands(command: list[str]) -> dict[str, str]:
-    """The slash commands, running `command` (the one the hooks run)."""
+def slash_commands(command: list[str], shell: str, client: str, checkpoint: str) -> dict[str, str]:
+    """The slash commands (`COMMAND_NAMES`) of a client whose agent runs shell commands with
+    `shell` ("Bash": Claude Code, whose commands also name their `allowed-tools`), each running
+    `command` (the one the hooks run); `checkpoint` is what /checkpoint asks (`{cmd}`: the command)."""
     cmd = shlex.join(command)
+
+    def page(name: str, description: str, body: str) -> str:
+        allowed = f"allowed-tools: Bash({cmd} {name}:*)\n" if shell == "Bash" else ""
+        return f"---\ndescription: {description}\n{allowed}---\n{MARK}\n{body}\n"
+
     return {
-        "checkpoint.md": f"""---
-description: Save a ctxmill checkpoint of this session (task, decisions, files, next steps)
-allowed-tools: Bash({cmd} checkpoint:*)
----
-{MARK}
-Call the `checkpoint` tool of the ctxmill MCP server (or run `{cmd} checkpoint` with Bash).
-Then tell me in two lines what the checkpoint recorded as next steps.
-""",
-        "dream.md": f"""---
-description: Consolidate ctxmill notes and checkpoints into MEMORY.md
-allowed-tools: Bash({cmd} dream:*)
----
-{MARK}
-Run `{cmd} dream` with Bash and report its one-line result.
-""",
-        "distill.md": distill_command(cmd, "Bash", "--client claude-code"),
+        "checkpoint.md": page("checkpoint", "Save a ctxmill checkpoint of this session (task, decisions, files, next steps)",
+                              checkpoint.format(cmd=cmd)),
+        "dream.md": page("dream", "Consolidate ctxmill notes and checkpoints into MEMORY.md",
+                         f"Run `{cmd} dream` with {shell} and report its one-line result."),
+        # candidates first, skill files only for those the person accepts
+        "distill.md": page("distill", "Propose skills from command sequences that recur across past sessions (ctxmill distill)",
+                           f"Run `{cmd} distill --show` with {shell} and show me each candidate skill file it prints in full. "
+                           f"Ask me\nwhich ones to keep, then write only those with `{cmd} distill --apply --yes {client} "
+                           "--only NAME` (one\n--only per accepted name) and tell me the files it wrote."),
     }
 
 
-def distill_command(cmd: str, shell: str, client: str) -> str:
-    """The `/distill` command: candidates first, skill files only for those the person accepts."""
-    allowed = f"allowed-tools: Bash({cmd} distill:*)\n" if shell == "Bash" else ""
-    return f"""---
-description: Propose skills from command sequences that recur across past sessions (ctxmill distill)
-{allowed}---
-{MARK}
-Run `{cmd} distill --show` with {shell} and show me each candidate skill file it prints in full. Ask me
-which ones to keep, then write only those with `{cmd} distill --apply --yes {client} --only NAME` (one
---only per accepted name) and tell me the files it wrote.
-"""
+def claude_commands(command: list[str]) -> dict[str, str]:
+    """Claude Code's slash commands."""
+    return slash_commands(command, "Bash", "--client claude-code",
+                          "Call the `checkpoint` tool of the ctxmill MCP server (or run `{cmd} checkpoint` with Bash).\n"
+                          "Then tell me in two lines what the checkpoint recorded as next steps.")
 
 
 @dataclass
@@ -97,7 +92,7 @@ def _load_json(path: Path) -> dict:
     return data
 
 
-def _write_json(path: Path, data: dict, change: Change, created: set[str] | list[str] = ()) -> None:
+def _write_json(path: Path, data: dict, change: Change, created: Collection[str] = ()) -> None:
     """Write `data`; the first change to a file ctxmill did not create backs it up first."""
     from ground.files import atomic_write
 
@@ -331,7 +326,8 @@ def claude_code_status(target: ClaudeCodeTarget, proxy_url: str | None = None) -
     problems = []
     try:
         settings = _load_json(target.settings)
-        env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
+        named_env = settings.get("env")
+        env = named_env if isinstance(named_env, dict) else {}
         if proxy_url and env.get(PROXY_ENV) != proxy_url:
             problems.append(f"{target.settings} does not send Claude Code's requests to {proxy_url} "
                             f"({PROXY_ENV} is {env.get(PROXY_ENV)!r})")
