@@ -39,8 +39,8 @@ from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.runner.pipeline import DEFAULT_STAGES  # noqa: E402
 from compress.stagekit.output_cut import TrimOptions  # noqa: E402
-from replay.headroom_peer import Headroom  # noqa: E402
 from compress.stages import supersede_inputs  # noqa: E402
+from replay.headroom_peer import Headroom  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
 from replay.runner import ReplayReport, replay  # noqa: E402

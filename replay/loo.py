@@ -170,9 +170,9 @@ def target_misses(reports: Iterable[ReplayReport]) -> list[str]:
             out.append(f"{name}: effective {r.ratio(mine, True):.3f} > cap {r.ratio(cap, True):.3f}")
         if r.ratio(mine, True) > 1.0:
             out.append(f"{name}: effective {r.ratio(mine, True):.3f} > raw")
-    mine = score(reports)
-    if mine.needed.fraction() < MIN_NEEDED:
-        out.append(f"overall needed {mine.needed.fraction():.3f} < {MIN_NEEDED}")
-    if mine.effective_ratio > MAX_EFFECTIVE:
-        out.append(f"overall effective {mine.effective_ratio:.3f} > {MAX_EFFECTIVE}")
+    overall = score(reports)
+    if overall.needed.fraction() < MIN_NEEDED:
+        out.append(f"overall needed {overall.needed.fraction():.3f} < {MIN_NEEDED}")
+    if overall.effective_ratio > MAX_EFFECTIVE:
+        out.append(f"overall effective {overall.effective_ratio:.3f} > {MAX_EFFECTIVE}")
     return out

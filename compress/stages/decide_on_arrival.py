@@ -20,9 +20,10 @@ verbatim, and trim_outputs still decides how much of the read to keep later.
 Every change stores the original in CCR first and says what was kept.
 
 What must hold: the decision is a pure function of the result and its call (for a poll, the call
-it polls; no tier, age or other neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
-provider's cached prefix stays valid; a result that already carries a ctxmill marker (any, an
-injection removal's included) was decided by an earlier pass and is left as it is (idempotence); the runner lets this stage, and only it, change the tool
+it polls; no tier, age or other neighbour enters it), so an epoch that re-decides the message
+renders the same bytes and the provider's cached prefix stays valid; a result that already
+carries a ctxmill marker (any, an injection removal's included) was decided by an earlier pass
+and is left as it is (idempotence); the runner lets this stage, and only it, change the tool
 results of the newest messages (`Stage.decides_on_arrival`).
 """
 
