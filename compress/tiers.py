@@ -22,14 +22,16 @@ REFERENCE_WINDOW = 200_000
 NATIVE_1M = 1_000_000
 
 KNOWN_WINDOWS: Mapping[str, int] = {
-    "gpt-5": 272_000, "gpt-6": 272_000, "gpt-6.1-sol": 500_000, "gpt-6.1-terra": 500_000, "gpt-6.2-sol": 500_000,
+    "gpt-5": 272_000, "gpt-5.6": 372_000, "gpt-6": 272_000, "gpt-6.1-sol": 500_000, "gpt-6.1-terra": 500_000, "gpt-6.2-sol": 500_000,
     "claude-opus-4-7": NATIVE_1M, "claude-opus-4-8": NATIVE_1M, "claude-opus-5": NATIVE_1M,
     "claude-sonnet-5": NATIVE_1M, "claude-haiku-5": NATIVE_1M, "claude-fable-5": NATIVE_1M,
     "claude-mythos-5": NATIVE_1M,
 }
 """Context windows by model-name prefix (`compress.model_names.normalized`), for requests that do
 not say theirs. The GPT-5 family (Codex's models) reads 272K tokens: the corpus's Codex sessions
-compacted at 230K-236K reported input tokens, beyond a 200K window; Codex 0.171's model
+compacted at 230K-236K reported input tokens, beyond a 200K window, and their recordings report
+the 258,400 tokens Codex uses of it (95%); a GPT-5.6 recording reports 353,400, 95% of 372K, which
+the GPT-5.6 family gets (GPT-5.4 and 5.5 recordings report 258,400: 272K). Codex 0.171's model
 catalogue gives the GPT-6 models 272K, but 500K for GPT-6.1 Sol and Terra and GPT-6.2 Sol. The
 Claude models Claude Code 2.1.332's own model table marks `native_1m` read 1M tokens without the
 `context-1m` beta (Opus 4.7 and later, Sonnet, Haiku, Fable and Mythos 5): Claude Code sizes its

@@ -158,7 +158,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
            chain: Chain | None = None, counter: TokenCounter | None = None,
            progress: Callable[[int, int], None] | None = None,
            peers: dict[str, Callable[[dict], dict]] | None = None, glued: bool = False,
-           thinking: str = "request", cache_ttl: str = "auto", by_kind: bool = False) -> ReplayReport:
+           thinking: str = "request", cache_ttl: str = "auto", by_kind: bool = False,
+           times: bool = True) -> ReplayReport:
     """Replay every model call of `transcript` through the pipeline and report, side by side
     with the raw requests, the decide-once cap and `peers` (name -> raw body -> compressed body).
 
@@ -167,7 +168,9 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     also where each side's cost goes, by kind of content (`ReplayReport.by_kind`). `cache_ttl`:
     the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
-    client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it."""
+    client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it.
+    `times` off: the session replayed as by a person who never pauses (or a harness that does not
+    pass them): neither the pipeline nor the pricing sees a request time, so no cache expires."""
     started = time.perf_counter()
     counter = counter or get_counter(prefer_exact=True)
     if cache_ttl == "auto":
@@ -196,16 +199,17 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     tiers: Counter = Counter()
     durations: list[float] = []
     usage_pairs: list[tuple[Priced, Any]] = []
-    times: list[float | None] = []
+    stamps: list[float | None] = []
     last_tier = None
     raw_body = out_body = None
     for history in histories:
         session = Session.memory()
         cap = DecideOnceCap(transcript.provider)
         for call in (c for c in history.calls if c.index > 0):
-            times.append(call.at)
+            at = call.at if times else None
+            stamps.append(at)
             raw_body = history.whole(call.index)
-            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=call.at)
+            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=at)
             out_body = result.body
             rep = result.report
             durations.append(rep.duration_ms)
@@ -221,7 +225,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             raw_messages = history.messages[: call.index]
             needs = needs_of_call(raw_messages, reply, texts)
             for name, body in bodies.items():
-                priced = sides[name].add(body, call.at)
+                priced = sides[name].add(body, at)
                 stats[name].add(priced)
                 if kinds:
                     kinds.add(name, body, priced, sides[name])
@@ -236,7 +240,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     report.by_kind = kinds.result() if kinds else {}
     report.usage = check_usage(usage_pairs)
     unseen = report.usage.unseen_head if report.usage else 0
-    report.unseen_head_cost = head_cost(unseen, times, prices) if unseen else 0.0
+    report.unseen_head_cost = head_cost(unseen, stamps, prices) if unseen else 0.0
     for name, side in stats.items():
         side.finish([n + unseen for n in sides[name].sizes], report.host)
     report.tiers = dict(tiers)

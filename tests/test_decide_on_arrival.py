@@ -262,3 +262,46 @@ def test_a_write_result_loses_exactly_the_echo_of_its_body(lines, change):
         assert_markers_resolve(out, echo, store)
     else:
         assert not (in_a_row and len(content) > 1_000), "a long echo of the body was kept"
+
+
+def test_a_result_carrying_a_ctxmill_marker_was_decided_before_and_is_left_alone():
+    """Idempotence: an earlier pass removed a reminder between two lines the call's input also
+    holds; a second pass must not now find them as an echo and cut them (nor cut anything else
+    of a result a ctxmill marker shows was already decided)."""
+    a, b = "first line of the file shown here " * 8, "second line of the file shown here " * 8
+    reminder = "<system-reminder>" + "Remember the todo list. " * 10 + "</system-reminder>"
+    body = anthropic([("Grep", {"pattern": "line", "content": f"{a}\n\n{b}"}, f"{a}\n{reminder}\n{b}")], turns_after=1)
+    config = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)
+    once = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=config).body
+    assert "removed injected system-reminder" in result_texts(once)[0]
+    again = run(once, session=Session.memory(), store=CCRStore.in_memory(), config=config)
+    assert result_texts(again.body) == result_texts(once) and again.report.ccr_written == 0
+
+
+def test_base64_inside_a_json_result_is_cut_on_arrival_and_the_json_stays_json():
+    """An MCP screenshot tool answers with JSON holding the image as base64 (80K+ characters):
+    the run is cut when it arrives, the original in CCR; the rest of the JSON is left for crush_json."""
+    import base64
+    import json
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 240).decode()
+    payload = json.dumps([{"type": "text", "text": "Screenshot of the page"}, {"type": "image", "data": png,
+                                                                              "mimeType": "image/png"}])
+    body = anthropic([("mcp__playwright__browser_take_screenshot", {}, payload)], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    after = result_texts(result.body)[0]
+    assert len(after) < 1_000 and "Screenshot of the page" in after and "image/png" in after
+    assert png not in after and json.loads(after.rsplit("\n", 1)[0])[1]["mimeType"] == "image/png"
+    assert_markers_resolve(after, payload, store)
+
+
+def test_web_output_is_cut_on_arrival_like_other_long_output_and_a_subagent_report_is_not():
+    page = "\n".join(f"Paragraph {i}: the documentation explains option {i} at length, with examples." for i in range(400))
+    report = "\n".join(f"Finding {i}: module_{i} calls frobnicate() twice" for i in range(400))
+    body = anthropic([("WebFetch", {"url": "https://example.com/docs"}, page), ("Task", {"prompt": "go"}, report)],
+                     turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    fetched, kept = result_texts(result.body)
+    assert len(fetched) < len(page) / 3 and fetched.startswith("Paragraph 0:")
+    assert_markers_resolve(fetched, page, store)
+    assert kept == report

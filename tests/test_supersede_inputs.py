@@ -38,8 +38,9 @@ REPLACED = "40-line old_string of {path} stored; this edit replaced it, the file
 
 CHANGED_AGAIN_ONLY = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 0}})
 """Only bodies whose files a later call showed again are superseded."""
-SETTLED_AFTER_2 = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
-"""Bodies also settle once their files are left alone for 2 turns (the default is 12)."""
+SETTLED_AFTER_2 = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2,
+                                                                          "settled_tier": "always"}})
+"""Bodies also settle once their files are left alone for 2 turns (the default is 12), at any tier."""
 
 
 def run(body: dict, config=CHANGED_AGAIN_ONLY):
@@ -228,7 +229,7 @@ def test_settled_writes_and_edits_become_notes_and_keep_their_results():
     assert results[:2] == ["File created", snippet]
     assert check_run(body, out, store) == 3
 
-    young = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 4}})
+    young = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 4, "settled_tier": "always"}})
     write, edit, *_ = inputs(run(body, young)[0])
     assert find_markers(write["content"]) and edit["new_string"] == NEW  # the edit is 3 turns old: whole
 
@@ -241,7 +242,7 @@ def test_a_body_settles_only_once_its_file_is_quiet():
     busy = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"),
                            ("Bash", {"command": "pytest -q"}, "1 failed"), ("Bash", {"command": "pytest -x"}, "1 failed"),
                            edit, ("Bash", {"command": "pytest -q"}, "ok")])
-    config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 3}})
+    config = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 3, "settled_tier": "always"}})
     out, _, _ = run(busy, config)
     assert inputs(out)[0]["content"] == V1  # 5 turns old, but its file was edited 2 turns ago
     quiet = anthropic_body([("Write", {"file_path": APP, "content": V1}, "ok"), edit,
@@ -406,3 +407,22 @@ def test_a_subagents_prompt_settles_like_a_write_and_keeps_its_description():
     assert run(young, SETTLED_AFTER_2)[0] is young
     assert run(body, replace(SETTLED_AFTER_2, protected_tools=PROTECTED_TOOLS | {"task"}))[0] is body
     assert run(body, CHANGED_AGAIN_ONLY)[0] is body
+
+
+def test_with_settled_tier_high_a_quiet_body_settles_only_under_real_pressure():
+    """The only-copy rule: a write's body the agent may still copy from is cut by age only when the
+    tier says the host compacts soon; a later message showing its lines still supersedes it."""
+    from compress.tiers import TierThresholds
+
+    body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "File created"),
+                           ("Bash", {"command": "pytest -q"}, "3 passed"),
+                           ("Bash", {"command": "git status"}, "clean"),
+                           ("Bash", {"command": "git log"}, "one commit")])
+    options = {"supersede_inputs": {"settled_after_turns": 2, "settled_tier": "high"}}
+    calm = replace(OPEN_CONFIG, stage_options=options)
+    assert inputs(run(body, calm)[0])[0]["content"] == V1
+    pressed = replace(calm, tiers=TierThresholds(medium=1, high=1))
+    assert find_markers(inputs(run(body, pressed)[0])[0]["content"])
+    assert find_markers(inputs(run(body, SETTLED_AFTER_2)[0])[0]["content"])  # "always": at any tier
+    default = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
+    assert find_markers(inputs(run(body, default)[0])[0]["content"])  # the default settles at any tier

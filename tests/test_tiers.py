@@ -33,6 +33,10 @@ def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_anoth
     assert known_window("gpt-5.3-codex") == known_window("gpt-5") == known_window("gpt-6.2-astra") == 272_000
     assert known_window("gpt-6.2-sol") == known_window("openai/gpt-6.1-terra") == 500_000  # Codex 0.171's catalogue
     assert known_window("claude-opus-4-6") is None and known_window("gpt-4o") is None
+    # Codex records the window it uses, 95% of the model's: 258,400 for the GPT-5.3-5.5 recordings
+    # of the corpus (272K), 353,400 for a GPT-5.6 recording (372K)
+    assert known_window("gpt-5.4") == known_window("gpt-5.5") == 272_000
+    assert known_window("gpt-5.6") == known_window("gpt-5.6-codex") == known_window("openai/gpt-5.6-mini") == 372_000
     t = TierThresholds()
     assert thresholds_for("gpt-5.4", t, {}) == TierThresholds(68_000, 204_000)
     assert thresholds_for("gpt-5.4", t, {}, window=1_000_000) == TierThresholds(250_000, 750_000)

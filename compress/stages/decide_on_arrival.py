@@ -6,8 +6,12 @@ dumps) is decided in the request that first carries it, protected tail included,
 budgets of `compress.stagekit.output_cut.TrimOptions` at `scale` (option, default 0.25): command output
 keeps its head, tail and every error line with context, search hits their first files and lines
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
-2,000, the decide-once cap's limit) is cut; JSON is left whole for crush_json, and the results
-of protected tools are never touched. A read of a data file or log (JSON lines, logs, CSV,
+2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
+(images, PDFs inside an MCP tool's JSON), cut on arrival; the results of protected tools are
+never touched. Web output (`fetch`, `WebFetch`, web search) is cut like other
+long output; a subagent's report is not (trim_outputs decides it once it is history). A poll of a
+running command (`compress.vocab.polls`) is decided as the command it polls, which an earlier
+message of the same history names (a read polled back is a read; a build's log is cut). A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
 its line numbers (`compress.stagekit.line_numbers`; 1 keeps them all, for tools that edit by line
@@ -15,9 +19,11 @@ number): the numbers cost about three tokens a line, the lines an agent copies i
 verbatim, and trim_outputs still decides how much of the read to keep later.
 Every change stores the original in CCR first and says what was kept.
 
-What must hold: the decision is a pure function of the result and its call (no tier, age or
-neighbour enters it), so an epoch that re-decides the message renders the same bytes and the
-provider's cached prefix stays valid; the runner lets this stage, and only it, change the tool
+What must hold: the decision is a pure function of the result and its call (for a poll, the call
+it polls; no tier, age or other neighbour enters it), so an epoch that re-decides the message
+renders the same bytes and the provider's cached prefix stays valid; a result that already
+carries a ctxmill marker (any, an injection removal's included) was decided by an earlier pass
+and is left as it is (idempotence); the runner lets this stage, and only it, change the tool
 results of the newest messages (`Stage.decides_on_arrival`).
 """
 
@@ -25,9 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccr.markers import format_marker
+from ccr.markers import format_marker, has_marker
 from compress.config import options_as
-from compress.model import Block, Message
+from compress.model import TOOL_RESULT, Block, Message
 from compress.stagekit.inputnotes import large_strings
 from compress.stagekit.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
 from compress.stagekit.lossy import accept
@@ -36,11 +42,13 @@ from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
 from compress.vocab.files import is_data
-from compress.vocab.tools import ECHOED_KEYS, ToolKind, tool_kind
+from compress.vocab.polls import is_poll, polled_calls
+from compress.vocab.tools import ECHOED_KEYS, ToolKind, is_subagent, tool_kind
 from ground.jsonbytes import parse_document
 
-ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER})
-"""Kinds decided on arrival; file reads (but of data files), subagent and web output are the
+ARRIVING_KINDS = frozenset({ToolKind.COMMAND, ToolKind.SEARCH, ToolKind.FILE_LIST, ToolKind.OTHER,
+                            ToolKind.SUBAGENT_WEB})
+"""Kinds decided on arrival; file reads (but of data files) and subagents' reports are the
 agent's working material and are decided later (trim_outputs)."""
 
 
@@ -55,28 +63,39 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(ArrivalOptions, ctx.config.options("decide_on_arrival"))
     budgets = options_as(TrimOptions, ctx.config.options("trim_outputs"))
 
+    polling = any(ctx.mutable[i] and any(b.kind == TOOL_RESULT and is_poll(b.tool_name) for b in msg.blocks)
+                  for i, msg in enumerate(messages))
+    polls = polled_calls(messages) if polling else {}
+
     def decide(msg: Message, block: Block) -> Block:
-        return _decide(block, ctx, opts, budgets) if ctx.may_compress_result(block) else block
+        if not ctx.may_compress_result(block):
+            return block
+        return _decide(block, ctx, opts, budgets, *polls.get(block.tool_id, (block.tool_name, block.call_input)))
 
     return each_block(messages, ctx, decide, "decided a tool output on arrival")
 
 
-def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions) -> Block:
-    kind = tool_kind(block.tool_name, block.call_input)
+def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions, name: str,
+            call_input: object) -> Block:
+    """`name` and `call_input`: of the block's call, or of the command a poll polls."""
+    kind = tool_kind(name, call_input)
     text = block.result_text
+    if has_marker(text):
+        return block
     path = ""
     if kind is ToolKind.FILE_READ:
-        path = first_path(block.tool_name, block.call_input)
+        path = first_path(name, call_input)
         if not is_data(path):
             return _thin(block, ctx, opts)
-    elif kind not in ARRIVING_KINDS:
+    elif kind not in ARRIVING_KINDS or is_subagent(name):
         return block
     if (echo := _echo(block, ctx)) is not None:
         return echo
-    if len(text) <= opts.min_chars or parse_document(text) is not None:
+    if len(text) <= opts.min_chars:
         return block
+    lines = parse_document(text) is None
     budget = budgets.budget(opts.scale, kind)
-    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, True),
+    short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, lines),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
 

@@ -47,6 +47,7 @@ from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.commands import commits
 from compress.vocab.files import is_source
+from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
@@ -217,27 +218,30 @@ def image_marker(part: Block, ctx: StageContext, hint: str | None = None) -> Blo
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
-    inputs = {b.tool_id: b.input for m in messages for b in m.blocks if b.kind == TOOL_USE}
-    stale = stale_reads(messages)
-    cold = COLD_RULES[opts.cold_since](messages, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars,
+    polls = polled_calls(messages)
+    seen = resolved(messages, polls)  # a poll classified as the command it polls
+    calls = {b.tool_id: (b.tool_name, b.input) for m in seen for b in m.blocks if b.kind == TOOL_USE}
+    stale = stale_reads(seen)
+    cold = COLD_RULES[opts.cold_since](seen, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars,
                                        opts.cold_ref_changed)
     if opts.cold_after_commit:
-        cold |= committed_reads(messages, ctx.anchor_turn)
+        cold |= committed_reads(seen, ctx.anchor_turn)
 
     def trim_block(msg: Message, block: Block) -> Block:
         if not ctx.may_compress_result(block):
             return block
-        return _trim_block(block, msg, ctx, opts, inputs.get(block.tool_id), block.tool_id in stale,
-                           block.tool_id in cold)
+        name, tool_input = calls.get(block.tool_id, (block.tool_name, block.call_input))
+        return _trim_block(block, msg, ctx, opts, name, tool_input, block.tool_id in stale, block.tool_id in cold)
 
     return each_block(messages, ctx, trim_block, "trimmed tool output")
 
 
-def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions,
+def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions, name: str,
                 tool_input: Any, stale: bool, cold: bool) -> Block:
-    kind = tool_kind(block.tool_name, tool_input)
+    """`name` and `tool_input`: of the block's call, or of the command a poll polls."""
+    kind = tool_kind(name, tool_input)
     reading = kind is ToolKind.FILE_READ
-    path = first_path(block.tool_name, tool_input) if reading else ""
+    path = first_path(name, tool_input) if reading else ""
     source = not reading or is_source(path)
     text = block.result_text
     if is_subagent(block.tool_name) and ctx.age(msg) < opts.report_fresh_turns:

@@ -25,6 +25,16 @@ CONFIGS = {
                          tiers=TierThresholds(medium=medium, high=high))
     for tier, medium, high in (("always", 10**9, 10**9), ("medium", 1, 10**9), ("high", 1, 1))
 }
+_A, _B = "first line of the file shown here " * 8, "second line of the file shown here " * 8
+REMINDER_BETWEEN_ECHOED_LINES = {"model": "claude-sonnet-4-5", "messages": [
+    {"role": "user", "content": "find"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Grep",
+                                       "input": {"pattern": "line", "content": f"{_A}\n\n{_B}"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content":
+                                  f"{_A}\n<system-reminder>{'Remember the todo list. ' * 10}</system-reminder>\n{_B}"}]},
+    {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]}
+"""A Grep whose reminder, once removed, leaves lines its input holds: the second pass found them
+as an echo and cut them (not idempotent) until a result with a ctxmill marker was left alone."""
 PROPERTY_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -41,6 +51,7 @@ def once(body: dict, config: CompressConfig, store: CCRStore | None = None):
 @PROPERTY_SETTINGS
 @given(body=wild_requests)
 @example(body={"model": "gpt-4o", "messages": [{"role": "system", "content": ""}, {"role": "user", "content": "FIXES"}]})
+@example(body=REMINDER_BETWEEN_ECHOED_LINES)
 def test_any_request_keeps_every_invariant(tier, body):
     config = CONFIGS[tier]
     before = dumps(body)
