@@ -25,6 +25,7 @@ from tests.redis_fixture import free_port, fresh_address
 from tests.test_gateway_replicas import requests_of
 
 pytest.importorskip("litellm", reason="LiteLLM is not installed (pip install -e '.[test,litellm]')")
+pytestmark = pytest.mark.xdist_group("litellm")  # one worker, so the module's LiteLLM proxy starts once
 
 CONFIG = """
 [compress]
