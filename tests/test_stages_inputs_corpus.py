@@ -4,6 +4,7 @@ Claude Code sessions from ../shared/corpus (skipped when it is absent)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from ccr.markers import find_markers
 from compress.formats.requests import from_provider
 from compress.model import TOOL_RESULT
 from compress.stages import dedup_tool_calls, purge_errors, supersede_inputs
+from compress.tiers import TierThresholds
 from compress.vocab.signals.errors import first_error_line, is_failed_result
 from tests.chain_checks import MEDIUM_CONFIG, check_run, run_stages
 
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.corpus
 STAGES = (dedup_tool_calls.STAGE, purge_errors.STAGE, supersede_inputs.STAGE)
 SESSIONS = claude_code_sessions()
 GOLDEN_SESSION = "marot__spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"  # MIT, sanitised by its author
+HIGH_CONFIG = replace(MEDIUM_CONFIG, tiers=TierThresholds(medium=1, high=1))
+"""As MEDIUM_CONFIG, at the high tier whatever the size."""
 
 
 def _session(name: str):
@@ -41,9 +45,23 @@ def _summaries(before: dict, after: dict) -> list[tuple[int, str, str]]:
 
 
 def test_golden_excerpt():
-    """The first 120 messages of a real session: which results and inputs change, and how."""
+    """The first 120 messages of a real session: which results and inputs change, and how. Under
+    real pressure (the high tier) bodies the agent has left alone settle; below it only bodies a
+    later message shows again are cut (a body no later message shows is the agent's only copy)."""
     body = load_request(_session(GOLDEN_SESSION), max_messages=120)
     out, report, store = run_stages(body, *STAGES, config=MEDIUM_CONFIG)
+    replaced = "this edit replaced it, the file no longer holds it"
+    assert _summaries(body, out) == [
+        (6, "tool_result", "same output as the call at turn 21"),
+        (10, "tool_result", "same output as the call at turn 24"),
+        (39, "ExitPlanMode", "75-line plan stored; the result of this call shows every line of it"),
+        (45, "Edit", f"31-line old_string of …/spotter/services/transcript_renderer.ex stored; {replaced}"),
+        (99, "Edit", f"50-line old_string of …/spotter_web/live/session_live.ex stored; {replaced}"),
+        (101, "Edit", "29-line new_string of …/spotter_web/live/session_live.ex stored; the file was re-read at turn 52"),
+        (105, "Edit", f"27-line old_string of …/spotter_web/live/session_live.ex stored; {replaced}"),
+    ]
+    assert check_run(body, out, store) == 7
+    out, report, store = run_stages(body, *STAGES, config=HIGH_CONFIG)
     settled = "no later change to the file"
     assert _summaries(body, out) == [
         (6, "tool_result", "same output as the call at turn 21"),

@@ -409,20 +409,23 @@ def test_a_subagents_prompt_settles_like_a_write_and_keeps_its_description():
     assert run(body, CHANGED_AGAIN_ONLY)[0] is body
 
 
-def test_with_settled_tier_high_a_quiet_body_settles_only_under_real_pressure():
-    """The only-copy rule: a write's body the agent may still copy from is cut by age only when the
-    tier says the host compacts soon; a later message showing its lines still supersedes it."""
+def test_by_default_a_quiet_body_settles_only_under_real_pressure():
+    """The only-copy rule (settled_tier "high", the default): a write's body the agent may still
+    copy from is cut by age only when the tier says the host compacts soon; "always" cuts it at
+    any tier."""
     from compress.tiers import TierThresholds
 
     body = anthropic_body([("Write", {"file_path": APP, "content": V1}, "File created"),
                            ("Bash", {"command": "pytest -q"}, "3 passed"),
                            ("Bash", {"command": "git status"}, "clean"),
                            ("Bash", {"command": "git log"}, "one commit")])
-    options = {"supersede_inputs": {"settled_after_turns": 2, "settled_tier": "high"}}
-    calm = replace(OPEN_CONFIG, stage_options=options)
+    calm = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
     assert inputs(run(body, calm)[0])[0]["content"] == V1
+    explicit = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2,
+                                                                        "settled_tier": "high"}})
+    assert inputs(run(body, explicit)[0])[0]["content"] == V1
+    medium = replace(calm, tiers=TierThresholds(medium=1, high=10**9))
+    assert inputs(run(body, medium)[0])[0]["content"] == V1
     pressed = replace(calm, tiers=TierThresholds(medium=1, high=1))
     assert find_markers(inputs(run(body, pressed)[0])[0]["content"])
     assert find_markers(inputs(run(body, SETTLED_AFTER_2)[0])[0]["content"])  # "always": at any tier
-    default = replace(OPEN_CONFIG, stage_options={"supersede_inputs": {"settled_after_turns": 2}})
-    assert find_markers(inputs(run(body, default)[0])[0]["content"])  # the default settles at any tier

@@ -23,10 +23,10 @@ one-line note when the call is superseded:
   of src/app.py stored; edit made at turn 14, no later
   change to the file · deep_expand("…")>>`. The call's result (for an edit, the host's snippet
   of the edited file) stays as it was. `settled_after_turns: 0` turns this off; `settled_tier`
-  (option, default "always") is the lowest tier at which a body settles: "high" keeps a body
+  (option, default "high") is the lowest tier at which a body settles: "high" keeps a body
   that no later message shows, the agent's only copy of its lines, until the host is about to
-  compact (corpus replay: 0.981 instead of 0.969 of the needed lines, at 0.682 instead of 0.625
-  effective cost; docs/replay-results.md). A subagent's
+  compact; "always" settles it by age at any tier (cheaper, but it hides lines the agent later
+  copies; docs/replay-results.md). A subagent's
   prompt (Task, Agent: not a write, but the same rule) settles as many turns after the call, by
   when its report is history too (`trim_outputs.report_fresh_turns`): `<<ctxmill: 40-line prompt
   stored; the subagent ran at turn 14 · deep_expand("…")>>`; its short description stays, and a
@@ -226,7 +226,7 @@ def _what(path: KeyPath, text: str) -> str:
 class SupersedeOptions:
     min_chars: int = 500
     settled_after_turns: int = 12
-    settled_tier: str = "always"
+    settled_tier: str = "high"
     """The lowest tier at which a body settles by age ("always", "medium", "high")."""
 
     def __post_init__(self) -> None:
