@@ -63,6 +63,21 @@ def example() -> dict:
     return {**json.loads(EXAMPLE.read_text()), "model": "claude-test"}
 
 
+def prefix_sender(url: str, body: dict, fake: Any) -> Callable[[int], bytes]:
+    """`send(n)`: POST `body` with its first `n` messages to the proxy at `url`; what the fake
+    upstream received."""
+    import httpx
+    import orjson
+
+    def send(n: int) -> bytes:
+        r = httpx.post(url + "/v1/messages", content=orjson.dumps({**body, "messages": body["messages"][:n]}),
+                       timeout=120)
+        assert r.status_code == 200
+        return bytes(fake.received[-1].body)
+
+    return send
+
+
 def to_openai(system: list[dict], messages: list[dict]) -> list[dict]:
     """The example conversation in Chat Completions shape (thinking inline as <think>…</think>)."""
     out: list[dict] = [{"role": "system", "content": " ".join(b["text"] for b in system)}]

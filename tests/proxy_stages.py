@@ -19,6 +19,13 @@ WAIT_FOR = "ctxmill-test: wait for "
 """A user message saying WAIT_FOR + a path holds a new session's first run until that file exists."""
 
 
+def held_until(body: dict, release: Path) -> dict:
+    """`body` with its first message asking the held chains to wait until `release` exists."""
+    first = body["messages"][0]
+    return {**body, "messages": [{**first, "content": f"{WAIT_FOR}{release}\n{first['content']}"},
+                                 *body["messages"][1:]]}
+
+
 def head_of_results(messages: list[Message], ctx: StageContext) -> list[Message]:
     """Visibly compresses whatever other stages exist: long old tool results keep their first
     200 characters and a CCR marker."""

@@ -16,8 +16,18 @@ from ctxmill.settings import ProxyConfig
 from tests.fake_upstream import FakeUpstream, ServerThread
 from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures
-from tests.proxy_helpers import SECRET, anthropic_client, example, openai_client, paired, replay, to_openai, tool_ids
-from tests.proxy_stages import CRASH, CRASH_CHAIN, HELD_CHAIN, WAIT_FOR
+from tests.proxy_helpers import (
+    SECRET,
+    anthropic_client,
+    example,
+    openai_client,
+    paired,
+    prefix_sender,
+    replay,
+    to_openai,
+    tool_ids,
+)
+from tests.proxy_stages import CRASH, CRASH_CHAIN, HELD_CHAIN, held_until
 
 TIMEOUT = 120  # seconds; a liveness bound on a busy machine (a proxy's first request waits for its worker)
 
@@ -304,14 +314,8 @@ def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fa
     proxy = start_proxy(chain=HELD_CHAIN, compress=NO_EPOCHS, latency_budget_ms=300, workers=1)
     body = example()
     release = tmp_path / "release"
-    first = body["messages"][0]
-    body["messages"][0] = {**first, "content": f"{WAIT_FOR}{release}\n{first['content']}"}
-
-    def send(n: int) -> bytes:
-        r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps({**body, "messages": body["messages"][:n]}),
-                       timeout=120)
-        assert r.status_code == 200
-        return fake.received[-1].body
+    body = held_until(body, release)
+    send = prefix_sender(proxy.url, body, fake)
 
     assert send(5) == orjson.dumps({**body, "messages": body["messages"][:5]})  # answered while the run is held
     assert send(7) == orjson.dumps({**body, "messages": body["messages"][:7]})  # coalesced: no second run

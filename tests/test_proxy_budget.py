@@ -11,7 +11,6 @@ import asyncio
 import threading
 
 import httpx
-import orjson
 
 from ctxmill.proxy.app import Proxy
 from ctxmill.proxy.sessions import ProxySession
@@ -20,8 +19,8 @@ from ctxmill.proxy.workerpool import Submitted
 from ctxmill.settings import ProxyConfig
 from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, fake, start_proxy, upstream  # noqa: F401 - fixtures
-from tests.proxy_helpers import example
-from tests.proxy_stages import HELD_LATER_CHAIN, WAIT_FOR
+from tests.proxy_helpers import example, prefix_sender
+from tests.proxy_stages import HELD_LATER_CHAIN, held_until
 
 BUDGET_MS = 5.0
 
@@ -125,14 +124,8 @@ def test_a_real_worker_holding_an_incremental_run_past_the_budget_sends_it_compr
     proxy = start_proxy(chain=HELD_LATER_CHAIN, compress=NO_EPOCHS, latency_budget_ms=budget_ms, workers=1)
     body = example()
     release = tmp_path / "release"
-    first = body["messages"][0]
-    body["messages"][0] = {**first, "content": f"{WAIT_FOR}{release}\n{first['content']}"}
-
-    def send(n: int) -> bytes:
-        r = httpx.post(proxy.url + "/v1/messages", content=orjson.dumps({**body, "messages": body["messages"][:n]}),
-                       timeout=120)
-        assert r.status_code == 200
-        return bytes(fake.received[-1].body)
+    body = held_until(body, release)
+    send = prefix_sender(proxy.url, body, fake)
 
     def session() -> dict:
         [row] = httpx.get(proxy.url + "/ctxmill/stats", timeout=120).json()["sessions"]

@@ -5,9 +5,9 @@ waits, the result says `Process running with session ID 7` and the agent reads t
 output with `write_stdin` calls naming that session (`POLL_TOOLS`). Such a poll answers with the
 polled command's output, so it is of that command's kind: a `sed -n` read whose lines come back
 through a poll is a file read, and cut like one (never on arrival, only once stale or cold).
-Only the history tells which command a poll polls, so a stage that sees one call alone
-(decide_on_arrival) leaves polls for later, and the stages that see the history classify them
-with `polled_calls`.
+Only the history tells which command a poll polls: `polled_calls` reads it (the earlier result
+that named the session), and decide_on_arrival and trim_outputs classify a poll as that command;
+a poll of a session no earlier result names stays a poll.
 """
 
 from __future__ import annotations
