@@ -97,3 +97,24 @@ def test_a_read_is_stale_only_when_later_reads_show_its_lines(first, later):
     wanted = copy_lines(claude_numbered(*ranges[0]), numbered=True)
     shown = set().union(*(copy_lines(claude_numbered(a, b), numbered=True) for a, b in ranges[1:]))
     assert ("toolu_000" in stale_ids(body)) == (len(wanted & shown) >= READS_SHOW * len(wanted))
+
+
+def test_codex_a_read_whose_lines_came_back_through_a_poll_shows_a_patch_body_again():
+    """supersede_inputs asks the same test of a body: a `sed -n` whose output a write_stdin poll
+    carries shows the file the patch created, so the patch body becomes a note."""
+    from compress.stages import supersede_inputs
+    from tests.stagekit import OPEN, run_stage
+
+    body_lines = LINES[:60]
+    patch = "*** Begin Patch\n*** Add File: src/app.py\n" + "\n".join(f"+{line}" for line in body_lines) + "\n*** End Patch"
+    started = "Chunk ID: 4f2a\nWall time: 1.0 seconds\nProcess running with session ID 7\nOutput:\n"
+    polled = "Process exited with code 0\nOutput:\n" + "\n".join(body_lines)
+    calls = [("apply_patch", {"input": patch}, "Success. Updated the following files:\nA src/app.py"),
+             ("exec_command", {"cmd": "sed -n '1,60p' src/app.py"}, started),
+             ("write_stdin", {"session_id": 7, "chars": ""}, polled)]
+    out, _ = run_stage(openai(calls), supersede_inputs.STAGE, OPEN)
+    sent = json.loads(out.body["messages"][1]["tool_calls"][0]["function"]["arguments"])["input"]
+    assert sent != patch and "the file was re-read" in sent
+    unpolled = openai([*calls[:2], ("write_stdin", {"session_id": 8, "chars": ""}, polled)])  # polls another session
+    out, _ = run_stage(unpolled, supersede_inputs.STAGE, OPEN)
+    assert json.loads(out.body["messages"][1]["tool_calls"][0]["function"]["arguments"])["input"] == patch

@@ -82,6 +82,7 @@ from compress.stagekit.shown_again import SHOWN_AGAIN, Showing, copy_lines, show
 from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files, written_texts
+from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
@@ -228,7 +229,9 @@ class SupersedeOptions:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     options = options_as(SupersedeOptions, ctx.config.options("supersede_inputs"))
     min_chars, settled_after = options.min_chars, options.settled_after_turns
-    calls = _calls(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
+    # a poll is the command it polls: a read whose lines came back through write_stdin shows its file
+    seen = resolved(messages, polled_calls(messages))
+    calls = _calls(seen, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
     for pos, item in enumerate(timeline):
