@@ -81,3 +81,18 @@ def test_only_content_arrays_are_unwrapped():
 @given(st.lists(st.text(max_size=40), min_size=1, max_size=5))
 def test_the_text_of_a_content_array_is_its_text_parts_in_order(texts):
     assert content_array_text(json.dumps([{"type": "text", "text": t} for t in texts])) == "\n".join(texts)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["type", "text", "data"]), inner,
+                                                                                 max_size=3), max_leaves=20)
+
+
+@given(JSON)
+def test_hostile_tool_output_never_breaks_the_unwrapping(value):
+    """Tool output is an adversary: any JSON (or none) gives the text of a content array or None,
+    never an error; a document nested past what the parser takes is not unwrapped."""
+    text = json.dumps(value)
+    inner = content_array_text(text)
+    assert inner is None or isinstance(inner, str)
+    assert content_array_text("[" * 100_000 + "]" * 100_000) is None
