@@ -280,19 +280,26 @@ def test_a_result_carrying_a_ctxmill_marker_was_decided_before_and_is_left_alone
 
 def test_base64_inside_a_json_result_is_cut_on_arrival_and_the_json_stays_json():
     """An MCP screenshot tool answers with JSON holding the image as base64 (80K+ characters):
-    the run is cut when it arrives, the original in CCR; the rest of the JSON is left for crush_json."""
+    the run is cut when it arrives, the original in CCR; the rest of the JSON is left for crush_json.
+    As a JSON content array it is unwrapped: its text first, the image part's JSON on its own line."""
     import base64
     import json
 
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 240).decode()
+    document = json.dumps({"title": "Screenshot of the page", "screenshot": {"data": png, "mimeType": "image/png"}})
     payload = json.dumps([{"type": "text", "text": "Screenshot of the page"}, {"type": "image", "data": png,
                                                                               "mimeType": "image/png"}])
-    body = anthropic([("mcp__playwright__browser_take_screenshot", {}, payload)], turns_after=0)
-    result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
-    after = result_texts(result.body)[0]
-    assert len(after) < 1_000 and "Screenshot of the page" in after and "image/png" in after
-    assert png not in after and json.loads(after.rsplit("\n", 1)[0])[1]["mimeType"] == "image/png"
-    assert_markers_resolve(after, payload, store)
+    for original in (document, payload):
+        body = anthropic([("mcp__playwright__browser_take_screenshot", {}, original)], turns_after=0)
+        result, store = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+        after = result_texts(result.body)[0]
+        assert len(after) < 1_000 and "Screenshot of the page" in after and "image/png" in after and png not in after
+        assert_markers_resolve(after, original, store)
+        if original is document:
+            assert json.loads(after.rsplit("\n", 1)[0])["screenshot"]["mimeType"] == "image/png"
+        else:
+            assert find_markers(after)[0].summary == "the text of a JSON content array, unwrapped"
+            assert json.loads(after.split("\n")[2])["mimeType"] == "image/png"
 
 
 def test_web_output_is_cut_on_arrival_like_other_long_output_and_a_subagent_report_is_not():

@@ -151,11 +151,11 @@ def test_image_parts_and_base64_runs_become_markers():
 
 
 def test_stale_reads_are_cut_harder():
-    """A read is stale when the file is read again or written whole later; an edit alone
-    leaves it as it is (the agent copies the lines it replaces out of it)."""
+    """A read is stale when the file is read again (the re-read shows its lines) or written whole
+    later; an edit alone leaves it as it is (the agent copies the lines it replaces out of it)."""
     text = numbered(python_file(40))
     fresh = anthropic([("Read", {"file_path": "/a.py"}, text)])
-    reread = anthropic([("Read", {"file_path": "/a.py"}, text), ("Read", {"file_path": "/a.py"}, "same")])
+    reread = anthropic([("Read", {"file_path": "/a.py"}, text), ("Read", {"file_path": "/a.py"}, text)])
     rewritten = anthropic([("Read", {"file_path": "/a.py"}, text), ("Write", {"file_path": "/a.py", "content": "x"}, "ok")])
     edited = anthropic([("Read", {"file_path": "/a.py"}, text),
                         ("Edit", {"file_path": "/a.py", "old_string": "a", "new_string": "b"}, "ok")])

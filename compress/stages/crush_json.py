@@ -1,7 +1,8 @@
 """crush_json: shorten tool results that are one JSON document holding long arrays.
 
-Only a result whose whole text is one JSON object or array is touched; JSON mixed with other
-text is left to trim_outputs. Two forms are tried, in order:
+Only a result whose whole text is one JSON object or array is touched (or a JSON content array
+whose text is one: an MCP tool's JSON answer, `compress.stagekit.content_arrays`); JSON mixed with
+other text is left to trim_outputs. Two forms are tried, in order:
 
 1. Lossless table: every array of at least `table_min_rows` objects sharing one key set becomes
    `{"_ctxmill": "<marker>", "columns": [keys…], "rows": [[values…], …]}`. Kept if the whole
@@ -33,6 +34,7 @@ import orjson
 from ccr.markers import format_marker
 from compress.config import options_as
 from compress.model import Block, Message
+from compress.stagekit.content_arrays import content_array_text
 from compress.stagekit.lossy import accept
 from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
@@ -249,8 +251,12 @@ def _gap(count: int, kept: int, total: int, key: str) -> str:
 
 def crush_text(text: str, key: str, opts: CrushOptions, min_fraction: float = 0.15) -> str | None:
     """The shortened form of a JSON result (markers carry `key`), or None when there is none:
-    the table form if it saves `min_fraction`, else the crushed form if it dropped items."""
+    the table form if it saves `min_fraction`, else the crushed form if it dropped items. A JSON
+    content array whose text is JSON (an MCP tool's JSON answer, `compress.stagekit.content_arrays`)
+    is crushed as that JSON."""
     value = parse_document(text)
+    if (inner := content_array_text(text)) is not None:
+        value = parse_document(inner)
     if value is None or not isinstance(value, (list, dict)):
         return None
     table, tables = tabulate(value, key, opts)

@@ -8,7 +8,9 @@ keeps its head, tail and every error line with context, search hits their first 
 per file, listings are grouped by directory. An output longer than `min_chars` (option, default
 2,000, the decide-once cap's limit) is cut; JSON is left for crush_json but for its base64 runs
 (images, PDFs inside an MCP tool's JSON), cut on arrival; the results of protected tools are
-never touched. Web output (`fetch`, `WebFetch`, web search) is cut like other
+never touched. A JSON content array (an MCP tool's result as a string,
+`compress.stagekit.content_arrays`) is cut as the text inside it, under a marker that says so
+(a file read's text inside stays whole, only its base64 runs go). Web output (`fetch`, `WebFetch`, web search) is cut like other
 long output; a subagent's report is not (trim_outputs decides it once it is history). A poll of a
 running command (`compress.vocab.polls`) is decided as the command it polls, which an earlier
 message of the same history names (a read polled back is a read; a build's log is cut). A read of a data file or log (JSON lines, logs, CSV,
@@ -34,10 +36,11 @@ from dataclasses import dataclass
 from ccr.markers import format_marker, has_marker
 from compress.config import options_as
 from compress.model import TOOL_RESULT, Block, Message
+from compress.stagekit.content_arrays import UNWRAPPED, content_array_text
 from compress.stagekit.inputnotes import large_strings
 from compress.stagekit.line_numbers import NUMBERS_THINNED, shown_at, thin_line_numbers, unnumbered_lines
 from compress.stagekit.lossy import accept
-from compress.stagekit.output_cut import TrimOptions, trimmed
+from compress.stagekit.output_cut import TrimOptions, has_base64_run, trim_text, trimmed
 from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path
@@ -82,13 +85,18 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
     text = block.result_text
     if has_marker(text):
         return block
+    inner = content_array_text(text)
     path = ""
     if kind is ToolKind.FILE_READ:
         path = first_path(name, call_input)
+        if inner is not None:  # a read's text stays whole; only base64 (an image read) is cut
+            return _unwrapped(block, ctx, opts, budgets, kind, path, inner, is_data(path))
         if not is_data(path):
             return _thin(block, ctx, opts)
     elif kind not in ARRIVING_KINDS or is_subagent(name):
         return block
+    if inner is not None:
+        return _unwrapped(block, ctx, opts, budgets, kind, path, inner, parse_document(inner) is None)
     if (echo := _echo(block, ctx)) is not None:
         return echo
     if len(text) <= opts.min_chars:
@@ -98,6 +106,24 @@ def _decide(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: Trim
     short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, budgets.base64_min_chars, lines),
                    ctx.rerun_hint(block))
     return block.with_result_text(short)
+
+
+def _unwrapped(block: Block, ctx: StageContext, opts: ArrivalOptions, budgets: TrimOptions, kind: ToolKind,
+               path: str, inner: str, cut_lines: bool) -> Block:
+    """A JSON content array (`compress.stagekit.content_arrays`) cut as the text inside it:
+    `inner`, cut like other output of its kind when `cut_lines` (else only its base64 runs), under a
+    marker that says it was unwrapped; the array itself goes to CCR. Unchanged when nothing is cut:
+    JSON text inside is crush_json's."""
+    b64 = budgets.base64_min_chars
+    if len(inner) <= opts.min_chars and not has_base64_run(inner, b64):
+        return block
+    budget = budgets.budget(opts.scale, kind)
+
+    def render(key: str) -> str | None:
+        cut = trim_text(inner, kind, budget, key, path, b64, cut_lines)
+        return None if cut is None else f"{format_marker(UNWRAPPED, key)}\n{cut}"
+
+    return block.with_result_text(accept(ctx, block.result_text, render, ctx.rerun_hint(block)))
 
 
 def _echo(block: Block, ctx: StageContext) -> Block | None:

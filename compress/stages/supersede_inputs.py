@@ -10,7 +10,8 @@ one-line note when the call is superseded:
   host answers with a pointer back to an earlier read shows nothing,
   `compress.vocab.signals.rereads`). Reads of part of a file (an offset and limit, `sed -n`,
   `head`, `wc -l`) show only what their results hold: once any read is among those touches, they
-  (with any whole writes) must show `READS_SHOW` of the body's distinct lines. The note names the
+  (with any whole writes) must show `READS_SHOW` of the body's distinct lines
+  (`compress.stagekit.shown_again`, the test `trim_outputs.stale_reads` asks too). The note names the
   touch by which that holds for every file: `<<ctxmill: 412-line body of src/app.py stored; the file was re-read
   at turn 52 · deep_expand("…")>>`. A later edit alone does not: the agent, which does not see
   the disk, copies the next edit's old text out of this body (and a moved file's lines live on
@@ -77,9 +78,11 @@ from compress.config import options_as
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.stagekit.line_numbers import shown_at, unnumbered_lines
+from compress.stagekit.shown_again import SHOWN_AGAIN, Showing, copy_lines, shown_again_at
 from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
 from compress.vocab.calls import touched_files, written_texts
+from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import points_to_earlier_read
@@ -93,15 +96,6 @@ from compress.vocab.tools import (
     tool_kind,
 )
 from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
-
-SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
-"""Later touches after which a write's or edit's body is no longer the agent's only copy of its
-lines: a read or a whole write shows the file again, a deletion leaves nothing to copy."""
-READS_SHOW = 0.9
-"""The share of a body's distinct lines that the later reads (and whole writes) of its files must
-show for a read to count as showing the file again: a read of a few lines elsewhere in the file
-(an offset and limit, `sed -n`, `head`, `wc`) leaves this body the agent's only copy of the rest.
-Set a priori (0.5 and 1.0 give the same corpus replay within 0.002), not chosen with the replay."""
 
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
@@ -167,10 +161,9 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
 
 
 def _written_lines(block: Block) -> frozenset[str]:
-    """The distinct lines (stripped, of 4+ characters) a call leaves in the files it writes
-    (`compress.vocab.calls.written_texts`)."""
-    return frozenset(stripped for text in written_texts(block.tool_name, block.input)
-                     for line in text.split("\n") if len(stripped := line.strip()) >= 4)
+    """The distinct lines a call leaves in the files it writes (`compress.vocab.calls.written_texts`,
+    as `compress.stagekit.shown_again.copy_lines` counts them)."""
+    return frozenset().union(*(copy_lines(text) for text in written_texts(block.tool_name, block.input)))
 
 
 def _signed_latest_reply(messages: list[Message]) -> range:
@@ -236,7 +229,9 @@ class SupersedeOptions:
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     options = options_as(SupersedeOptions, ctx.config.options("supersede_inputs"))
     min_chars, settled_after = options.min_chars, options.settled_after_turns
-    calls = _calls(messages, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
+    # a poll is the command it polls: a read whose lines came back through write_stdin shows its file
+    seen = resolved(messages, polled_calls(messages))
+    calls = _calls(seen, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
     by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
     for pos, item in enumerate(timeline):
@@ -276,28 +271,13 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
             elif call.result_msg < 0:
                 shown_lines[key] = frozenset()
             else:
-                result = messages[call.result_msg].blocks[call.result_block].result_text
-                shown_lines[key] = frozenset(line.strip() for line in unnumbered_lines(result))
+                shown_lines[key] = copy_lines(messages[call.result_msg].blocks[call.result_block].result_text, True)
         return shown_lines[key]
 
-    def shown_again_by(item: _Touching, showing: list[list[tuple[int, FileTouch]]]) -> tuple[int, FileTouch] | None:
-        """The first later touch by which every file of `item` has been shown again (`showing`:
-        per file, the touches that show it again), and, if any of those touches is a read, they
-        show at least `READS_SHOW` of the lines `item` wrote (a deletion counts as all of them);
-        None before then."""
-        if not all(showing):
-            return None
-        written = _written_lines(item.block)
-        every_file = max(touches[0][0] for touches in showing)
-        seen: set[str] = set()
-        read = False
-        # in request order, and within one call in the order its touches name them (never a set's)
-        for pos, touch in sorted(dict.fromkeys(pt for touches in showing for pt in touches), key=lambda pt: pt[0]):
-            read = read or touch.action == READ
-            seen |= written if touch.action == DELETE else lines_shown(pos, touch)
-            if pos >= every_file and (not read or len(written & seen) >= READS_SHOW * len(written)):
-                return pos, touch
-        return None
+    def shown_again_by(item: _Touching, showing: list[list[Showing]]) -> Showing | None:
+        """The first later touch by which every file of `item` has been shown again, with the
+        lines it wrote (`compress.stagekit.shown_again`); None before then."""
+        return shown_again_at(_written_lines(item.block), showing, lines_shown)
 
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after

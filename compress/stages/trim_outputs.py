@@ -18,7 +18,8 @@ after it. Budgets
 (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
-later ("stale", `stale_reads`) gets `stale_scale` on top, a read of a file that is not source
+later so that later messages show its lines again ("stale", `stale_reads`; a read of another range
+of the file does not) gets `stale_scale` on top, a read of a file that is not source
 code `non_source_scale`, and a read whose file was not changed soon after it ("cold",
 `cold_reads`; or, with `cold_since` "last_change", whose file was left alone that long,
 `idle_reads`; or made before a successful `git commit`, `committed_reads`) `cold_scale`. An
@@ -31,6 +32,7 @@ the thinning stored); a cut that saves less than the common rule keeps the origi
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import replace
@@ -42,38 +44,58 @@ from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.stagekit.line_numbers import thinning_key
 from compress.stagekit.lossy import accept
 from compress.stagekit.output_cut import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
+from compress.stagekit.shown_again import SHOWN_AGAIN, copy_lines, shown_again_at
 from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.calls import first_path, touched_files
+from compress.vocab.calls import first_path, touched_files, written_texts
 from compress.vocab.commands import commits
 from compress.vocab.files import is_source
 from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
-from compress.vocab.touches import CHANGES, EDIT, READ
+from compress.vocab.touches import CHANGES, READ, FileTouch, same_file
 from ground.jsonbytes import dumps
 
 # -- stale file reads --------------------------------------------------------------------
 
 def stale_reads(messages: list[Message]) -> set[str]:
-    """Tool ids of file reads whose file a later call reads again, writes whole, moves or
-    deletes (files as `compress.vocab.calls.touched_files` sees them: tools, shell commands,
-    patches): a newer copy, or none, replaces them. A later edit alone does not: the agent copies
-    the lines it replaces out of the read. Nor does a re-read the host answers with a pointer
-    back to the earlier read (`compress.vocab.signals.rereads`): it shows no line of the file."""
+    """Tool ids of file reads whose lines later messages show again (`compress.stagekit.shown_again`,
+    the test `supersede_inputs` asks of bodies): later reads of the file (files as
+    `compress.vocab.calls.touched_files` sees them: tools, shell commands, patches) show
+    `READS_SHOW` of the read's lines, or a whole write or a deletion leaves none of them in the file.
+    Ranges count: `sed -n '320,860p' f` does not show what `sed -n '1,320p' f` did. A later edit
+    alone does not: the agent copies the lines it replaces out of the read; nor a move (the lines
+    live on at the new path), nor a re-read the host answers with a pointer back to the earlier
+    read (`compress.vocab.signals.rereads`): it shows no line of the file."""
     pointers = pointer_reads(messages)
-    later: set[str] = set()
+    results = {b.tool_id: b.result_text for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
+    timeline = [(block, touched_files(block.tool_name, block.input)) for msg in messages for block in msg.blocks
+                if block.kind == TOOL_USE and block.tool_id not in pointers]
+    by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
+    for pos, (_, touches) in enumerate(timeline):
+        for touch in touches:
+            if touch.action in SHOWN_AGAIN:
+                by_name[posixpath.basename(touch.path)].append((pos, touch))
+    lines: dict[tuple[int, bool], frozenset[str]] = {}
+
+    def lines_of(pos: int, touch: FileTouch) -> frozenset[str]:
+        key = (pos, touch.action == READ)
+        if key not in lines:
+            block = timeline[pos][0]
+            lines[key] = (copy_lines(results.get(block.tool_id, ""), True) if key[1]
+                          else frozenset().union(*map(copy_lines, written_texts(block.tool_name, block.input))))
+        return lines[key]
+
     stale: set[str] = set()
-    for msg in reversed(messages):
-        for block in reversed(msg.blocks):
-            if block.kind != TOOL_USE or block.tool_id in pointers:
-                continue
-            touches = touched_files(block.tool_name, block.input)
-            if tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ and any(
-                    t.action == READ and t.path in later for t in touches):
-                stale.add(block.tool_id)
-            later.update(t.path for t in touches if t.action != EDIT)
+    for pos, (block, touches) in enumerate(timeline):
+        paths = list(dict.fromkeys(t.path for t in touches if t.action == READ))
+        if not paths or tool_kind(block.tool_name, block.input) is not ToolKind.FILE_READ:
+            continue
+        showing = [[(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
+                   for path in paths]
+        if all(showing) and shown_again_at(lines_of(pos, FileTouch(paths[0], READ)), showing, lines_of) is not None:
+            stale.add(block.tool_id)
     return stale
 
 
