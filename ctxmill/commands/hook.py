@@ -13,13 +13,15 @@ the host goes on) without waiting for it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 
 from ctxmill.hooks import EVENTS
-from ctxmill.shared_store import add_flag
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    import argparse
 
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
@@ -31,6 +33,9 @@ one, since the session's first request follows it at once (a prompt's or a tool'
 retried by the client)."""
 STOPPING = ("UserPromptSubmit", "PreToolUse")
 """The events whose answer can keep Claude Code's next request from a port another user holds."""
+QUICK = ("SessionStart", "UserPromptSubmit", "PreToolUse")
+"""The events the host waits for at every session, prompt or tool call: their process sets up
+logging only when it logs (`ground.lazy_log`), since `logging` alone costs it ~6 ms."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -42,10 +47,12 @@ class _OverBudget(Exception):
 
 
 def register(subparsers) -> None:
+    from ctxmill.shared_store import add_flag
+
     parser = subparsers.add_parser("hook", help="answer a Claude Code hook (reads hook JSON on stdin)")
     parser.add_argument("event", choices=EVENTS)
     add_flag(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, logs=False)  # `run` sets logging up (`_set_up_logging`)
 
 
 def _alarm(signum, frame):  # signal handler signature
@@ -54,12 +61,22 @@ def _alarm(signum, frame):  # signal handler signature
 
 def _failed_open(event: str, reason: str) -> None:
     """One line on stderr, and the same in the log when the log can be written."""
-    import logging
+    from ground.lazy_log import warning
 
     line = f"ctxmill hook {event}: failed open: {reason}"[:1000].replace("\n", " ")
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-    logging.getLogger("ctxmill.hook").warning("%s", line)
+    warning("ctxmill.hook", "%s", line)
+
+
+def _set_up_logging() -> None:
+    """The project log (`ctxmill.logs`), and no traceback when it cannot be written."""
+    import logging
+
+    from ctxmill.logs import configure_logging
+
+    logging.raiseExceptions = False
+    configure_logging()
 
 
 def _within(budget: float, work) -> None:
@@ -89,9 +106,7 @@ def answer(event_name: str) -> None:
     a detached process (`_detached`), so the host, which waits for this process to end, is
     answered first. Each phase has the event's budget."""
     import json
-    import logging
 
-    logging.raiseExceptions = False  # a log that cannot be written must not print a traceback
     event: dict = {}
 
     def respond() -> None:
@@ -106,7 +121,9 @@ def answer(event_name: str) -> None:
 
     def consolidate() -> None:
         from ctxmill import hooks
+        from ground.lazy_log import set_up
 
+        set_up()  # the engines it runs log through `logging` directly
         hooks.after_session_start(event)
 
     blocked = _foreign_proxy(event_name)
@@ -174,12 +191,16 @@ def _foreign_proxy(event_name: str) -> dict | None:
     SessionStart cannot stop a session (Claude Code ignores `continue` there)."""
     if event_name not in STOPPING:
         return None
-    from ctxmill import always_on, channel
+    from ctxmill import always_on
     from ctxmill.paths import global_home
 
     try:
         state = always_on.read_state(global_home())
-        reason = state and channel.problem(state["port"])
+        if state is None:  # always-on is off: no socket to look at
+            return None
+        from ctxmill import channel
+
+        reason = channel.problem(state["port"])
     except Exception:  # noqa: BLE001 - fail open
         return None
     if not reason:
@@ -228,6 +249,12 @@ def _supervise(child: int, event_name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.event in QUICK:
+        from ground.lazy_log import on_first_warning
+
+        on_first_warning(_set_up_logging)
+    else:
+        _set_up_logging()
     if getattr(args, "store", None):  # the handlers build their Settings deep inside; the flag stands for CTXMILL_STORE
         os.environ["CTXMILL_STORE"] = args.store
     if not hasattr(os, "fork"):
