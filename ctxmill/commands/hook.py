@@ -217,14 +217,13 @@ def _start_proxy(event_name: str):
     always-on is off. A proxy still starting when the wait is over keeps starting."""
     if event_name not in PROXY_WAIT:
         return None
-    import threading
-
     from ctxmill import always_on
     from ctxmill.paths import global_home
 
     home = global_home()
     if always_on.read_state(home) is None:
         return None
+    import threading
 
     def ensure() -> None:
         problem = always_on.ensure(home, PROXY_WAIT[event_name])
