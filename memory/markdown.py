@@ -108,8 +108,10 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         date = _DATE.search(fields)
         created = date.group(0) if date else None
         pinned = "pinned" in fields.split()
-        tags = tuple(_TAG.findall(fields))
-    text = _SURROGATE.sub("\ufffd", "\n".join(line.rstrip() for line in text.strip().split("\n")))
+        tags = tuple(_TAG.findall(fields)) if "#" in fields else ()
+    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    if not text.isascii():  # a lone surrogate is not ASCII
+        text = _SURROGATE.sub("\ufffd", text)
     if not text:
         return None
     return Entry(
