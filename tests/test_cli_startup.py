@@ -95,3 +95,33 @@ def test_a_quick_hook_sets_logging_up_only_when_it_logs(tmp_path):
         assert (done.returncode, done.stdout) == (0, "") and "failed open" in done.stderr
         logged = (tmp_path / ".ctxmill" / "ctxmill.log").read_text()
         assert f"ctxmill hook {name}: failed open" in logged
+
+
+HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "socket", "subprocess", "memory.dream",
+         "memory.statements", "compress.state.session", "ctxmill.channel"}
+"""What no quick hook imports in its answer's process (always-on off, an English prompt, a fresh
+memory index)."""
+
+
+def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
+    from bench.bench_hooks import build_memory
+
+    home = tmp_path / ".ctxmill"
+    build_memory(home, 50)
+    base = {"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path / "elsewhere")}
+    (tmp_path / "elsewhere").mkdir()
+    events = {
+        "UserPromptSubmit": {"prompt": "why does the tokenizer break the bm25 index when the cache expires?"},
+        "SessionStart": {"source": "startup"},
+        "PreToolUse": {"tool_name": "Write", "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n"}},
+    }
+    unwanted = {"UserPromptSubmit": HEAVY - {"typing"} | {"memory.markdown", "repomap.graph"},  # no parse, no indexing
+                "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search"},
+                "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings", "dataclasses"}}
+    for name, fields in events.items():
+        done, modules = _imports(["hook", name], tmp_path, json.dumps({**base, "hook_event_name": name, **fields}))
+        assert done.returncode == 0 and "failed open" not in done.stderr, (name, done.stderr)
+        assert bool(done.stdout) == (name != "PreToolUse"), name
+        assert not modules & unwanted[name], (name, modules & unwanted[name])
+    assert "Relevant project memory" in _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(
+        {**base, "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))[0].stdout
