@@ -161,9 +161,9 @@ def _phase(event_name: str, work) -> bool:
 def _detached(work) -> None:
     """`work()` in a process of its own that outlives this one: forked twice (so nothing waits
     for it), in a session of its own, with stdin, stdout and stderr on /dev/null (the host waits
-    until the hook's pipes close), and killed GRACE seconds past the consolidation budget even
-    where no signal handler runs (faulthandler's watchdog thread). Where there is no fork,
-    `work()` runs here."""
+    until the hook's pipes close), at low CPU priority, and killed GRACE seconds past the
+    consolidation budget even where no signal handler runs (faulthandler's watchdog thread).
+    Where there is no fork, `work()` runs here."""
     if not hasattr(os, "fork"):
         work()
         return
@@ -182,6 +182,7 @@ def _detached(work) -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        os.nice(10)  # background work: the host's next request and the hook's own exit go first
         faulthandler.dump_traceback_later(BUDGETS["SessionStart"] + GRACE, exit=True, file=open(os.devnull, "w"))
         work()
     finally:
