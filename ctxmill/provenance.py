@@ -47,7 +47,7 @@ def _memory_default(key: str) -> Callable[[], Any]:
 
 def _map_default(key: str) -> Callable[[], Any]:
     def default() -> Any:
-        from repomap.api import RepoMapConfig
+        from repomap.config import RepoMapConfig
 
         return getattr(RepoMapConfig, key)
 

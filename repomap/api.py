@@ -6,20 +6,12 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repomap.config import RepoMapConfig as RepoMapConfig  # its settings, read without the engine
 from repomap.index import RepoIndex
 from repomap.outline import Outline
 from repomap.rank import rank
 from repomap.render import MIN_FILE_TOKENS, render
 from repomap.terms import mentioned_paths
-
-
-@dataclass(frozen=True)
-class RepoMapConfig:
-    enabled: bool = True
-    """Whether each prompt of a hooked client gets a map."""
-    budget: int = 512
-    """Tokens the map may take in a prompt's context."""
-
 
 PROMPT_LOCK_WAIT = 0.2
 """Seconds a prompt's write to the index waits for a refresh holding its lock (one batch of

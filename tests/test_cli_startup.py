@@ -115,7 +115,7 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
         "SessionStart": {"source": "startup"},
         "PreToolUse": {"tool_name": "Write", "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n"}},
     }
-    unwanted = {"UserPromptSubmit": HEAVY - {"typing"} | {"memory.markdown", "repomap.graph"},  # no parse, no indexing
+    unwanted = {"UserPromptSubmit": HEAVY - {"typing"} | {"memory.markdown", "repomap.api", "sqlite3"},  # no map index yet
                 "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search"},
                 "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings", "dataclasses"}}
     for name, fields in events.items():
@@ -125,3 +125,8 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
         assert not modules & unwanted[name], (name, modules & unwanted[name])
     assert "Relevant project memory" in _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(
         {**base, "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))[0].stdout
+    maps = tmp_path / "xdg" / "ctxmill" / "cache" / "repomap"  # the repository (CTXMILL_HOME's folder) is indexed apart
+    deadline = time.monotonic() + 60
+    while not list(maps.glob("*.sqlite3")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(maps.glob("*.sqlite3"))
