@@ -1,12 +1,11 @@
 """Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N]
-[--against DIR]`.
-
-Builds a 1,000-entry project memory in a temporary folder, warms the search index once (as the
-first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit` with an
-English prompt, `hook SessionStart` (with a checkpoint present), `hook PreToolUse` (an allowed
-Write) and `ctxmill --version` N times each as subprocesses, interleaved with the floor
-(`python -c pass`), and prints p50 / p95 wall-clock milliseconds and the p50 as a ratio to the
-floor's, so the figures read the same on any machine. The hook is timed until it exits (what
+[--against DIR]`. Builds a 1,000-entry project memory in a temporary folder, warms the search index
+once (as the first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit`
+with an English prompt, `hook SessionStart` (with a checkpoint present), `hook PreToolUse` (an
+allowed Write), the first prompt in a repository (no map index yet) and `ctxmill --version` N times
+each as subprocesses, interleaved with the floor (`python -c pass`, started the same way: same
+environment, pipes and input), and prints p50 / p95 wall-clock milliseconds and the p50 as a ratio
+to the floor's, so the figures read the same on any machine. The hook is timed until it exits (what
 the host waits for). `--against DIR`: the same, side by side, for the ctxmill checkout in DIR
 (another branch, for a before / after). Targets on a quiet machine: UserPromptSubmit <= 50 ms,
 SessionStart <= 60 ms, PreToolUse <= 25 ms (python alone: 18 ms).
@@ -27,6 +26,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+FIRST = "first prompt in a repository"
+"""UserPromptSubmit where the repository has no map index yet (a fresh cache folder each run): it
+answers without a map while a detached `ctxmill map --index` builds it."""
 sys.path.insert(0, str(REPO))
 
 WORDS = ("parser tokenizer index cache sqlite bm25 session hook memory checkpoint compaction stream adapter "
@@ -74,9 +76,12 @@ def time_hook(event: str, payload: dict | None, env: dict, injects: bool = True)
     return ms, (_cpu() - cpu) * 1000
 
 
-def time_python() -> tuple[float, float]:
+def time_python(env: dict) -> tuple[float, float]:
+    """The floor, `python -c pass`, started as the hooks are (same environment, folder, pipes and
+    input read), so the ratios count what the hook's process does and nothing of the harness."""
     start, cpu = time.perf_counter(), _cpu()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    subprocess.run([sys.executable, "-c", "pass"], input="", text=True, capture_output=True, env=env, check=True,
+                   cwd=env["CTXMILL_HOME"])
     return (time.perf_counter() - start) * 1000, (_cpu() - cpu) * 1000
 
 
@@ -91,33 +96,38 @@ def main() -> None:
         home = Path(tmp) / ".ctxmill"
         build_memory(home, args.entries)
         base = {"session_id": "s", "transcript_path": str(Path(tmp) / "t.jsonl"), "cwd": tmp}
-        events = {
-            "UserPromptSubmit": ({**base, "hook_event_name": "UserPromptSubmit", "prompt":
-                                  "why does the tokenizer break the bm25 index when the session cache expires?"}, True),
-            "SessionStart": ({**base, "hook_event_name": "SessionStart", "source": "startup"}, True),
-            "PreToolUse": ({**base, "hook_event_name": "PreToolUse", "tool_name": "Write",  # allowed: prints nothing
-                            "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n" * 2000}}, False),
-            "--version": (None, True),
+        prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt":
+                  "why does the tokenizer break the bm25 index when the session cache expires?"}
+        events = {  # label: (event, payload, whether it prints, with a cache folder of its own each run)
+            "UserPromptSubmit": ("UserPromptSubmit", prompt, True, False),
+            FIRST: ("UserPromptSubmit", prompt, True, True),  # no map index yet: the map is left out
+            "SessionStart": ("SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"}, True,
+                             False),
+            "PreToolUse": ("PreToolUse", {**base, "hook_event_name": "PreToolUse", "tool_name": "Write",  # allowed
+                                          "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n" * 2000}},
+                           False, False),
+            "--version": ("--version", None, True, False),
         }
         envs = {name: {**os.environ, "PYTHONPATH": str(root), "CTXMILL_HOME": str(home),
                        "XDG_DATA_HOME": str(Path(tmp) / "xdg")} for name, root in roots.items()}
-        for env in envs.values():  # warm-up: the first prompt of a session builds the index
-            time_hook("UserPromptSubmit", events["UserPromptSubmit"][0], env)
+        for env in envs.values():  # warm-up: the first prompt of a session builds the memory's search index
+            time_hook("UserPromptSubmit", prompt, env)
         times: dict[tuple[str, str], list[tuple[float, float]]] = {}
         floor: list[tuple[float, float]] = []
-        for _ in range(args.runs):  # interleaved, so a burst of load hits every column alike
-            floor.append(time_python())
+        for run in range(args.runs):  # interleaved, so a burst of load hits every column alike
+            floor.append(time_python(envs["this"]))
             for name, env in envs.items():
-                for event, (payload, injects) in events.items():
-                    times.setdefault((name, event), []).append(time_hook(event, payload, env, injects))
+                for label, (event, payload, injects, fresh) in events.items():
+                    own = {**env, "XDG_DATA_HOME": str(Path(tmp) / f"xdg-{name}-{run}")} if fresh else env
+                    times.setdefault((name, label), []).append(time_hook(event, payload, own, injects))
     bare, bare_cpu = (statistics.median(x[i] for x in floor) for i in (0, 1))
     print(f"{args.entries}-entry memory, {args.runs} runs each: wall clock to exit incl. process start and CPU "
           "(ms; × the floor's)")
-    print(f"  {'floor `python -c pass`':<30} p50 {bare:6.1f}            CPU p50 {bare_cpu:6.1f}")
+    print(f"  {'floor `python -c pass`':<40} p50 {bare:6.1f}            CPU p50 {bare_cpu:6.1f}")
     for (name, event), runs in times.items():
         wall, cpu = sorted(r[0] for r in runs), statistics.median(r[1] for r in runs)
         label = f"{event} ({name})" if len(roots) > 1 else event
-        print(f"  {label:<30} p50 {statistics.median(wall):6.1f} ({statistics.median(wall) / bare:4.1f}×)"
+        print(f"  {label:<40} p50 {statistics.median(wall):6.1f} ({statistics.median(wall) / bare:4.1f}×)"
               f"   CPU p50 {cpu:6.1f} ({cpu / bare_cpu:4.1f}×)   p95 {wall[int(len(wall) * 0.95) - 1]:6.1f}")
 
 

@@ -13,7 +13,6 @@ tiktoken when its o200k file is already in the cache folder the face passes in
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -122,6 +121,8 @@ _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.ti
 def _tiktoken_counter(cache: Path | None) -> TokenCounter | None:
     """o200k_base from tiktoken, only when its vocabulary file is in tiktoken's `cache` folder
     (no network needed)."""
+    import hashlib  # here: a hook that only estimates does not load OpenSSL
+
     if cache is None or not (cache / hashlib.sha1(_O200K_URL.encode()).hexdigest()).is_file():
         return None
     try:

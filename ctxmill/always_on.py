@@ -38,9 +38,6 @@ import sys
 import time
 from pathlib import Path
 
-from ctxmill import channel
-from ctxmill.keeper import LOG_FILE, last_line, record
-
 HOST = "127.0.0.1"
 STATE_FILE = "always-on.json"
 LOCK_FILE = "always-on.lock"
@@ -129,6 +126,7 @@ def _spawn(global_home: Path, port: int):
     """The keeper of the proxy for `port` (`ctxmill.keeper`), detached (a subprocess.Popen)."""
     import subprocess
 
+    from ctxmill.keeper import LOG_FILE
     from ground.files import private_dir, private_file
 
     log = private_file(private_dir((global_home / LOG_FILE).parent) / LOG_FILE.name)
@@ -142,6 +140,8 @@ def _spawn(global_home: Path, port: int):
 def _keeper(global_home: Path, port: int) -> dict | None:
     """The running keeper of the proxy on `port`: its file (`pid`, and `failed` while it answers
     by itself: `ctxmill.keeper`); None when none runs."""
+    from ctxmill.keeper import record
+
     mark = record(global_home)
     if mark is None or mark.get("port") != port:
         return None
@@ -157,6 +157,8 @@ def _keeper(global_home: Path, port: int) -> dict | None:
 def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
     """Make the always-on proxy answer, starting it when down; None when it answers (or always-on
     is off), else what is wrong, in one line. Never raises."""
+    from ctxmill import channel
+
     try:
         state = read_state(global_home)
         if state is None:
@@ -178,6 +180,7 @@ def ensure(global_home: Path, wait: float = START_WAIT) -> str | None:
 def _start(global_home: Path, port: int, wait: float) -> str | None:
     from filelock import Timeout
 
+    from ctxmill import channel
     from ground.files import private_lock
 
     deadline = time.monotonic() + wait
@@ -199,6 +202,9 @@ def _start(global_home: Path, port: int, wait: float) -> str | None:
 def _until_served(global_home: Path, port: int, wait: float, deadline: float, spawned=None) -> str | None:
     """Wait until this user's proxy answers on `port` (None), or say why it does not (the keeper
     `spawned` exited: it could not bind; or it answers by itself: its proxy could not run)."""
+    from ctxmill import channel
+    from ctxmill.keeper import LOG_FILE, last_line
+
     while time.monotonic() < deadline:
         if spawned is not None and spawned.poll() is not None:
             said = last_line(global_home / LOG_FILE) or f"exit {spawned.returncode}"
@@ -271,6 +277,8 @@ def _upstreams(global_home: Path) -> str:
 
 def status(global_home: Path) -> tuple[str, str | None]:
     """(what doctor says, a problem or None) about always-on compression."""
+    from ctxmill import channel
+
     state = read_state(global_home)
     if state is None:
         return ("always-on compression: off (requests are compressed only through `ctxmill run`; "

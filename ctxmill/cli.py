@@ -9,12 +9,15 @@ on the command line, so hooks and short commands start fast; `ctxmill --version`
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 
 from ctxmill.errors import CliError
 from ctxmill.mcp_tools import TOOLS
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    import argparse
 
 # command name -> module under ctxmill.commands
 COMMANDS: dict[str, str] = {
@@ -69,27 +72,27 @@ SUMMARIES: dict[str, str] = {
 """What `ctxmill --help` lists for each command, without importing the commands."""
 
 
-class _Version(argparse.Action):
-    """`--version`: ctxmill's version from the package metadata, read only when asked (hooks start
-    a process per prompt and never ask)."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print ctxmill's version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
-                 option_string: str | None = None) -> None:
-        from ctxmill import package_version
-
-        print(f"ctxmill {package_version()}")
-        parser.exit()
-
-
 def _parser(only: str | None) -> argparse.ArgumentParser:
     """The parser of command `only` alone (hooks run a command per prompt: building the others'
     parsers cost 2-3 ms), or, for `--version`, the top-level help and errors, one that lists
     every command (`SUMMARIES`) without importing any."""
+    import argparse
+
+    class Version(argparse.Action):
+        """`--version`: ctxmill's version, read only when asked."""
+
+        def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+            super().__init__(option_strings, dest, nargs=0, help="print ctxmill's version and exit")
+
+        def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                     option_string: str | None = None) -> None:
+            from ctxmill import package_version
+
+            print(f"ctxmill {package_version()}")
+            parser.exit()
+
     parser = argparse.ArgumentParser(prog="ctxmill", description="Context compression and memory for coding agents.")
-    parser.add_argument("--version", action=_Version)
+    parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if only is None:
         for name, summary in SUMMARIES.items():
@@ -103,6 +106,8 @@ def _parser(only: str | None) -> argparse.ArgumentParser:
 
 def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
     """The parser of the deepest (sub)command `args` names (`ctxmill memory list` -> its parser)."""
+    import argparse
+
     while True:
         subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         if subs is None:
@@ -115,14 +120,17 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
 
 def _hook_args(argv: list[str]) -> argparse.Namespace | None:
     """`ctxmill hook EVENT` as the host runs it, read without a parser (argparse and what it
-    imports cost a process per prompt 3-5 ms); None for anything else, which the parser reads."""
+    imports cost a process per prompt 3-5 ms): the namespace the parser would give (a
+    `types.SimpleNamespace`, which reads the same); None for anything else, which the parser reads."""
     if len(argv) != 2 or argv[0] != "hook":
         return None
+    from types import SimpleNamespace
+
     from ctxmill.commands import hook
 
     if argv[1] not in hook.EVENTS:
         return None
-    return argparse.Namespace(command="hook", event=argv[1], store=None, func=hook.run)
+    return SimpleNamespace(command="hook", event=argv[1], store=None, func=hook.run, logs=False)  # type: ignore[return-value]
 
 
 def main(argv: list[str] | None = None) -> int:

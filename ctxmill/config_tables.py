@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ccr.store import Retention
     from compress.config import CompressConfig
     from compress.tiers import TierThresholds
-    from repomap.api import RepoMapConfig
+    from repomap.config import RepoMapConfig
 
 CONFIG_FILE = "config.toml"
 UPSTREAM_KEYS = ("upstream_anthropic", "upstream_openai")
@@ -246,7 +246,7 @@ def _thresholds(value: Any, where: str) -> TierThresholds:
 
 def map_table(section: Any, where: str) -> RepoMapConfig:
     """The `[map]` table as a RepoMapConfig: `enabled` (a bool), `budget` (tokens, 0 or more)."""
-    from repomap.api import RepoMapConfig
+    from repomap.config import RepoMapConfig
 
     where = f"{where}: map"
     table = _table(section, where)

@@ -8,9 +8,11 @@ prefix stays as it was. Must hold:
   only the session's recent files and the paths the prompt names up to date) and, when no refresh
   of the index started in the last `STALE_SECONDS` (none yet, or the last one is older), starts
   `ctxmill map --index` in the background (one at a time: it takes a lock; at low CPU priority),
-  so the prompts that follow while it runs start no process; until the first index is complete
-  there is no map; a file the session changed is not parsed by the prompt (loading a parser costs
-  a process ~0.1 s): it is named by its path and a refresh is started to read it;
+  so the prompts that follow while it runs start no process (but those of the moment before it
+  creates the index, whose refresh finds the lock taken and ends); until the first index is
+  complete there is no map, and before it exists the prompt does not even import `repomap`; a
+  file the session changed is not parsed by the prompt (loading a parser costs a process
+  ~0.1 s): it is named by its path and a refresh is started to read it;
 - it is left out when it names nothing better than the last map this session was given: every
   one of its first `HEAD_FILES` files was named by that map;
 - any failure of the map leaves the prompt's other context (memory hits) as it is: no map.
@@ -112,6 +114,9 @@ def _prompt_map(event: dict, prompt: str, settings) -> str:
     if root is None:
         return ""
     cache = cache_of(settings.global_home, root)
+    if not cache.with_suffix(".sqlite3").exists():  # a new repository: nothing to map, nor to import
+        index_in_background(root)
+        return ""
     result = map_for(root, prompt, event.get("transcript_path"), config.budget, cache, wait=False)
     if result.indexed_at is None or time.time() - result.indexed_at > STALE_SECONDS or result.stale:
         index_in_background(root)  # none started lately, or the session changed files it must read
@@ -133,15 +138,18 @@ def _prompt_map(event: dict, prompt: str, settings) -> str:
 
 def index_in_background(root: Path) -> None:
     """Start `ctxmill map --index --root ROOT` detached from this process (its own session, no
-    terminal, output discarded); it returns at once when another refresh holds the lock."""
-    import subprocess
+    terminal, output discarded); it returns at once when another refresh holds the lock. Spawned
+    with `os.posix_spawn` where there is one (`subprocess` costs a prompt's process ~4 ms of
+    imports); this process never waits for it (once it ends, init reaps it)."""
+    import os
     import sys
 
-    subprocess.Popen(
-        [sys.executable, "-m", "ctxmill", "map", "--index", "--root", str(root)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
+    args = [sys.executable, "-m", "ctxmill", "map", "--index", "--root", str(root)]
+    if hasattr(os, "posix_spawn"):
+        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+        os.posix_spawn(sys.executable, args, os.environ, file_actions=quiet, setsid=True)
+        return
+    import subprocess
+
+    subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)

@@ -47,7 +47,7 @@ def _memory_default(key: str) -> Callable[[], Any]:
 
 def _map_default(key: str) -> Callable[[], Any]:
     def default() -> Any:
-        from repomap.api import RepoMapConfig
+        from repomap.config import RepoMapConfig
 
         return getattr(RepoMapConfig, key)
 
@@ -105,10 +105,10 @@ def warn_once(source: str, key: str, why: str) -> None:
     if (source, key) in _warned:
         return
     _warned.add((source, key))
-    import logging
+    from ground.lazy_log import warning
 
     line = f"{source}: {key} ignored: {why}"
-    logging.getLogger("ctxmill.settings").warning("%s", line)
+    warning("ctxmill.settings", "%s", line)
     if sys.stderr is not None and sys.stderr.isatty():
         print(f"ctxmill: {line}", file=sys.stderr)
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from memory.checkpoint import CheckpointConfig
     from memory.config import MemoryConfig
     from memory.history.config import HistoryConfig
-    from repomap.api import RepoMapConfig
+    from repomap.config import RepoMapConfig
 
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com"

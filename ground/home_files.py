@@ -75,9 +75,7 @@ def read_home_file_or_skip(home: Path, name: str | Path, max_bytes: int) -> byte
     try:
         return read_home_file(home, name, max_bytes)
     except OSError as exc:
-        import logging
+        from ground.lazy_log import warning
 
-        logging.getLogger("ctxmill.files").warning(
-            "%s: %s; left unread", Path(home) / name, exc.strerror or exc
-        )
+        warning("ctxmill.files", "%s: %s; left unread", Path(home) / name, exc.strerror or exc)
         return None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 
 def strings_in(value: Any) -> Iterator[str]:

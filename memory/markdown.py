@@ -30,21 +30,22 @@ rewrite keeps bytes it could not read. Entry texts show such bytes as U+FFFD.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
-import regex
 import xxhash
 
+from ground.ascii_first import Pattern
 from memory.entry import SECTIONS, Entry, content_id
 
-_HEADING = regex.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
-_BULLET = regex.compile(r"[-*+][ \t]")
-_FENCE = regex.compile(r"(```|~~~)")
+_HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*\r?\n?\Z")
+_BULLET = re.compile(r"[-*+][ \t]")
+_FENCE = re.compile(r"(```|~~~)")
 # fields never hold "<": an unclosed "<!-- m-…" in the text stays text
-_META = regex.compile(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")
-_DATE = regex.compile(r"\d{4}-\d{2}-\d{2}")
-_TAG = regex.compile(r"#([\w.-]+)")
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
+_META = Pattern(r"[ \t]*<!--[ \t]*(m-[0-9a-f]{4,16})\b([^<>]*?)-->")
+_DATE = Pattern(r"\d{4}-\d{2}-\d{2}")
+_TAG = Pattern(r"#([\w.-]+)")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SECTION_TYPES = {name.lower(): kind for kind, name in SECTIONS.items()} | {kind: kind for kind in SECTIONS}
 
 
@@ -107,8 +108,10 @@ def _parse_entry(raw: str, entry_type: str, section: str, scope: str, file: str)
         date = _DATE.search(fields)
         created = date.group(0) if date else None
         pinned = "pinned" in fields.split()
-        tags = tuple(_TAG.findall(fields))
-    text = _SURROGATE.sub("\ufffd", "\n".join(line.rstrip() for line in text.strip().split("\n")))
+        tags = tuple(_TAG.findall(fields)) if "#" in fields else ()
+    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    if not text.isascii():  # a lone surrogate is not ASCII
+        text = _SURROGATE.sub("\ufffd", text)
     if not text:
         return None
     return Entry(

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from memory import api
 from memory.config import MemoryConfig
@@ -29,7 +29,8 @@ USAGE_FILE = "usage.log"
 COMPACT_BYTES = 256 * 1024
 
 
-class Use(NamedTuple):
+@dataclass(frozen=True, slots=True)  # not a typing.NamedTuple: SessionStart's process does not import typing
+class Use:
     times: int  # uses counted (not `count`: that would hide tuple.count)
     last: str  # ISO date of the latest use
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -117,6 +116,8 @@ bundle or generated data, not something a person edits."""
 
 def list_files(root: Path) -> list[str]:
     """Repository-relative paths of the files the map may name, sorted, at most MAX_FILES."""
+    import subprocess  # only to index: a prompt that reads the index never runs git
+
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],

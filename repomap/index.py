@@ -80,13 +80,15 @@ def path_terms(path: str) -> set[str]:
 class RepoIndex:
     """One repository's files, outlines and search terms (see the module docstring)."""
 
-    def __init__(self, db: Path | None) -> None:
+    def __init__(self, db: Path | None, lock_wait: float = 10.0) -> None:
+        """`lock_wait`: seconds a write waits for another writer (a refresh) before
+        `sqlite3.OperationalError`; reads never wait (WAL)."""
         if db is not None:
             private_file(
                 private_dir(Path(db).parent) / Path(db).name
             )  # SQLite gives -wal/-shm its mode
         self.db = sqlite3.connect(
-            str(db) if db is not None else ":memory:", timeout=10, isolation_level=None
+            str(db) if db is not None else ":memory:", timeout=lock_wait, isolation_level=None
         )
         if db is not None:
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -204,6 +206,12 @@ class RepoIndex:
                 "UPDATE files SET mtime = -1 WHERE path = ?", [(n,) for n, _ in later]
             )
         return [n for n, _ in later]
+
+    def changed(self, root: Path, names: list[str]) -> list[str]:
+        """Those of `names` whose file differs from its row (or has none), read without writing:
+        what `refresh_files` would bring up to date."""
+        names = [n for n in dict.fromkeys(names) if wanted(n)]
+        return [n for n, _ in self._changed(Path(root), names, self._known(names))] if names else []
 
     def _known(self, names: list[str] | None = None) -> dict[str, tuple[int, int]]:
         """path -> (size, mtime) of every row, or of those of `names`."""

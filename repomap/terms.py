@@ -10,11 +10,13 @@ jieba words, which a bigram already matches), so `发票` in a prompt meets `发
 
 from __future__ import annotations
 
-import regex
+import re
 
-_WORD = regex.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PARTS = regex.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_CODE = regex.compile(r"_|[a-z][A-Z]|[A-Za-z][0-9]")
+from ground.ascii_first import Pattern
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_CODE = re.compile(r"_|[a-z][A-Z]|[A-Za-z][0-9]")
 _SUFFIXES = ("ations", "ation", "ions", "ion", "ings", "ing", "ers", "er", "ed", "es", "s")
 STOP = frozenset(
     """the and for with that this from into what when where which while about above after again
@@ -35,7 +37,7 @@ def stem(word: str) -> str:
 
 
 _CJK_TOKENIZER = None
-_PATH = regex.compile(r"(?:[\w.~-]*/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+_PATH = Pattern(r"(?:[\w.~-]*/)+[\w.-]+|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b")
 
 
 def _cjk_terms(text: str) -> list[str]:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import ctxmill
 from ctxmill.cli import COMMANDS, SUMMARIES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +33,9 @@ def test_version_and_help_import_no_command_module(tmp_path):
     for args in (["--version"], ["--help"], ["no-such-command"]):
         done, modules = _imports(args, tmp_path)
         assert not {m for m in modules if m.startswith("ctxmill.commands")}, args
-    assert "ctxmill 0." in _imports(["--version"], tmp_path)[0].stdout
+    done, modules = _imports(["--version"], tmp_path)
+    assert done.stdout == f"ctxmill {ctxmill.__version__}\n" and "ctxmill 0." in done.stdout
+    assert not modules & {"importlib.metadata", "logging"}  # the version is ctxmill.__version__
 
 
 def test_help_lists_every_command_as_its_module_registers_it():
@@ -77,3 +80,53 @@ def test_a_hook_imports_no_parser_formatter_and_no_temp_files_module(tmp_path):
     assert done.returncode == 0 and done.stdout == ""
     assert not modules & {"shutil", "tempfile", "bz2", "lzma"}
     assert "invalid choice" in _imports(["hook", "NoSuchEvent"], tmp_path)[0].stderr  # still the parser's error
+
+
+def test_a_quick_hook_sets_logging_up_only_when_it_logs(tmp_path):
+    """PreToolUse (always-on off) imports no logging, parser, socket or typing; a hook that fails
+    open still writes its line into the project log, set up when the line is written."""
+    event = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path),
+                        "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"content": "x"}})
+    done, modules = _imports(["hook", "PreToolUse"], tmp_path, event)
+    assert done.returncode == 0 and done.stdout == ""
+    assert not modules & {"logging", "argparse", "socket", "subprocess", "typing", "ctxmill.channel", "ctxmill.keeper"}
+    for name in ("UserPromptSubmit", "SessionStart", "PreToolUse"):
+        done, _ = _imports(["hook", name], tmp_path, "not json")
+        assert (done.returncode, done.stdout) == (0, "") and "failed open" in done.stderr
+        logged = (tmp_path / ".ctxmill" / "ctxmill.log").read_text()
+        assert f"ctxmill hook {name}: failed open" in logged
+
+
+HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "socket", "subprocess", "memory.dream",
+         "memory.statements", "compress.state.session", "ctxmill.channel"}
+"""What no quick hook imports in its answer's process (always-on off, an English prompt, a fresh
+memory index)."""
+
+
+def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
+    from bench.bench_hooks import build_memory
+
+    home = tmp_path / ".ctxmill"
+    build_memory(home, 50)
+    base = {"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path / "elsewhere")}
+    (tmp_path / "elsewhere").mkdir()
+    events = {
+        "UserPromptSubmit": {"prompt": "why does the tokenizer break the bm25 index when the cache expires?"},
+        "SessionStart": {"source": "startup"},
+        "PreToolUse": {"tool_name": "Write", "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n"}},
+    }
+    unwanted = {"UserPromptSubmit": HEAVY - {"typing"} | {"memory.markdown", "repomap.api", "sqlite3"},  # no map index yet
+                "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search"},
+                "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings", "dataclasses"}}
+    for name, fields in events.items():
+        done, modules = _imports(["hook", name], tmp_path, json.dumps({**base, "hook_event_name": name, **fields}))
+        assert done.returncode == 0 and "failed open" not in done.stderr, (name, done.stderr)
+        assert bool(done.stdout) == (name != "PreToolUse"), name
+        assert not modules & unwanted[name], (name, modules & unwanted[name])
+    assert "Relevant project memory" in _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(
+        {**base, "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))[0].stdout
+    maps = tmp_path / "xdg" / "ctxmill" / "cache" / "repomap"  # the repository (CTXMILL_HOME's folder) is indexed apart
+    deadline = time.monotonic() + 60
+    while not list(maps.glob("*.sqlite3")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(maps.glob("*.sqlite3"))

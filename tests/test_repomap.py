@@ -418,6 +418,25 @@ def test_a_prompt_reads_no_file_the_session_changed_and_the_next_refresh_does(
     assert "def refund_everything()" in again.text and not again.stale
 
 
+def test_a_prompt_does_not_wait_for_a_refresh_that_holds_the_write_lock(tmp_path):
+    import sqlite3
+
+    root = _repo(tmp_path / "repo", FILES)
+    db = tmp_path / "index.sqlite3"
+    build_map(root, "", [], 400, db)  # indexed
+    (root / "billing/tax.py").write_text("def vat(amount):\n    return amount\n")  # new since
+    refresh = sqlite3.connect(db, isolation_level=None)
+    refresh.execute("BEGIN IMMEDIATE")  # a refresh writing a batch
+    refresh.execute("UPDATE meta SET value = value WHERE key = 'started'")
+    try:
+        hooked = build_map(root, "invoice total", ["billing/tax.py"], 400, db, wait=False)
+    finally:
+        refresh.execute("ROLLBACK")
+    assert hooked.stale == ("billing/tax.py",) and "billing/invoice.py" in hooked.files  # the rows as they were
+    assert "billing/tax.py" not in RepoIndex(db).paths()  # nothing written
+    assert build_map(root, "invoice total", ["billing/tax.py"], 400, db, wait=False).stale == ("billing/tax.py",)
+
+
 def test_prompts_while_the_index_is_built_start_no_other_process(tmp_path, monkeypatch):
     import time
 

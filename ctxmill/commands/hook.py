@@ -13,13 +13,15 @@ the host goes on) without waiting for it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 
 from ctxmill.hooks import EVENTS
-from ctxmill.shared_store import add_flag
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a hook's process does not import typing for this
+if TYPE_CHECKING:
+    import argparse
 
 # seconds; Claude Code's own hook timeout is 60 s
 BUDGETS = {"SessionStart": 5.0, "UserPromptSubmit": 2.0, "PreToolUse": 2.0, "PreCompact": 45.0, "SessionEnd": 45.0,
@@ -31,6 +33,11 @@ one, since the session's first request follows it at once (a prompt's or a tool'
 retried by the client)."""
 STOPPING = ("UserPromptSubmit", "PreToolUse")
 """The events whose answer can keep Claude Code's next request from a port another user holds."""
+QUICK = ("SessionStart", "UserPromptSubmit", "PreToolUse")
+"""The events the host waits for at every session, prompt or tool call: their process sets up
+logging only when it logs (`ground.lazy_log`), since `logging` alone costs it ~6 ms, and runs
+without the cyclic garbage collector (its passes over the objects imports create cost 3-4 ms;
+the process ends within seconds, and its detached consolidation turns it back on)."""
 GRACE = 2.0
 """Seconds past its budget a stuck handler is given before it is killed."""
 MAX_INPUT_BYTES = 16 * 2**20
@@ -42,10 +49,12 @@ class _OverBudget(Exception):
 
 
 def register(subparsers) -> None:
+    from ctxmill.shared_store import add_flag
+
     parser = subparsers.add_parser("hook", help="answer a Claude Code hook (reads hook JSON on stdin)")
     parser.add_argument("event", choices=EVENTS)
     add_flag(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, logs=False)  # `run` sets logging up (`_set_up_logging`)
 
 
 def _alarm(signum, frame):  # signal handler signature
@@ -54,12 +63,22 @@ def _alarm(signum, frame):  # signal handler signature
 
 def _failed_open(event: str, reason: str) -> None:
     """One line on stderr, and the same in the log when the log can be written."""
-    import logging
+    from ground.lazy_log import warning
 
     line = f"ctxmill hook {event}: failed open: {reason}"[:1000].replace("\n", " ")
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
-    logging.getLogger("ctxmill.hook").warning("%s", line)
+    warning("ctxmill.hook", "%s", line)
+
+
+def _set_up_logging() -> None:
+    """The project log (`ctxmill.logs`), and no traceback when it cannot be written."""
+    import logging
+
+    from ctxmill.logs import configure_logging
+
+    logging.raiseExceptions = False
+    configure_logging()
 
 
 def _within(budget: float, work) -> None:
@@ -89,9 +108,7 @@ def answer(event_name: str) -> None:
     a detached process (`_detached`), so the host, which waits for this process to end, is
     answered first. Each phase has the event's budget."""
     import json
-    import logging
 
-    logging.raiseExceptions = False  # a log that cannot be written must not print a traceback
     event: dict = {}
 
     def respond() -> None:
@@ -105,8 +122,13 @@ def answer(event_name: str) -> None:
         sys.stdout.flush()
 
     def consolidate() -> None:
-        from ctxmill import hooks
+        import gc
 
+        from ctxmill import hooks
+        from ground.lazy_log import set_up
+
+        gc.enable()  # consolidation may build much: collected as in any process
+        set_up()  # the engines it runs log through `logging` directly
         hooks.after_session_start(event)
 
     blocked = _foreign_proxy(event_name)
@@ -139,9 +161,9 @@ def _phase(event_name: str, work) -> bool:
 def _detached(work) -> None:
     """`work()` in a process of its own that outlives this one: forked twice (so nothing waits
     for it), in a session of its own, with stdin, stdout and stderr on /dev/null (the host waits
-    until the hook's pipes close), and killed GRACE seconds past the consolidation budget even
-    where no signal handler runs (faulthandler's watchdog thread). Where there is no fork,
-    `work()` runs here."""
+    until the hook's pipes close), at low CPU priority, and killed GRACE seconds past the
+    consolidation budget even where no signal handler runs (faulthandler's watchdog thread).
+    Where there is no fork, `work()` runs here."""
     if not hasattr(os, "fork"):
         work()
         return
@@ -160,6 +182,7 @@ def _detached(work) -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        os.nice(10)  # background work: the host's next request and the hook's own exit go first
         faulthandler.dump_traceback_later(BUDGETS["SessionStart"] + GRACE, exit=True, file=open(os.devnull, "w"))
         work()
     finally:
@@ -174,12 +197,16 @@ def _foreign_proxy(event_name: str) -> dict | None:
     SessionStart cannot stop a session (Claude Code ignores `continue` there)."""
     if event_name not in STOPPING:
         return None
-    from ctxmill import always_on, channel
+    from ctxmill import always_on
     from ctxmill.paths import global_home
 
     try:
         state = always_on.read_state(global_home())
-        reason = state and channel.problem(state["port"])
+        if state is None:  # always-on is off: no socket to look at
+            return None
+        from ctxmill import channel
+
+        reason = channel.problem(state["port"])
     except Exception:  # noqa: BLE001 - fail open
         return None
     if not reason:
@@ -196,14 +223,13 @@ def _start_proxy(event_name: str):
     always-on is off. A proxy still starting when the wait is over keeps starting."""
     if event_name not in PROXY_WAIT:
         return None
-    import threading
-
     from ctxmill import always_on
     from ctxmill.paths import global_home
 
     home = global_home()
     if always_on.read_state(home) is None:
         return None
+    import threading
 
     def ensure() -> None:
         problem = always_on.ensure(home, PROXY_WAIT[event_name])
@@ -228,6 +254,15 @@ def _supervise(child: int, event_name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.event in QUICK:
+        import gc
+
+        from ground.lazy_log import on_first_warning
+
+        gc.disable()  # a process that ends within its budget: no cyclic collections over its imports
+        on_first_warning(_set_up_logging)
+    else:
+        _set_up_logging()
     if getattr(args, "store", None):  # the handlers build their Settings deep inside; the flag stands for CTXMILL_STORE
         os.environ["CTXMILL_STORE"] = args.store
     if not hasattr(os, "fork"):

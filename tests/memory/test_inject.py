@@ -142,7 +142,7 @@ def test_uses_add_up_the_same_whether_or_not_the_log_was_compacted(tmp_path, mon
         for entry_id in dict.fromkeys(ids):
             count, last = expected.get(entry_id, (0, day))
             expected[entry_id] = (count + 1, max(last, day))
-    assert {k: tuple(v) for k, v in usage.load(cfg).items()} == expected
+    assert {k: (v.times, v.last) for k, v in usage.load(cfg).items()} == expected
 
 
 def test_the_usage_log_is_not_written_through_a_link(cfg, tmp_path):

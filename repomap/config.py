@@ -1,0 +1,14 @@
+"""The map's settings (`[map]` in config.toml), apart from the engine, so reading the settings
+imports no part of the map (a prompt in a repository with no index yet needs none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RepoMapConfig:
+    enabled: bool = True
+    """Whether each prompt of a hooked client gets a map."""
+    budget: int = 512
+    """Tokens the map may take in a prompt's context."""
