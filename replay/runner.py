@@ -169,6 +169,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
     client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it.
+    The pipeline is told the context window the client recorded using (Codex's), else the model
+    table's applies, as in the proxy.
     `times` off: the session replayed as by a person who never pauses (or a harness that does not
     pass them): neither the pipeline nor the pricing sees a request time, so no cache expires."""
     started = time.perf_counter()
@@ -209,7 +211,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             at = call.at if times else None
             stamps.append(at)
             raw_body = history.whole(call.index)
-            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=at)
+            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=at,
+                         context_window=transcript.context_window)
             out_body = result.body
             rep = result.report
             durations.append(rep.duration_ms)

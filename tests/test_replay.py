@@ -220,3 +220,36 @@ def test_corpus_claude_code_usage_matches_the_model():
     assert report.usage is not None and report.usage.compared > 50
     assert 0.8 < report.usage.cost_ratio < 1.2
     assert report.retention.fraction("recoverable") == 1.0
+
+
+def _codex_rollout(calls: int, output_chars: int, window: int | None) -> str:
+    """A Codex rollout as Codex 0.17x writes it: a read per call, each followed by the
+    `token_count` event that reports the call's usage and the window Codex uses."""
+    lines = [{"type": "session_meta", "payload": {"base_instructions": {"text": "You are Codex."}}},
+             {"type": "turn_context", "payload": {"model": "gpt-5.4"}},
+             {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                   "content": [{"type": "input_text", "text": "read the modules"}]}}]
+    for k in range(calls):
+        lines.append({"type": "response_item", "payload": {
+            "type": "function_call", "name": "exec_command", "call_id": f"c{k}",
+            "arguments": json.dumps({"cmd": f"sed -n '1,4000p' src/mod{k}.py"})}})
+        info: dict = {"last_token_usage": {"input_tokens": 1_000 + k, "cached_input_tokens": 0, "output_tokens": 9}}
+        if window:
+            info["model_context_window"] = window
+        lines.append({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+        body = "\n".join(f"def f{k}_{i}(value): return value * {i} + {k}  # module {k}" for i in range(output_chars // 48))
+        lines.append({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{k}",
+                                                           "output": body}})
+    lines.append({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                       "content": [{"type": "output_text", "text": "done"}]}})
+    return "\n".join(json.dumps(line) for line in lines)
+
+
+def test_a_codex_replay_scales_its_tiers_with_the_window_codex_reports():
+    """Codex records the window it uses in every `token_count` event; the proxy cannot see it,
+    the replay can: a rollout that reports a 1M window (GPT-5.6 Sol on Bedrock) stays below the
+    high tier where the model table's 272K for GPT-5.4 reaches it."""
+    calls = [replay(read_text(_codex_rollout(12, 80_000, window)), times=False) for window in (None, 1_000_000)]
+    table, reported = (report.tiers for report in calls)
+    assert table.get("high", 0) > 0, table
+    assert reported.get("high", 0) == 0 and reported.get("medium", 0) > 0, reported
