@@ -48,3 +48,24 @@ def check_usage(pairs: list[tuple[Priced, Any]]) -> UsageCheck | None:
     return UsageCheck(len(pairs), unseen, round(statistics.median(errors), 4) if errors else 0.0,
                       round(modelled, 1), round(reported, 1), round(modelled / reported, 4) if reported else 0.0,
                       round(read_m / total_m, 4) if total_m else 0.0, round(read_r / total_r, 4) if total_r else 0.0)
+
+
+@dataclass
+class ReportedSize:
+    """The provider's count of a session's next request, as a live client calibrates it: the
+    prompt tokens the provider reported for the last call with usage, plus what the raw request
+    grew by since (the replay's own count). So the pipeline's tiers follow the provider's count
+    of what is sent, the host's unseen system prompt and tools included, as in the proxy."""
+
+    last: tuple[int, int] | None = None
+    """(reported prompt tokens, modelled tokens) of the last call with usage."""
+
+    def next(self, tokens: int) -> int | None:
+        """The provider's count of a request the replay counts `tokens` (None: no usage yet)."""
+        return None if self.last is None else max(1, self.last[0] + tokens - self.last[1])
+
+    def saw(self, tokens: int, usage: Any) -> None:
+        """A call the replay counts `tokens` whose provider reported `usage` (None: nothing)."""
+        if usage is not None and usage.prompt_total > 0:
+            self.last = (usage.prompt_total, tokens)
+

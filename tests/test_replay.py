@@ -222,9 +222,15 @@ def test_corpus_claude_code_usage_matches_the_model():
     assert report.retention.fraction("recoverable") == 1.0
 
 
-def _codex_rollout(calls: int, output_chars: int, window: int | None) -> str:
+def _codex_rollout(calls: int, output_chars: int, window: int | None, unseen: int = 0) -> str:
     """A Codex rollout as Codex 0.17x writes it: a read per call, each followed by the
-    `token_count` event that reports the call's usage and the window Codex uses."""
+    `token_count` event that reports the call's usage (its request, plus `unseen` tokens of
+    tools the rollout does not keep) and the window Codex uses."""
+    from compress.token_counters import estimate_tokens
+
+    def output(k: int) -> str:
+        return "\n".join(f"def f{k}_{i}(value): return value * {i} + {k}  # module {k}" for i in range(output_chars // 48))
+
     lines = [{"type": "session_meta", "payload": {"base_instructions": {"text": "You are Codex."}}},
              {"type": "turn_context", "payload": {"model": "gpt-5.4"}},
              {"type": "response_item", "payload": {"type": "message", "role": "user",
@@ -233,13 +239,13 @@ def _codex_rollout(calls: int, output_chars: int, window: int | None) -> str:
         lines.append({"type": "response_item", "payload": {
             "type": "function_call", "name": "exec_command", "call_id": f"c{k}",
             "arguments": json.dumps({"cmd": f"sed -n '1,4000p' src/mod{k}.py"})}})
-        info: dict = {"last_token_usage": {"input_tokens": 1_000 + k, "cached_input_tokens": 0, "output_tokens": 9}}
+        sent = 500 + unseen + sum(estimate_tokens(output(j)) for j in range(k))
+        info: dict = {"last_token_usage": {"input_tokens": sent, "cached_input_tokens": 0, "output_tokens": 9}}
         if window:
             info["model_context_window"] = window
         lines.append({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
-        body = "\n".join(f"def f{k}_{i}(value): return value * {i} + {k}  # module {k}" for i in range(output_chars // 48))
         lines.append({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{k}",
-                                                           "output": body}})
+                                                           "output": output(k)}})
     lines.append({"type": "response_item", "payload": {"type": "message", "role": "assistant",
                                                        "content": [{"type": "output_text", "text": "done"}]}})
     return "\n".join(json.dumps(line) for line in lines)
@@ -253,3 +259,13 @@ def test_a_codex_replay_scales_its_tiers_with_the_window_codex_reports():
     table, reported = (report.tiers for report in calls)
     assert table.get("high", 0) > 0, table
     assert reported.get("high", 0) == 0 and reported.get("medium", 0) > 0, reported
+
+
+def test_a_replay_follows_the_providers_count_of_what_is_sent_once_a_call_reports_usage():
+    """The recorded usage counts what the rollout lacks (the host's tools and system prompt):
+    with 120K tokens of them the same reads reach the high tier sooner, as a live proxy,
+    calibrated by each answer's usage, would see them."""
+    plain, heavy = (replay(read_text(_codex_rollout(12, 80_000, None, unseen)), times=False).tiers
+                    for unseen in (0, 120_000))
+    assert heavy.get("high", 0) > plain.get("high", 0), (plain, heavy)
+
