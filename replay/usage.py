@@ -6,7 +6,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from compress.formats.sessions.transcript import Transcript
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
+from compress.tiers import NATIVE_1M, REFERENCE_WINDOW, known_window
 from replay.pricing import Priced
 
 
@@ -68,4 +70,18 @@ class ReportedSize:
         """A call the replay counts `tokens` whose provider reported `usage` (None: nothing)."""
         if usage is not None and usage.prompt_total > 0:
             self.last = (usage.prompt_total, tokens)
+
+
+def client_window(transcript: Transcript) -> int | None:
+    """The context window the client ran with, as its recording shows it: the one it reported
+    (Codex's), else 1M when the provider counted more than the model's window (the model table's,
+    else 200K) in one of its requests: the client asked for the long-context beta, which a live
+    proxy reads from the request's header. None: the model table's applies. (Of the corpus's
+    Claude Code sessions on Opus and Sonnet 4.6, 7 reported 201K-397K prompt tokens.)"""
+    if transcript.context_window:
+        return transcript.context_window
+    model = str(transcript.head.get("model", ""))
+    window = known_window(model) or REFERENCE_WINDOW
+    counted = max((c.usage.prompt_total for c in transcript.calls if c.usage is not None), default=0)
+    return NATIVE_1M if counted > window else None
 

@@ -254,10 +254,10 @@ def _codex_rollout(calls: int, output_chars: int, window: int | None, unseen: in
 def test_a_codex_replay_scales_its_tiers_with_the_window_codex_reports():
     """Codex records the window it uses in every `token_count` event; the proxy cannot see it,
     the replay can: a rollout that reports a 1M window (GPT-5.6 Sol on Bedrock) stays below the
-    high tier where the model table's 272K for GPT-5.4 reaches it."""
-    calls = [replay(read_text(_codex_rollout(12, 80_000, window)), times=False) for window in (None, 1_000_000)]
-    table, reported = (report.tiers for report in calls)
-    assert table.get("high", 0) > 0, table
+    high tier where one reporting GPT-5.4's 258,400 reaches it."""
+    calls = [replay(read_text(_codex_rollout(12, 80_000, window)), times=False) for window in (258_400, 1_000_000)]
+    usual, reported = (report.tiers for report in calls)
+    assert usual.get("high", 0) > 0, usual
     assert reported.get("high", 0) == 0 and reported.get("medium", 0) > 0, reported
 
 
@@ -265,7 +265,27 @@ def test_a_replay_follows_the_providers_count_of_what_is_sent_once_a_call_report
     """The recorded usage counts what the rollout lacks (the host's tools and system prompt):
     with 120K tokens of them the same reads reach the high tier sooner, as a live proxy,
     calibrated by each answer's usage, would see them."""
-    plain, heavy = (replay(read_text(_codex_rollout(12, 80_000, None, unseen)), times=False).tiers
+    plain, heavy = (replay(read_text(_codex_rollout(12, 80_000, 258_400, unseen)), times=False).tiers
                     for unseen in (0, 120_000))
     assert heavy.get("high", 0) > plain.get("high", 0), (plain, heavy)
 
+
+
+def test_the_window_a_client_ran_with_is_read_from_its_recording():
+    """Codex reports its window; a Claude Code recording shows a 1M one when the provider counted
+    more than the model's 200K in a request (the client asked for the `context-1m` beta, as the
+    proxy would see in its header); otherwise the model table's applies (None)."""
+    from compress.formats.sessions.transcript import ModelCall, Transcript
+    from compress.formats.usage import Usage
+    from replay.usage import client_window
+
+    def claude(model: str, *prompts: int) -> Transcript:
+        return Transcript("claude-code", "anthropic", {"model": model},
+                          calls=[ModelCall(i + 1, Usage(input=10, cache_read=p)) for i, p in enumerate(prompts)])
+
+    assert client_window(claude("claude-opus-4-6", 150_000, 310_000)) == 1_000_000
+    assert client_window(claude("claude-opus-4-6", 150_000, 178_000)) is None
+    assert client_window(claude("claude-opus-5-5", 150_000, 310_000)) is None  # its 1M is the table's
+    assert client_window(claude("claude-sonnet-4-5-20250929")) is None
+    codex = Transcript("codex", "openai-responses", {"model": "gpt-5.4"}, context_window=258_400)
+    assert client_window(codex) == 258_400
