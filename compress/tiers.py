@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
-from compress.model_names import normalized
+from compress.model_names import LONG_CONTEXT_SUFFIX, normalized
 
 REFERENCE_WINDOW = 200_000
 """The context window the configured thresholds are meant for."""
@@ -35,7 +35,14 @@ the GPT-5.6 family gets (GPT-5.4 and 5.5 recordings report 258,400: 272K). Codex
 catalogue gives the GPT-6 models 272K, but 500K for GPT-6.1 Sol and Terra and GPT-6.2 Sol. The
 Claude models Claude Code 2.1.332's own model table marks `native_1m` read 1M tokens without the
 `context-1m` beta (Opus 4.7 and later, Sonnet, Haiku, Fable and Mythos 5): Claude Code sizes its
-auto-compaction to that window. Older Claude models keep the 200K reference unless a request asks for 1M."""
+auto-compaction to that window. Older Claude models keep the 200K reference unless a request asks for 1M
+(the `context-1m` beta, or a `[1m]` suffix on the model id: `LONG_CONTEXT_SUFFIX`).
+
+Sources (checked 2026-12): Anthropic's model pages (platform.claude.com/docs/en/models: Opus 4.7,
+4.8, 5, 5.5, Sonnet 5 and 5.5, Haiku 5.5, Fable 5, 5.1 and 5.2, Mythos 5: 1M tokens) and Claude
+Code's baked-in model catalogue (its `native 1M` column); for OpenAI, the window Codex uses, not
+the API's (GPT-5.5's API reads 1M, GPT-5.6 Sol 1.05M, but Codex's catalogue caps GPT-5.4 and 5.5 at
+272K and gives the GPT-5.6 family 372K, 95% of which it reports as `model_context_window`)."""
 
 
 def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
@@ -45,8 +52,12 @@ def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
 
 def known_window(model: str) -> int | None:
     """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix of its
-    normalized name), else None."""
-    best = _longest_prefix(normalized(model), KNOWN_WINDOWS)
+    normalized name; a dated or variant suffix such as `-20260416`, `-sol` or `-codex` keeps
+    its family's), 1M for a model id that asks for it (`claude-opus-4-6[1m]`), else None."""
+    name = normalized(model)
+    if name.endswith(LONG_CONTEXT_SUFFIX):
+        return NATIVE_1M
+    best = _longest_prefix(name, KNOWN_WINDOWS)
     return KNOWN_WINDOWS[best] if best is not None else None
 
 

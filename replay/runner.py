@@ -31,7 +31,7 @@ from replay.costmodel import HOST_200K, Compaction, Prices, head_cost, prices_fo
 from replay.needed import AGE_BUCKETS, CARRY_CALLS, MessageTexts, needs_of_call
 from replay.pricing import Priced, RequestAccountant, SideStats
 from replay.retention import RECENT_TURNS, Retention, check_retention
-from replay.usage import UsageCheck, check_usage
+from replay.usage import ReportedSize, UsageCheck, check_usage, client_window
 
 
 @dataclass
@@ -169,6 +169,10 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     the lifetime of Anthropic's cache ("5m", "1h"; "auto": what the recording reports writing,
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
     client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it.
+    The pipeline is told the context window the client ran with as its recording shows it
+    (`replay.usage.client_window`), else the model table's applies, as in the proxy; and, once a
+    call's usage is recorded, the provider's count of the request (`replay.usage.ReportedSize`),
+    as the proxy calibrates its own.
     `times` off: the session replayed as by a person who never pauses (or a harness that does not
     pass them): neither the pipeline nor the pricing sees a request time, so no cache expires."""
     started = time.perf_counter()
@@ -202,6 +206,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     stamps: list[float | None] = []
     last_tier = None
     raw_body = out_body = None
+    reported, window = ReportedSize(), client_window(transcript)
     for history in histories:
         session = Session.memory()
         cap = DecideOnceCap(transcript.provider)
@@ -209,7 +214,10 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             at = call.at if times else None
             stamps.append(at)
             raw_body = history.whole(call.index)
-            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=at)
+            raw_priced = sides["raw"].add(raw_body, at)
+            result = run(raw_body, session=session, store=store, config=config, chain=chain, now=at,
+                         context_window=window, reported_input_tokens=reported.next(raw_priced.tokens))
+            reported.saw(raw_priced.tokens, call.usage if glued is False or not call.after_host_compaction else None)
             out_body = result.body
             rep = result.report
             durations.append(rep.duration_ms)
@@ -225,7 +233,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
             raw_messages = history.messages[: call.index]
             needs = needs_of_call(raw_messages, reply, texts)
             for name, body in bodies.items():
-                priced = sides[name].add(body, at)
+                priced = raw_priced if name == "raw" else sides[name].add(body, at)
                 stats[name].add(priced)
                 if kinds:
                     kinds.add(name, body, priced, sides[name])

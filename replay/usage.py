@@ -6,7 +6,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from compress.formats.sessions.transcript import Transcript
 from compress.provider_cache import READ_PRICE, WRITE_PRICE
+from compress.tiers import NATIVE_1M, REFERENCE_WINDOW, known_window
 from replay.pricing import Priced
 
 
@@ -48,3 +50,38 @@ def check_usage(pairs: list[tuple[Priced, Any]]) -> UsageCheck | None:
     return UsageCheck(len(pairs), unseen, round(statistics.median(errors), 4) if errors else 0.0,
                       round(modelled, 1), round(reported, 1), round(modelled / reported, 4) if reported else 0.0,
                       round(read_m / total_m, 4) if total_m else 0.0, round(read_r / total_r, 4) if total_r else 0.0)
+
+
+@dataclass
+class ReportedSize:
+    """The provider's count of a session's next request, as a live client calibrates it: the
+    prompt tokens the provider reported for the last call with usage, plus what the raw request
+    grew by since (the replay's own count). So the pipeline's tiers follow the provider's count
+    of what is sent, the host's unseen system prompt and tools included, as in the proxy."""
+
+    last: tuple[int, int] | None = None
+    """(reported prompt tokens, modelled tokens) of the last call with usage."""
+
+    def next(self, tokens: int) -> int | None:
+        """The provider's count of a request the replay counts `tokens` (None: no usage yet)."""
+        return None if self.last is None else max(1, self.last[0] + tokens - self.last[1])
+
+    def saw(self, tokens: int, usage: Any) -> None:
+        """A call the replay counts `tokens` whose provider reported `usage` (None: nothing)."""
+        if usage is not None and usage.prompt_total > 0:
+            self.last = (usage.prompt_total, tokens)
+
+
+def client_window(transcript: Transcript) -> int | None:
+    """The context window the client ran with, as its recording shows it: the one it reported
+    (Codex's), else 1M when the provider counted more than the model's window (the model table's,
+    else 200K) in one of its requests: the client asked for the long-context beta, which a live
+    proxy reads from the request's header. None: the model table's applies. (Of the corpus's
+    Claude Code sessions on Opus and Sonnet 4.6, 7 reported 201K-397K prompt tokens.)"""
+    if transcript.context_window:
+        return transcript.context_window
+    model = str(transcript.head.get("model", ""))
+    window = known_window(model) or REFERENCE_WINDOW
+    counted = max((c.usage.prompt_total for c in transcript.calls if c.usage is not None), default=0)
+    return NATIVE_1M if counted > window else None
+

@@ -243,8 +243,11 @@ CODEX = jsonl(
                                           "content": [{"type": "output_text", "text": "Looking."}]}},
     {"type": "response_item", "payload": {"type": "function_call", "name": "exec_command",
                                           "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}},
-    {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {
-        "input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 7}}}},
+    {"type": "event_msg", "payload": {"type": "token_count", "info": None}},  # Codex's first, before any call
+    {"type": "event_msg", "payload": {"type": "token_count", "info": {
+        "total_token_usage": {"input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 7},
+        "last_token_usage": {"input_tokens": 100, "cached_input_tokens": 20, "output_tokens": 7},
+        "model_context_window": 258400}}},
     {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.py"}},
     {"type": "response_item", "payload": {"type": "custom_tool_call", "name": "apply_patch",
                                           "input": "*** Begin Patch\n*** Add File: b.py\n+x\n*** End Patch",
@@ -263,6 +266,9 @@ def test_codex_rollout_becomes_the_responses_body_codex_sends():
     assert t.messages == items  # every item as Codex sends it, reasoning included
     assert [c.index for c in t.calls] == [1, 5]  # reasoning + text + call is one reply
     assert t.calls[0].usage == Usage(input=80, cache_read=20, output=7) and t.calls[1].usage is None
+    assert t.context_window == 258_400  # the window Codex says it uses (95% of GPT-5's 272K)
+    assert read_text(jsonl(*[json.loads(line) for line in CODEX.splitlines() if "model_context_window" not in line]
+                           )).context_window is None
     assert t.request(1)["input"] == items[:5]
     request = from_provider(t.whole())
     uses = [b for m in request.messages for b in m.blocks if b.kind == TOOL_USE]

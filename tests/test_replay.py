@@ -220,3 +220,72 @@ def test_corpus_claude_code_usage_matches_the_model():
     assert report.usage is not None and report.usage.compared > 50
     assert 0.8 < report.usage.cost_ratio < 1.2
     assert report.retention.fraction("recoverable") == 1.0
+
+
+def _codex_rollout(calls: int, output_chars: int, window: int | None, unseen: int = 0) -> str:
+    """A Codex rollout as Codex 0.17x writes it: a read per call, each followed by the
+    `token_count` event that reports the call's usage (its request, plus `unseen` tokens of
+    tools the rollout does not keep) and the window Codex uses."""
+    from compress.token_counters import estimate_tokens
+
+    def output(k: int) -> str:
+        return "\n".join(f"def f{k}_{i}(value): return value * {i} + {k}  # module {k}" for i in range(output_chars // 48))
+
+    lines = [{"type": "session_meta", "payload": {"base_instructions": {"text": "You are Codex."}}},
+             {"type": "turn_context", "payload": {"model": "gpt-5.4"}},
+             {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                   "content": [{"type": "input_text", "text": "read the modules"}]}}]
+    for k in range(calls):
+        lines.append({"type": "response_item", "payload": {
+            "type": "function_call", "name": "exec_command", "call_id": f"c{k}",
+            "arguments": json.dumps({"cmd": f"sed -n '1,4000p' src/mod{k}.py"})}})
+        sent = 500 + unseen + sum(estimate_tokens(output(j)) for j in range(k))
+        info: dict = {"last_token_usage": {"input_tokens": sent, "cached_input_tokens": 0, "output_tokens": 9}}
+        if window:
+            info["model_context_window"] = window
+        lines.append({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+        lines.append({"type": "response_item", "payload": {"type": "function_call_output", "call_id": f"c{k}",
+                                                           "output": output(k)}})
+    lines.append({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                       "content": [{"type": "output_text", "text": "done"}]}})
+    return "\n".join(json.dumps(line) for line in lines)
+
+
+def test_a_codex_replay_scales_its_tiers_with_the_window_codex_reports():
+    """Codex records the window it uses in every `token_count` event; the proxy cannot see it,
+    the replay can: a rollout that reports a 1M window (GPT-5.6 Sol on Bedrock) stays below the
+    high tier where one reporting GPT-5.4's 258,400 reaches it."""
+    calls = [replay(read_text(_codex_rollout(12, 80_000, window)), times=False) for window in (258_400, 1_000_000)]
+    usual, reported = (report.tiers for report in calls)
+    assert usual.get("high", 0) > 0, usual
+    assert reported.get("high", 0) == 0 and reported.get("medium", 0) > 0, reported
+
+
+def test_a_replay_follows_the_providers_count_of_what_is_sent_once_a_call_reports_usage():
+    """The recorded usage counts what the rollout lacks (the host's tools and system prompt):
+    with 120K tokens of them the same reads reach the high tier sooner, as a live proxy,
+    calibrated by each answer's usage, would see them."""
+    plain, heavy = (replay(read_text(_codex_rollout(12, 80_000, 258_400, unseen)), times=False).tiers
+                    for unseen in (0, 120_000))
+    assert heavy.get("high", 0) > plain.get("high", 0), (plain, heavy)
+
+
+
+def test_the_window_a_client_ran_with_is_read_from_its_recording():
+    """Codex reports its window; a Claude Code recording shows a 1M one when the provider counted
+    more than the model's 200K in a request (the client asked for the `context-1m` beta, as the
+    proxy would see in its header); otherwise the model table's applies (None)."""
+    from compress.formats.sessions.transcript import ModelCall, Transcript
+    from compress.formats.usage import Usage
+    from replay.usage import client_window
+
+    def claude(model: str, *prompts: int) -> Transcript:
+        return Transcript("claude-code", "anthropic", {"model": model},
+                          calls=[ModelCall(i + 1, Usage(input=10, cache_read=p)) for i, p in enumerate(prompts)])
+
+    assert client_window(claude("claude-opus-4-6", 150_000, 310_000)) == 1_000_000
+    assert client_window(claude("claude-opus-4-6", 150_000, 178_000)) is None
+    assert client_window(claude("claude-opus-5-5", 150_000, 310_000)) is None  # its 1M is the table's
+    assert client_window(claude("claude-sonnet-4-5-20250929")) is None
+    codex = Transcript("codex", "openai-responses", {"model": "gpt-5.4"}, context_window=258_400)
+    assert client_window(codex) == 258_400

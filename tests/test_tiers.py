@@ -61,3 +61,21 @@ def test_older_claude_models_keep_the_reference_window(model):
     assert known_window(model) is None
     assert thresholds_for(model, TierThresholds(), {}) == TierThresholds()
 
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    # dated snapshots and variants keep their family's window
+    ("claude-opus-4-7-20260416", 1_000_000), ("claude-fable-5-2", 1_000_000), ("claude-sonnet-5-5", 1_000_000),
+    ("claude-haiku-5-5-20261001", 1_000_000), ("claude-mythos-5-1", 1_000_000),
+    ("gpt-5.4-2026-03-05", 272_000), ("gpt-5.5", 272_000), ("gpt-5.3-codex-spark", 272_000),
+    ("gpt-5.6-sol", 372_000), ("gpt-5.6-terra", 372_000), ("gpt-5.6-luna", 372_000),
+    ("openai/gpt-5.6-sol-fast", 372_000), ("openai.gpt-5.6-sol", 372_000),  # a gateway's route, Bedrock's id
+    ("gpt-6.2-sol", 500_000),
+    # Claude Code's `[1m]` suffix asks for 1M on a model whose default is 200K
+    ("claude-opus-4-6[1m]", 1_000_000), ("claude-sonnet-4-5-20250929[1m]", 1_000_000),
+    ("anthropic/claude-sonnet-4-6[1M]", 1_000_000),
+    # unknown models: no window, the reference thresholds
+    ("claude-opus-4-6", None), ("gpt-4o", None), ("my-local-model", None),
+])
+def test_model_ids_as_clients_send_them_resolve_to_their_window(model, window):
+    assert known_window(model) == window

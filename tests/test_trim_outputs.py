@@ -341,6 +341,32 @@ def test_a_long_read_goes_cold_in_proportionally_fewer_turns():
     assert trim_outputs.cold_reads(messages, 30, anchor, ref_chars=3_000) == {"toolu_000"}
 
 
+def test_a_read_waits_by_the_size_of_the_file_it_shows_whatever_the_client_numbers_it_with():
+    """`cold_ref_chars` measures the file's content: Claude Code's `     12→` prefixes, `cat -n`'s
+    tab, OpenCode's `12: ` (inside its `<content>` wrapper), a read whose numbers were thinned on
+    arrival and Codex's unnumbered `sed -n` output (under `exec_command`'s header) of one file
+    wait as long, as the file's own size says."""
+    from compress.stagekit.line_numbers import thin_line_numbers
+
+    lines = python_file(400)
+    content = "\n".join(lines)
+    shapes = {
+        "claude code": "\n".join(f"{n:>6}→{line}" for n, line in enumerate(lines, 1)),
+        "cat -n": numbered(lines),
+        "opencode": "<path>/src/a.py</path>\n<type>file</type>\n<content>\n"
+                    + "\n".join(f"{n}: {line}" for n, line in enumerate(lines, 1)) + "\n\n(End of file)\n</content>",
+        "thinned": thin_line_numbers(numbered(lines)).text,  # type: ignore[union-attr]
+        "codex": "Command: /bin/bash -lc \"sed -n '1,2400p' src/a.py\"\nChunk ID: 1914a8\nWall time: 0.0000 seconds\n"
+                 "Process exited with code 0\nOriginal token count: 5120\nOutput:\n" + content,
+    }
+    assert len(shapes["claude code"]) > 1.3 * len(content)
+    waits = {}
+    for client, text in shapes.items():
+        messages = list(from_provider(anthropic([("Read", {"file_path": "/src/a.py"}, text)], turns_after=2)).messages)
+        waits[client] = trim_outputs.cold_turns(messages, 30, 6_000)("toolu_000")
+    assert set(waits.values()) == {round(30 * 6_000 / len(content))}, waits
+
+
 def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
     """`cold_ref_changed` False: a long read of a file some call changed before it (the agent
     works on that file, `worked_reads`) waits the full `cold_after_turns`; the same read of a file

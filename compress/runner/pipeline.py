@@ -218,14 +218,16 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         """The tier of a rendering of this request, its estimate scaled as the request's."""
         return thresholds.tier_for(round((head + sum(rendered[managed.dropped:])) * pressure / max(1, estimate)))
 
-    tier = thresholds.tier_for(pressure)
+    # The tier models the host's compaction, which counts what the provider is sent: the session's
+    # renderings of the messages it knows and the new ones whole, at the provider's count
+    tier = tier_of(sent)
     report.tier = tier.label
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
                       hashes, thinking_kept, managed.floor)
 
-    reason, pressed = forced_reason(session, provider, tier, frozen, tier_of(sent))
+    reason, pressed = forced_reason(session, provider, tier, frozen, tier)
     life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     current_turn = messages[-1].turn if messages else 0
     later: Callable[[], None] | None = None

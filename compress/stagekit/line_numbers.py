@@ -75,6 +75,16 @@ def _numbering(text: str, lines: int) -> tuple[re.Pattern | None, list[int]]:
     return None, []
 
 
+_PREFIXES = re.compile(f"^{NUMBER_PREFIX}", re.MULTILINE)
+
+
+def content_chars(text: str) -> int:
+    """The characters of `text` without its lines' line-number prefixes: the size of the file a
+    read shows, the same whether the host numbers every line (`     12→`, `12\t`, `12: `), a few
+    (a thinned read) or none (Codex's `sed -n`)."""
+    return len(text) - sum(map(len, _PREFIXES.findall(text)))
+
+
 def unnumbered_lines(text: str) -> list[str]:
     """The lines of `text`, each without its line-number prefix if it has one."""
     return [_NUMBERED.sub("", line) for line in text.split("\n")]

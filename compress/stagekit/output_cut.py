@@ -71,8 +71,9 @@ class TrimOptions:
     for good otherwise, `trim_outputs.cold_reads`). Chosen with the corpus replay and judged
     leave-one-project-out (docs/replay-results.md)."""
     cold_ref_chars: int = 6_000
-    """A read longer than this many characters goes cold in proportionally fewer turns
-    (`cold_after_turns` × `cold_ref_chars` / its length, at least 3; 0: every read waits as long;
+    """A read of more than this many characters of a file (without line-number prefixes, which
+    differ by client) goes cold in proportionally fewer turns (`cold_after_turns` ×
+    `cold_ref_chars` / its length, at least 3; 0: every read waits as long;
     `trim_outputs.cold_turns`; see `cold_ref_changed`): an edit copies a few lines of a big file,
     and keeping all of it costs in proportion to its length. Chosen with the corpus replay,
     judged leave-one-project-out (docs/replay-results.md)."""

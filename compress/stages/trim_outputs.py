@@ -41,7 +41,7 @@ from typing import Any
 from ccr.markers import format_marker
 from compress.config import options_as
 from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
-from compress.stagekit.line_numbers import thinning_key
+from compress.stagekit.line_numbers import content_chars, thinning_key
 from compress.stagekit.lossy import accept
 from compress.stagekit.output_cut import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
 from compress.stagekit.shown_again import SHOWN_AGAIN, copy_lines, shown_again_at
@@ -149,15 +149,23 @@ MIN_COLD_TURNS = 3
 def cold_turns(messages: list[Message], turns: int, ref_chars: int,
                full: Collection[str] = ()) -> Callable[[str], int]:
     """Turns a read waits before it can go cold, by tool id: `turns`, or for a read of n >
-    `ref_chars` characters `turns × ref_chars / n` (at least `MIN_COLD_TURNS`), unless its tool
+    `ref_chars` characters of the file (`content_chars`: line-number prefixes, which differ by
+    client, do not count) `turns × ref_chars / n` (at least `MIN_COLD_TURNS`), unless its tool
     id is in `full`. Of the corpus's file reads, those over 20,000 characters carry a fifth of
     what reads cost to keep and a fourteenth of the lines later copied into edits: an edit
     copies a few lines of a big file."""
     if ref_chars <= 0:
         return lambda tool_id: turns
-    sizes = {b.tool_id: len(b.result_text) for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
+    results = {b.tool_id: b for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
+    sizes: dict[str, int] = {}
+
+    def size(tool_id: str) -> int:
+        if tool_id not in sizes:
+            sizes[tool_id] = content_chars(results[tool_id].result_text) if tool_id in results else 0
+        return sizes[tool_id]
+
     return lambda tool_id: turns if tool_id in full else max(
-        MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, sizes.get(tool_id, 0)))))
+        MIN_COLD_TURNS, min(turns, round(turns * ref_chars / max(1, size(tool_id)))))
 
 
 def worked_reads(reads: list[tuple[str, list[str], int]], changed: dict[str, list[int]]) -> set[str]:

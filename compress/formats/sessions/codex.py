@@ -6,8 +6,9 @@ reasoning (encrypted, kept as it is), `function_call` / `custom_tool_call` / `lo
 and their outputs, anything else untouched. The session's base instructions become the
 body's `instructions`, the latest `turn_context` its model. A run of assistant items after any
 other item is one model call; its usage is the `last_token_usage` of the `token_count` event
-that follows (`input_tokens` includes the cached ones). A `compacted` entry is a host
-compaction: the calls after it sent less than the replayed history.
+that follows (`input_tokens` includes the cached ones), and its `model_context_window` the
+window Codex uses (`Transcript.context_window`: 95% of the model's, 258,400 for GPT-5.4's 272K). A
+`compacted` entry is a host compaction: the calls after it sent less than the replayed history.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ def _usage(payload: dict[str, Any]) -> Usage | None:
     return Usage(input=prompt - cached, cache_read=cached, output=_count(last.get("output_tokens")))
 
 
+def _window(payload: dict[str, Any]) -> int | None:
+    """The context window a `token_count` event reports (None: it reports none)."""
+    info = payload.get("info")
+    return _count(info.get("model_context_window")) or None if isinstance(info, dict) else None
+
+
 def read(text: str) -> Transcript:
     transcript = Transcript(NAME, PROVIDER)
     builder = ResponsesBuilder(transcript)
@@ -79,6 +86,7 @@ def read(text: str) -> Transcript:
             builder.item(_as_sent(payload))
         elif kind == "event_msg" and payload.get("type") == "token_count":
             builder.set_usage(_usage(payload))
+            transcript.context_window = _window(payload) or transcript.context_window
         elif kind == "compacted":
             transcript.host_compactions += 1
             builder.start_response(after_host_compaction=True)

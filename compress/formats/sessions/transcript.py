@@ -65,6 +65,9 @@ class Transcript:
     cache_ttl: str | None = None
     """The lifetime ("5m", "1h") of the prompt cache the provider reported writing, when the
     recording tells (`compress.provider_cache.LIVES`)."""
+    context_window: int | None = None
+    """The context window, in tokens, the client reported using (Codex's `model_context_window`),
+    when the recording tells: the latest it reported."""
 
     def segments(self) -> list[Transcript]:
         """The histories the host really sent: a new one after each compaction, whose first
@@ -78,7 +81,8 @@ class Transcript:
             shift = len(first) - start.index
             calls = [replace(c, index=c.index + shift) for c in self.calls[start.calls_before:end.calls_before]]
             out.append(Transcript(self.format, self.provider, self.head, first + self.messages[start.index:end.index],
-                                  calls, host_compactions=int(bool(first)), cache_ttl=self.cache_ttl))
+                                  calls, host_compactions=int(bool(first)), cache_ttl=self.cache_ttl,
+                                  context_window=self.context_window))
         return out
 
     def request(self, k: int) -> dict[str, Any]:
