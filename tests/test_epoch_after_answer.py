@@ -1,7 +1,8 @@
 """A large request's epoch trial that would rewrite what the provider could read from its cache
 is judged after the run's answer (`compress.state.session.Session.settle`), and the epoch it finds
 worth taking sends, from the next request on, the bytes the same epoch sends when it is judged
-during the run. A small request's trial, or one for a provider that reads any earlier prefix,
+during the run; one whose cached request may leave the provider's lookback by the next request
+waits too, priced as a rewrite of everything. A small request's trial, or one for a provider that reads any earlier prefix,
 is judged at once."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from unittest.mock import patch
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.runner import plan as plan_module
+from compress.runner import trial as trial_module
 from compress.runner.pipeline import run
 from compress.runner.trial import Trial
 from compress.state.session import Session
@@ -125,3 +127,45 @@ def test_a_config_that_judges_every_trial_during_the_run_takes_the_epoch_at_once
     session, store = _before_the_trial(config=inline)
     result = run(_request(LARGE, TRIED), session=session, store=store, config=inline)
     assert result.report.mode == "epoch" and session.deferred is None
+
+
+OUT_OF_REACH = replace(CONFIG, cache_window_blocks=6)
+"""A lookback so short that the cached request the trial's epoch starts after would leave it by
+the next request (`compress.runner.epochs.in_reach_next_time` is false)."""
+
+
+def test_a_trial_whose_cached_request_may_leave_the_lookback_waits_for_the_answer_priced_as_a_rewrite():
+    session, store = _before_the_trial(config=OUT_OF_REACH)
+    built, priced = [], []
+    real_plan, real_pays = plan_module.Planner.plan, trial_module.pays_off
+
+    def counting(self, start, anchor):
+        built.append(start)
+        return real_plan(self, start, anchor)
+
+    def pricing(choice, *args):
+        priced.append(choice)
+        return real_pays(choice, *args)
+
+    with patch.object(plan_module.Planner, "plan", counting), patch.object(trial_module, "pays_off", pricing):
+        result = run(_request(LARGE, TRIED), session=session, store=store, config=OUT_OF_REACH)
+        assert result.report.mode == "incremental" and len(built) == 1 and session.deferred is not None
+        session.settle()
+    assert [c.cached_end for c in priced] == [0] and priced[0].read_end == TRIED - 1
+    # the same trial priced on the cached request pays (12,977 tokens saved), on a rewrite of all it does not
+    assert not session.header.prepared
+    assert run(_request(LARGE, TRIED + 1), session=session, store=store, config=OUT_OF_REACH).report.mode == "incremental"
+
+
+def test_an_out_of_reach_epoch_that_pays_for_the_rewrite_sends_the_bytes_it_sends_when_judged_during_the_run():
+    paying = replace(OUT_OF_REACH, epoch_horizon=50.0)
+    during = _before_the_trial(config=paying)
+    with patch.object(Trial, "after_answer", property(lambda self: False)):
+        assert run(_request(LARGE, TRIED), session=during[0], store=during[1], config=paying).report.mode == "epoch"
+        inline = run(_request(LARGE, TRIED + 1), session=during[0], store=during[1], config=paying)
+    after = _before_the_trial(config=paying)
+    assert run(_request(LARGE, TRIED), session=after[0], store=after[1], config=paying).report.mode == "incremental"
+    after[0].settle()
+    deferred = run(_request(LARGE, TRIED + 1), session=after[0], store=after[1], config=paying)
+    assert deferred.report.mode == "epoch"
+    assert dumps(deferred.body) == dumps(inline.body) != dumps(_request(LARGE, TRIED + 1))
