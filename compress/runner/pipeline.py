@@ -254,7 +254,9 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
             trial = Trial(planner, choice, plan, cached_prefixes(session, resent, life.any_prefix) if choice.cached_end
                           else [], current_turn, config, life, last_end, worth_deferring(provider, estimate, config),
                           not in_reach_next_time(choice, blocks, last_end, provider, config))
-            if trial.after_answer:  # judged by `Session.settle`, on the records as they are now
+            if not trial.could_pay:
+                pass  # no plan of it pays off: judging it would leave the session as it is
+            elif trial.after_answer:  # judged by `Session.settle`, on the records as they are now
                 trial.planner = replace(planner, records=dict(session.records))
                 later = partial(_epoch_after_answer, session, store, trial, provider, tier, tier_of, hashes,
                                 raw_tokens, plain)

@@ -10,7 +10,8 @@ one: the run sends its own plan, and when the trial pays the session starts the 
 the next request is the first one sent with it (its new messages are then written twice: the
 price of the delay). When the cached request the epoch starts after may leave the provider's
 lookback by the next request, the trial still waits, and is priced as the rewrite of everything
-the provider would then write (`Trial.out_of_reach`). Any other trial is judged at once: when
+the provider would then write (`Trial.out_of_reach`); a trial that could not pay for that
+even saving every token from its start on is not built at all (`Trial.could_pay`). Any other trial is judged at once: when
 the cache expired, no cached request is within reach, or the provider reads less than the last
 request, it writes that much anyway, and one request later it would have to write it again.
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from compress.config import CompressConfig
 from compress.provider_cache import CacheLife
-from compress.runner.epochs import EpochChoice, best_start, pays_off
+from compress.runner.epochs import EpochChoice, best_start, pays_off, rewrite_could_pay
 from compress.runner.plan import Plan, Planner
 
 
@@ -76,6 +77,14 @@ class Trial:
         the trial judged after the answer is priced so (`judge`): it pays only if it pays for
         that too."""
         return self.deferrable and bool(self.choice.read_end) and self.choice.read_end == self.last_end
+
+    @property
+    def could_pay(self) -> bool:
+        """False when no plan of this trial can pay off (`rewrite_could_pay`, for a trial judged
+        after the answer and priced as a rewrite: `out_of_reach`), so it need not be judged: it
+        would leave the session as it is. Otherwise True."""
+        return not (self.out_of_reach and self.after_answer) or rewrite_could_pay(
+            self.choice, self.current.out_tokens, self.turn, self.config, self.life)
 
     def judge(self) -> tuple[Plan | None, int]:
         """(The epoch's plan when it pays off, else None; after a trial that did not, the
