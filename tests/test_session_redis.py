@@ -159,7 +159,7 @@ def test_a_run_under_the_lock_takes_four_round_trips(place, monkeypatch):
         session.set_next_trial(8)
         session.save()
         assert not session.changed_on_disk()  # known from the take and the write, not asked
-    assert sent == ["EVALSHA", "pipeline", "EVALSHA", "EVALSHA"]  # take, read, write, give back
+    assert sent == ["EVALSHA", "MGET", "EVALSHA", "EVALSHA"]  # take, read, write, give back
     assert Session.load(place()).header.next_trial_at == 8
 
 
