@@ -180,3 +180,30 @@ def test_a_holder_whose_lease_ran_out_does_not_write_over_the_new_holder(place):
         with pytest.raises(StateChanged):
             late.save()
     assert Session.load(place()).header.next_trial_at == 2
+
+
+def test_a_reload_checks_only_the_lines_it_has_not_checked_before(place, monkeypatch):
+    """A replica reloads a state another replica appended to: the lines it already verified, the
+    same bytes, are not verified again; a line changed in Redis since is new bytes: checked,
+    rejected."""
+    import compress.state.session_store as session_store
+
+    mine = place()
+    with Session.open(mine) as session:
+        run(_reminder_turns(4), session=session, store=CCRStore.in_memory(), config=SMALL_TAIL)
+    first, _ = mine.read()
+    checked: list[bytes] = []
+    verify = session_store.open_line
+    monkeypatch.setattr(session_store, "open_line", lambda key, context, line: checked.append(line)
+                        or verify(key, context, line))
+    with Session.open(place()) as theirs:  # another replica: it verifies what it loads
+        theirs.set_next_trial(5)
+    checked.clear()
+    again, _ = mine.read()
+    assert again.startswith(first) and len(checked) == 1  # the one line appended
+    stored = mine._redis.get(mine._data)
+    header, rest = stored.split(b"\n", 1)
+    mine._redis.set(mine._data, header + b"\n" + rest.replace(b'"next_trial_at":5', b'"next_trial_at":6'))
+    checked.clear()
+    tampered, _ = mine.read()
+    assert len(checked) == 1 and b'{"next_trial_at":' not in tampered and mine.take_rejected() == 1

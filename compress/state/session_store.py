@@ -160,6 +160,10 @@ class RedisState:
         """While this place holds the lock: the write counter and whether the state exists, as
         of the lock's take or this place's last write (no other ctxmill process writes meanwhile);
         None otherwise (`signature` and `exists` then ask Redis)."""
+        self._opened: dict[bytes, bytes] = {}
+        """The signed lines of the last `read` whose MAC held, and what they carry: the same bytes
+        read again (a reload after another replica appended) are not checked again; any other
+        line is (a changed byte makes another line)."""
         self._take = client.register_script(_TAKE)
         self._commit, self._give_back = client.register_script(_WRITE), client.register_script(_GIVE_BACK)
         self.lease, self.wait, self.keep = lease, wait, keep
@@ -223,7 +227,9 @@ class RedisState:
         if data is None:
             return None
         lines = [line for line in data.split(b"\n") if line]
-        opened = [open_line(self._key, self._context, line) for line in lines]
+        known = self._opened
+        opened = [known[line] if line in known else open_line(self._key, self._context, line) for line in lines]
+        self._opened = {line: kept for line, kept in zip(lines, opened) if kept is not None}
         if opened and opened[0] is None:
             self._rejected += len(lines)
             log.warning("%s: its header fails the integrity check: the state is ignored", self._data)
