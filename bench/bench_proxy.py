@@ -63,7 +63,7 @@ def _pair(rng: random.Random, client: int, n: int, chars: int) -> list[dict]:
     ]
 
 
-def conversation(client: int, base_tokens: int, turns: int) -> list[dict]:
+def conversation(client: int, base_tokens: int, turns: int) -> tuple[list[dict], int]:
     """First user message, enough tool pairs for ~base_tokens, then one more pair per turn."""
     rng = random.Random(client)
     chars = 8_000

@@ -55,6 +55,8 @@ from tests.fake_upstream import FakeUpstream, ServerThread  # noqa: E402
 from tests.redis_fixture import RedisServer, free_port  # noqa: E402
 
 STORE_KEY = "bench-team-store-key-0123456789abcdef"
+WARM_TURNS = 2
+"""Requests each replica answers before the latency phase counts its CPU (a long-running replica is warm)."""
 HEADERS = {"x-api-key": "bench", "anthropic-version": "2023-06-01", "content-type": "application/json"}
 
 
@@ -62,11 +64,12 @@ class Replicas:
     """`ctxmill proxy` processes on one store; each its own home and port."""
 
     def __init__(self, folder: Path, store: str | None, upstream: str, count: int, budget: str = "none",
-                 save_delay_ms: int = 0) -> None:
+                 save_delay_ms: int = 0, code: Path = ROOT) -> None:
         """`store` None: the embedded store (files and SQLite), for comparison. `save_delay_ms`:
-        the workers' pause between an answer and writing its state (the forced race)."""
+        the workers' pause between an answer and writing its state (the forced race). `code`:
+        the checkout the replicas run (another one for a before/after: `--compare`)."""
         self.procs, self.urls = [], []
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_DATA_HOME": str(folder / "xdg"),
+        env = {**os.environ, "PYTHONPATH": str(code), "XDG_DATA_HOME": str(folder / "xdg"),
                "CTXMILL_STORE_KEY": STORE_KEY, "CTXMILL_SAVE_DELAY_MS": str(save_delay_ms)}
         for i in range(count):
             home = folder / f"replica{i}-{time.monotonic_ns()}"
@@ -89,16 +92,20 @@ class Replicas:
                         raise RuntimeError(f"replica {url} did not start") from None
                     time.sleep(0.2)
 
-    def cpu_seconds(self) -> float:
-        """CPU time of the replicas and their worker processes so far (call before `stop`)."""
-        total = 0.0
+    def cpu_seconds(self) -> tuple[float, float]:
+        """CPU time so far of the replicas' main processes and of their workers (call before `stop`)."""
+        main = workers = 0.0
         for proc in self.procs:
             for pid in (proc.pid, *_descendants(proc.pid)):
                 try:
-                    total += _cpu_seconds(pid)
+                    spent = _cpu_seconds(pid)
                 except OSError:
-                    pass
-        return total
+                    continue
+                if pid == proc.pid:
+                    main += spent
+                else:
+                    workers += spent
+        return main, workers
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -253,6 +260,8 @@ def main() -> None:
     p.add_argument("--lat-turns", type=int, default=6)
     p.add_argument("--base-tokens", type=int, default=30_000)
     p.add_argument("--rounds", type=int, default=2, help="latency rounds (this machine's speed drifts)")
+    p.add_argument("--compare", metavar="CHECKOUT", type=Path,
+                   help="latency phase: also run the replicas from this checkout (e.g. main), side by side")
     p.add_argument("--skip", default="", help="comma-separated phases to skip: identity,race,team,kill,faults,latency")
     args = p.parse_args()
     skip = set(args.skip.split(","))
@@ -413,19 +422,27 @@ def latency_phase(folder: Path, redis: RedisServer, url, upstream: str, args) ->
     print(f"latency ({args.clients} conversations x {args.lat_turns} turns, ~{args.base_tokens:,}-token start, "
           f"upstream answers at once): direct p50 {percentile(direct, .5):.1f} ms, p99 {percentile(direct, .99):.1f} ms")
     for round_ in range(args.rounds):
-        for count in (0, 1, 2, 4):  # 0: one proxy on the embedded store, for comparison
+        codes = [(f"{args.compare.name}: ", args.compare), ("this checkout: ", ROOT)] if args.compare else [("", ROOT)]
+        runs = [(count, n, *code) for count in (0, 1, 2, 4) for n, code in enumerate(codes)]
+        for count, n, name, code in runs:  # count 0: one proxy on the embedded store, for comparison
             before = int(client.info("memory")["used_memory"])
-            prefix = f"lat{round_}-{count}:"
-            replicas = Replicas(folder, url(prefix) if count else None, upstream, max(count, 1), budget="25")
+            prefix = f"lat{round_}-{count}-{n}:"
+            replicas = Replicas(folder, url(prefix) if count else None, upstream, max(count, 1), budget="25", code=code)
+            cold = sum(replicas.cpu_seconds())
+            for i, replica in enumerate(replicas.urls):  # each process's first requests: lazy imports, compiled regexes
+                latency_run([replica], 1, WARM_TURNS, args.base_tokens, 5000 + 10 * i)
             started = replicas.cpu_seconds()
             times, errors, seconds = latency_run(replicas.urls, args.clients, args.lat_turns, args.base_tokens,
                                                  100 * round_ + count)
-            cpu = replicas.cpu_seconds() - started
+            main, workers = (after - before for after, before in zip(replicas.cpu_seconds(), started))
+            cpu = main + workers
             replicas.stop()
-            line = (f"  {f'{count} replica(s)' if count else 'embedded store'}: p50 {percentile(times, .5):.1f} ms "
+            line = (f"  {name}{f'{count} replica(s)' if count else 'embedded store'}: p50 {percentile(times, .5):.1f} ms "
                     f"(+{percentile(times, .5) - percentile(direct, .5):.1f}), p99 {percentile(times, .99):.1f} ms "
                     f"(+{percentile(times, .99) - percentile(direct, .99):.1f}), {errors} errors, "
-                    f"{len(times) / seconds:.1f} requests/s, {1000 * cpu / len(times):.1f} ms CPU per request")
+                    f"{len(times) / seconds:.1f} requests/s, {1000 * cpu / len(times):.1f} ms CPU per request "
+                    f"(main processes {1000 * main / len(times):.1f}, workers {1000 * workers / len(times):.1f}; "
+                    f"warm-up: {1000 * (sum(started) - cold) / max(count, 1):.0f} ms per replica)")
             if count:
                 used = int(client.info("memory")["used_memory"]) - before
                 own = sum(client.memory_usage(k) or 0 for k in client.scan_iter(match=prefix + "*", count=1000))

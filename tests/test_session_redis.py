@@ -131,3 +131,79 @@ def test_a_lock_left_by_a_hang_is_given_back_when_redis_answers_again(tmp_path):
             pass
     finally:
         server.stop()
+
+
+def _round_trips(monkeypatch, client) -> list[str]:
+    """What `client` sends to Redis from now on: one entry per round trip (a command or a pipeline)."""
+    import redis
+
+    sent: list[str] = []
+    command, pipeline = client.execute_command, redis.client.Pipeline.execute
+    monkeypatch.setattr(client, "execute_command", lambda *a, **k: sent.append(str(a[0])) or command(*a, **k))
+    monkeypatch.setattr(redis.client.Pipeline, "execute", lambda self, *a, **k: sent.append("pipeline")
+                        or pipeline(self, *a, **k))
+    return sent
+
+
+def test_a_run_under_the_lock_takes_four_round_trips(place, monkeypatch):
+    """Take the lock (which also says the state's write counter and whether it exists), read the
+    state when it changed, write what the run added, give the lock back: nothing else."""
+    mine = place()
+    with Session.open(mine) as session:
+        run(_reminder_turns(4), session=session, store=CCRStore.in_memory(), config=SMALL_TAIL)
+    with Session.open(place()) as session:  # another replica's run: the state changed
+        session.set_next_trial(7)
+    sent = _round_trips(monkeypatch, mine._redis)
+    with mine.lock():
+        session = Session.load(mine)  # what a worker does when the state changed
+        session.set_next_trial(8)
+        session.save()
+        assert not session.changed_on_disk()  # known from the take and the write, not asked
+    assert sent == ["EVALSHA", "MGET", "EVALSHA", "EVALSHA"]  # take, read, write, give back
+    assert Session.load(place()).header.next_trial_at == 8
+
+
+def test_a_holder_whose_lease_ran_out_does_not_write_over_the_new_holder(place):
+    """A run longer than the lease: another process took the lock and wrote the state meanwhile.
+    The late holder's write is refused (theirs wins; the caller drops its copy and reloads)."""
+    from compress.state.session_store import StateChanged
+
+    slow, quick = place(lease=0.3), place()
+    with Session.open(slow) as first:
+        first.set_next_trial(1)
+    with slow.lock():
+        late = Session.load(slow)
+        time.sleep(0.5)  # the lease runs out
+        with Session.open(quick) as theirs:
+            theirs.set_next_trial(2)
+        late.set_next_trial(3)
+        with pytest.raises(StateChanged):
+            late.save()
+    assert Session.load(place()).header.next_trial_at == 2
+
+
+def test_a_reload_checks_only_the_lines_it_has_not_checked_before(place, monkeypatch):
+    """A replica reloads a state another replica appended to: the lines it already verified, the
+    same bytes, are not verified again; a line changed in Redis since is new bytes: checked,
+    rejected."""
+    import compress.state.session_store as session_store
+
+    mine = place()
+    with Session.open(mine) as session:
+        run(_reminder_turns(4), session=session, store=CCRStore.in_memory(), config=SMALL_TAIL)
+    first, _ = mine.read()
+    checked: list[bytes] = []
+    verify = session_store.open_line
+    monkeypatch.setattr(session_store, "open_line", lambda key, context, line: checked.append(line)
+                        or verify(key, context, line))
+    with Session.open(place()) as theirs:  # another replica: it verifies what it loads
+        theirs.set_next_trial(5)
+    checked.clear()
+    again, _ = mine.read()
+    assert again.startswith(first) and len(checked) == 1  # the one line appended
+    stored = mine._redis.get(mine._data)
+    header, rest = stored.split(b"\n", 1)
+    mine._redis.set(mine._data, header + b"\n" + rest.replace(b'"next_trial_at":5', b'"next_trial_at":6'))
+    checked.clear()
+    tampered, _ = mine.read()
+    assert len(checked) == 1 and b'{"next_trial_at":' not in tampered and mine.take_rejected() == 1

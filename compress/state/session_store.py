@@ -12,7 +12,9 @@ five operations:
   memory reloads when it differs from what it last read or wrote);
 - `rewrite(data)`: replace the state atomically (an epoch); `append(data)`: add lines (between
   epochs, not fsync-ed: a machine crash may lose the last ones, never tear the lines before).
-  Both return the new signature.
+  Both return the new signature. In Redis, a place holding its lock knows the signature and
+  whether the state exists from the lock's take and its own writes (no round trip), and a write
+  is made only if nobody wrote since (`StateChanged`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,11 @@ KEEP_SECONDS = 30 * 86400
 
 class StateBusy(Exception):
     """The session's lock could not be taken in time."""
+
+
+class StateChanged(Exception):
+    """Another process wrote the state while this one held its lock (the lease ran out): this
+    one's write was not made."""
 
 
 class StateFiles:
@@ -93,12 +100,25 @@ _TAKE = """
 local held = redis.call('GET', KEYS[1])
 if not held or held == ARGV[1] or redis.call('PTTL', KEYS[1]) == -1 then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
+  return {1, redis.call('GET', KEYS[2]) or '', redis.call('EXISTS', KEYS[3])}
 end
 return 0
 """
 """Take the lock when it is free, already ours, or has no lease (no ctxmill process sets one
-without: it is garbage or another program's, and would block the session for ever)."""
+without: it is garbage or another program's, and would block the session for ever); once taken,
+also the state's write counter ('' when none) and whether the state exists, so a run under the
+lock needs no further round trip to learn them."""
+_WRITE = """
+if ARGV[4] ~= '*' and (redis.call('GET', KEYS[2]) or '') ~= ARGV[4] then return false end
+if ARGV[1] == 'set' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('APPEND', KEYS[1], ARGV[2]) end
+local version = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return version
+"""
+"""Replace (`set`) or extend (`append`) the state, count the write and renew both keys' expiry,
+in one step; only when the write counter is still ARGV[4] (what the lock's holder last saw; '*':
+any), else nothing is written (false)."""
 _GIVE_BACK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -136,6 +156,16 @@ class RedisState:
         self._key = key
         self._token = os.urandom(16).hex()
         self._rejected = 0
+        self._seen: tuple[bytes | None, bool] | None = None
+        """While this place holds the lock: the write counter and whether the state exists, as
+        of the lock's take or this place's last write (no other ctxmill process writes meanwhile);
+        None otherwise (`signature` and `exists` then ask Redis)."""
+        self._opened: dict[bytes, bytes] = {}
+        """The signed lines of the last `read` whose MAC held, and what they carry: the same bytes
+        read again (a reload after another replica appended) are not checked again; any other
+        line is (a changed byte makes another line)."""
+        self._take = client.register_script(_TAKE)
+        self._commit, self._give_back = client.register_script(_WRITE), client.register_script(_GIVE_BACK)
         self.lease, self.wait, self.keep = lease, wait, keep
 
     def __repr__(self) -> str:
@@ -146,7 +176,7 @@ class RedisState:
         lease_ms = str(int(self.lease * 1000))
         give_up = time.monotonic() + self.wait
         try:
-            while not self._redis.eval(_TAKE, 1, self._lock, self._token, lease_ms):
+            while not (taken := self._take(keys=[self._lock, self._version, self._data], args=[self._token, lease_ms])):
                 if time.monotonic() >= give_up:
                     raise StateBusy(f"session lock {self._lock} still held after {self.wait:g} s")
                 time.sleep(POLL_SECONDS)
@@ -155,18 +185,20 @@ class RedisState:
         except Exception:
             _janitor.give_back(self._redis, self._lock, self._token, self.lease)  # it may have landed
             raise
+        self._seen = (taken[1] or None, bool(taken[2]))
         try:
             yield
         finally:
+            self._seen = None
             try:
-                if not self._redis.eval(_GIVE_BACK, 1, self._lock, self._token):
+                if not self._give_back(keys=[self._lock], args=[self._token]):
                     log.warning("session lock %s lost before release: its lease ran out", self._lock)
             except Exception as exc:  # noqa: BLE001 - Redis failed: given back once it answers
                 log.warning("session lock %s not released now: %s", self._lock, type(exc).__name__)
                 _janitor.give_back(self._redis, self._lock, self._token, self.lease)
 
     def read(self) -> tuple[bytes | None, object]:
-        data, version = self._redis.pipeline(transaction=True).get(self._data).get(self._version).execute()
+        data, version = self._redis.mget(self._data, self._version)  # one command: both as of one moment
         return self._verified(data), version
 
     def take_rejected(self) -> int:
@@ -175,12 +207,14 @@ class RedisState:
         return n
 
     def signature(self) -> object:
-        return self._redis.get(self._version)
+        return self._seen[0] if self._seen is not None else self._redis.get(self._version)
 
     def exists(self) -> bool:
-        return bool(self._redis.exists(self._data))
+        return self._seen[1] if self._seen is not None else bool(self._redis.exists(self._data))
 
     def rewrite(self, data: bytes) -> object:
+        """Both writes raise `StateChanged` (nothing written) when another process wrote the
+        state since this place took its lock (its lease ran out): theirs wins."""
         return self._write("set", self._signed(data))
 
     def append(self, data: bytes) -> object:
@@ -193,7 +227,9 @@ class RedisState:
         if data is None:
             return None
         lines = [line for line in data.split(b"\n") if line]
-        opened = [open_line(self._key, self._context, line) for line in lines]
+        known = self._opened
+        opened = [known[line] if line in known else open_line(self._key, self._context, line) for line in lines]
+        self._opened = {line: kept for line, kept in zip(lines, opened) if kept is not None}
         if opened and opened[0] is None:
             self._rejected += len(lines)
             log.warning("%s: its header fails the integrity check: the state is ignored", self._data)
@@ -204,11 +240,15 @@ class RedisState:
         return b"".join(line + b"\n" for line in opened if line is not None)
 
     def _write(self, how: str, data: bytes) -> object:
-        pipe = self._redis.pipeline(transaction=True)
-        getattr(pipe, how)(self._data, data)
-        pipe.incr(self._version).expire(self._data, self.keep).expire(self._version, self.keep)
-        version = pipe.execute()[1]
-        return str(version).encode()
+        expected = b"*" if self._seen is None else self._seen[0] or b""
+        version = self._commit(keys=[self._data, self._version], args=[how, data, self.keep, expected])
+        if version is None:
+            self._seen = None  # ask Redis again from now on
+            raise StateChanged(f"{self._data} was written by another process since its lock was taken")
+        signature = str(version).encode()
+        if self._seen is not None:
+            self._seen = (signature, True)
+        return signature
 
 
 class _Janitor:

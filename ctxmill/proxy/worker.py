@@ -50,7 +50,7 @@ from compress.config import CompressConfig
 from compress.runner.pipeline import Chain
 from compress.runner.pipeline import run as run_pipeline
 from compress.state.session import Session
-from compress.state.session_store import StateBusy
+from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
@@ -155,6 +155,9 @@ class SessionState:
                     log.warning("session %s: state changed by another process; reloading", self.key[:12])
                 else:
                     self._session.save()
+        except StateChanged:  # the lease ran out mid-run and another process wrote: theirs wins
+            self._session = None
+            log.warning("session %s: state changed by another process; reloading", self.key[:12])
         except Exception as exc:  # noqa: BLE001 - fail open: the next run starts an epoch
             self._session = None
             log.warning("session %s: state not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
