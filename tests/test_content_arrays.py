@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ccr.markers import find_markers
@@ -89,6 +89,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size
 
 
 @given(JSON)
+@example([{"type": []}])  # an unhashable part type once raised TypeError
 def test_hostile_tool_output_never_breaks_the_unwrapping(value):
     """Tool output is an adversary: any JSON (or none) gives the text of a content array or None,
     never an error; a document nested past what the parser takes is not unwrapped."""

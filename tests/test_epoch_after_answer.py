@@ -1,7 +1,8 @@
 """A large request's epoch trial that would rewrite what the provider could read from its cache
 is judged after the run's answer (`compress.state.session.Session.settle`), and the epoch it finds
 worth taking sends, from the next request on, the bytes the same epoch sends when it is judged
-during the run. A small request's trial, or one for a provider that reads any earlier prefix,
+during the run; one whose cached request may leave the provider's lookback by the next request
+waits too, priced as a rewrite of everything. A small request's trial, or one for a provider that reads any earlier prefix,
 is judged at once."""
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ import copy
 from dataclasses import replace
 from unittest.mock import patch
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ccr.markers import find_markers
 from ccr.store import CCRStore
 from compress.runner import plan as plan_module
+from compress.runner import trial as trial_module
+from compress.runner.epochs import EpochChoice, pays_off, rewrite_could_pay
 from compress.runner.pipeline import run
 from compress.runner.trial import Trial
 from compress.state.session import Session
@@ -125,3 +131,75 @@ def test_a_config_that_judges_every_trial_during_the_run_takes_the_epoch_at_once
     session, store = _before_the_trial(config=inline)
     result = run(_request(LARGE, TRIED), session=session, store=store, config=inline)
     assert result.report.mode == "epoch" and session.deferred is None
+
+
+OUT_OF_REACH = replace(CONFIG, cache_window_blocks=6)
+"""A lookback so short that the cached request the trial's epoch starts after would leave it by
+the next request (`compress.runner.epochs.in_reach_next_time` is false)."""
+
+
+def test_a_trial_that_cannot_pay_for_the_rewrite_builds_no_second_plan_and_changes_nothing():
+    """Out of reach, the trial is priced as a rewrite of everything up to the last request; when
+    even saving every token from its start on would not pay for that (`rewrite_could_pay`), no
+    plan of it is built, and the session and the next request are those of judging it."""
+    built = []
+    real_plan = plan_module.Planner.plan
+
+    def counting(self, start, anchor):
+        built.append(start)
+        return real_plan(self, start, anchor)
+
+    skipped = _before_the_trial(config=OUT_OF_REACH)
+    with patch.object(plan_module.Planner, "plan", counting):
+        result = run(_request(LARGE, TRIED), session=skipped[0], store=skipped[1], config=OUT_OF_REACH)
+        assert result.report.mode == "incremental" and len(built) == 1 and skipped[0].deferred is None
+    judged = _before_the_trial(config=OUT_OF_REACH)
+    priced = []
+    real_pays = trial_module.pays_off
+
+    def pricing(choice, *args):
+        priced.append(choice)
+        return real_pays(choice, *args)
+
+    with patch.object(Trial, "could_pay", property(lambda self: True)), patch.object(trial_module, "pays_off", pricing):
+        assert dumps(run(_request(LARGE, TRIED), session=judged[0], store=judged[1],
+                         config=OUT_OF_REACH).body) == dumps(result.body)
+        assert judged[0].deferred is not None
+        judged[0].settle()
+    assert [c.cached_end for c in priced] == [0] and priced[0].read_end == TRIED - 1
+    # priced on the cached request the same trial pays (12,977 tokens saved); on a rewrite it does not
+    assert not judged[0].header.prepared and judged[0].records == skipped[0].records
+    after = [run(_request(LARGE, TRIED + 1), session=s, store=st, config=OUT_OF_REACH) for s, st in (skipped, judged)]
+    assert after[0].report.mode == after[1].report.mode == "incremental"
+    assert dumps(after[0].body) == dumps(after[1].body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5_000), min_size=2, max_size=30), st.data(), st.integers(1, 400),
+       st.sampled_from([0.0, 0.25, 1.0]))
+def test_a_rewrite_the_bound_rules_out_never_pays_off(current, data, turn, horizon):
+    """`rewrite_could_pay` is an upper bound: whatever a trial from `start` on renders (the
+    messages before it as they are, the others at any size), it does not pay off as a rewrite."""
+    n = len(current)
+    start = data.draw(st.integers(0, n - 1))
+    read_end = data.draw(st.integers(start, n))
+    needed = data.draw(st.integers(0, 20_000))
+    trial = current[:start] + data.draw(st.lists(st.integers(0, 5_000), min_size=n - start, max_size=n - start))
+    choice = EpochChoice(start, needed, 0, read_end, 0)
+    config = replace(CONFIG, epoch_horizon=horizon)
+    if not rewrite_could_pay(choice, current, turn, config):
+        assert not pays_off(choice, current, trial, turn, config)
+
+
+def test_an_out_of_reach_epoch_that_pays_for_the_rewrite_sends_the_bytes_it_sends_when_judged_during_the_run():
+    paying = replace(OUT_OF_REACH, epoch_horizon=50.0)
+    during = _before_the_trial(config=paying)
+    with patch.object(Trial, "after_answer", property(lambda self: False)):
+        assert run(_request(LARGE, TRIED), session=during[0], store=during[1], config=paying).report.mode == "epoch"
+        inline = run(_request(LARGE, TRIED + 1), session=during[0], store=during[1], config=paying)
+    after = _before_the_trial(config=paying)
+    assert run(_request(LARGE, TRIED), session=after[0], store=after[1], config=paying).report.mode == "incremental"
+    after[0].settle()
+    deferred = run(_request(LARGE, TRIED + 1), session=after[0], store=after[1], config=paying)
+    assert deferred.report.mode == "epoch"
+    assert dumps(deferred.body) == dumps(inline.body) != dumps(_request(LARGE, TRIED + 1))

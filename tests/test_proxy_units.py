@@ -103,6 +103,30 @@ def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
     assert calibrated(Session.memory(), 40_000) is None  # no usage yet: the pipeline estimates
 
 
+
+def test_memory_is_handed_back_once_the_bodies_let_go_add_up(tmp_path, monkeypatch):
+    """Each request's parse leaves freed heap pages behind, so a process hands them back once
+    the bodies it let go of since the last time add up (`TRIM_AFTER_BYTES`), whatever their size."""
+    from ccr.store import CCRStore
+    from compress.config import CompressConfig
+    from ctxmill.proxy import inflight, worker
+    from tests.proxy_helpers import example
+
+    released = inflight.ReleasedBytes()
+    third = inflight.TRIM_AFTER_BYTES // 3 + 1
+    assert [released.add(third) for _ in range(6)] == [False, False, True, False, False, True]
+    raw = orjson.dumps(example())
+    monkeypatch.setattr(inflight, "TRIM_AFTER_BYTES", 3 * len(raw))
+    trims: list[int] = []
+    monkeypatch.setattr(worker, "give_back_memory", lambda: trims.append(1))
+    w = worker.Worker(worker.WorkerSetup(tmp_path / "sessions", None, CompressConfig(), None, max_sessions=4))
+    w.store.close()
+    w.store = CCRStore.in_memory()
+    for _ in range(6):
+        assert w.compress("k" * 32, raw).error == ""
+        w.finish()
+    assert len(trims) == 2
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-m", "ctxmill", *args], capture_output=True, text=True, env=env, timeout=60)

@@ -198,6 +198,21 @@ def pays_off(choice: EpochChoice, current: Sequence[int], trial: Sequence[int], 
     return _gain(saved, sum(trial[span]), sum(current[span]), turn, config, life) >= 0
 
 
+def rewrite_could_pay(choice: EpochChoice, current: Sequence[int], turn: int, config: CompressConfig,
+                      life: CacheLife = LIVES["5m"]) -> bool:
+    """Whether an epoch from `choice.start` or later, priced as a rewrite of everything up to
+    `choice.read_end` (`pays_off` with no cached request read), could pay off at all, from the
+    current rendering's tokens alone (`current`): it saves at most every token from its start on,
+    and writes at least the messages before its start, which it renders as they are. False means
+    no plan of it pays off, so none need be built."""
+    most = sum(current[choice.start:])
+    if most < choice.needed:
+        return False
+    if config.epoch_horizon <= 0:
+        return True
+    return _gain(most, sum(current[:choice.start]), sum(current[:choice.read_end]), turn, config, life) >= 0
+
+
 def _gain(saved: int, written: int, not_read: int, turn: int, config: CompressConfig, life: CacheLife) -> float:
     """What an epoch that saves `saved` tokens per request gains over the expected requests
     (`epoch_horizon` × `turn`, at least one): the saving read at the read price in each, less

@@ -44,7 +44,14 @@ from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.model import Message
 from compress.provider_cache import cache_life, provider_blocks
-from compress.runner.epochs import cached_prefixes, epoch_trial, first_resent, forced_reason, left_pressure
+from compress.runner.epochs import (
+    cached_prefixes,
+    epoch_trial,
+    first_resent,
+    forced_reason,
+    in_reach_next_time,
+    left_pressure,
+)
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.plan import Plan, Planner
 from compress.runner.protected_tail import tail_start
@@ -247,9 +254,11 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
                              life.expired(session.header.last_request_at, now), life.any_prefix)
         if choice is not None:
             trial = Trial(planner, choice, plan, cached_prefixes(session, resent, life.any_prefix) if choice.cached_end
-                          else [], current_turn, config, life, last_end,
-                          worth_deferring(choice, blocks, last_end, provider, estimate, config))
-            if trial.after_answer:  # judged by `Session.settle`, on the records as they are now
+                          else [], current_turn, config, life, last_end, worth_deferring(provider, estimate, config),
+                          not in_reach_next_time(choice, blocks, last_end, provider, config))
+            if not trial.could_pay:
+                pass  # no plan of it pays off: judging it would leave the session as it is
+            elif trial.after_answer:  # judged by `Session.settle`, on the records as they are now
                 trial.planner = replace(planner, records=dict(session.records))
                 later = partial(_epoch_after_answer, session, store, trial, provider, tier, tier_of, hashes,
                                 raw_tokens, plain)

@@ -8,9 +8,12 @@ make the provider write what it could have read (`EpochChoice.read_end` set) is 
 the run's answer (`compress.state.session.Session.settle`) when the request only adds to the last
 one: the run sends its own plan, and when the trial pays the session starts the epoch then, so
 the next request is the first one sent with it (its new messages are then written twice: the
-price of the delay). Any other trial is judged at once: when the cache expired, no cached
-request is within reach, or the provider reads less than the last request, it writes that
-much anyway, and one request later it would have to write it again.
+price of the delay). When the cached request the epoch starts after may leave the provider's
+lookback by the next request, the trial still waits, and is priced as the rewrite of everything
+the provider would then write (`Trial.out_of_reach`); a trial that could not pay for that
+even saving every token from its start on is not built at all (`Trial.could_pay`). Any other trial is judged at once: when
+the cache expired, no cached request is within reach, or the provider reads less than the last
+request, it writes that much anyway, and one request later it would have to write it again.
 
 What must hold: a trial judged after the answer decides exactly as one judged during the run
 (the same plan, records and cached prefixes as when the run began: `Trial` holds its own copy
@@ -20,26 +23,22 @@ when it starts during the run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compress.config import CompressConfig
 from compress.provider_cache import CacheLife
-from compress.runner.epochs import EpochChoice, best_start, in_reach_next_time, pays_off
+from compress.runner.epochs import EpochChoice, best_start, pays_off, rewrite_could_pay
 from compress.runner.plan import Plan, Planner
 
 
-def worth_deferring(choice: EpochChoice, blocks: Sequence[int], last_end: int, provider: str, tokens: int,
-                    config: CompressConfig) -> bool:
+def worth_deferring(provider: str, tokens: int, config: CompressConfig) -> bool:
     """Whether this request's trial may wait for its answer (`Trial.after_answer`): the request
-    is large (`CompressConfig.trials_after_answer_from`), the provider is Anthropic (OpenAI-style
-    providers read any earlier prefix, so their epochs re-decide from far back, where a delay
-    makes the provider write a request's large new outputs twice: Codex sessions 0.792 -> 0.816
-    effective), and the epoch could start with the next request for about the same price
-    (`in_reach_next_time`)."""
+    is large (`CompressConfig.trials_after_answer_from`) and the provider is Anthropic
+    (OpenAI-style providers read any earlier prefix, so their epochs re-decide from far back,
+    where a delay makes the provider write a request's large new outputs twice: Codex sessions
+    0.792 -> 0.816 effective)."""
     threshold = config.trials_after_answer_from
-    return 0 < threshold <= tokens and provider == "anthropic" and in_reach_next_time(
-        choice, blocks, last_end, provider, config)
+    return 0 < threshold <= tokens and provider == "anthropic"
 
 
 @dataclass
@@ -59,8 +58,11 @@ class Trial:
     """Where the session's last request ended, when the provider still holds it as sent (0:
     it does not: the client changed a message, or a new prompt dropped earlier thinking)."""
     deferrable: bool = False
-    """A second plan of this request costs enough to move off the request path, and the epoch
-    could start with the next request for about the same price (`worth_deferring`)."""
+    """A second plan of this request costs enough to move off the request path (`worth_deferring`)."""
+    out_of_reach: bool = False
+    """The cached request the epoch starts after may leave the provider's lookback by the next
+    request (`in_reach_next_time` is false): an epoch judged after the answer, first sent with
+    that request, is then priced as a rewrite of everything up to the last request."""
 
     @property
     def after_answer(self) -> bool:
@@ -70,9 +72,19 @@ class Trial:
         writing those again. Otherwise it is judged at once: a trial from an expired cache or
         with no cached request in reach costs nothing extra now, and when the provider reads
         less than the last request it writes the rest anyway, which a later epoch would make
-        it write twice; and when one more request would push the cached request the epoch starts
-        after out of the provider's lookback (the provider would then write it all)."""
+        it write twice. When one more request may push the cached request the epoch starts after
+        out of the provider's lookback (`out_of_reach`), the provider would then write it all, and
+        the trial judged after the answer is priced so (`judge`): it pays only if it pays for
+        that too."""
         return self.deferrable and bool(self.choice.read_end) and self.choice.read_end == self.last_end
+
+    @property
+    def could_pay(self) -> bool:
+        """False when no plan of this trial can pay off (`rewrite_could_pay`, for a trial judged
+        after the answer and priced as a rewrite: `out_of_reach`), so it need not be judged: it
+        would leave the session as it is. Otherwise True."""
+        return not (self.out_of_reach and self.after_answer) or rewrite_could_pay(
+            self.choice, self.current.out_tokens, self.turn, self.config, self.life)
 
     def judge(self) -> tuple[Plan | None, int]:
         """(The epoch's plan when it pays off, else None; after a trial that did not, the
@@ -83,7 +95,8 @@ class Trial:
                                self.config, self.life)
             if later.start != choice.start:
                 choice, trial = later, self.planner.plan(later.start, self.turn)
-        if pays_off(choice, self.current.out_tokens, trial.out_tokens, self.turn, self.config, self.life):
+        priced = replace(choice, cached_end=0) if self.out_of_reach and self.after_answer else choice
+        if pays_off(priced, self.current.out_tokens, trial.out_tokens, self.turn, self.config, self.life):
             return trial, 0
         return None, choice.retry_at()
 

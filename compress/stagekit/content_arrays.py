@@ -7,7 +7,7 @@ its text is the output. `content_array_text` gives that text, so the stages that
 (decide_on_arrival, crush_json) treat it like any other; the original array goes to CCR first.
 
 What must hold: only a non-empty JSON array whose every item is an object with a known part
-`type` (`PART_TYPES`), a text part's `text` a string, is unwrapped; anything else is None. The
+`type` (`PART_TYPES`, a string: `{"type": []}` is not one), a text part's `text` a string, is unwrapped; anything else is None. The
 text is a pure function of the result: text parts' texts in order, each other part (an image, a
 resource) as its JSON on a line of its own, so base64 runs inside it are cut like any other.
 """
@@ -31,7 +31,7 @@ def content_array_text(text: str) -> str | None:
         return None
     out = []
     for part in value:
-        if not isinstance(part, dict) or part.get("type") not in PART_TYPES:
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str) or part["type"] not in PART_TYPES:
             return None
         if part["type"] == "text":
             if not isinstance(part.get("text"), str):

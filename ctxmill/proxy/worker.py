@@ -52,7 +52,7 @@ from compress.runner.pipeline import run as run_pipeline
 from compress.state.session import Session
 from compress.state.session_store import StateBusy
 from ctxmill.proxy import frames
-from ctxmill.proxy.inflight import TRIM_AFTER_BYTES, give_back_memory
+from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
@@ -228,6 +228,7 @@ class Worker:
         self.store = open_store(setup.ccr_root, setup.ccr_retention or Retention(), setup.store)
         self.states: OrderedDict[str, SessionState] = OrderedDict()
         self._unwritten: SessionState | None = None
+        self._released = ReleasedBytes()
 
     def state(self, key: str, persist: bool = True) -> SessionState:
         state = self.states.get(key)
@@ -262,7 +263,7 @@ class Worker:
         while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
                                         or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
             shed += self.states.popitem(last=False)[1].size
-        if shed + state.size >= TRIM_AFTER_BYTES:  # a large body's parse leaves freed heap pages behind
+        if self._released.add(shed + state.size):  # a body's parse leaves freed heap pages behind
             give_back_memory()
 
 
