@@ -1,11 +1,14 @@
 """Absolute token-pressure tiers: always, medium (>= 50K tokens), high (>= 150K).
 
 Each stage declares the lowest tier at which it runs. Thresholds are configurable, with
-per-model overrides chosen by the longest matching model-name prefix. The defaults are set for
-a `REFERENCE_WINDOW` (200K-token) context window; when the caller knows the request's window
-(a 1M-token window: Anthropic's `context-1m` beta, which Claude Code 2.1 sends), or the model's
-is known (`KNOWN_WINDOWS`), the configured thresholds scale with it (`for_window`), so high still
-means "the host compacts soon" there. Per-model overrides are absolute and never scaled.
+per-model overrides chosen by the longest matching model-name prefix. The two tiers mean
+different things. Medium is "enough tokens that cost cuts pay": a count of tokens, the same in
+any window (a 1M window does not make a token cheaper). High is "the host compacts soon": it
+gates what may hide the agent's only copy, so it is set for a `REFERENCE_WINDOW` (200K-token)
+context window and, when the caller knows the request's window (a 1M-token window: Anthropic's
+`context-1m` beta, which Claude Code 2.1 sends), or the model's is known (`KNOWN_WINDOWS`),
+scales with it (`for_window`); medium stays where it is, lowered only to stay at or below high in
+a window smaller than 200K. Per-model overrides are absolute and never scaled.
 """
 
 from __future__ import annotations
@@ -88,11 +91,12 @@ class TierThresholds:
             raise ValueError(f"tier thresholds must satisfy 0 < medium <= high, got {self}")
 
     def for_window(self, window: int | None) -> TierThresholds:
-        """The thresholds scaled to a context window of `window` tokens (None: unknown, as is)."""
+        """The thresholds for a context window of `window` tokens (None: unknown, as is): high
+        scaled by `window / REFERENCE_WINDOW`, medium as is but never above that high."""
         if not window or window <= 0 or window == REFERENCE_WINDOW:
             return self
-        factor = window / REFERENCE_WINDOW
-        return TierThresholds(max(1, round(self.medium * factor)), max(1, round(self.high * factor)))
+        high = max(1, round(self.high * window / REFERENCE_WINDOW))
+        return TierThresholds(min(self.medium, high), high)
 
     def tier_for(self, tokens: int) -> Tier:
         if tokens >= self.high:

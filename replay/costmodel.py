@@ -11,10 +11,13 @@ are per provider, in units of the base input price (`prices_for`); a request abo
 long-context line (GPT-6: 272K tokens) costs twice as much. The model is incremental:
 each request costs time linear in its number of blocks, with no re-counting.
 
-Compactions: a host compacts when the context crosses COMPACT_AT_SHARE of its model's window
-(`compress.tiers.known_window`, else a 200K window: 160K) and continues from COMPACT_TO_SHARE of
-it (20K); `compaction_events` counts that on a list of request sizes. The corpus's Claude Code
-sessions compacted at 155K-180K reported input tokens, its Codex ones (272K) at 230K-236K.
+Compactions: a host compacts when the context crosses COMPACT_AT_SHARE of the window its client
+ran with (the one the engine is told: `replay.usage.client_window`, else the model table's,
+`compress.tiers.known_window`, else a 200K window: 160K), or REPORTED_COMPACT_AT_SHARE of a window
+the client reported (Codex's `model_context_window`: 232.6K of 258,400), and continues from
+COMPACT_TO_SHARE of it (20K); `compaction_events` counts that on a list of request sizes. The
+corpus's Claude Code sessions compacted at 155K-180K reported input tokens, its Codex ones at
+230K-236K.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from compress.provider_cache import LIVES, LOOKBACK_BLOCKS, CacheLife, cache_lif
 from compress.tiers import REFERENCE_WINDOW, known_window
 
 COMPACT_AT_SHARE = 0.8
+REPORTED_COMPACT_AT_SHARE = 0.9
+"""Codex auto-compacts at 90% of the window it reports (already 95% of the model's)."""
 COMPACT_TO_SHARE = 0.1
 
 
@@ -38,9 +43,12 @@ class Compaction:
     to: int
 
     @classmethod
-    def for_model(cls, model: str) -> Compaction:
-        window = known_window(model) or REFERENCE_WINDOW
-        return cls(round(COMPACT_AT_SHARE * window), round(COMPACT_TO_SHARE * window))
+    def for_model(cls, model: str, window: int | None = None, reported: bool = False) -> Compaction:
+        """Where a host running `model` compacts, with the client's `window` (None: the model
+        table's, else 200K); `reported`: the window is the one the client reported using."""
+        window = window or known_window(model) or REFERENCE_WINDOW
+        share = REPORTED_COMPACT_AT_SHARE if reported else COMPACT_AT_SHARE
+        return cls(round(share * window), round(COMPACT_TO_SHARE * window))
 
 
 HOST_200K = Compaction.for_model("")

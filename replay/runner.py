@@ -170,7 +170,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     else 5 minutes); the pipeline is told it, and every request's recorded time, as a live
     client's would be (`compress.runner.pipeline.run`'s `now`), and every side is priced with it.
     The pipeline is told the context window the client ran with as its recording shows it
-    (`replay.usage.client_window`), else the model table's applies, as in the proxy; and, once a
+    (`replay.usage.client_window`), else the model table's applies, as in the proxy (the host's
+    modelled compactions use the same window: `Compaction.for_model`); and, once a
     call's usage is recorded, the provider's count of the request (`replay.usage.ReportedSize`),
     as the proxy calibrates its own.
     `times` off: the session replayed as by a person who never pauses (or a harness that does not
@@ -182,9 +183,11 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     config = replace(config, cache_ttl=cache_ttl)
     model = str(transcript.head.get("model", ""))
     prices = prices_for(transcript.provider, model, cache_ttl)
+    window = client_window(transcript)
     report = ReplayReport(source, transcript.format, transcript.provider, counter.name, prices=prices.name,
                           malformed=transcript.malformed, skipped=dict(transcript.skipped),
-                          host_compactions=transcript.host_compactions, host=Compaction.for_model(model), glued=glued)
+                          host_compactions=transcript.host_compactions, glued=glued,
+                          host=Compaction.for_model(model, window, bool(transcript.context_window)))
     shared: dict = {}
 
     def accountant() -> RequestAccountant:
@@ -206,7 +209,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     stamps: list[float | None] = []
     last_tier = None
     raw_body = out_body = None
-    reported, window = ReportedSize(), client_window(transcript)
+    reported = ReportedSize()
     for history in histories:
         session = Session.memory()
         cap = DecideOnceCap(transcript.provider)

@@ -215,10 +215,11 @@ def test_tiers_scale_with_a_known_context_window():
     t = TierThresholds(medium=50_000, high=150_000)
     assert t.for_window(None) is t and t.for_window(REFERENCE_WINDOW) is t
     million = t.for_window(1_000_000)
-    assert (million.medium, million.high) == (250_000, 750_000)
-    assert million.tier_for(200_000) == Tier.ALWAYS and t.tier_for(200_000) == Tier.HIGH
+    assert (million.medium, million.high) == (50_000, 750_000)
+    assert million.tier_for(200_000) == Tier.MEDIUM and t.tier_for(200_000) == Tier.HIGH
     small = t.for_window(128_000)
-    assert (small.medium, small.high) == (32_000, 96_000)
+    assert (small.medium, small.high) == (50_000, 96_000)
+    assert TierThresholds(medium=90_000, high=100_000).for_window(128_000) == TierThresholds(64_000, 64_000)
 
 
 def test_a_1m_window_request_stays_below_high_where_a_200k_one_is_high():

@@ -148,6 +148,14 @@ def test_a_host_compacts_at_four_fifths_of_its_models_window():
     assert compaction_events([100_000, 200_000], codex) == 0 and compaction_events([100_000, 200_000]) == 1
 
 
+def test_a_host_compacts_in_the_window_its_client_ran_with():
+    """Codex compacts at 90% of the window it reports (258,400: 232.6K; the corpus's sessions at
+    230K-236K); a Claude Code session on the 1M beta at four fifths of 1M, not at 160K."""
+    assert Compaction.for_model("gpt-5.3-codex", 258_400, reported=True) == Compaction(232_560, 25_840)
+    assert Compaction.for_model("claude-opus-4-6", 1_000_000) == Compaction(800_000, 100_000)
+    assert Compaction.for_model("claude-opus-4-6", None) == HOST_200K
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(0, 400_000), max_size=50), st.sampled_from(["claude-sonnet-4-6", "gpt-5.4"]))
 def test_compactions_only_on_crossings(sizes, model):

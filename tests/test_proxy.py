@@ -345,7 +345,8 @@ def test_a_dead_worker_fails_open_and_is_replaced(fake, start_proxy):
 
 def test_the_long_context_beta_scales_the_tiers(fake, start_proxy):
     """Claude Code 2.1 sends `anthropic-beta: …context-1m-…`: the ~21K-token example is at the
-    high tier for 10K/20K thresholds, and at always when it declares a 1M-token window (×5)."""
+    high tier for 10K/20K thresholds, and at medium when it declares a 1M-token window (high ×5,
+    medium absolute)."""
     proxy = start_proxy(compress=replace(SMALL, tiers=TierThresholds(medium=10_000, high=20_000)))
     tiers = []
     for beta in ("claude-code-20250219", "claude-code-20250219,context-1m-2025-08-07"):
@@ -354,4 +355,4 @@ def test_the_long_context_beta_scales_the_tiers(fake, start_proxy):
                        headers={"anthropic-beta": beta, "x-api-key": "k"})
         assert r.status_code == 200
         tiers.append(stats(proxy)["sessions"][0]["last_tier"])  # most recently used first
-    assert tiers == ["high", "always"]
+    assert tiers == ["high", "medium"]

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compress.tiers import Tier, TierThresholds, known_window, thresholds_for
 
@@ -29,7 +31,7 @@ def test_invalid_thresholds_and_names():
 
 
 def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_another():
-    """Codex's GPT-5 models read 272K tokens: high starts at 204K, not 150K."""
+    """Codex's GPT-5 models read 272K tokens: high starts at 204K, not 150K; medium stays at 50K."""
     assert known_window("gpt-5.3-codex") == known_window("gpt-5") == known_window("gpt-6.2-astra") == 272_000
     assert known_window("gpt-6.2-sol") == known_window("openai/gpt-6.1-terra") == 500_000  # Codex 0.171's catalogue
     assert known_window("claude-opus-4-6") is None and known_window("gpt-4o") is None
@@ -38,8 +40,8 @@ def test_a_known_model_window_scales_the_thresholds_unless_the_caller_says_anoth
     assert known_window("gpt-5.4") == known_window("gpt-5.5") == 272_000
     assert known_window("gpt-5.6") == known_window("gpt-5.6-codex") == known_window("openai/gpt-5.6-mini") == 372_000
     t = TierThresholds()
-    assert thresholds_for("gpt-5.4", t, {}) == TierThresholds(68_000, 204_000)
-    assert thresholds_for("gpt-5.4", t, {}, window=1_000_000) == TierThresholds(250_000, 750_000)
+    assert thresholds_for("gpt-5.4", t, {}) == TierThresholds(50_000, 204_000)
+    assert thresholds_for("gpt-5.4", t, {}, window=1_000_000) == TierThresholds(50_000, 750_000)
     assert thresholds_for("claude-sonnet-4-6", t, {}) is t
     override = TierThresholds(10_000, 20_000)
     assert thresholds_for("gpt-5.4", t, {"gpt-5": override}) is override
@@ -52,7 +54,7 @@ def test_claude_models_that_read_a_million_tokens_natively_scale_the_tiers(model
     """Claude Code 2.1.332 runs Opus 5.5 by default, whose 1M window needs no `context-1m` beta:
     at 200K reference tiers the engine would force an epoch at 150K, far from compaction."""
     assert known_window(model) == 1_000_000
-    assert thresholds_for(model, TierThresholds(), {}) == TierThresholds(250_000, 750_000)
+    assert thresholds_for(model, TierThresholds(), {}) == TierThresholds(50_000, 750_000)
 
 
 @pytest.mark.parametrize("model", ["claude-opus-4-6", "claude-sonnet-4-5-20250929", "claude-haiku-4-5",
@@ -79,3 +81,14 @@ def test_older_claude_models_keep_the_reference_window(model):
 ])
 def test_model_ids_as_clients_send_them_resolve_to_their_window(model, window):
     assert known_window(model) == window
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10**6), st.integers(0, 10**6), st.integers(1, 10**7))
+def test_a_window_scales_high_only_and_medium_never_passes_it(medium, extra, window):
+    """High (the host compacts soon) scales with the window; medium (cost cuts pay) is a count of
+    tokens, absolute, lowered only to stay at or below high in a small window."""
+    t = TierThresholds(medium, medium + extra)
+    scaled = t.for_window(window)
+    assert scaled.high == max(1, round(t.high * window / 200_000))
+    assert scaled.medium == min(t.medium, scaled.high)
