@@ -151,10 +151,8 @@ class SessionState:
                 self._session.settle()
             if self.place is not None and self._session is not None:
                 if self._session.changed_on_disk():
-                    self._session = None
-                    log.warning("session %s: state changed by another process; reloading", self.key[:12])
-                else:
-                    self._session.save()
+                    raise StateChanged("written by another process during the run")
+                self._session.save()  # raises StateChanged when another process wrote meanwhile
         except StateChanged:  # the lease ran out mid-run and another process wrote: theirs wins
             self._session = None
             log.warning("session %s: state changed by another process; reloading", self.key[:12])
