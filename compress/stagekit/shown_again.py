@@ -16,10 +16,14 @@ depend on a set's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import posixpath
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from compress.stagekit.line_numbers import unnumbered_lines
-from compress.vocab.touches import CREATE, DELETE, READ, WRITE, FileTouch
+from compress.vocab.calls import written_texts
+from compress.vocab.touches import CREATE, DELETE, READ, WRITE, FileTouch, same_file
 
 SHOWN_AGAIN = frozenset({READ, WRITE, CREATE, DELETE})
 """Later touches after which a block is no longer the agent's only copy of its file's lines: a read
@@ -43,6 +47,26 @@ def copy_lines(text: str, numbered: bool = False) -> frozenset[str]:
     (`compress.stagekit.line_numbers`). A body is never unnumbered: `8080: x` is its text."""
     lines = unnumbered_lines(text) if numbered else text.split("\n")
     return frozenset(stripped for line in lines if len(stripped := line.strip()) >= MIN_LINE_CHARS)
+
+
+def written_lines(tool_name: str, tool_input: Any) -> frozenset[str]:
+    """The distinct lines one call leaves in the files it writes (`compress.vocab.calls.written_texts`),
+    counted as `copy_lines` counts them: what a body holds, or what a whole write shows again."""
+    return frozenset().union(*map(copy_lines, written_texts(tool_name, tool_input)))
+
+
+def later_touches(timeline: Sequence[Iterable[FileTouch]]) -> Callable[[int, str], list[Showing]]:
+    """`later(pos, path)`: the touches of `path`'s file (`same_file`) by the calls after position
+    `pos` of `timeline` (each call's touches, in request order), in order, with their positions."""
+    by_name: dict[str, list[Showing]] = defaultdict(list)
+    for pos, touches in enumerate(timeline):
+        for touch in touches:
+            by_name[posixpath.basename(touch.path)].append((pos, touch))
+
+    def later(pos: int, path: str) -> list[Showing]:
+        return [(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
+
+    return later
 
 
 def shown_again_at(wanted: frozenset[str], showing: Sequence[Sequence[Showing]],

@@ -254,9 +254,8 @@ def crush_text(text: str, key: str, opts: CrushOptions, min_fraction: float = 0.
     the table form if it saves `min_fraction`, else the crushed form if it dropped items. A JSON
     content array whose text is JSON (an MCP tool's JSON answer, `compress.stagekit.content_arrays`)
     is crushed as that JSON."""
-    value = parse_document(text)
-    if (inner := content_array_text(text)) is not None:
-        value = parse_document(inner)
+    inner = content_array_text(text)
+    value = parse_document(text if inner is None else inner)
     if value is None or not isinstance(value, (list, dict)):
         return None
     table, tables = tabulate(value, key, opts)

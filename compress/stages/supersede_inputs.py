@@ -70,18 +70,16 @@ What must hold:
 
 from __future__ import annotations
 
-import posixpath
-from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from compress.config import options_as
 from compress.model import Block, Message, ToolCall, index_tool_calls
 from compress.stagekit.inputnotes import KeyPath, field_name, large_strings, line_count, note_strings, short_path
 from compress.stagekit.line_numbers import shown_at, unnumbered_lines
-from compress.stagekit.shown_again import SHOWN_AGAIN, Showing, copy_lines, shown_again_at
+from compress.stagekit.shown_again import SHOWN_AGAIN, Showing, copy_lines, later_touches, shown_again_at, written_lines
 from compress.stagekit.stage import BlockEdit, Stage, StageContext, edit_blocks
 from compress.tiers import Tier
-from compress.vocab.calls import touched_files, written_texts
+from compress.vocab.calls import touched_files
 from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.shell import shell_heredocs
 from compress.vocab.signals.errors import is_failed_result
@@ -95,7 +93,7 @@ from compress.vocab.tools import (
     is_subagent,
     tool_kind,
 )
-from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch, same_file
+from compress.vocab.touches import CHANGES, CREATE, DELETE, EDIT, MOVE, READ, WRITE, FileTouch, is_patch
 
 _VERBS = {READ: "re-read", WRITE: "rewritten", EDIT: "edited again", DELETE: "deleted", MOVE: "moved",
           CREATE: "re-created"}
@@ -158,12 +156,6 @@ def _bodies(block: Block, min_chars: int) -> list[tuple[KeyPath, str]]:
         return [(command_path, command)] if size > min_chars else []
     strings = large_strings(block.input, 0, frozenset(PATH_KEYS))
     return strings if sum(len(s) for _, s in strings) > min_chars else []
-
-
-def _written_lines(block: Block) -> frozenset[str]:
-    """The distinct lines a call leaves in the files it writes (`compress.vocab.calls.written_texts`,
-    as `compress.stagekit.shown_again.copy_lines` counts them)."""
-    return frozenset().union(*(copy_lines(text) for text in written_texts(block.tool_name, block.input)))
 
 
 def _signed_latest_reply(messages: list[Message]) -> range:
@@ -233,13 +225,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     seen = resolved(messages, polled_calls(messages))
     calls = _calls(seen, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
-    by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
-    for pos, item in enumerate(timeline):
-        for touch in item.touches:
-            by_name[posixpath.basename(touch.path)].append((pos, touch))
-
-    def later(pos: int, path: str) -> list[tuple[int, FileTouch]]:
-        return [(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
+    later = later_touches([item.touches for item in timeline])
 
     signed = _signed_latest_reply(messages)
     edits: dict[int, dict[int, BlockEdit]] = {}
@@ -267,7 +253,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if key not in shown_lines:
             call = timeline[pos].call
             if touch.action != READ:
-                shown_lines[key] = _written_lines(timeline[pos].block)
+                shown_lines[key] = written_lines(timeline[pos].block.tool_name, timeline[pos].block.input)
             elif call.result_msg < 0:
                 shown_lines[key] = frozenset()
             else:
@@ -277,7 +263,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def shown_again_by(item: _Touching, showing: list[list[Showing]]) -> Showing | None:
         """The first later touch by which every file of `item` has been shown again, with the
         lines it wrote (`compress.stagekit.shown_again`); None before then."""
-        return shown_again_at(_written_lines(item.block), showing, lines_shown)
+        return shown_again_at(written_lines(item.block.tool_name, item.block.input), showing, lines_shown)
 
     def settled(quiet_since: int) -> bool:
         return settled_after > 0 and ctx.anchor_turn - quiet_since >= settled_after

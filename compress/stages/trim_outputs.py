@@ -32,7 +32,6 @@ the thinning stored); a cut that saves less than the common rule keeps the origi
 
 from __future__ import annotations
 
-import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Collection
 from dataclasses import replace
@@ -44,17 +43,17 @@ from compress.model import IMAGE, TEXT, TOOL_RESULT, TOOL_USE, Block, Message
 from compress.stagekit.line_numbers import content_chars, thinning_key
 from compress.stagekit.lossy import accept
 from compress.stagekit.output_cut import TrimOptions, base64_pattern, has_base64_run, kb, media_type, trimmed
-from compress.stagekit.shown_again import SHOWN_AGAIN, copy_lines, shown_again_at
+from compress.stagekit.shown_again import SHOWN_AGAIN, copy_lines, later_touches, shown_again_at, written_lines
 from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
-from compress.vocab.calls import first_path, touched_files, written_texts
+from compress.vocab.calls import first_path, touched_files
 from compress.vocab.commands import commits
 from compress.vocab.files import is_source
 from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
-from compress.vocab.touches import CHANGES, READ, FileTouch, same_file
+from compress.vocab.touches import CHANGES, READ, FileTouch
 from ground.jsonbytes import dumps
 
 # -- stale file reads --------------------------------------------------------------------
@@ -72,11 +71,7 @@ def stale_reads(messages: list[Message]) -> set[str]:
     results = {b.tool_id: b.result_text for m in messages for b in m.blocks if b.kind == TOOL_RESULT}
     timeline = [(block, touched_files(block.tool_name, block.input)) for msg in messages for block in msg.blocks
                 if block.kind == TOOL_USE and block.tool_id not in pointers]
-    by_name: dict[str, list[tuple[int, FileTouch]]] = defaultdict(list)
-    for pos, (_, touches) in enumerate(timeline):
-        for touch in touches:
-            if touch.action in SHOWN_AGAIN:
-                by_name[posixpath.basename(touch.path)].append((pos, touch))
+    later = later_touches([touches for _, touches in timeline])
     lines: dict[tuple[int, bool], frozenset[str]] = {}
 
     def lines_of(pos: int, touch: FileTouch) -> frozenset[str]:
@@ -84,7 +79,7 @@ def stale_reads(messages: list[Message]) -> set[str]:
         if key not in lines:
             block = timeline[pos][0]
             lines[key] = (copy_lines(results.get(block.tool_id, ""), True) if key[1]
-                          else frozenset().union(*map(copy_lines, written_texts(block.tool_name, block.input))))
+                          else written_lines(block.tool_name, block.input))
         return lines[key]
 
     stale: set[str] = set()
@@ -92,8 +87,7 @@ def stale_reads(messages: list[Message]) -> set[str]:
         paths = list(dict.fromkeys(t.path for t in touches if t.action == READ))
         if not paths or tool_kind(block.tool_name, block.input) is not ToolKind.FILE_READ:
             continue
-        showing = [[(p, t) for p, t in by_name[posixpath.basename(path)] if p > pos and same_file(path, t.path)]
-                   for path in paths]
+        showing = [[(p, t) for p, t in later(pos, path) if t.action in SHOWN_AGAIN] for path in paths]
         if all(showing) and shown_again_at(lines_of(pos, FileTouch(paths[0], READ)), showing, lines_of) is not None:
             stale.add(block.tool_id)
     return stale
