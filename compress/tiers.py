@@ -45,7 +45,13 @@ Sources (checked 2026-12): Anthropic's model pages (platform.claude.com/docs/en/
 4.8, 5, 5.5, Sonnet 5 and 5.5, Haiku 5.5, Fable 5, 5.1 and 5.2, Mythos 5: 1M tokens) and Claude
 Code's baked-in model catalogue (its `native 1M` column); for OpenAI, the window Codex uses, not
 the API's (GPT-5.5's API reads 1M, GPT-5.6 Sol 1.05M, but Codex's catalogue caps GPT-5.4 and 5.5 at
-272K and gives the GPT-5.6 family 372K, 95% of which it reports as `model_context_window`)."""
+272K, 95% of which it reports as `model_context_window`). The GPT-5.6 family has no one window
+across clients: Codex 0.171's catalogue gives Sol, Terra and Luna 272K (configurable up to 872K),
+OpenCode's bundled model list 1.05M on most providers and 372K for Sol and Terra on one, and a
+GPT-5.6 recording reports 353,400 (95% of 372K). The table keeps 372K: a window too large only
+delays the high tier's cuts, where one too small would settle bodies that are the agent's only
+copy long before the host compacts; a user whose client runs another window sets its tiers
+(`[compress.model_tiers."gpt-5.6"]`)."""
 
 
 def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
