@@ -123,18 +123,22 @@ def session_start(event: dict) -> dict | None:
 def consolidation_due(event: dict, now: float | None = None) -> bool:
     """Whether SessionStart should start `after_session_start`: the event's project home exists
     (without one there is nothing to consolidate) and was last consolidated TIDY_EVERY_S ago or
-    more, or never, or at a time still to come (a clock set back). One stat, no import."""
+    more, or never, or at a time still to come (a clock set back). One stat, no import; a stamp
+    that is not a regular file (a link a repository shipped) counts as none (consolidation
+    replaces it with a file)."""
     import os
+    import stat
     import time
 
     home = project_home(event)
     try:
-        age = (time.time() if now is None else now) - os.stat(home / TIDIED_FILE).st_mtime
+        found = os.lstat(home / TIDIED_FILE)
     except FileNotFoundError:
         return home.is_dir()
     except OSError:
         return False
-    return not 0 <= age < TIDY_EVERY_S
+    age = (time.time() if now is None else now) - found.st_mtime
+    return not (stat.S_ISREG(found.st_mode) and 0 <= age < TIDY_EVERY_S)
 
 
 def after_session_start(event: dict) -> None:

@@ -78,6 +78,11 @@ def test_session_start_consolidates_a_home_at_most_once_an_hour(tmp_path, monkey
     assert not consolidation_due(event, now + TIDY_EVERY_S - 1)
     assert consolidation_due(event, now + TIDY_EVERY_S)
     assert consolidation_due(event, now - 60)
+    stamp.unlink()
+    stamp.symlink_to(tmp_path / ".ctxmill" / ".gitignore")  # a link a repository shipped is no stamp
+    assert consolidation_due(event, now)
+    after_session_start(event)
+    assert not stamp.is_symlink() and not consolidation_due(event)
 
 
 def test_install_compiles_the_bytecode_of_the_packages_it_names(tmp_path):
