@@ -1,7 +1,7 @@
 """Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N]
 [--against DIR]`. Builds a 1,000-entry project memory in a temporary folder, warms the search index
 once (as the first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit`
-with an English prompt, `hook SessionStart` (with a checkpoint present), `hook PreToolUse` (an
+with an English prompt, `hook SessionStart` (with a checkpoint present, a new session each run), `hook PreToolUse` (an
 allowed Write), the first prompt in a repository (no map index yet) and `ctxmill --version` N times
 each as subprocesses, interleaved with the floor (`python -c pass`, started the same way: same
 environment, pipes and input), and prints p50 / p95 wall-clock milliseconds and the p50 as a ratio
@@ -142,15 +142,16 @@ def main() -> None:
         base = {"session_id": "s", "transcript_path": str(Path(tmp) / "t.jsonl"), "cwd": tmp}
         prompt = {**base, "hook_event_name": "UserPromptSubmit", "prompt":
                   "why does the tokenizer break the bm25 index when the session cache expires?"}
-        events = {  # label: (event, payload, whether it prints, with a cache folder of its own each run)
-            "UserPromptSubmit": ("UserPromptSubmit", prompt, True, False),
-            FIRST: ("UserPromptSubmit", prompt, True, True),  # no map index yet: the map is left out
+        events = {  # label: (event, payload, whether it prints, with a cache folder of its own each run,
+            # a new session each run: SessionStart starts one, so it records the session's transcript)
+            "UserPromptSubmit": ("UserPromptSubmit", prompt, True, False, False),
+            FIRST: ("UserPromptSubmit", prompt, True, True, False),  # no map index yet: the map is left out
             "SessionStart": ("SessionStart", {**base, "hook_event_name": "SessionStart", "source": "startup"}, True,
-                             False),
+                             False, True),
             "PreToolUse": ("PreToolUse", {**base, "hook_event_name": "PreToolUse", "tool_name": "Write",  # allowed
                                           "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n" * 2000}},
-                           False, False),
-            "--version": ("--version", None, True, False),
+                           False, False, False),
+            "--version": ("--version", None, True, False, False),
         }
         envs = {name: {**os.environ, "PYTHONPATH": str(root), "CTXMILL_HOME": str(home),
                        "XDG_DATA_HOME": str(Path(tmp) / "xdg")} for name, root in roots.items()}
@@ -161,8 +162,11 @@ def main() -> None:
         for run in range(args.runs):  # interleaved, so a burst of load hits every column alike
             floor.append(time_python(envs["this"]))
             for name, env in envs.items():
-                for label, (event, payload, injects, fresh) in events.items():
+                for label, (event, payload, injects, fresh, new_session) in events.items():
                     own = {**env, "XDG_DATA_HOME": str(Path(tmp) / f"xdg-{name}-{run}")} if fresh else env
+                    if new_session:
+                        payload = {**payload, "session_id": f"{name}-{run}",
+                                   "transcript_path": str(Path(tmp) / f"t-{name}-{run}.jsonl")}
                     times.setdefault((name, label), []).append(time_hook(event, payload, own, injects))
     bare, bare_cpu = (statistics.median(x[i] for x in floor) for i in (0, 1))
     print(f"{args.entries}-entry memory, {args.runs} runs each: wall clock to exit incl. process start and CPU "
