@@ -1,18 +1,18 @@
-"""Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N]
-[--against DIR]`. Builds a 1,000-entry project memory in a temporary folder, warms the search index
-once (as the first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit`
-with an English prompt, `hook SessionStart` (with a checkpoint present, a new session each run), `hook PreToolUse` (an
-allowed Write), the first prompt in a repository (no map index yet) and `ctxmill --version` N times
-each as subprocesses, interleaved with the floor (`python -c pass`, started the same way: same
-environment, pipes and input), and prints p50 / p95 wall-clock milliseconds and the p50 as a ratio
-to the floor's, so the figures read the same on any machine. The hook is timed until it exits (what
-the host waits for); what it leaves running detached (SessionStart's consolidation, the first
-prompt's map index) is waited for before the next timing, so it slows none, and its CPU is shown
-apart ("detached"). `--against DIR`: the same, side by side, for the ctxmill checkout in DIR
+"""Hook latency, end to end including process start: `python bench/bench_hooks.py [--runs N] [--against
+DIR]`. Builds a 1,000-entry project memory in a temporary folder, warms the search index once (as
+the first prompt of a session does), then runs `python -m ctxmill hook UserPromptSubmit` with an
+English prompt, `hook SessionStart` (with a checkpoint present, a new session each run), `hook
+PreToolUse` (an allowed Write), the first prompt in a repository (no map index yet) and `ctxmill
+--version` N times each as subprocesses, interleaved with the floor (`python -c pass`, started the
+same way: same environment, pipes and input), and prints p50 / p95 wall-clock milliseconds and the
+p50 as a ratio to the floor's, so the figures read the same on any machine. The hook is timed until
+it exits (what the host waits for); what it leaves running detached (SessionStart's consolidation,
+the first prompt's map index) is waited for before the next timing, so it slows none, and its CPU is
+shown apart ("detached"). `--against DIR`: the same, side by side, for the ctxmill checkout in DIR
 (another branch, for a before / after). Each checkout's packages are compiled to `.pyc` first, as
 `ctxmill install` does (a machine with PYTHONDONTWRITEBYTECODE set would otherwise time hooks that
-compile every module they import, 25-35% slower). Targets on a quiet machine: UserPromptSubmit <= 50 ms,
-SessionStart <= 60 ms, PreToolUse <= 25 ms (python alone: 18 ms).
+compile every module they import, 25-35% slower). Targets on a quiet machine: UserPromptSubmit <= 50
+ms, SessionStart <= 60 ms, PreToolUse <= 25 ms (python alone: 18 ms).
 """
 
 from __future__ import annotations

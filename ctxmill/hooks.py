@@ -35,8 +35,8 @@ TIDIED_FILE = ".tidied"
 """In a project home: its mtime is when SessionStart last consolidated the home (`after_session_start`)."""
 TIDY_EVERY_S = 3600.0
 """SessionStart consolidates a project home at most once in this many seconds: a session start
-with nothing due forks no process (consolidation costs ~3x the hook's own CPU, on a machine the
-host and its other hooks share). Dreams are due after days and old sessions expire after days:
+with nothing due forks no process (consolidating takes about as much CPU as the hook itself,
+on a machine the host and its next hooks share). Dreams are due after days and old sessions expire after days:
 an hour's delay changes neither."""
 TOOLS_HINT = (
     "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
@@ -61,10 +61,10 @@ def _inject(event_name: str, text: str) -> dict | None:
 
 
 def remember_session(home: Path, event: dict) -> None:
-    """Record the live session's transcript so `ctxmill checkpoint` and the MCP tool can find it
-    (compact JSON through the stdlib, which the hook's process has loaded already: orjson and the
-    modules it loads (uuid, platform) cost a quick hook a few ms; not synced, since a record lost in a crash is
-    written again by the next prompt)."""
+    """Record the live session's transcript so `ctxmill checkpoint` and the MCP tool can find it:
+    compact JSON through the stdlib, which the hook's process has loaded already (orjson and what
+    it loads, uuid and platform, cost a quick hook a few ms); not synced (an fsync costs a new
+    session's first hook several ms, and a record lost in a crash is written by the next prompt)."""
     import json
 
     record = {k: event.get(k) for k in ("session_id", "transcript_path", "cwd") if isinstance(event.get(k), str)}
