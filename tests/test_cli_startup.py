@@ -155,3 +155,6 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
     while not list(maps.glob("*.sqlite3")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(maps.glob("*.sqlite3"))
+    done, modules = _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(  # now with the map
+        {**base, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))
+    assert done.returncode == 0 and "repomap.api" in modules and not modules & HEAVY, modules & HEAVY
