@@ -13,7 +13,9 @@ middle of each shape must come out redacted (leaked), and two runs must give the
 Exit status 1 when a shape is over budget, leaks or is not deterministic. `--corpus`: every tool
 output of the corpus's sessions (../shared/corpus, or CTXMILL_CORPUS) redacted one by one, best
 of `--repeat` (CPU time), in MB/s and as a ratio to the floor: `str.lower` over the same texts,
-the one pass over the text redaction cannot do without.
+the one pass over the text redaction cannot do without. `--corpus --against DIR`: the same for
+the checkout in DIR (its `ground.redact`), side by side in one run, each timing in a process of
+its own.
 `bench/adversarial.py` reports the same counts as its "redaction time" face.
 """
 
@@ -208,26 +210,52 @@ def corpus_outputs() -> list[str]:
     return texts
 
 
-def corpus_speed(repeat: int) -> int:
+TIMED = """
+import json, pickle, sys, time
+sys.path.insert(0, sys.argv[1])
+from ground.redact import redact
+texts = pickle.loads(sys.stdin.buffer.read())
+def cpu(work):
+    t0 = time.process_time()
+    for text in texts:
+        work(text)
+    return time.process_time() - t0
+print(json.dumps({"redact": cpu(redact), "floor": cpu(str.lower), "changed": sum(redact(t) != t for t in texts),
+                  "file": redact.__code__.co_filename}))
+"""
+"""One timing, in a process of its own: the CPU seconds of the checkout argv[1]'s `redact` and of
+the floor over the pickled texts on stdin, and how many texts it changed."""
+
+
+def corpus_speed(repeat: int, against: Path | None = None) -> int:
+    """The corpus's tool outputs redacted one by one, best of `repeat` CPU times; with `against`,
+    that checkout's `ground.redact` too, side by side (each round times both, one after the other)."""
+    import pickle
+    import subprocess
+
     texts = corpus_outputs()
     if not texts:
         print("no corpus: set CTXMILL_CORPUS")
         return 1
     mb = sum(map(len, texts)) / 1e6
-
-    def best(work: Callable[[str], object]) -> float:
-        seconds = float("inf")
-        for _ in range(repeat):
-            t0 = time.process_time()
-            for text in texts:
-                work(text)
-            seconds = min(seconds, time.process_time() - t0)
-        return seconds
-
-    seconds, floor = best(redact), best(str.lower)
-    changed = sum(redact(t) != t for t in texts)
-    print(f"{len(texts):,} tool outputs, {mb:.1f} MB, {changed} with a secret redacted: {seconds:.2f} s, "
-          f"{mb / seconds:.1f} MB/s, {seconds / floor:.0f}× the floor (str.lower, {floor * 1000:.0f} ms)")
+    data = pickle.dumps(texts)
+    roots = {"this": ROOT, **({"against": against.resolve()} if against else {})}
+    best: dict[str, dict] = {}
+    for _ in range(repeat):
+        for name, root in roots.items():
+            done = subprocess.run([sys.executable, "-c", TIMED, str(root)], input=data, capture_output=True,
+                                  check=True)
+            timed = json.loads(done.stdout)
+            assert Path(timed["file"]).is_relative_to(root), f"{name} timed {timed['file']}, not {root}'s"
+            if name not in best or timed["redact"] < best[name]["redact"]:
+                best[name] = {**timed, "floor": min(timed["floor"], best.get(name, timed)["floor"])}
+    print(f"{len(texts):,} tool outputs, {mb:.1f} MB, best of {repeat} (CPU):")
+    for name, timed in best.items():
+        seconds, floor = timed["redact"], timed["floor"]
+        print(f"  {name} ({roots[name]}): {timed['changed']} with a secret redacted: {seconds:.2f} s, "
+              f"{mb / seconds:.1f} MB/s, {seconds / floor:.0f}× the floor (str.lower, {floor * 1000:.0f} ms)")
+    if against:
+        print(f"  this is {best['against']['redact'] / best['this']['redact']:.2f}× as fast")
     return 0
 
 
@@ -237,9 +265,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--corpus", action="store_true")
+    parser.add_argument("--against", type=Path, help="with --corpus: another checkout, timed side by side")
     args = parser.parse_args()
     if args.corpus:
-        return corpus_speed(args.repeat)
+        return corpus_speed(args.repeat, args.against)
     rows = run(args.size, args.repeat, args.grid)
     print("\n| shape | chars | s at half | s | s per MB | ratio | leaked | lost |\n|---|---:|---:|---:|---:|---:|---|---|")
     for r in rows:

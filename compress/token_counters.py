@@ -13,9 +13,14 @@ tiktoken when its o200k file is already in the cache folder the face passes in
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a prompt's hook estimates tokens without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Protocol
+else:
+    Protocol = object  # TokenCounter is a type to annotate with, never a base to check against
 
 # Feature order of `estimator_features` and `_COEFFICIENTS`. Letters and whitespace are not
 # counted: they are implied by `chars` (each count costs a pass over the text).

@@ -31,6 +31,13 @@ PROMPT_MIN_COVERAGE = 0.34  # share of the prompt's distinct search terms a hit 
 PROMPT_MIN_TERMS = 2  # and at least this many of them (or all, for shorter prompts)
 PROMPT_RELATIVE = 0.5  # and at least this fraction of the best hit's score
 CURRENT_FILE = "current.json"
+TIDIED_FILE = ".tidied"
+"""In a project home: its mtime is when SessionStart last consolidated the home (`after_session_start`)."""
+TIDY_EVERY_S = 3600.0
+"""SessionStart consolidates a project home at most once in this many seconds: a session start
+with nothing due forks no process (consolidating takes about as much CPU as the hook itself,
+on a machine the host and its next hooks share). Dreams are due after days and old sessions expire after days:
+an hour's delay changes neither."""
 TOOLS_HINT = (
     "ctxmill is active: markers like [ctxmill: … · deep_expand(\"KEY\")] name cut originals; "
     "call the `deep_expand` MCP tool (or `ctxmill expand KEY`) to read them. `memory_search` / "
@@ -54,18 +61,21 @@ def _inject(event_name: str, text: str) -> dict | None:
 
 
 def remember_session(home: Path, event: dict) -> None:
-    """Record the live session's transcript so `ctxmill checkpoint` and the MCP tool can find it."""
-    import orjson
+    """Record the live session's transcript so `ctxmill checkpoint` and the MCP tool can find it:
+    compact JSON through the stdlib, which the hook's process has loaded already (orjson and what
+    it loads, uuid and platform, cost a quick hook a few ms); not synced (an fsync costs a new
+    session's first hook several ms, and a record lost in a crash is written by the next prompt)."""
+    import json
 
     record = {k: event.get(k) for k in ("session_id", "transcript_path", "cwd") if isinstance(event.get(k), str)}
     if not record.get("transcript_path"):
         return
-    data = orjson.dumps(record)
+    data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
     if _session_record(home) == data:
         return
     from ground.files import atomic_write
 
-    atomic_write(home / "sessions" / CURRENT_FILE, data)
+    atomic_write(home / "sessions" / CURRENT_FILE, data, fsync=False)
 
 
 def _session_record(home: Path) -> bytes | None:
@@ -79,11 +89,11 @@ def _session_record(home: Path) -> bytes | None:
 
 
 def current_session(home: Path) -> dict | None:
-    import orjson
+    import json
 
     try:
-        record = orjson.loads(_session_record(home) or b"null")
-    except orjson.JSONDecodeError:
+        record = json.loads(_session_record(home) or b"null")
+    except ValueError:  # not JSON, or not UTF-8
         return None
     return record if isinstance(record, dict) and isinstance(record.get("transcript_path"), str) else None
 
@@ -110,17 +120,41 @@ def session_start(event: dict) -> dict | None:
     return _inject("SessionStart", "\n\n".join(parts))
 
 
+def consolidation_due(event: dict, now: float | None = None) -> bool:
+    """Whether SessionStart should start `after_session_start`: the event's project home exists
+    (without one there is nothing to consolidate) and was last consolidated TIDY_EVERY_S ago or
+    more, or never, or at a time still to come (a clock set back). One stat, no import; a stamp
+    that is not a regular file (a link a repository shipped) counts as none (consolidation
+    replaces it with a file)."""
+    import os
+    import stat
+    import time
+
+    home = project_home(event)
+    try:
+        found = os.lstat(home / TIDIED_FILE)
+    except FileNotFoundError:
+        return home.is_dir()
+    except OSError:
+        return False
+    age = (time.time() if now is None else now) - found.st_mtime
+    return not (stat.S_ISREG(found.st_mode) and 0 <= age < TIDY_EVERY_S)
+
+
 def after_session_start(event: dict) -> None:
     """Consolidate memory when due, delete old session state and give the project home its
-    .gitignore (runs after the answer is written: never delays injection)."""
+    .gitignore (runs after the answer is written: never delays injection). The home's
+    TIDIED_FILE is written first: a run that fails midway is not retried at every start."""
     from compress.state.session import prune_sessions
     from ctxmill.paths import ensure_gitignore, sessions_dir
     from ctxmill.settings import Settings
+    from ground.files import atomic_write
     from memory.dream import DreamRefused, maybe_dream
     from memory.summary import CHECKPOINT_FILE
 
     home = project_home(event)
     if home.is_dir():
+        atomic_write(home / TIDIED_FILE, b"", fsync=False)  # a stamp: its time is what counts
         prune_sessions(sessions_dir(home), keep=(CHECKPOINT_FILE,))
         ensure_gitignore(home)
     try:

@@ -60,6 +60,31 @@ def test_session_start_answers_without_consolidating_and_consolidates_after(tmp_
     assert (tmp_path / ".ctxmill" / ".gitignore").exists()  # consolidation ran, detached
 
 
+def test_session_start_consolidates_a_home_at_most_once_an_hour(tmp_path, monkeypatch):
+    """Nothing to consolidate without a project home; a fresh home is due; once consolidated
+    (its stamp written first), not again for TIDY_EVERY_S; a stamp in the future (a clock set
+    back) does not put it off for good."""
+    from ctxmill.hooks import TIDIED_FILE, TIDY_EVERY_S, after_session_start, consolidation_due
+
+    monkeypatch.setenv("CTXMILL_HOME", str(tmp_path / ".ctxmill"))
+    event = {"cwd": str(tmp_path)}
+    assert not consolidation_due(event)  # no home: nothing is due, no process is forked
+    (tmp_path / ".ctxmill").mkdir()
+    assert consolidation_due(event)
+    after_session_start(event)
+    stamp = tmp_path / ".ctxmill" / TIDIED_FILE
+    assert stamp.exists() and (tmp_path / ".ctxmill" / ".gitignore").exists()
+    now = stamp.stat().st_mtime
+    assert not consolidation_due(event, now + TIDY_EVERY_S - 1)
+    assert consolidation_due(event, now + TIDY_EVERY_S)
+    assert consolidation_due(event, now - 60)
+    stamp.unlink()
+    stamp.symlink_to(tmp_path / ".ctxmill" / ".gitignore")  # a link a repository shipped is no stamp
+    assert consolidation_due(event, now)
+    after_session_start(event)
+    assert not stamp.is_symlink() and not consolidation_due(event)
+
+
 def test_install_compiles_the_bytecode_of_the_packages_it_names(tmp_path):
     from ctxmill.commands.install import compile_bytecode
 
@@ -115,8 +140,8 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
         "SessionStart": {"source": "startup"},
         "PreToolUse": {"tool_name": "Write", "tool_input": {"file_path": "/src/app.py", "content": "x = 1\n"}},
     }
-    unwanted = {"UserPromptSubmit": HEAVY - {"typing"} | {"memory.markdown", "repomap.api", "sqlite3"},  # no map index yet
-                "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search"},
+    unwanted = {"UserPromptSubmit": HEAVY | {"memory.markdown", "repomap.api", "sqlite3", "orjson"},  # no map index yet
+                "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search", "orjson"},
                 "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings", "dataclasses"}}
     for name, fields in events.items():
         done, modules = _imports(["hook", name], tmp_path, json.dumps({**base, "hook_event_name": name, **fields}))
@@ -130,3 +155,6 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
     while not list(maps.glob("*.sqlite3")) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(maps.glob("*.sqlite3"))
+    done, modules = _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(  # now with the map
+        {**base, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))
+    assert done.returncode == 0 and "repomap.api" in modules and not modules & HEAVY, modules & HEAVY

@@ -12,9 +12,12 @@ import it for the protected-tools default.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
 
 from compress.vocab.touches import DELETE, EDIT, READ, WRITE
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a prompt's hook reads PATH_KEYS without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ToolKind(Enum):

@@ -7,8 +7,9 @@ interrupts the handler's Python code, and the handler runs in a forked child tha
 kills GRACE seconds past the budget, should it be stuck where no signal handler runs (C code that
 never returns to Python, such as an endless read). SessionStart, UserPromptSubmit and PreToolUse
 also start the always-on proxy when it is set up and down (`ctxmill.always_on`), alongside.
-SessionStart consolidates memory after its answer, in a detached process: the hook ends (and
-the host goes on) without waiting for it.
+SessionStart consolidates memory after its answer, in a detached process, when it is due (at
+most once an hour per project: `ctxmill.hooks.consolidation_due`): the hook ends (and the host
+goes on) without waiting for it.
 """
 
 from __future__ import annotations
@@ -138,11 +139,21 @@ def answer(event_name: str) -> None:
         return
     proxy = _start_proxy(event_name)
     try:
-        if _phase(event_name, respond) and event_name == "SessionStart":
+        if _phase(event_name, respond) and event_name == "SessionStart" and _consolidation_due(event):
             _detached(lambda: _phase(event_name, consolidate))
     finally:
         if proxy is not None:
             proxy.join(PROXY_WAIT[event_name] + 1)
+
+
+def _consolidation_due(event: dict) -> bool:
+    """`hooks.consolidation_due`, False (fail open: no consolidation) when it cannot tell."""
+    from ctxmill import hooks
+
+    try:
+        return hooks.consolidation_due(event)
+    except Exception:  # noqa: BLE001 - a hook must never break the host
+        return False
 
 
 def _phase(event_name: str, work) -> bool:
