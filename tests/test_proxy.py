@@ -190,6 +190,20 @@ def test_session_continues_after_restart(fake, start_proxy, tmp_path):
     assert after[:len(before)] == before  # the restarted proxy rendered the known prefix as before
 
 
+def test_stats_written_beside_the_state_while_the_proxy_idles(fake, start_proxy, tmp_path):
+    """A running proxy's worker writes a session's stats once it is idle (in batches, not per
+    request), so a proxy that is killed later still finds them."""
+    from ctxmill.proxy.stats import STATS_FILE
+
+    proxy = start_proxy(home=tmp_path)
+    client, _ = anthropic_client(proxy.url)
+    body = example()
+    for n in (3, 5):
+        client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:n])
+    written = lambda: [orjson.loads(p.read_bytes()) for p in tmp_path.rglob(STATS_FILE)]  # noqa: E731
+    eventually(lambda: [s["requests"] for s in written()] == [1])  # a run brings the stats as of the request before
+
+
 def test_upstream_errors_come_back_with_status_and_body(fake, proxy):
     for status in (429, 500):
         r = httpx.post(proxy.url + "/v1/messages", headers={"x-fake-status": str(status)},

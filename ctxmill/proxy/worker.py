@@ -16,7 +16,8 @@ compressed bytes and a small `RunSummary`. Must hold:
 - The state is written right after the answer went back, before the worker reads its next job
   (`Worker.finish`), once the epoch trial the run left for then is judged
   (`compress.state.session.Session.settle`); the write overlaps the upstream's work, not the request's.
-  Stats bytes sent with a run are written beside it.
+  Stats bytes sent with a run are written beside it in batches when the worker is idle
+  (`ctxmill.proxy.stats.StatsBatch`), all of them at `flush`.
 - Everything that decides a session's bytes is in its state, calibration included: `calibrate`
   records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
   sent, clamped to `CALIBRATION_RANGE`), and the next run, on whichever process or replica,
@@ -53,7 +54,7 @@ from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
-from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
+from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, StatsBatch, session_directory
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
@@ -162,7 +163,7 @@ class SessionState:
         finally:
             self._release()
         if self._stats is not None and self.directory is not None:
-            write_stats(self.directory, self._stats)
+            worker.stats.keep(self.directory, self._stats)
         self._stats = None
 
     def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
@@ -230,6 +231,7 @@ class Worker:
         self.states: OrderedDict[str, SessionState] = OrderedDict()
         self._unwritten: SessionState | None = None
         self._released = ReleasedBytes()
+        self.stats = StatsBatch()
 
     def state(self, key: str, persist: bool = True) -> SessionState:
         state = self.states.get(key)
@@ -304,40 +306,21 @@ def start(setup: WorkerSetup) -> None:
     _worker = Worker(setup)
 
 
-def _die_with_proxy(sock: socket.socket) -> None:
-    """End this process as soon as the proxy's end of `sock` is closed, even in the middle of a
-    job: a killed proxy leaves no worker behind. (The forkserver outlives the proxy while any of
-    its workers runs, so the worker's parent says nothing; the socket's hang-up does.) A daemon
-    thread waits for the hang-up without reading, so jobs are not disturbed."""
-    import os
-    import select
-    import threading
-
-    if not hasattr(select, "poll"):
-        return
-    events = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(sock.fileno(), events)
-        while not poller.poll():
-            pass
-        os._exit(1)
-
-    threading.Thread(target=watch, name="ctxmill-proxy-watch", daemon=True).start()
-
-
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     """The worker process: answer jobs from `sock` until the proxy closes it, then flush.
     Framing: `ctxmill.proxy.frames` (a run that starts an epoch says so first: `_epoch_notice`)."""
     global _socket
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
-    _die_with_proxy(sock)
+    frames.die_with_peer(sock)
     start(setup)
     _socket = sock
     with sock:
-        while _answer(sock):
-            pass
+        while True:
+            batch = _worker.stats if _worker is not None else None
+            if batch is not None and batch.due(lambda seconds: not frames.arrives_within(sock, seconds)):
+                batch.write()
+            elif not _answer(sock):
+                break
     flush()
 
 
@@ -395,5 +378,6 @@ def flush() -> None:
     global _worker
     if _worker is not None:
         _worker.finish()
+        _worker.stats.write()
         _worker.store.close()
         _worker = None
