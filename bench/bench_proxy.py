@@ -5,10 +5,12 @@ would) and `ctxmill proxy` as separate processes on 127.0.0.1, then runs N concu
 T turns of growing ~150K-token tool-using Anthropic conversations (alternating streaming and
 JSON responses; client starts spread over one upstream delay), first directly against the
 upstream, then through a fresh proxy, once per number of concurrent sessions in --clients.
-Each session first sends --warmup requests (default 2: its first request, which starts an epoch
-on 150K tokens, and the first one after a usage report calibrated it), all sessions at once,
-outside the timed figures: a real client sends those once per session of hundreds of requests,
-when its conversation is still small (they are reported apart as the session start).
+Each session first sends --warmup requests (default 3), all sessions at once, outside the timed
+figures: its first request (an epoch on 150K tokens, deferred), the next (incremental on it, not
+yet calibrated: a deferred request's answer calibrates nothing) and the first one sized by a
+usage report (the stand-in counts more tokens than ctxmill's estimate, so its tier rises: an
+epoch). A real client sends those once per session of hundreds of requests, while its
+conversation is still small and they are cheap; they are reported apart as the session start.
 Reports per phase: errors, the added latency to the last response byte (proxy − direct) p50/p99,
 also as a ratio to the floor (one orjson loads + dumps of the request: what any JSON proxy pays,
 so the ratio reads the same on any machine), the share of requests deferred past the latency
@@ -198,7 +200,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--clients", default="1,10,20", help="concurrent sessions, one phase each (comma-separated)")
     p.add_argument("--turns", type=int, default=20, help="timed requests per session (after the warm-up)")
-    p.add_argument("--warmup", type=int, default=2, help="requests per session before the timed ones (0: none)")
+    p.add_argument("--warmup", type=int, default=3, help="requests per session before the timed ones (0: none)")
     p.add_argument("--tokens", type=int, default=150_000, help="size of each conversation at turn 1")
     p.add_argument("--delay", type=float, default=1.0, help="upstream answer delay in seconds")
     p.add_argument("--budget", default=None, help="the proxy's --latency-budget-ms (default: its own)")

@@ -139,6 +139,36 @@ def test_usage_calibrates_the_next_request_from_the_sessions_state(fake, start_p
     assert state.header.tokens_per_byte > 0
 
 
+def test_an_unchanged_calibration_is_not_sent_to_the_worker_again(fake, upstream, tmp_path):
+    """One process owns a persisted session's state: a usage report that leaves its calibration
+    as the state holds it costs no worker job, and the requests' bytes stay as they were."""
+    from compress.state.session import Session
+    from ctxmill.paths import sessions_dir
+    from ctxmill.proxy import worker
+    from ctxmill.proxy.server import uvicorn_options
+    from tests.proxy_stages import CHAIN
+
+    config = ProxyConfig(compress=SMALL, chain=CHAIN, persist=True, home=tmp_path, latency_budget_ms=None,
+                         upstream_anthropic=upstream.url, upstream_openai=upstream.url)
+    app = create_app(config)
+    pool = app.state.proxy.workers
+    calibrations: list[tuple] = []
+    submit = pool.submit
+    pool.submit = lambda key, fn, *args, **kw: (calibrations.append(args) if fn is worker.calibrate_request
+                                                 else None) or submit(key, fn, *args, **kw)
+    body = example()
+    with ServerThread(app, **uvicorn_options(config)) as server:
+        client, _ = anthropic_client(server.url)
+        for _ in range(3):
+            client.messages.create(model=body["model"], max_tokens=10, system=body["system"],
+                                   messages=body["messages"][:5])
+        [session] = stats(server)["sessions"]
+    assert len(calibrations) == 1 and session["usage_reports"] == 3
+    assert fake.received[-1].body == fake.received[-2].body == fake.received[-3].body
+    state = Session.load(sessions_dir(tmp_path) / f"proxy-{session['session']}")
+    assert state.header.calibration is not None
+
+
 def test_headers_forwarded_hop_by_hop_dropped_and_secrets_never_logged(fake, proxy, caplog):
     caplog.set_level(logging.DEBUG)
     body = example()

@@ -30,6 +30,17 @@ CALIBRATION_RANGE = (0.25, 4.0)
 """The provider's reported prompt tokens over ctxmill's estimate, clamped to this range."""
 
 
+def calibration_of(prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> tuple[float, float] | None:
+    """(calibration, tokens per byte) as a session's state keeps them, from the provider's count
+    `prompt_tokens` of a request ctxmill estimated at `sent_tokens`; None when unknown. Rounded
+    (calibration to 2 decimals, clamped to `CALIBRATION_RANGE`; tokens per byte to 3 digits)
+    so the state changes when a tier might, not with every request."""
+    if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
+        return None
+    low, high = CALIBRATION_RANGE
+    return round(min(high, max(low, prompt_tokens / sent_tokens)), 2), float(f"{tokens_per_byte:.3g}")
+
+
 def session_directory(root: Path | None, key: str) -> Path | None:
     """Where a proxy session's state and stats live: `<root>/proxy-<key>/` (None: in memory)."""
     return root / f"proxy-{key}" if root is not None else None

@@ -54,7 +54,7 @@ from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
-from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, StatsBatch, session_directory
+from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
@@ -166,24 +166,24 @@ class SessionState:
             worker.stats.keep(self.directory, self._stats)
         self._stats = None
 
-    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
         """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
-        estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
+        estimate `sent_tokens`) as the session's calibration (`calibration_of`), under the lock,
+        when it changed. True when the state at its place holds it now."""
         self.finish(worker)
-        if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
-            return
-        low, high = CALIBRATION_RANGE
-        calibration = round(min(high, max(low, prompt_tokens / sent_tokens)), 2)
-        per_byte = float(f"{tokens_per_byte:.3g}")  # to a percent or so: the state changes when the tier might
+        if (wanted := calibration_of(prompt_tokens, sent_tokens, tokens_per_byte)) is None:
+            return False
         try:
             with self._locked():
                 session = self._current()
-                if (session.header.calibration, session.header.tokens_per_byte) != (calibration, per_byte):
-                    session.set_calibration(calibration, per_byte)
+                if (session.header.calibration, session.header.tokens_per_byte) != wanted:
+                    session.set_calibration(*wanted)
                     session.save()
+            return self.place is not None
         except Exception as exc:  # noqa: BLE001 - fail open: the tier comes from ctxmill's estimate
             self._session = None
             log.warning("session %s: calibration not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+            return False
 
     def _hold(self) -> None:
         held = contextlib.ExitStack()
@@ -250,10 +250,11 @@ class Worker:
         self._unwritten = state
         return summary
 
-    def calibrate(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
+        """`SessionState.calibrate` of a session this worker holds (False for one it does not)."""
         self.finish()
-        if (state := self.states.get(key)) is not None:
-            state.calibrate(self, prompt_tokens, sent_tokens, tokens_per_byte)
+        state = self.states.get(key)
+        return state is not None and state.calibrate(self, prompt_tokens, sent_tokens, tokens_per_byte)
 
     def finish(self) -> None:
         """Write the last run's state and release its lock; then drop the least recently used
@@ -357,10 +358,11 @@ def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: 
     return _worker.compress(key, raw, stats, context_window, persist, _epoch_notice)
 
 
-def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
-    """The provider's usage of the session's last request, into its state (`Worker.calibrate`)."""
+def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
+    """The provider's usage of the session's last request, into its state (`Worker.calibrate`):
+    True when the state at its place holds that calibration now."""
     assert _worker is not None
-    _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
+    return _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
 
 
 def count_request(raw: bytes) -> RunSummary:
