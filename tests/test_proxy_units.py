@@ -377,3 +377,36 @@ def test_worker_writes_stats_in_batches_and_all_at_flush(tmp_path):
     assert len(folders) == 2 and not any((f / STATS_FILE).exists() for f in folders)
     worker.flush()
     assert [orjson.loads((f / STATS_FILE).read_bytes()) for f in folders] == [{"requests": 2}] * 2
+
+
+def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, monkeypatch):
+    """A persisted session with no run for IDLE_SECONDS is dropped from its worker's memory (a
+    memory-only one is not: its state lives nowhere else); its next run renders the same bytes
+    as a worker that kept it."""
+    import time
+
+    from ccr.store import CCRStore
+    from compress.config import CompressConfig
+    from ctxmill.proxy import worker
+    from tests.proxy_helpers import example
+    from tests.proxy_stages import CHAIN
+
+    body = example()
+    requests = [orjson.dumps({**body, "messages": body["messages"][:n]}) for n in (3, 5, 7)]
+    sent: dict[str, list] = {}
+    for name, idle in (("kept", 3600.0), ("dropped", 0.05)):
+        monkeypatch.setattr(worker, "IDLE_SECONDS", idle)
+        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8))
+        w.store.close()
+        w.store = CCRStore.in_memory()
+        for raw in requests:
+            for key, persist in (("a" * 32, True), ("m" * 32, False)):
+                sent.setdefault(name, []).append(w.compress(key, raw, persist=persist).data)
+                w.finish()
+            time.sleep(0.1)
+            w.compress("b" * 32, requests[0])
+            w.finish()
+            assert ("a" * 32 in w.states) is (name == "kept")
+            assert "m" * 32 in w.states
+        w.store.close()
+    assert sent["kept"] == sent["dropped"]

@@ -3,8 +3,8 @@
 The proxy's event loop never runs the pipeline: it sends a request's bytes to the worker that
 owns the session (`WorkerPool` sends a session always to the same one) and gets back the
 compressed bytes and a small `RunSummary`. Must hold:
-- A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU) and runs
-  one request at a time; a session's runs are therefore in request order.
+- A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU, idle
+  ones dropped) and runs one request at a time, so a session's runs are in request order.
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
   takes) from before it loads the state until the state is written, and reloads the state when
@@ -61,6 +61,9 @@ from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
 
+IDLE_SECONDS = 600.0
+"""A session with no run for this long leaves its worker's memory (`Worker.drop_idle`)."""
+
 
 @dataclass(frozen=True)
 class WorkerSetup:
@@ -105,6 +108,7 @@ class SessionState:
                       if store is not None or directory is not None else None)
         self.size = 0
         """The byte size of the session's last request (what its state keeps in memory, roughly)."""
+        self.used_at = time.monotonic()
         self._session: Session | None = None
         self._held: contextlib.ExitStack | None = None
         """The place's lock, from a run's start until its state is written."""
@@ -239,6 +243,7 @@ class Worker:
             root = self.setup.sessions_root if persist else None
             state = self.states[key] = SessionState(key, session_directory(root, key), self.setup.store)
         self.states.move_to_end(key)
+        state.used_at = time.monotonic()
         return state
 
     def compress(self, key: str, raw: bytes, stats: bytes | None = None, context_window: int | None = None,
@@ -258,7 +263,7 @@ class Worker:
 
     def finish(self) -> None:
         """Write the last run's state and release its lock; then drop the least recently used
-        sessions beyond the limits (the latest always stays)."""
+        sessions beyond the limits (the latest always stays) and the idle ones (`drop_idle`)."""
         state, self._unwritten = self._unwritten, None
         if state is None:
             return
@@ -267,7 +272,17 @@ class Worker:
         while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
                                         or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
             shed += self.states.popitem(last=False)[1].size
-        if self._released.add(shed + state.size):  # a body's parse leaves freed heap pages behind
+        self.drop_idle(shed + state.size)
+
+    def drop_idle(self, released: int = 0) -> None:
+        """Drop the sessions kept at a place (files, shared store) with no run for `IDLE_SECONDS`
+        from memory: their next run reloads the same state, so the same bytes. `released`:
+        bytes of bodies let go since (memory goes back to the OS every `TRIM_AFTER_BYTES`)."""
+        if self._unwritten is None:
+            idle = time.monotonic() - IDLE_SECONDS
+            for key in [k for k, s in self.states.items() if s.used_at < idle and s.place is not None]:
+                released += self.states.pop(key).size
+        if self._released.add(released):  # a body's parse leaves freed heap pages behind
             give_back_memory()
 
 
@@ -292,7 +307,6 @@ def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None
 
 
 # -- entry points (called by `serve` for the proxy's WorkerPool) -------------------------
-
 _worker: Worker | None = None
 _socket: socket.socket | None = None
 """The proxy's end of the job being run: where `_epoch_notice` goes."""
@@ -317,9 +331,10 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     _socket = sock
     with sock:
         while True:
-            batch = _worker.stats if _worker is not None else None
-            if batch is not None and batch.due(lambda seconds: not frames.arrives_within(sock, seconds)):
-                batch.write()
+            if _worker is not None and _worker.stats.due(lambda seconds: not frames.arrives_within(sock, seconds)):
+                _worker.stats.write()
+            elif _worker is not None and not frames.arrives_within(sock, IDLE_SECONDS / 10):
+                _worker.drop_idle()  # a worker with no job for a while lets its idle sessions go
             elif not _answer(sock):
                 break
     flush()
@@ -337,8 +352,7 @@ def _answer(sock: socket.socket) -> bool:
         answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
         answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    sock.sendall(frames.header(len(answer)))
-    sock.sendall(answer)
+    sock.sendall(frames.header(len(answer)) + answer)  # one send: one wake-up of the proxy
     del answer
     if _worker is not None:
         _worker.finish()  # the state is written before the next job is read
@@ -359,8 +373,7 @@ def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: 
 
 
 def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
-    """The provider's usage of the session's last request, into its state (`Worker.calibrate`):
-    True when the state at its place holds that calibration now."""
+    """The provider's usage of the session's last request, into its state (`Worker.calibrate`)."""
     assert _worker is not None
     return _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
 
