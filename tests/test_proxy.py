@@ -375,6 +375,36 @@ def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fa
     assert stats(proxy)["totals"]["deferred"] == 2
 
 
+def test_a_deferred_request_whose_run_finished_before_its_answer_calibrates(fake, start_proxy, tmp_path):
+    """A request sent as it came (its run missed the budget) still calibrates the session when
+    the run finished before the provider's answer: reported tokens over ctxmill's estimate of
+    the original bytes, so the session's next request is sized as the provider counts it."""
+    import threading
+
+    from compress.state.session import Session
+
+    proxy = start_proxy(home=tmp_path, chain=HELD_CHAIN, compress=NO_EPOCHS, latency_budget_ms=300, workers=1)
+    release = tmp_path / "release"
+    body = held_until(example(), release)
+    send = prefix_sender(proxy.url, body, fake)
+    fake.delay = 5.0  # the answer comes after the run, released below, finished
+    try:
+        sent = threading.Thread(target=send, args=(5,))
+        sent.start()
+        eventually(lambda: stats(proxy)["totals"]["deferred"] == 1)  # the original is at the upstream
+        release.touch()
+        eventually(lambda: stats(proxy)["sessions"][0]["tokens_before"] > 0)  # the run finished
+        sent.join(TIMEOUT)
+    finally:
+        fake.delay = 0.0
+    assert fake.received[-1].body == orjson.dumps({**body, "messages": body["messages"][:5]})
+    [session] = stats(proxy)["sessions"]
+    [folder] = [p.parent for p in tmp_path.rglob("state.jsonl")]
+    eventually(lambda: Session.load(folder).header.calibration is not None)
+    reported = len(fake.received[-1].body) // 4
+    assert Session.load(folder).header.calibration == pytest.approx(reported / session["tokens_before"], abs=0.01)
+
+
 def test_a_dead_worker_fails_open_and_is_replaced(fake, start_proxy):
     proxy = start_proxy(chain=CRASH_CHAIN, workers=1)
     body = example()

@@ -180,9 +180,10 @@ class Proxy:
         """The provider's count of the request into the session's state (see ctxmill.proxy.worker),
         before the answer's last bytes go to the client when other replicas share the state, so
         the client's next request, on any replica, is calibrated by it. Nothing to do without a
-        usage report or a run."""
+        usage report or a finished run; a deferred request's run that finished before its answer
+        did calibrates by the original bytes sent (`Outcome.sent_tokens`)."""
         sent = outcome.sent_tokens
-        if usage is None or not usage.prompt_total or not sent or outcome.deferred:
+        if usage is None or not usage.prompt_total or not sent:  # a deferred run done by now counts too
             return
         per_byte = outcome.tokens_per_byte(size)
         wanted = calibration_of(usage.prompt_total, sent, per_byte)
