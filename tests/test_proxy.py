@@ -139,6 +139,36 @@ def test_usage_calibrates_the_next_request_from_the_sessions_state(fake, start_p
     assert state.header.tokens_per_byte > 0
 
 
+def test_an_unchanged_calibration_is_not_sent_to_the_worker_again(fake, upstream, tmp_path):
+    """One process owns a persisted session's state: a usage report that leaves its calibration
+    as the state holds it costs no worker job, and the requests' bytes stay as they were."""
+    from compress.state.session import Session
+    from ctxmill.paths import sessions_dir
+    from ctxmill.proxy import worker
+    from ctxmill.proxy.server import uvicorn_options
+    from tests.proxy_stages import CHAIN
+
+    config = ProxyConfig(compress=SMALL, chain=CHAIN, persist=True, home=tmp_path, latency_budget_ms=None,
+                         upstream_anthropic=upstream.url, upstream_openai=upstream.url)
+    app = create_app(config)
+    pool = app.state.proxy.workers
+    calibrations: list[tuple] = []
+    submit = pool.submit
+    pool.submit = lambda key, fn, *args, **kw: (calibrations.append(args) if fn is worker.calibrate_request
+                                                 else None) or submit(key, fn, *args, **kw)
+    body = example()
+    with ServerThread(app, **uvicorn_options(config)) as server:
+        client, _ = anthropic_client(server.url)
+        for _ in range(3):
+            client.messages.create(model=body["model"], max_tokens=10, system=body["system"],
+                                   messages=body["messages"][:5])
+        [session] = stats(server)["sessions"]
+    assert len(calibrations) == 1 and session["usage_reports"] == 3
+    assert fake.received[-1].body == fake.received[-2].body == fake.received[-3].body
+    state = Session.load(sessions_dir(tmp_path) / f"proxy-{session['session']}")
+    assert state.header.calibration is not None
+
+
 def test_headers_forwarded_hop_by_hop_dropped_and_secrets_never_logged(fake, proxy, caplog):
     caplog.set_level(logging.DEBUG)
     body = example()
@@ -188,6 +218,20 @@ def test_session_continues_after_restart(fake, start_proxy, tmp_path):
     assert session["epochs"] == 1
     before, after = fake.received[-2].json()["messages"], fake.received[-1].json()["messages"]
     assert after[:len(before)] == before  # the restarted proxy rendered the known prefix as before
+
+
+def test_stats_written_beside_the_state_while_the_proxy_idles(fake, start_proxy, tmp_path):
+    """A running proxy's worker writes a session's stats once it is idle (in batches, not per
+    request), so a proxy that is killed later still finds them."""
+    from ctxmill.proxy.stats import STATS_FILE
+
+    proxy = start_proxy(home=tmp_path)
+    client, _ = anthropic_client(proxy.url)
+    body = example()
+    for n in (3, 5):
+        client.messages.create(model=body["model"], max_tokens=10, system=body["system"], messages=body["messages"][:n])
+    written = lambda: [orjson.loads(p.read_bytes()) for p in tmp_path.rglob(STATS_FILE)]  # noqa: E731
+    eventually(lambda: [s["requests"] for s in written()] == [1])  # a run brings the stats as of the request before
 
 
 def test_upstream_errors_come_back_with_status_and_body(fake, proxy):
@@ -329,6 +373,36 @@ def test_a_run_past_the_budget_sends_the_original_and_serves_the_next_request(fa
     [session] = stats(proxy)["sessions"]
     assert session["requests"] == 4 and session["deferred"] == 2 and session["failures"] == 0
     assert stats(proxy)["totals"]["deferred"] == 2
+
+
+def test_a_deferred_request_whose_run_finished_before_its_answer_calibrates(fake, start_proxy, tmp_path):
+    """A request sent as it came (its run missed the budget) still calibrates the session when
+    the run finished before the provider's answer: reported tokens over ctxmill's estimate of
+    the original bytes, so the session's next request is sized as the provider counts it."""
+    import threading
+
+    from compress.state.session import Session
+
+    proxy = start_proxy(home=tmp_path, chain=HELD_CHAIN, compress=NO_EPOCHS, latency_budget_ms=300, workers=1)
+    release = tmp_path / "release"
+    body = held_until(example(), release)
+    send = prefix_sender(proxy.url, body, fake)
+    fake.delay = 5.0  # the answer comes after the run, released below, finished
+    try:
+        sent = threading.Thread(target=send, args=(5,))
+        sent.start()
+        eventually(lambda: stats(proxy)["totals"]["deferred"] == 1)  # the original is at the upstream
+        release.touch()
+        eventually(lambda: stats(proxy)["sessions"][0]["tokens_before"] > 0)  # the run finished
+        sent.join(TIMEOUT)
+    finally:
+        fake.delay = 0.0
+    assert fake.received[-1].body == orjson.dumps({**body, "messages": body["messages"][:5]})
+    [session] = stats(proxy)["sessions"]
+    [folder] = [p.parent for p in tmp_path.rglob("state.jsonl")]
+    eventually(lambda: Session.load(folder).header.calibration is not None)
+    reported = len(fake.received[-1].body) // 4
+    assert Session.load(folder).header.calibration == pytest.approx(reported / session["tokens_before"], abs=0.01)
 
 
 def test_a_dead_worker_fails_open_and_is_replaced(fake, start_proxy):

@@ -322,3 +322,91 @@ def test_request_key_reads_the_same_key_from_the_raw_bytes(body, provider, ids):
 def test_request_key_is_none_for_what_is_not_a_request():
     for raw in (b"", b"not json", b"[1, 2]", b'{"model": "x"}', b'{"messages": {"role": "user"}}', b'{"messages": [1,'):
         assert request_key("anthropic", raw) is None
+
+
+def test_stats_batch_waits_for_an_idle_worker_within_its_delay(tmp_path):
+    """Stats are written once per batch (the latest per folder), when the worker is idle or
+    long overdue under a load that never lets it idle, and `write` leaves none behind."""
+    from ctxmill.proxy.stats import STATS_DELAY, STATS_FILE, StatsBatch
+
+    now = [0.0]
+    batch = StatsBatch(clock=lambda: now[0])
+    busy = lambda seconds: False  # noqa: E731 - a job always arrives first
+    idle = lambda seconds: True  # noqa: E731
+    assert not batch.due(idle)  # nothing kept
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for folder in folders:
+        folder.mkdir()
+    for n in range(1, 4):
+        for folder in folders:
+            batch.keep(folder, orjson.dumps({"requests": n}))
+    asked: list[float] = []
+    assert batch.due(lambda seconds: asked.append(seconds) or True) and asked == [STATS_DELAY]
+    assert not batch.due(busy)
+    now[0] = 1.5 * STATS_DELAY
+    assert not batch.due(busy)  # due, but a job is waiting: the job first
+    now[0] = 2.5 * STATS_DELAY
+    assert batch.due(busy)  # long overdue: written even so
+    assert not any((f / STATS_FILE).exists() for f in folders)
+    batch.write()
+    assert [orjson.loads((f / STATS_FILE).read_bytes()) for f in folders] == [{"requests": 3}] * 2
+    assert not batch.due(idle)
+
+
+def test_worker_writes_stats_in_batches_and_all_at_flush(tmp_path):
+    """A worker keeps the stats runs bring and writes each folder's latest once per batch;
+    its flush (a clean shutdown) writes every one still waiting."""
+    from ccr.store import CCRStore
+    from compress.config import CompressConfig
+    from ctxmill.proxy import worker
+    from ctxmill.proxy.stats import STATS_FILE
+    from tests.proxy_helpers import example
+
+    setup = worker.WorkerSetup(tmp_path / "sessions", None, CompressConfig(), None, max_sessions=4)
+    worker.start(setup)
+    w = worker._worker
+    assert w is not None
+    w.store.close()
+    w.store = CCRStore.in_memory()
+    raw = orjson.dumps(example())
+    for n in (1, 2):
+        for key in ("a" * 32, "b" * 32):
+            assert worker.compress_request(key, raw, orjson.dumps({"requests": n})).error == ""
+            w.finish()
+    folders = sorted((tmp_path / "sessions").iterdir())
+    assert len(folders) == 2 and not any((f / STATS_FILE).exists() for f in folders)
+    worker.flush()
+    assert [orjson.loads((f / STATS_FILE).read_bytes()) for f in folders] == [{"requests": 2}] * 2
+
+
+def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, monkeypatch):
+    """A persisted session with no run for IDLE_SECONDS is dropped from its worker's memory (a
+    memory-only one is not: its state lives nowhere else); its next run renders the same bytes
+    as a worker that kept it."""
+    import time
+
+    from ccr.store import CCRStore
+    from compress.config import CompressConfig
+    from ctxmill.proxy import worker
+    from tests.proxy_helpers import example
+    from tests.proxy_stages import CHAIN
+
+    body = example()
+    requests = [orjson.dumps({**body, "messages": body["messages"][:n]}) for n in (3, 5, 7)]
+    sent: dict[str, list] = {}
+    for name, idle in (("kept", 3600.0), ("dropped", 0.05)):
+        monkeypatch.setattr(worker, "IDLE_SECONDS", idle)
+        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8))
+        w.store.close()
+        w.store = CCRStore.in_memory()
+        for raw in requests:
+            for key, persist in (("a" * 32, True), ("m" * 32, False)):
+                sent.setdefault(name, []).append(w.compress(key, raw, persist=persist).data)
+                w.finish()
+            time.sleep(0.1)
+            w.compress("b" * 32, requests[0])
+            w.finish()
+            assert ("a" * 32 in w.states) is (name == "kept")
+            assert "m" * 32 in w.states
+        w.store.close()
+    assert sent["kept"] == sent["dropped"]

@@ -42,6 +42,7 @@ from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
+from ctxmill.proxy.stats import calibration_of
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.wire import (
     BodyTooLarge,
@@ -179,13 +180,18 @@ class Proxy:
         """The provider's count of the request into the session's state (see ctxmill.proxy.worker),
         before the answer's last bytes go to the client when other replicas share the state, so
         the client's next request, on any replica, is calibrated by it. Nothing to do without a
-        usage report or a run."""
+        usage report or a finished run; a deferred request's run that finished before its answer
+        did calibrates by the original bytes sent (`Outcome.sent_tokens`)."""
         sent = outcome.sent_tokens
-        if usage is None or not usage.prompt_total or not sent or outcome.deferred:
+        if usage is None or not usage.prompt_total or not sent:  # a deferred run done by now counts too
             return
+        per_byte = outcome.tokens_per_byte(size)
+        wanted = calibration_of(usage.prompt_total, sent, per_byte)
+        if wanted is None or (wanted == entry.calibrated and self.config.store is None):
+            return  # the state on disk holds it already, and no other replica writes this session's
         job = self.workers.submit(entry.key, worker.calibrate_request, entry.key, usage.prompt_total, sent,
-                                  outcome.tokens_per_byte(size), first=True)
-        job.done.add_done_callback(_usage_recorded)
+                                  per_byte, first=True)
+        job.done.add_done_callback(lambda done: _usage_recorded(done, entry, wanted))
         if self.config.store is not None:  # another replica may get the next request: wait for the write
             with contextlib.suppress(Exception):
                 await job.done
@@ -321,9 +327,13 @@ class Proxy:
         return out
 
 
-def _usage_recorded(future: asyncio.Future) -> None:
-    if not future.cancelled() and (exc := future.exception()) is not None:
+def _usage_recorded(future: asyncio.Future, entry: ProxySession, calibration: tuple[float, float]) -> None:
+    """`entry.calibrated` is what the session's state at its place holds, as far as this process knows."""
+    if future.cancelled():
+        return
+    if (exc := future.exception()) is not None:
         log.warning("usage not recorded: %s: %s", type(exc).__name__, exc)  # the next request uses the estimate
+    entry.calibrated = calibration if exc is None and future.result() else None
 
 
 def _fill(outcome: Outcome, future: asyncio.Future) -> None:

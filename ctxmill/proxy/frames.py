@@ -5,11 +5,14 @@ A frame is an 8-byte big-endian length, then that many bytes: a job is the pickl
 (function, args), its answer the pickle of (ok, value). Before a job's answer the worker may send
 notices, frames of length 0: `EPOCH`, the job's run has begun planning the whole request again
 (an epoch), so the proxy's latency budget counts from then (incremental work is always waited
-for). Must hold: every job gets exactly one answer, after at most one notice.
+for). Must hold: every job gets exactly one answer, after at most one notice. The worker's side
+also watches its socket: `arrives_within` (is a job coming, or may it write its stats now) and
+`die_with_peer` (a killed proxy leaves no worker behind).
 """
 
 from __future__ import annotations
 
+import select
 import socket
 
 HEADER = 8
@@ -35,3 +38,30 @@ def exactly(sock: socket.socket, size: int) -> bytearray | None:
             return None
         got += n
     return data
+
+
+def arrives_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether a frame (or the hang-up) arrives on `sock` within `seconds`."""
+    return bool(select.select([sock], [], [], seconds)[0])
+
+
+def die_with_peer(sock: socket.socket) -> None:
+    """End this process as soon as the proxy's end of `sock` is closed, even in the middle of a
+    job: a killed proxy leaves no worker behind. (The forkserver outlives the proxy while any of
+    its workers runs, so the worker's parent says nothing; the socket's hang-up does.) A daemon
+    thread waits for the hang-up without reading, so jobs are not disturbed."""
+    import os
+    import threading
+
+    if not hasattr(select, "poll"):
+        return
+    events = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(sock.fileno(), events)
+        while not poller.poll():
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctxmill-proxy-watch", daemon=True).start()

@@ -80,6 +80,9 @@ class ProxySession:
         self.active = 0
         self.pending: asyncio.Future | None = None
         """The session's deferred run while it is still going."""
+        self.calibrated: tuple[float, float] | None = None
+        """The calibration the session's state on disk holds, as this process last wrote it
+        (`ctxmill.proxy.stats.calibration_of`): an unchanged one is not sent to the worker again."""
 
     def stats_bytes(self) -> bytes | None:
         """The stats for the worker to write beside the state (None: nothing to write)."""

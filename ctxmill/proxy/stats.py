@@ -9,6 +9,8 @@ imports no engine, so the event loop reads and writes stats without loading the 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,21 @@ log = logging.getLogger("ctxmill.proxy")
 STATS_FILE = "proxy-stats.json"
 STORE_FAILURE = "shared store failed: "
 """How a run's error starts when the shared store (Redis) failed; the request went as it came."""
+STATS_DELAY = 1.0
+"""Seconds a session's stats may wait in its worker's memory for an idle moment (`StatsBatch`)."""
 CALIBRATION_RANGE = (0.25, 4.0)
 """The provider's reported prompt tokens over ctxmill's estimate, clamped to this range."""
+
+
+def calibration_of(prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> tuple[float, float] | None:
+    """(calibration, tokens per byte) as a session's state keeps them, from the provider's count
+    `prompt_tokens` of a request ctxmill estimated at `sent_tokens`; None when unknown. Rounded
+    (calibration to 2 decimals, clamped to `CALIBRATION_RANGE`; tokens per byte to 3 digits)
+    so the state changes when a tier might, not with every request."""
+    if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
+        return None
+    low, high = CALIBRATION_RANGE
+    return round(min(high, max(low, prompt_tokens / sent_tokens)), 2), float(f"{tokens_per_byte:.3g}")
 
 
 def session_directory(root: Path | None, key: str) -> Path | None:
@@ -100,3 +115,34 @@ def read_stats(directory: Path) -> SessionStats | None:
         return SessionStats.from_dict(orjson.loads((directory / STATS_FILE).read_bytes()))
     except (OSError, orjson.JSONDecodeError, TypeError):
         return None
+
+
+class StatsBatch:
+    """The sessions' latest stats a worker has not written yet: one rename per session folder
+    and batch, not one per request, done when the worker is idle. Must hold: stats wait at most
+    `STATS_DELAY` for an idle moment and at most twice that under a load that never gives one;
+    `write` (at shutdown too) leaves none unwritten. They are counts only (no decision reads
+    them), so a crash loses at most the last seconds' counts, a clean shutdown none."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._latest: dict[Path, bytes] = {}
+        self._since = 0.0
+
+    def keep(self, directory: Path, stats: bytes) -> None:
+        if not self._latest:
+            self._since = self._clock()
+        self._latest[directory] = stats
+
+    def due(self, idle_for: Callable[[float], bool]) -> bool:
+        """Whether to write now: stats are waiting and `idle_for(seconds)` (no job comes within
+        the seconds left until they are due) says the worker is idle, or they are long overdue."""
+        if not self._latest:
+            return False
+        left = self._since + STATS_DELAY - self._clock()
+        return left < -STATS_DELAY or idle_for(max(0.0, left))
+
+    def write(self) -> None:
+        latest, self._latest = self._latest, {}
+        for directory, data in latest.items():
+            write_stats(directory, data)

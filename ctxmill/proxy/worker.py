@@ -3,8 +3,8 @@
 The proxy's event loop never runs the pipeline: it sends a request's bytes to the worker that
 owns the session (`WorkerPool` sends a session always to the same one) and gets back the
 compressed bytes and a small `RunSummary`. Must hold:
-- A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU) and runs
-  one request at a time; a session's runs are therefore in request order.
+- A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU, idle
+  ones dropped) and runs one request at a time, so a session's runs are in request order.
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
   takes) from before it loads the state until the state is written, and reloads the state when
@@ -16,7 +16,8 @@ compressed bytes and a small `RunSummary`. Must hold:
 - The state is written right after the answer went back, before the worker reads its next job
   (`Worker.finish`), once the epoch trial the run left for then is judged
   (`compress.state.session.Session.settle`); the write overlaps the upstream's work, not the request's.
-  Stats bytes sent with a run are written beside it.
+  Stats bytes sent with a run are written beside it in batches when the worker is idle
+  (`ctxmill.proxy.stats.StatsBatch`), all of them at `flush`.
 - Everything that decides a session's bytes is in its state, calibration included: `calibrate`
   records the provider's reported prompt tokens (as a ratio to ctxmill's estimate of what was
   sent, clamped to `CALIBRATION_RANGE`), and the next run, on whichever process or replica,
@@ -53,12 +54,15 @@ from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
-from ctxmill.proxy.stats import CALIBRATION_RANGE, STORE_FAILURE, RunSummary, session_directory, write_stats
+from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
+
+IDLE_SECONDS = 600.0
+"""A session with no run for this long leaves its worker's memory (`Worker.drop_idle`)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class SessionState:
                       if store is not None or directory is not None else None)
         self.size = 0
         """The byte size of the session's last request (what its state keeps in memory, roughly)."""
+        self.used_at = time.monotonic()
         self._session: Session | None = None
         self._held: contextlib.ExitStack | None = None
         """The place's lock, from a run's start until its state is written."""
@@ -162,27 +167,27 @@ class SessionState:
         finally:
             self._release()
         if self._stats is not None and self.directory is not None:
-            write_stats(self.directory, self._stats)
+            worker.stats.keep(self.directory, self._stats)
         self._stats = None
 
-    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, worker: Worker, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
         """Record the provider's count of the request last sent (`prompt_tokens` for ctxmill's
-        estimate `sent_tokens`) as the session's calibration, under the lock, when it changed."""
+        estimate `sent_tokens`) as the session's calibration (`calibration_of`), under the lock,
+        when it changed. True when the state at its place holds it now."""
         self.finish(worker)
-        if sent_tokens <= 0 or prompt_tokens <= 0 or tokens_per_byte <= 0:
-            return
-        low, high = CALIBRATION_RANGE
-        calibration = round(min(high, max(low, prompt_tokens / sent_tokens)), 2)
-        per_byte = float(f"{tokens_per_byte:.3g}")  # to a percent or so: the state changes when the tier might
+        if (wanted := calibration_of(prompt_tokens, sent_tokens, tokens_per_byte)) is None:
+            return False
         try:
             with self._locked():
                 session = self._current()
-                if (session.header.calibration, session.header.tokens_per_byte) != (calibration, per_byte):
-                    session.set_calibration(calibration, per_byte)
+                if (session.header.calibration, session.header.tokens_per_byte) != wanted:
+                    session.set_calibration(*wanted)
                     session.save()
+            return self.place is not None
         except Exception as exc:  # noqa: BLE001 - fail open: the tier comes from ctxmill's estimate
             self._session = None
             log.warning("session %s: calibration not saved: %s: %s", self.key[:12], type(exc).__name__, exc)
+            return False
 
     def _hold(self) -> None:
         held = contextlib.ExitStack()
@@ -230,6 +235,7 @@ class Worker:
         self.states: OrderedDict[str, SessionState] = OrderedDict()
         self._unwritten: SessionState | None = None
         self._released = ReleasedBytes()
+        self.stats = StatsBatch()
 
     def state(self, key: str, persist: bool = True) -> SessionState:
         state = self.states.get(key)
@@ -237,6 +243,7 @@ class Worker:
             root = self.setup.sessions_root if persist else None
             state = self.states[key] = SessionState(key, session_directory(root, key), self.setup.store)
         self.states.move_to_end(key)
+        state.used_at = time.monotonic()
         return state
 
     def compress(self, key: str, raw: bytes, stats: bytes | None = None, context_window: int | None = None,
@@ -248,14 +255,15 @@ class Worker:
         self._unwritten = state
         return summary
 
-    def calibrate(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+    def calibrate(self, key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
+        """`SessionState.calibrate` of a session this worker holds (False for one it does not)."""
         self.finish()
-        if (state := self.states.get(key)) is not None:
-            state.calibrate(self, prompt_tokens, sent_tokens, tokens_per_byte)
+        state = self.states.get(key)
+        return state is not None and state.calibrate(self, prompt_tokens, sent_tokens, tokens_per_byte)
 
     def finish(self) -> None:
         """Write the last run's state and release its lock; then drop the least recently used
-        sessions beyond the limits (the latest always stays)."""
+        sessions beyond the limits (the latest always stays) and the idle ones (`drop_idle`)."""
         state, self._unwritten = self._unwritten, None
         if state is None:
             return
@@ -264,7 +272,17 @@ class Worker:
         while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
                                         or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
             shed += self.states.popitem(last=False)[1].size
-        if self._released.add(shed + state.size):  # a body's parse leaves freed heap pages behind
+        self.drop_idle(shed + state.size)
+
+    def drop_idle(self, released: int = 0) -> None:
+        """Drop the sessions kept at a place (files, shared store) with no run for `IDLE_SECONDS`
+        from memory: their next run reloads the same state, so the same bytes. `released`:
+        bytes of bodies let go since (memory goes back to the OS every `TRIM_AFTER_BYTES`)."""
+        if self._unwritten is None:
+            idle = time.monotonic() - IDLE_SECONDS
+            for key in [k for k, s in self.states.items() if s.used_at < idle and s.place is not None]:
+                released += self.states.pop(key).size
+        if self._released.add(released):  # a body's parse leaves freed heap pages behind
             give_back_memory()
 
 
@@ -289,7 +307,6 @@ def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None
 
 
 # -- entry points (called by `serve` for the proxy's WorkerPool) -------------------------
-
 _worker: Worker | None = None
 _socket: socket.socket | None = None
 """The proxy's end of the job being run: where `_epoch_notice` goes."""
@@ -304,40 +321,22 @@ def start(setup: WorkerSetup) -> None:
     _worker = Worker(setup)
 
 
-def _die_with_proxy(sock: socket.socket) -> None:
-    """End this process as soon as the proxy's end of `sock` is closed, even in the middle of a
-    job: a killed proxy leaves no worker behind. (The forkserver outlives the proxy while any of
-    its workers runs, so the worker's parent says nothing; the socket's hang-up does.) A daemon
-    thread waits for the hang-up without reading, so jobs are not disturbed."""
-    import os
-    import select
-    import threading
-
-    if not hasattr(select, "poll"):
-        return
-    events = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
-
-    def watch() -> None:
-        poller = select.poll()
-        poller.register(sock.fileno(), events)
-        while not poller.poll():
-            pass
-        os._exit(1)
-
-    threading.Thread(target=watch, name="ctxmill-proxy-watch", daemon=True).start()
-
-
 def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     """The worker process: answer jobs from `sock` until the proxy closes it, then flush.
     Framing: `ctxmill.proxy.frames` (a run that starts an epoch says so first: `_epoch_notice`)."""
     global _socket
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
-    _die_with_proxy(sock)
+    frames.die_with_peer(sock)
     start(setup)
     _socket = sock
     with sock:
-        while _answer(sock):
-            pass
+        while True:
+            if _worker is not None and _worker.stats.due(lambda seconds: not frames.arrives_within(sock, seconds)):
+                _worker.stats.write()
+            elif _worker is not None and not frames.arrives_within(sock, IDLE_SECONDS / 10):
+                _worker.drop_idle()  # a worker with no job for a while lets its idle sessions go
+            elif not _answer(sock):
+                break
     flush()
 
 
@@ -353,8 +352,7 @@ def _answer(sock: socket.socket) -> bool:
         answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
         answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    sock.sendall(frames.header(len(answer)))
-    sock.sendall(answer)
+    sock.sendall(frames.header(len(answer)) + answer)  # one send: one wake-up of the proxy
     del answer
     if _worker is not None:
         _worker.finish()  # the state is written before the next job is read
@@ -374,10 +372,10 @@ def compress_request(key: str, raw: bytes, stats: bytes | None, context_window: 
     return _worker.compress(key, raw, stats, context_window, persist, _epoch_notice)
 
 
-def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> None:
+def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per_byte: float) -> bool:
     """The provider's usage of the session's last request, into its state (`Worker.calibrate`)."""
     assert _worker is not None
-    _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
+    return _worker.calibrate(key, prompt_tokens, sent_tokens, tokens_per_byte)
 
 
 def count_request(raw: bytes) -> RunSummary:
@@ -395,5 +393,6 @@ def flush() -> None:
     global _worker
     if _worker is not None:
         _worker.finish()
+        _worker.stats.write()
         _worker.store.close()
         _worker = None
