@@ -123,7 +123,7 @@ def test_a_quick_hook_sets_logging_up_only_when_it_logs(tmp_path):
 
 
 HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "socket", "subprocess", "memory.dream",
-         "memory.statements", "compress.state.session", "ctxmill.channel"}
+         "memory.statements", "compress.state.session", "ctxmill.channel", "ctxmill.proxy_config"}
 """What no quick hook imports in its answer's process (always-on off, an English prompt, a fresh
 memory index)."""
 
