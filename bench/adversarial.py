@@ -239,7 +239,7 @@ def browser_origin_face(tmp: Path) -> list[tuple]:
     from compress.state.session import prune_sessions
     from ctxmill.proxy import create_app
     from ctxmill.proxy.server import uvicorn_options
-    from ctxmill.settings import ProxyConfig
+    from ctxmill.proxy_config import ProxyConfig
     from memory.summary import CHECKPOINT_FILE
     from tests.fake_upstream import FakeUpstream, ServerThread
     from tests.proxy_helpers import example

@@ -151,7 +151,8 @@ def foreign_host_face(tmp: Path) -> list[tuple]:
 
     from ctxmill.dashboard.app import TOKEN_HEADER, create_app
     from ctxmill.proxy.server import served_app, uvicorn_options
-    from ctxmill.settings import ProxyConfig, Settings
+    from ctxmill.proxy_config import ProxyConfig
+    from ctxmill.settings import Settings
     from memory import api
     from tests.fake_upstream import FakeUpstream, ServerThread
     from tests.proxy_helpers import example

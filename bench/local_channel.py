@@ -36,7 +36,7 @@ import sys, uvicorn
 sys.path.insert(0, sys.argv[1])
 from ctxmill.proxy.app import create_app
 from ctxmill.proxy.server import uvicorn_options
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 from pathlib import Path
 config = ProxyConfig(upstream_anthropic=sys.argv[3], upstream_openai=sys.argv[3], home=Path(sys.argv[4]))
 uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning",

@@ -34,7 +34,7 @@ def recent_files(transcript: str | None) -> list[str]:
     """Paths the session's latest tool calls named, most recent first (a bounded tail read)."""
     import orjson
 
-    from compress.vocab.tools import PATH_KEYS
+    from compress.vocab.input_keys import PATH_KEYS
 
     if not transcript:
         return []

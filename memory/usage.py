@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from memory import api
@@ -29,10 +28,16 @@ USAGE_FILE = "usage.log"
 COMPACT_BYTES = 256 * 1024
 
 
-@dataclass(frozen=True, slots=True)  # not a typing.NamedTuple: SessionStart's process does not import typing
 class Use:
-    times: int  # uses counted (not `count`: that would hide tuple.count)
-    last: str  # ISO date of the latest use
+    """An entry's uses, as `load` reads them. A plain class: a prompt's hook, which only appends to
+    the log (`record`), builds no record class for it (a dataclass costs ~0.5 ms to define), and
+    not a typing.NamedTuple (SessionStart's process does not import typing)."""
+
+    __slots__ = ("last", "times")
+
+    def __init__(self, times: int, last: str) -> None:
+        self.times = times  # uses counted
+        self.last = last  # ISO date of the latest use
 
 
 def _path(cfg: MemoryConfig) -> Path:

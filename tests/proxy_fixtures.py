@@ -13,7 +13,7 @@ from compress.config import CompressConfig
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
 from ctxmill.proxy.server import uvicorn_options
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 from tests.fake_upstream import FakeUpstream, ServerThread
 from tests.proxy_stages import CHAIN
 

@@ -12,7 +12,7 @@ import pytest
 
 from compress.tiers import TierThresholds
 from ctxmill.proxy import create_app
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 from tests.fake_upstream import FakeUpstream, ServerThread
 from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, SMALL, fake, proxy, start_proxy, upstream  # noqa: F401 - fixtures

@@ -16,7 +16,7 @@ from ctxmill.proxy.app import Proxy
 from ctxmill.proxy.sessions import ProxySession
 from ctxmill.proxy.stats import SessionStats
 from ctxmill.proxy.workerpool import Submitted
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 from tests.helpers import eventually
 from tests.proxy_fixtures import NO_EPOCHS, fake, start_proxy, upstream  # noqa: F401 - fixtures
 from tests.proxy_helpers import example, prefix_sender

@@ -141,7 +141,7 @@ def test_cli_refuses_remote_host_and_self_loop():
 
 def test_cli_stats_queries_a_running_proxy():
     from ctxmill.proxy import create_app
-    from ctxmill.settings import ProxyConfig
+    from ctxmill.proxy_config import ProxyConfig
     from tests.fake_upstream import ServerThread
 
     with ServerThread(create_app(ProxyConfig(persist=False))) as proxy:

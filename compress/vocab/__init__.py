@@ -2,6 +2,7 @@
 
 - `tools`: tool names -> kinds (`tool_kind`), file tools and their actions, protected tools,
   memory tools, the `mcp__` name rule (`base_name`), a call's shell command (`command_of`).
+- `input_keys`: the tools' input keys that name a file, hold a patch, a written or a replaced text.
 - `touches`: what a call does to one file (`FileTouch`, the actions), path rules, apply_patch bodies.
 - `shell`: which files a shell command touches, and its heredocs.
 - `calls`: `touched_files(tool, input)` for any call, and `rerun_hint` for CCR's "expired" message.

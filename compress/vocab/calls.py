@@ -15,12 +15,11 @@ import posixpath
 from typing import Any
 
 from compress.vocab.codemode import nested_calls
+from compress.vocab.input_keys import PATCH_KEYS, PATH_KEYS
 from compress.vocab.shell import shell_heredocs, shell_touches
 from compress.vocab.tools import (
     CODE_MODE_TOOLS,
-    PATCH_KEYS,
     PATCH_TOOLS,
-    PATH_KEYS,
     ToolKind,
     base_name,
     command_of,

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from enum import Enum
 
+from compress.vocab.input_keys import ECHOED_KEYS as ECHOED_KEYS  # re-exported: the stages read the keys here
+from compress.vocab.input_keys import OLD_TEXT_KEYS, WRITTEN_KEYS
+from compress.vocab.input_keys import PATH_KEYS as PATH_KEYS
 from compress.vocab.touches import DELETE, EDIT, READ, WRITE
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING: a prompt's hook reads PATH_KEYS without importing typing
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING: the faces read PROTECTED_TOOLS without importing typing
 if TYPE_CHECKING:
     from typing import Any
 
@@ -71,21 +74,6 @@ CODE_MODE_TOOLS = frozenset({"exec"})
 BOOKKEEPING_TOOLS = frozenset({"taskoutput", "bashoutput", "todowrite", "todoread", "todo_write", "askuserquestion",
                                "question", "skill", "toolsearch", "enterplanmode", "exitplanmode", "killshell"})
 """Tools that keep the session's books (todos, questions, plans, background output), not the project's."""
-PATH_KEYS = ("file_path", "filePath", "notebook_path", "path", "filename", "target_file")
-"""Input keys of file tools that name the file (the first present one is used)."""
-PATCH_KEYS = ("patch", "patchText", "patch_text", "input", "diff")
-"""Input keys of patch tools that hold the patch body (the first present one is used)."""
-
-ECHOED_KEYS = frozenset({"content", "file_text", "new_string", "newString", "new_str"})
-"""Input keys of written texts a host may show again, numbered, in the call's result (Claude Code
-up to 2.1.39 answers a Write over an existing file with the whole file, an Edit with the edited
-region)."""
-WRITTEN_KEYS = (*sorted(ECHOED_KEYS), "new_source")
-"""Input keys of the texts file tools write: `ECHOED_KEYS` and NotebookEdit's `new_source`."""
-OLD_TEXT_KEYS = ("old_string", "oldString", "old_str")
-"""Input keys of edit calls that hold the text being replaced, which the model copies out of
-its context (Claude Code Edit / MultiEdit `edits[]`, OpenCode edit, str_replace editors)."""
-
 PROTECTED_TOOLS = frozenset({
     "edit", "multiedit", "notebookedit", "apply_patch", "str_replace_based_edit_tool",
     "todowrite", "todoread", "todo_write", "question", "askuserquestion", "exitplanmode",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ctxmill.settings import DEFAULT_PORT
+from ctxmill.proxy_config import DEFAULT_PORT
 
 HOSTS = ("claude-code", "codex", "opencode")
 UPSTREAM_KEY = {"claude-code": "upstream_anthropic", "codex": "upstream_openai"}

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ctxmill.config_tables import parse_budget
-from ctxmill.settings import (
+from ctxmill.proxy_config import (
     ANTHROPIC_API,
     DEFAULT_LATENCY_BUDGET_MS,
     DEFAULT_MAX_BODY,
@@ -21,8 +21,8 @@ from ctxmill.settings import (
     DEFAULT_PORT,
     OPENAI_API,
     ProxyConfig,
-    Settings,
 )
+from ctxmill.settings import Settings
 from ctxmill.shared_store import add_flag
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ctxmill import channel
 from ctxmill.always_on import port_is_free as _free
-from ctxmill.settings import DEFAULT_PORT
+from ctxmill.proxy_config import DEFAULT_PORT
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0

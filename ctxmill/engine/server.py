@@ -27,7 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ctxmill.settings import DEFAULT_MAX_BODY
+from ctxmill.proxy_config import DEFAULT_MAX_BODY
 
 log = logging.getLogger("ctxmill.engine")
 

@@ -1,6 +1,6 @@
 """The API proxy face: every Anthropic / OpenAI request passes through the per-turn transform.
 
-`create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.settings`) is a Starlette ASGI app;
+`create_app(ProxyConfig(...))` (ProxyConfig: `ctxmill.proxy_config`) is a Starlette ASGI app;
 `listen(host, port)` binds its socket and `serve(config, sock, host, port)` runs it under
 uvicorn. Modules: `routing` (which upstream, which
 route compresses), `wire` (headers, bodies, provider-shaped errors), `connections` (how long and
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ctxmill.settings import ProxyConfig
+    from ctxmill.proxy_config import ProxyConfig
 
 
 def create_app(config: ProxyConfig):

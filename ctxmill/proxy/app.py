@@ -56,7 +56,7 @@ from ctxmill.proxy.wire import (
     upstream_headers,
 )
 from ctxmill.proxy.workerpool import WorkerPool
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 
 log = logging.getLogger("ctxmill.proxy")
 

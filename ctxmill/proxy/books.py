@@ -15,7 +15,7 @@ from pathlib import Path
 from compress.formats.usage import Usage
 from ctxmill.paths import ledger_file
 from ctxmill.proxy.sessions import Outcome
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 
 log = logging.getLogger("ctxmill.proxy")
 

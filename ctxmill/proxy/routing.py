@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from compress.formats.requests import SHAPES
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 
 COMPRESS = "compress"
 COUNT_TOKENS = "count_tokens"

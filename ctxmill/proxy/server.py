@@ -9,7 +9,7 @@ import logging
 import socket
 from typing import Any
 
-from ctxmill.settings import ProxyConfig
+from ctxmill.proxy_config import ProxyConfig
 
 log = logging.getLogger("ctxmill.proxy")
 

@@ -94,7 +94,7 @@ def event(name: str, transcript: Path, project: Path, **fields) -> str:
 
 def through_the_proxy(home: Path) -> None:
     from ctxmill.proxy import create_app
-    from ctxmill.settings import ProxyConfig
+    from ctxmill.proxy_config import ProxyConfig
     from tests.fake_upstream import FakeUpstream, ServerThread
     from tests.test_proxy import SMALL
 

@@ -15,7 +15,8 @@ from starlette.testclient import TestClient
 from ctxmill.dashboard.app import TOKEN_HEADER, create_app
 from ctxmill.proxy.browsers import foreign_host
 from ctxmill.proxy.server import served_app, uvicorn_options
-from ctxmill.settings import ProxyConfig, Settings
+from ctxmill.proxy_config import ProxyConfig
+from ctxmill.settings import Settings
 from memory import api
 from tests.fake_upstream import ServerThread
 from tests.proxy_fixtures import fake, upstream  # noqa: F401 - fixtures
