@@ -12,12 +12,11 @@ line numbers decide_on_arrival thinned is still one):
   other output keep head, headings, error lines and tail.
 
 A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). Reports and
-docs are kept whole only while they are the newest thing the agent works on (`moved_on`): a
-subagent's report younger than `report_fresh_turns` turns, until a call in a later turn touches
-a file (the agent acts on a report in the turns after it, then works on files); a docs read
-(.md, .txt, .rst) as a fresh source read, until a call in a later turn touches another file.
-Once the agent has moved on they are cut like other long output, the original in CCR. Budgets
+of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). And
+a subagent's report is kept whole only while it is the newest thing the agent works on
+(`moved_on`): younger than `report_fresh_turns` turns, and until a call in a later turn touches
+a file (the agent acts on a report in the turns after it, then works on files); then it is cut
+like other long output, the original in CCR. Budgets
 (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
@@ -51,12 +50,12 @@ from compress.stagekit.stage import Stage, StageContext, each_block
 from compress.tiers import Tier
 from compress.vocab.calls import first_path, touched_files
 from compress.vocab.commands import commits
-from compress.vocab.files import is_prose, is_source
+from compress.vocab.files import is_source
 from compress.vocab.polls import polled_calls, resolved
 from compress.vocab.signals.errors import is_failed_result
 from compress.vocab.signals.rereads import pointer_reads
 from compress.vocab.tools import ToolKind, command_of, is_subagent, tool_kind
-from compress.vocab.touches import CHANGES, READ, FileTouch, same_file
+from compress.vocab.touches import CHANGES, READ, FileTouch
 from ground.jsonbytes import dumps
 
 # -- stale file reads --------------------------------------------------------------------
@@ -213,29 +212,23 @@ def committed_reads(messages: list[Message], anchor_turn: int) -> set[str]:
 
 
 def moved_on(messages: list[Message]) -> set[str]:
-    """Tool ids of the subagent reports (`is_subagent`) and docs reads (`is_prose`: .md, .txt,
-    .rst) the agent has moved on from: a call in a later assistant turn touches a file
-    (`touched_files`: reads, writes, edits, moves, deletions, by tools, shell commands or patches);
-    for a docs read, a file other than the one it read (reading the same docs again is still
-    working on them). Until then it is the newest thing the agent works on. Decided from the
-    messages alone, in request order; a turn of text or of calls that touch no file moves on from
-    nothing."""
-    waiting: dict[str, tuple[int, list[str]]] = {}
+    """Tool ids of the subagent reports (`is_subagent`) the agent has moved on from: a call in a
+    later assistant turn touches a file (`touched_files`: reads, writes, edits, moves, deletions,
+    by tools, shell commands or patches). Until then the report is the newest thing the agent
+    works on. Decided from the messages alone, in request order; a turn of text or of calls that
+    touch no file moves on from nothing. (Docs reads are not kept whole while newest: kept so,
+    they cost more in the corpus replay and kept no needed line more; docs/replay-results.md.)"""
+    waiting: dict[str, int] = {}
     done: set[str] = set()
     for msg in messages:
         for block in msg.blocks:
             if block.kind != TOOL_USE:
                 continue
-            touches = touched_files(block.tool_name, block.input)
-            for tool_id, (turn, own) in list(waiting.items()):
-                if turn < msg.turn and any(not any(same_file(t.path, p) for p in own) for t in touches):
-                    done.add(tool_id)
-                    del waiting[tool_id]
+            if touched_files(block.tool_name, block.input):
+                done |= {tool_id for tool_id, turn in waiting.items() if turn < msg.turn}
+                waiting = {tool_id: turn for tool_id, turn in waiting.items() if turn >= msg.turn}
             if is_subagent(block.tool_name):
-                waiting[block.tool_id] = (msg.turn, [])
-            elif tool_kind(block.tool_name, block.input) is ToolKind.FILE_READ and (
-                    own := [t.path for t in touches if t.action == READ and is_prose(t.path)]):
-                waiting[block.tool_id] = (msg.turn, own)
+                waiting[block.tool_id] = msg.turn
     return done
 
 
@@ -295,7 +288,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions, name: str,
                 tool_input: Any, stale: bool, cold: bool, moved: bool) -> Block:
     """`name` and `tool_input`: of the block's call, or of the command a poll polls; `moved`:
-    the agent has moved on from this report or docs read (`moved_on`)."""
+    the agent has moved on from this report (`moved_on`)."""
     kind = tool_kind(name, tool_input)
     reading = kind is ToolKind.FILE_READ
     path = first_path(name, tool_input) if reading else ""
@@ -303,8 +296,7 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     text = block.result_text
     if is_subagent(block.tool_name) and not moved and ctx.age(msg) < opts.report_fresh_turns:
         return block
-    working = source or (is_prose(path) and not moved)
-    if reading and working and opts.keep_fresh_reads and not (stale or cold) and (
+    if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
             max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
         return block
     scale = opts.scale(ctx.tier, ctx.age(msg), stale, source, cold)
