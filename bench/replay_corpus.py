@@ -39,7 +39,7 @@ from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.runner.pipeline import DEFAULT_STAGES  # noqa: E402
 from compress.stagekit.output_cut import TrimOptions  # noqa: E402
-from compress.stages import supersede_inputs  # noqa: E402
+from compress.stages import decide_on_arrival, supersede_inputs  # noqa: E402
 from replay.headroom_peer import Headroom  # noqa: E402
 from replay.loo import Grid, Point, Score, score, target_misses, validate  # noqa: E402
 from replay.needed import AGE_BUCKETS  # noqa: E402
@@ -48,12 +48,13 @@ from replay.runner import ReplayReport, replay  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 DEFAULT_PEER_PYTHON = Path("/tmp/peer-headroom/bin/python")
 SIDES = ("cap", "ctxmill", "headroom")
-KNOBS = {("supersede_inputs", "settled_tier"): ("always", "high")}
+KNOBS = {("supersede_inputs", "settled_tier"): ("always", "high"), ("decide_on_arrival", "reports"): (False, True)}
 """The thresholds the replay helps choose (stage options) and the values tried: `--grid small`
 replays every combination; `--grid default` only the shipped values. Earlier runs chose
 trim_outputs' `cold_ref_chars`, `cold_ref_changed`, `report_fresh_turns` and `cold_after_commit`
 the same way (docs/replay-results.md); their shipped values stay in `TrimOptions`."""
-SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": vars(supersede_inputs.SupersedeOptions())}
+SHIPPED = {"trim_outputs": vars(TrimOptions()), "supersede_inputs": vars(supersede_inputs.SupersedeOptions()),
+           "decide_on_arrival": vars(decide_on_arrival.ArrivalOptions())}
 
 
 def grid_points(grid: str) -> tuple[list[Point], str]:

@@ -17,7 +17,7 @@ from compress.stagekit.stage import is_compressed
 from compress.stages import decide_on_arrival
 from compress.state.session import Session
 from compress.tiers import TierThresholds
-from tests.stagekit import anthropic, assert_markers_resolve, echoed, result_texts, run_stage
+from tests.stagekit import anthropic, assert_markers_resolve, echoed, openai, result_texts, run_stage
 
 DEFAULT = CompressConfig()
 """The default protected tail: the newest turns are in it."""
@@ -312,3 +312,60 @@ def test_web_output_is_cut_on_arrival_like_other_long_output_and_a_subagent_repo
     assert len(fetched) < len(page) / 3 and fetched.startswith("Paragraph 0:")
     assert_markers_resolve(fetched, page, store)
     assert kept == report
+
+
+REPORTS = replace(DEFAULT, stage_options={"decide_on_arrival": {"reports": True}})
+"""Subagents' reports decided on arrival (`ArrivalOptions.reports`)."""
+
+
+def subagent_report(findings: int) -> str:
+    """A subagent's long report as agents write them: headings, findings, a closing line."""
+    lines = ["## Exploration report", ""]
+    for i in range(findings):
+        if i % 50 == 0:
+            lines += [f"### Area {i // 50}", ""]
+        lines.append(f"- Finding {i}: src/module_{i}.rs calls frobnicate() twice on the request path")
+    return "\n".join([*lines, "", "All paths above were read; nothing was changed."])
+
+
+def test_with_reports_a_claude_code_agent_report_is_cut_when_it_arrives_its_original_in_ccr():
+    """Claude Code's Agent (and Task) result: a list of text parts. With `reports`, the report is
+    cut in the request that first carries it (protected tail included) like web output: head,
+    headings and tail kept, the whole report in CCR behind an honest marker; a short one stays."""
+    report = subagent_report(400)
+    short = "## Report\n- one finding"
+    body = anthropic([("Agent", {"description": "explore", "prompt": "map the repo", "subagent_type": "Explore"},
+                       [{"type": "text", "text": report}]),
+                      ("Task", {"prompt": "check"}, [{"type": "text", "text": short}])], turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, REPORTS)
+    cut, kept = result_texts(result.body)
+    assert len(cut) < len(report) / 3
+    assert "## Exploration report" in cut and "### Area 3" in cut
+    assert cut.rstrip().endswith("All paths above were read; nothing was changed.")
+    assert "kept" in find_markers(cut)[0].summary
+    assert assert_markers_resolve(cut, report, store) == 1
+    assert kept == short
+
+
+def test_with_reports_an_opencode_task_report_is_cut_on_arrival_and_renders_the_same_bytes_again():
+    """OpenCode's `task` tool (OpenAI Chat shape, the report inside <task_result>): cut on
+    arrival; deciding the decided request again changes nothing (an epoch renders the same bytes)."""
+    report = "task_id: ses_01fe (for resuming)\n\n<task_result>\n" + subagent_report(300) + "\n</task_result>"
+    body = openai([("task", {"description": "explore", "prompt": "map the repo", "subagent_type": "explore"}, report)],
+                  turns_after=0)
+    result, store = run_stage(body, decide_on_arrival.STAGE, REPORTS)
+    cut = result_texts(result.body)[0]
+    assert len(cut) < len(report) / 3 and cut.startswith("task_id: ses_01fe")
+    assert cut.rstrip().endswith("</task_result>")
+    assert_markers_resolve(cut, report, store)
+    again, _ = run_stage(result.body, decide_on_arrival.STAGE, REPORTS, store)
+    assert again.body == result.body
+
+
+def test_by_default_a_report_is_left_for_trim_outputs():
+    """`reports` is off by default: the report stays whole on arrival (trim_outputs decides it
+    once it is history, `report_fresh_turns`)."""
+    report = subagent_report(400)
+    body = anthropic([("Agent", {"prompt": "map the repo"}, [{"type": "text", "text": report}])], turns_after=0)
+    result, _ = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
+    assert result_texts(result.body) == [report]

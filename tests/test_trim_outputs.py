@@ -429,3 +429,67 @@ def test_reads_made_before_a_successful_git_commit_are_cold():
         {**m, "content": [{**b, "content": hook} if b.get("tool_use_id") == "toolu_001" else b for b in m["content"]]}
         if isinstance(m["content"], list) else m for m in body["messages"]]}
     assert trim_outputs.committed_reads(list(from_provider(unflagged).messages), messages[-1].turn) == set()
+
+
+def explore_report() -> str:
+    return "\n".join(["## Findings"] + [f"- finding {i}: module_{i}.py handles request kind {i}" for i in range(2_000)]
+                     + ["## Summary", "The bug is in module_7.py."])
+
+
+def test_a_report_is_whole_only_while_the_agent_has_not_moved_on_to_files():
+    """A subagent's report (Claude Code Agent) stays whole while it is the newest thing the agent
+    works on: once a call in a later turn touches a file (reads, edits), it is cut like other
+    output although it is younger than `report_fresh_turns`, its whole text in CCR."""
+    report = explore_report()
+    code = numbered(python_file())
+    chatting = anthropic([("Agent", {"prompt": "explore"}, [{"type": "text", "text": report}])], turns_after=3)
+    working = anthropic([("Agent", {"prompt": "explore"}, [{"type": "text", "text": report}]),
+                         ("Read", {"file_path": "/repo/src/module_7.py"}, code)], turns_after=3)
+    assert result_texts(run_stage(chatting, trim_outputs.STAGE)[0].body)[0] == report
+    result, store = run_stage(working, trim_outputs.STAGE)
+    after, read = result_texts(result.body)
+    assert len(after) < len(report) / 4 and after.startswith("## Findings") and "## Summary" in after
+    assert assert_markers_resolve(after, report, store) >= 1
+    assert read == code
+
+
+def test_a_docs_read_is_cut_once_it_is_history_whether_or_not_the_agent_moved_on():
+    """A read of a docs file (.md, .txt) is not kept whole while newest (measured dearer, no needed
+    line kept more): once history it is cut with `non_source_scale`, the original in CCR, alone
+    or followed by other reads. Claude Code Read, Codex exec_command `sed -n`, OpenCode read."""
+    doc = "\n".join(f"{i}\tThe API accepts option_{i} and returns a paginated list of records." for i in range(1, 400))
+    code = numbered(python_file())
+    shapes = [
+        ("Read", {"file_path": "/repo/docs/API.md"}, ("Read", {"file_path": "/repo/src/app.py"})),
+        ("exec_command", {"cmd": "sed -n '1,400p' docs/API.md"}, ("exec_command", {"cmd": "sed -n '1,400p' src/app.py"})),
+        ("read", {"filePath": "/repo/docs/API.md"}, ("read", {"filePath": "/repo/src/app.py"})),
+    ]
+    for name, doc_input, (other, other_input) in shapes:
+        make = anthropic if name == "Read" else openai
+        for body in (make([(name, doc_input, doc)], turns_after=3),
+                     make([(name, doc_input, doc), (other, other_input, code)], turns_after=3)):
+            result, store = run_stage(body, trim_outputs.STAGE)
+            after = result_texts(result.body)[0]
+            assert len(after) < len(doc) / 3, name
+            assert assert_markers_resolve(after, doc, store) >= 1
+
+
+CALLS = st.sampled_from([("Agent", {"prompt": "explore"}), ("Read", {"file_path": "/repo/README.md"}),
+                         ("Read", {"file_path": "/repo/docs/guide.txt"}), ("Read", {"file_path": "/repo/src/a.py"}),
+                         ("Edit", {"file_path": "/repo/README.md", "old_string": "a", "new_string": "b"}),
+                         ("TodoWrite", {"todos": []})])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(CALLS, min_size=1, max_size=8), st.integers(min_value=0, max_value=8))
+def test_moving_on_is_for_good_and_only_from_reports(calls, cut):
+    """Whatever follows, a report the agent has moved on from stays moved on (so a later epoch
+    re-decides it as the earlier one did), and nothing else is ever moved on from."""
+    messages = from_provider(anthropic([(name, args, "x") for name, args in calls], turns_after=0)).messages
+    uses = {b.tool_id: (b.tool_name, b.input) for m in messages for b in m.blocks if b.kind == "tool_use"}
+    whole = trim_outputs.moved_on(list(messages))
+    earlier = trim_outputs.moved_on(list(messages[: 1 + 2 * min(cut, len(calls))]))
+    assert earlier <= whole
+    assert all(uses[t][0] == "Agent" for t in whole)
+    follows_reads = any(name == "Agent" and any(n in ("Read", "Edit") for n, _ in calls[k + 1:]) for k, (name, _) in enumerate(calls))
+    assert bool(whole) == follows_reads

@@ -89,9 +89,10 @@ class TrimOptions:
     (docs/replay-results.md)."""
     report_fresh_turns: int = 12
     """A subagent's report (`compress.vocab.tools.is_subagent`) stays whole until it is this many
-    assistant turns older than the epoch's anchor, then is cut like other output (head, headings,
-    error lines, tail; the whole report in CCR): the agent acts on a report in the turns after it
-    and copies no edits out of it. Chosen with the corpus replay, judged leave-one-project-out
+    assistant turns older than the epoch's anchor, and only while the agent has not moved on to
+    files (`trim_outputs.moved_on`), then is cut like other output (head, headings, error lines,
+    tail; the whole report in CCR): the agent acts on a report in the turns after it and copies
+    no edits out of it. Chosen with the corpus replay, judged leave-one-project-out
     (docs/replay-results.md)."""
     keep_fresh_reads: bool = True
     fresh_max_line_chars: int = 2_000

@@ -12,9 +12,11 @@ line numbers decide_on_arrival thinned is still one):
   other output keep head, headings, error lines and tail.
 
 A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). So does a
-subagent's report younger than `report_fresh_turns` turns: the agent acts on it in the turns
-after it. Budgets
+of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). And
+a subagent's report is kept whole only while it is the newest thing the agent works on
+(`moved_on`): younger than `report_fresh_turns` turns, and until a call in a later turn touches
+a file (the agent acts on a report in the turns after it, then works on files); then it is cut
+like other long output, the original in CCR. Budgets
 (lines) scale with pressure: outputs at least `old_after_turns` (0) turns older than the
 epoch's anchor, i.e. every output outside the protected tail, get `tier_scale[tier]` of the
 budget (and of `min_chars`); a file read that is read again, written whole, moved or deleted
@@ -209,6 +211,27 @@ def committed_reads(messages: list[Message], anchor_turn: int) -> set[str]:
     return {tool_id for tool_id, turn in reads if turn < committed_at}
 
 
+def moved_on(messages: list[Message]) -> set[str]:
+    """Tool ids of the subagent reports (`is_subagent`) the agent has moved on from: a call in a
+    later assistant turn touches a file (`touched_files`: reads, writes, edits, moves, deletions,
+    by tools, shell commands or patches). Until then the report is the newest thing the agent
+    works on. Decided from the messages alone, in request order; a turn of text or of calls that
+    touch no file moves on from nothing. (Docs reads are not kept whole while newest: kept so,
+    they cost more in the corpus replay and kept no needed line more; docs/replay-results.md.)"""
+    waiting: dict[str, int] = {}
+    done: set[str] = set()
+    for msg in messages:
+        for block in msg.blocks:
+            if block.kind != TOOL_USE:
+                continue
+            if touched_files(block.tool_name, block.input):
+                done |= {tool_id for tool_id, turn in waiting.items() if turn < msg.turn}
+                waiting = {tool_id: turn for tool_id, turn in waiting.items() if turn >= msg.turn}
+            if is_subagent(block.tool_name):
+                waiting[block.tool_id] = msg.turn
+    return done
+
+
 COLD_RULES = {"read": cold_reads, "last_change": idle_reads}
 """`TrimOptions.cold_since` -> the rule that tells which reads are cold."""
 
@@ -246,6 +269,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     seen = resolved(messages, polls)  # a poll classified as the command it polls
     calls = {b.tool_id: (b.tool_name, b.input) for m in seen for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(seen)
+    moved = moved_on(seen)
     cold = COLD_RULES[opts.cold_since](seen, opts.cold_after_turns, ctx.anchor_turn, opts.cold_ref_chars,
                                        opts.cold_ref_changed)
     if opts.cold_after_commit:
@@ -255,20 +279,22 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
         if not ctx.may_compress_result(block):
             return block
         name, tool_input = calls.get(block.tool_id, (block.tool_name, block.call_input))
-        return _trim_block(block, msg, ctx, opts, name, tool_input, block.tool_id in stale, block.tool_id in cold)
+        return _trim_block(block, msg, ctx, opts, name, tool_input, block.tool_id in stale, block.tool_id in cold,
+                           block.tool_id in moved)
 
     return each_block(messages, ctx, trim_block, "trimmed tool output")
 
 
 def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions, name: str,
-                tool_input: Any, stale: bool, cold: bool) -> Block:
-    """`name` and `tool_input`: of the block's call, or of the command a poll polls."""
+                tool_input: Any, stale: bool, cold: bool, moved: bool) -> Block:
+    """`name` and `tool_input`: of the block's call, or of the command a poll polls; `moved`:
+    the agent has moved on from this report (`moved_on`)."""
     kind = tool_kind(name, tool_input)
     reading = kind is ToolKind.FILE_READ
     path = first_path(name, tool_input) if reading else ""
     source = not reading or is_source(path)
     text = block.result_text
-    if is_subagent(block.tool_name) and ctx.age(msg) < opts.report_fresh_turns:
+    if is_subagent(block.tool_name) and not moved and ctx.age(msg) < opts.report_fresh_turns:
         return block
     if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
             max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
