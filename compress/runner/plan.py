@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ccr.markers import find_markers
@@ -82,17 +83,19 @@ class Planner:
     """The request keeps all earlier thinking (`StageContext.thinking_kept`)."""
     floor: int = 0
     """First message a stage may change: the provider drops or clears what comes before."""
+    raw_tokens: int = 0
+    """Tokens of the request's messages as the client sent them (the runner's count, without the
+    head: `RunReport.tokens_before` less the system prompt and tools)."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
         mutable = tuple(first <= i < self.tail for i in range(len(self.messages)))
         arriving = tuple(first <= i for i in range(len(self.messages)))
-        plan = self._apply_stages(mutable, arriving, anchor)
+        plan = self._apply_stages(mutable, arriving, anchor, first)
         plan.anchor_turn = anchor
         plan.first_new = start
-        records = self.records
         for i, msg in enumerate(plan.messages):
-            record = records.get(self.hashes[i]) if i < first else None
+            record = self._recorded(first, i)
             if record is not None:
                 plan.rendered.append(record.rendered)
                 plan.out_tokens.append(record.out_tokens)
@@ -104,6 +107,21 @@ class Planner:
         plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
         return plan
 
+    def _recorded(self, first: int, index: int) -> Record | None:
+        """The session's record message `index` renders from in a plan whose stages start at
+        `first` (None: it renders from the stages' output)."""
+        return self.records.get(self.hashes[index]) if index < first else None
+
+    def saving(self, first: int, messages: list[Message]) -> int:
+        """`StageContext.saving`: the raw request's tokens less those of the request rendered from
+        `messages` in a plan whose stages start at `first`, each message counted as `plan` counts
+        its `out_tokens` (the head, sent alike on both sides, cancels out)."""
+        sent = 0
+        for i, msg in enumerate(messages):
+            record = self._recorded(first, i)
+            sent += record.out_tokens if record is not None else self.tokens.message(msg)
+        return self.raw_tokens - sent
+
     def _shown_cut(self, index: int) -> bool:
         """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
         (`compress.stagekit.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
@@ -112,14 +130,15 @@ class Planner:
             return False
         return any(is_compressed(s) for s in strings_in(record.rendered) if "ctxmill" in s)
 
-    def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:
+    def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int, first: int) -> Plan:
         """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the
         originals it buffered. A stage that `decides_on_arrival` may change every message from
         the start on (`arriving`), the others only the `mutable` ones."""
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
-                           thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut)
+                           thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut,
+                           saving=partial(self.saving, first))
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

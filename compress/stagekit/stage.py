@@ -125,6 +125,11 @@ class StageContext:
     shown_cut: Callable[[int], bool] = lambda index: False
     """Whether the request shows message `index`, one this run does not decide, with part of a
     tool result cut (the session's rendering of it holds a marker of a cut, `is_compressed`)."""
+    saving: Callable[[list[Message]], int] = lambda messages: 0
+    """Tokens the request saves against the raw request (the client's messages) when it is sent
+    as `messages` (a stage's input or output), counted as the runner counts the request's
+    `tokens_before` and `tokens_after` (`compress.runner.plan.Planner.saving`): a stage that adds
+    text keeps it only while this stays above 0, so no request is sent larger than raw."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""

@@ -15,6 +15,11 @@
   would only hold the reminder back.
 
 What must hold:
+- Never above raw: the reminder is appended only when the request as sent, reminder included,
+  is smaller than the request the client sent (`StageContext.saving`, counted by the runner as
+  `tokens_after` and `tokens_before`); else it is held back and the decision says so. Once sent
+  it is frozen with its message (below), and no later stage or request adds tokens elsewhere,
+  so what earlier cuts saved still pays for it in every later request.
 - Only the newest user message changes, and only by one appended text block
   (`Stage.appends_to_newest`, checked by the runner); older messages never change. It must be
   the newest message but for system messages after it (`compress.model.newest_user_index`:
@@ -26,7 +31,8 @@ What must hold:
 - No hidden state: whether an earlier request got a nudge is recomputed from the messages
   (each assistant message answers the request that ended just before it), so the cooldown
   (`cooldown_turns`, 6) is deterministic. The replay assumes this stage ran at medium tier on
-  those requests; a cue stated while the session was below medium counts as reminded.
+  those requests and that the reminder fitted under raw; a cue stated while the session was
+  below medium, or on a request whose reminder was held back, counts as reminded.
 - Cache: the session records the newest message as rendered, nudge included; on the next
   request that message is frozen and rendered from the record, so its nudge stays, byte for
   byte. A new epoch re-renders from the client's messages, which never hold a nudge.
@@ -186,8 +192,12 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     target = newest_user_index(messages)
     newest = messages[target]
     block = Block(TEXT, raw={"type": "text", "text": text}, text=text)
+    out = [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
+    if ctx.saving(out) <= 0:
+        ctx.note(target, "held a reminder back: with it the request would not be smaller than raw")
+        return messages
     ctx.note(target, "appended a reminder to the newest user message")
-    return [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
+    return out
 
 
 STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True, options=Options)
