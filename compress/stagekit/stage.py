@@ -96,6 +96,10 @@ class PendingOriginals:
     redact_extra: tuple = ()
     redact_allow: tuple = ()
 
+    def key_of(self, text: str) -> str:
+        """The key `put(text)` stores `text` under (nothing is stored)."""
+        return make_key(redacted(text, self.redact_extra, self.redact_allow))
+
     def put(self, text: str, hint: str | None = None) -> str:
         text = redacted(text, self.redact_extra, self.redact_allow)
         key = make_key(text)
@@ -154,10 +158,17 @@ class StageContext:
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
               relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
-        otherwise the original. `build` must give the same length for any key."""
+        otherwise the original. `build` must give the same length for any key. A placeholder key
+        rules out, before the original is redacted for its key, what cannot save enough; the
+        rendering with the real key is judged again, since the token count of a key depends on
+        its digits (the estimator's count of 32 zeros is 15 tokens below a typical key's)."""
         if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
             return original
-        return build(self.store(original, hint))
+        text = build(self.originals.key_of(original))
+        if not self.worth_it(original, text, relative, min_fraction, min_chars):
+            return original
+        self.store(original, hint)
+        return text
 
     @staticmethod
     def rerun_hint(result: Block) -> str:
