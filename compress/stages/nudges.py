@@ -18,8 +18,11 @@ What must hold:
 - Never above raw: the reminder is appended only when the request as sent, reminder included,
   is smaller than the request the client sent (`StageContext.saving`, counted by the runner as
   `tokens_after` and `tokens_before`); else it is held back and the decision says so. Once sent
-  it is frozen with its message (below), and no later stage or request adds tokens elsewhere,
-  so what earlier cuts saved still pays for it in every later request.
+  it is frozen with its message (below), and the messages before it keep their renderings (an
+  epoch re-decides them only to save more), so what they saved still pays for it in later
+  requests. The one stage that adds text elsewhere is `reread_pointers`, which shows the agent
+  again a read it asked for and is shown cut (fidelity first; `tests/test_pipeline.py` checks
+  every request of a session against raw).
 - Only the newest user message changes, and only by one appended text block
   (`Stage.appends_to_newest`, checked by the runner); older messages never change. It must be
   the newest message but for system messages after it (`compress.model.newest_user_index`:
