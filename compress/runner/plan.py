@@ -122,6 +122,11 @@ class Planner:
             sent += record.out_tokens if record is not None else self.tokens.message(msg)
         return self.raw_tokens - sent
 
+    def _shown_strings(self, index: int) -> tuple[str, ...]:
+        """`StageContext.shown_strings`: the strings of the session's rendering of message `index`."""
+        record = self.records.get(self.hashes[index])
+        return () if record is None or record.rendered is None else tuple(strings_in(record.rendered))
+
     def _shown_cut(self, index: int) -> bool:
         """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
         (`compress.stagekit.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
@@ -138,7 +143,7 @@ class Planner:
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
                            thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut,
-                           saving=partial(self.saving, first))
+                           shown_strings=self._shown_strings, saving=partial(self.saving, first))
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

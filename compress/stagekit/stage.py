@@ -129,6 +129,9 @@ class StageContext:
     shown_cut: Callable[[int], bool] = lambda index: False
     """Whether the request shows message `index`, one this run does not decide, with part of a
     tool result cut (the session's rendering of it holds a marker of a cut, `is_compressed`)."""
+    shown_strings: Callable[[int], tuple[str, ...]] = lambda index: ()
+    """The strings of the session's rendering of message `index`, as an earlier request sent it
+    (empty for a message the session has not recorded): what a stage that adds text gave before."""
     saving: Callable[[list[Message]], int] = lambda messages: 0
     """Tokens the request saves against the raw request (the client's messages) when it is sent
     as `messages` (a stage's input or output), counted as the runner counts the request's
