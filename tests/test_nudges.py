@@ -162,6 +162,24 @@ def test_no_reminder_when_the_request_would_not_be_smaller_than_raw():
     assert any("held a reminder back" in d for _, _, d in result.report.decisions)
 
 
+def test_stripped_old_thinking_pays_for_no_reminder():
+    """Old thinking the provider drops anyway (before the person's last message) is billed on
+    neither side: stripping it saves nothing real, so it cannot pay for a reminder (xiaomoziyi
+    19-payment-kit: an epoch that only stripped reasoning carried a reminder, 1.000 -> 1.001)."""
+    thinking = {"type": "thinking", "thinking": "Weighing the options for the store. " * 60, "signature": "sig"}
+    body = {"model": "m", "system": "", "messages": [
+        {"role": "user", "content": "please fix the build"},
+        {"role": "assistant", "content": [thinking, {"type": "text", "text": "Done."}]},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Sure."}]},
+        {"role": "user", "content": "We decided to keep SQLite; go on."},
+    ]}
+    result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)
+    assert result.report.stages_saved.get("strip_reasoning", 0) > 100  # the thinking went
+    assert "memory_store" not in orjson.dumps(result.body["messages"][-1]).decode()
+    assert any("held a reminder back" in d for _, _, d in result.report.decisions)
+
+
 def test_a_decision_in_the_first_prompt_is_reminded_of_in_the_first_request_that_saves():
     """The person's first prompt states a decision; its request has nothing to cut, so the
     reminder is held back, and the cue stays pending: the next request, which cuts a build log,

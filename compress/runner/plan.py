@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
-from compress.model import Message
+from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.provider_cache import sends_thinking
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.protocol_guard import violation
 from compress.stagekit.stage import PendingOriginals, Stage, StageContext, is_compressed
@@ -112,15 +113,26 @@ class Planner:
         `first` (None: it renders from the stages' output)."""
         return self.records.get(self.hashes[index]) if index < first else None
 
+    @cached_property
+    def unbilled(self) -> int:
+        """Tokens of the raw request the provider does not bill: the thinking blocks it drops, of
+        the assistant messages before the last person-written one (`sends_thinking`)."""
+        last = last_person_index(self.messages)
+        return sum(self.tokens.block(b) for i, m in enumerate(self.messages)
+                   if not sends_thinking(i, last, self.thinking_kept)
+                   for b in m.blocks if b.kind in (THINKING, REDACTED_THINKING))
+
     def saving(self, first: int, messages: list[Message]) -> int:
-        """`StageContext.saving`: the raw request's tokens less those of the request rendered from
-        `messages` in a plan whose stages start at `first`, each message counted as `plan` counts
-        its `out_tokens` (the head, sent alike on both sides, cancels out)."""
+        """`StageContext.saving`: the raw request's tokens the provider bills less the tokens of
+        the request rendered from `messages` in a plan whose stages start at `first`, each
+        message counted as `plan` counts its `out_tokens` (the head, sent alike on both sides,
+        cancels out). Dropped thinking counts on neither side: what stripping it saves is no
+        saving (a rendering that keeps some still counts it, so the figure errs low)."""
         sent = 0
         for i, msg in enumerate(messages):
             record = self._recorded(first, i)
             sent += record.out_tokens if record is not None else self.tokens.message(msg)
-        return self.raw_tokens - sent
+        return self.raw_tokens - self.unbilled - sent
 
     def _shown_strings(self, index: int) -> tuple[str, ...]:
         """`StageContext.shown_strings`: the strings of the session's rendering of message `index`."""

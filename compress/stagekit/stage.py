@@ -135,8 +135,9 @@ class StageContext:
     saving: Callable[[list[Message]], int] = lambda messages: 0
     """Tokens the request saves against the raw request (the client's messages) when it is sent
     as `messages` (a stage's input or output), counted as the runner counts the request's
-    `tokens_before` and `tokens_after` (`compress.runner.plan.Planner.saving`): a stage that adds
-    text keeps it only while this stays above 0, so no request is sent larger than raw."""
+    `tokens_before` and `tokens_after`, but for the thinking the provider drops, billed on
+    neither side (`compress.runner.plan.Planner.saving`): a stage that adds text keeps it only
+    while this stays above 0, so no request is sent larger than raw."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""
