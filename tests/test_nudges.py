@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,31 +11,41 @@ from hypothesis import strategies as st
 from ccr.store import CCRStore
 from compress.config import CompressConfig
 from compress.formats.requests import from_provider
+from compress.model import TEXT, Block
+from compress.runner.message_tokens import MessageTokens
 from compress.runner.pipeline import Chain, run
+from compress.stagekit.stage import PendingOriginals, StageContext
+from compress.stages import nudges
 from compress.stages.nudges import CHECKPOINT_NUDGE, Options, memory_nudge, memory_nudges, nudge_text
 from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
+from compress.token_counters import estimate_tokens
 
 MEDIUM = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), protect_tail_tokens=0, protect_tail_turns=1,
                         epoch_savings_threshold=10**9)
 HIGH = CompressConfig(tiers=TierThresholds(medium=1, high=2), protect_tail_tokens=0, protect_tail_turns=1,
                       epoch_savings_threshold=10**9)
 NEUTRAL = "Reading the file now."
+BUILD_LOG = "\n".join(f"[build] step {i}: compiling src/module_{i}.c ... ok" for i in range(120))
+"""A build's log, long enough that decide_on_arrival cuts it when it arrives: a request that
+carries it is sent smaller than raw, with room for a reminder."""
 
 
-def turn(n: int, text: str = NEUTRAL, tool: str = "Read") -> list[dict]:
+def turn(n: int, text: str = NEUTRAL, tool: str = "Read", output: str = "") -> list[dict]:
     """One assistant turn with a tool call and the user message holding its result."""
     return [
         {"role": "assistant", "content": [{"type": "text", "text": text},
                                           {"type": "tool_use", "id": f"t{n}", "name": tool, "input": {"n": n}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": f"output {n}"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": output or f"output {n}"}]},
     ]
 
 
-def conversation(texts: list[str], first: str = "please fix the build") -> dict:
+def conversation(texts: list[str], first: str = "please fix the build", log: bool = False) -> dict:
+    """A person's prompt, then one turn per text; `log`: the first turn runs the build, whose
+    long log the pipeline cuts (so a reminder fits under raw)."""
     messages: list[dict] = [{"role": "user", "content": first}]
     for n, text in enumerate(texts, 1):
-        messages += turn(n, text)
+        messages += turn(n, text, "Bash", BUILD_LOG) if log and n == 1 else turn(n, text)
     return {"model": "m", "system": "", "messages": messages}
 
 
@@ -84,25 +96,25 @@ def test_only_user_newest_messages_get_a_nudge_openai_tool_results_are_left_alon
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "We decided to use SQLite.",
          "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "tool", "tool_call_id": "c1", "content": BUILD_LOG},
     ]}
     assert nudge_text(canonical(openai), Tier.HIGH, Options()) == ""
     prefill = conversation(["We decided to use SQLite."])
     prefill["messages"].append({"role": "assistant", "content": "Sure"})
     assert nudge_text(canonical(prefill), Tier.HIGH, Options()) == ""
     openai["messages"] += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "我们决定不要用 Redis。"}]
-    result = run(openai, session=Session.memory(), store=None, config=MEDIUM)
+    result = run(openai, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)
     assert result.body["messages"][-1]["content"] == [
         {"type": "text", "text": "我们决定不要用 Redis。"}, {"type": "text", "text": memory_nudge(("decision", "constraint"))}]
 
 
 def test_checkpoint_reminder_at_high_tier_every_n_turns():
-    body = conversation([NEUTRAL] * 10)
+    body = conversation([NEUTRAL] * 10, log=True)
     messages = canonical(body)
     assert nudge_text(messages, Tier.HIGH, Options()) == CHECKPOINT_NUDGE
     assert nudge_text(messages, Tier.MEDIUM, Options()) == ""
     assert nudge_text(messages[:-2], Tier.HIGH, Options()) == ""
-    out = run(body, session=Session.memory(), store=None, config=HIGH).body
+    out = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=HIGH).body
     assert out["messages"][-1]["content"][-1] == {"type": "text", "text": CHECKPOINT_NUDGE}
 
 
@@ -124,14 +136,81 @@ def test_no_reminder_while_a_thinking_turn_is_open():
 
 
 def test_pipeline_appends_one_block_to_the_newest_message_and_nothing_else():
-    body = conversation([NEUTRAL, "The fix is to pin the version."])
+    body = conversation([NEUTRAL, "The fix is to pin the version."], log=True)
     result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)
+    without = run(body, session=Session.memory(), store=CCRStore.in_memory(),
+                  config=replace(MEDIUM, disabled_stages=("nudges",))).body["messages"]
     out = result.body["messages"]
-    assert all(a is b for a, b in zip(out[:-1], body["messages"][:-1]))
+    assert out[:-1] == without[:-1] and out[1:-1] != body["messages"][1:-1]  # the build log was cut
     newest, original = out[-1]["content"], body["messages"][-1]["content"]
     assert newest[:-1] == original and newest[-1]["text"] == memory_nudge(("fix",))
     assert body["messages"][-1]["content"] is original and len(original) == 1  # the client's body is untouched
     assert result.report.stages_saved["nudges"] < 0 and not result.report.errors
+    assert result.report.tokens_after < result.report.tokens_before
+
+
+# -------------------------------------------------------------- never above raw
+
+def test_no_reminder_when_the_request_would_not_be_smaller_than_raw():
+    """Short sessions at the medium tier where nothing pays to cut (JiriMachynka emberyx,
+    xiaomoziyi payment-kit): the reminder alone would send more than raw."""
+    body = conversation([NEUTRAL, "The fix is to pin the version."])
+    assert memory_nudges(canonical(body), Options())  # a reminder is due
+    result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)
+    assert result.body is body
+    assert result.report.tokens_after == result.report.tokens_before
+    assert any("held a reminder back" in d for _, _, d in result.report.decisions)
+
+
+def test_stripped_old_thinking_pays_for_no_reminder():
+    """Old thinking the provider drops anyway (before the person's last message) is billed on
+    neither side: stripping it saves nothing real, so it cannot pay for a reminder (xiaomoziyi
+    19-payment-kit: an epoch that only stripped reasoning carried a reminder, 1.000 -> 1.001)."""
+    thinking = {"type": "thinking", "thinking": "Weighing the options for the store. " * 60, "signature": "sig"}
+    body = {"model": "m", "system": "", "messages": [
+        {"role": "user", "content": "please fix the build"},
+        {"role": "assistant", "content": [thinking, {"type": "text", "text": "Done."}]},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Sure."}]},
+        {"role": "user", "content": "We decided to keep SQLite; go on."},
+    ]}
+    result = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=MEDIUM)
+    assert result.report.stages_saved.get("strip_reasoning", 0) > 100  # the thinking went
+    assert "memory_store" not in orjson.dumps(result.body["messages"][-1]).decode()
+    assert any("held a reminder back" in d for _, _, d in result.report.decisions)
+
+
+def test_a_decision_in_the_first_prompt_is_reminded_of_in_the_first_request_that_saves():
+    """The person's first prompt states a decision; its request has nothing to cut, so the
+    reminder is held back, and the cue stays pending: the next request, which cuts a build log,
+    carries it (were the held-back reminder counted as given, the cooldown would drop it)."""
+    session, store = Session.memory(), CCRStore.in_memory()
+    first = conversation([], first="We decided to keep SQLite instead of Postgres.")
+    held = run(first, session=session, store=store, config=MEDIUM)
+    assert held.body is first and any("held a reminder back" in d for _, _, d in held.report.decisions)
+    second = conversation([NEUTRAL], first="We decided to keep SQLite instead of Postgres.", log=True)
+    out = run(second, session=session, store=store, config=MEDIUM)
+    assert out.body["messages"][0] == first["messages"][0]  # the prompt as it was sent
+    assert out.body["messages"][-1]["content"][-1] == {"type": "text", "text": memory_nudge(("decision",))}
+    assert out.report.tokens_after < out.report.tokens_before
+    assert memory_nudges(canonical(second), Options()) == {0: ("decision",)}  # assuming every reminder sent
+
+
+def _context(slack: int, messages: list) -> StageContext:
+    """A medium-tier context whose request saved `slack` tokens before this stage."""
+    tokens = MessageTokens(estimate_tokens)
+    raw = sum(tokens.message(m) for m in messages) + slack
+    return StageContext(CompressConfig(), Tier.MEDIUM, 0, (False,) * len(messages), PendingOriginals(),
+                        estimate_tokens, saving=lambda out: raw - sum(tokens.message(m) for m in out))
+
+
+def test_reminder_only_when_what_was_saved_pays_for_it_strictly():
+    messages = canonical(conversation([NEUTRAL, "The fix is to pin the version."]))
+    reminder = memory_nudge(("fix",))
+    cost = MessageTokens(estimate_tokens).block(Block(TEXT, raw={"type": "text", "text": reminder}, text=reminder))
+    assert nudges.run(messages, _context(cost, messages)) is messages  # as large as raw: held back
+    out = nudges.run(messages, _context(cost + 1, messages))
+    assert out[:-1] == messages[:-1] and out[-1].blocks[-1].text == reminder
 
 
 # -------------------------------------------------------------- cache stability, turn by turn
@@ -141,17 +220,18 @@ SCRIPT = [NEUTRAL, "We decided to split the module.", NEUTRAL, "必须先跑测�
 
 
 def test_turn_by_turn_feed_is_cache_stable_and_nudges_stay_where_they_were_given():
-    full = conversation(SCRIPT)["messages"]
+    full = conversation(SCRIPT, log=True)["messages"]
     expected = memory_nudges(canonical({"messages": full, "system": ""}), Options())
     session = Session.memory()
     previous: list[bytes] = []
     given_at: list[int] = []
     for end in range(1, len(full) + 1, 2):  # every request ends with the user's message
         body = {"model": "m", "system": "", "messages": full[:end]}
-        result = run(body, session=session, store=None, config=MEDIUM)
+        result = run(body, session=session, store=CCRStore.in_memory(), config=MEDIUM)
         rendered = [orjson.dumps(m) for m in result.body["messages"]]
         assert rendered[:len(previous)] == previous  # request k is a prefix of request k+1
-        retry = run(body, session=session, store=None, config=MEDIUM)
+        assert result.report.tokens_after < result.report.tokens_before or end == 1
+        retry = run(body, session=session, store=CCRStore.in_memory(), config=MEDIUM)
         assert [orjson.dumps(m) for m in retry.body["messages"]] == rendered
         if len(result.body["messages"][-1]["content"]) > len(full[end - 1]["content"]):
             given_at.append(end - 1)
@@ -257,7 +337,7 @@ def test_golden_turn_by_turn_on_claude_code_sessions(corpus):
         if not 40 <= len(full) <= 200:
             continue
         expected = memory_nudges(canonical({"messages": full, "system": ""}), Options())
-        session, previous, given_at = Session.memory(), [], []
+        session, previous, given_at, held = Session.memory(), [], [], []
         for k in range(len(transcript.calls)):  # each model call, as the agent sent it
             body = {"model": "m", "system": "", "messages": transcript.request(k)["messages"]}
             if not body["messages"]:
@@ -269,7 +349,14 @@ def test_golden_turn_by_turn_on_claude_code_sessions(corpus):
             last = result.body["messages"][-1]["content"]
             if isinstance(last, list) and last[-1].get("text", "").startswith("[ctxmill: recent turns"):
                 given_at.append(len(body["messages"]) - 1)
+            if any("held a reminder back" in d for _, _, d in result.report.decisions):
+                held.append(len(body["messages"]) - 1)
+            assert result.report.tokens_after <= result.report.tokens_before, path.name
             previous = rendered
-        assert given_at == sorted(expected), path.name
+        # a reminder is held back only where the request would not be smaller than raw; with none
+        # held back, they come exactly where the messages alone put them
+        assert not set(given_at) & set(held), path.name
+        if not held:
+            assert given_at == sorted(expected), path.name
         total += len(given_at)
     assert total >= 1

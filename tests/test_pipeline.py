@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ccr.markers import find_markers
 from ccr.store import CCRStore
@@ -14,8 +16,8 @@ from compress.model import TEXT, TOOL_RESULT, TOOL_USE
 from compress.runner.pipeline import Chain, run
 from compress.stagekit.stage import Stage
 from compress.state.session import Session
-from compress.tiers import Tier
-from tests.helpers import SMALL_TAIL, as_bytes, compress, markers_in
+from compress.tiers import Tier, TierThresholds
+from tests.helpers import SMALL_TAIL, as_bytes, compress, conversation_field, markers_in
 from tests.strategies import requests
 
 PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -42,6 +44,30 @@ def test_never_raises_keeps_pairing_ids_and_user_text(body):
     assert _calls(result.body) == _calls(original)
     assert _user_texts(result.body) == _user_texts(original)
     assert result.report.tokens_after <= result.report.tokens_before
+
+
+LOW_TIERS = {tier: replace(SMALL_TAIL, tiers=TierThresholds(medium=1, high=high)) for tier, high in
+             (("medium", 10**9), ("high", 1))}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests, st.sampled_from(sorted(LOW_TIERS)))
+def test_no_request_of_a_session_is_sent_larger_than_raw(body, tier):
+    """Fed request by request (each a prefix that ends where the model answered), every stage
+    active (nudges' reminders, checkpoint reminders and pointers too), each request is sent at
+    most as large as the client's, by the pipeline's own count, across incremental runs and epochs."""
+    field = conversation_field(body)
+    session, store = Session.memory(), CCRStore.in_memory()
+    items = list(body[field])
+    if items and items[0].get("role") == "user":  # a decision, so that nudges has a reminder to give
+        items[0] = {**items[0], "content": "We decided to keep the old API. " + str(items[0].get("content"))}
+    for end in range(1, len(items) + 1):
+        prefix = {**body, field: items[:end]}
+        if end < len(items) and from_provider({**body, field: items[:end + 1]}).messages[-1].role != "assistant":
+            continue  # not a request end: the next item is no answer of the model
+        report = compress(prefix, config=LOW_TIERS[tier], session=session, store=store).report
+        assert not report.error
+        assert report.tokens_after <= report.tokens_before, (end, report.stages_saved, report.decisions)
 
 
 @PROPS

@@ -232,7 +232,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
-                      hashes, thinking_kept, managed.floor)
+                      hashes, thinking_kept, managed.floor, sum(raw_tokens))
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier)
     life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)

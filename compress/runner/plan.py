@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any
 
 from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
-from compress.model import Message
+from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.provider_cache import sends_thinking
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.protocol_guard import violation
 from compress.stagekit.stage import PendingOriginals, Stage, StageContext, is_compressed
@@ -82,17 +84,19 @@ class Planner:
     """The request keeps all earlier thinking (`StageContext.thinking_kept`)."""
     floor: int = 0
     """First message a stage may change: the provider drops or clears what comes before."""
+    raw_tokens: int = 0
+    """Tokens of the request's messages as the client sent them (the runner's count, without the
+    head: `RunReport.tokens_before` less the system prompt and tools)."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
         mutable = tuple(first <= i < self.tail for i in range(len(self.messages)))
         arriving = tuple(first <= i for i in range(len(self.messages)))
-        plan = self._apply_stages(mutable, arriving, anchor)
+        plan = self._apply_stages(mutable, arriving, anchor, first)
         plan.anchor_turn = anchor
         plan.first_new = start
-        records = self.records
         for i, msg in enumerate(plan.messages):
-            record = records.get(self.hashes[i]) if i < first else None
+            record = self._recorded(first, i)
             if record is not None:
                 plan.rendered.append(record.rendered)
                 plan.out_tokens.append(record.out_tokens)
@@ -104,6 +108,37 @@ class Planner:
         plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
         return plan
 
+    def _recorded(self, first: int, index: int) -> Record | None:
+        """The session's record message `index` renders from in a plan whose stages start at
+        `first` (None: it renders from the stages' output)."""
+        return self.records.get(self.hashes[index]) if index < first else None
+
+    @cached_property
+    def unbilled(self) -> int:
+        """Tokens of the raw request the provider does not bill: the thinking blocks it drops, of
+        the assistant messages before the last person-written one (`sends_thinking`)."""
+        last = last_person_index(self.messages)
+        return sum(self.tokens.block(b) for i, m in enumerate(self.messages)
+                   if not sends_thinking(i, last, self.thinking_kept)
+                   for b in m.blocks if b.kind in (THINKING, REDACTED_THINKING))
+
+    def saving(self, first: int, messages: list[Message]) -> int:
+        """`StageContext.saving`: the raw request's tokens the provider bills less the tokens of
+        the request rendered from `messages` in a plan whose stages start at `first`, each
+        message counted as `plan` counts its `out_tokens` (the head, sent alike on both sides,
+        cancels out). Dropped thinking counts on neither side: what stripping it saves is no
+        saving (a rendering that keeps some still counts it, so the figure errs low)."""
+        sent = 0
+        for i, msg in enumerate(messages):
+            record = self._recorded(first, i)
+            sent += record.out_tokens if record is not None else self.tokens.message(msg)
+        return self.raw_tokens - self.unbilled - sent
+
+    def _shown_strings(self, index: int) -> tuple[str, ...]:
+        """`StageContext.shown_strings`: the strings of the session's rendering of message `index`."""
+        record = self.records.get(self.hashes[index])
+        return () if record is None or record.rendered is None else tuple(strings_in(record.rendered))
+
     def _shown_cut(self, index: int) -> bool:
         """`StageContext.shown_cut`: the session's rendering of message `index` holds a cut marker
         (`compress.stagekit.stage.is_compressed`: not one of thinned line numbers or removed injections)."""
@@ -112,14 +147,15 @@ class Planner:
             return False
         return any(is_compressed(s) for s in strings_in(record.rendered) if "ctxmill" in s)
 
-    def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int) -> Plan:
+    def _apply_stages(self, mutable: tuple[bool, ...], arriving: tuple[bool, ...], anchor: int, first: int) -> Plan:
         """Each stage in turn; one that raises or breaks a protocol rule is dropped, with the
         originals it buffered. A stage that `decides_on_arrival` may change every message from
         the start on (`arriving`), the others only the `mutable` ones."""
         config = self.config
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
-                           thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut)
+                           thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut,
+                           shown_strings=self._shown_strings, saving=partial(self.saving, first))
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

@@ -96,6 +96,10 @@ class PendingOriginals:
     redact_extra: tuple = ()
     redact_allow: tuple = ()
 
+    def key_of(self, text: str) -> str:
+        """The key `put(text)` stores `text` under (nothing is stored)."""
+        return make_key(redacted(text, self.redact_extra, self.redact_allow))
+
     def put(self, text: str, hint: str | None = None) -> str:
         text = redacted(text, self.redact_extra, self.redact_allow)
         key = make_key(text)
@@ -125,6 +129,15 @@ class StageContext:
     shown_cut: Callable[[int], bool] = lambda index: False
     """Whether the request shows message `index`, one this run does not decide, with part of a
     tool result cut (the session's rendering of it holds a marker of a cut, `is_compressed`)."""
+    shown_strings: Callable[[int], tuple[str, ...]] = lambda index: ()
+    """The strings of the session's rendering of message `index`, as an earlier request sent it
+    (empty for a message the session has not recorded): what a stage that adds text gave before."""
+    saving: Callable[[list[Message]], int] = lambda messages: 0
+    """Tokens the request saves against the raw request (the client's messages) when it is sent
+    as `messages` (a stage's input or output), counted as the runner counts the request's
+    `tokens_before` and `tokens_after`, but for the thinking the provider drops, billed on
+    neither side (`compress.runner.plan.Planner.saving`): a stage that adds text keeps it only
+    while this stays above 0, so no request is sent larger than raw."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""
@@ -149,10 +162,17 @@ class StageContext:
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
               relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:
         """`build(key)` with the original stored in CCR under `key`, if that saves enough;
-        otherwise the original. `build` must give the same length for any key."""
+        otherwise the original. `build` must give the same length for any key. A placeholder key
+        rules out, before the original is redacted for its key, what cannot save enough; the
+        rendering with the real key is judged again, since the token count of a key depends on
+        its digits (the estimator's count of 32 zeros is 15 tokens below a typical key's)."""
         if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
             return original
-        return build(self.store(original, hint))
+        text = build(self.originals.key_of(original))
+        if not self.worth_it(original, text, relative, min_fraction, min_chars):
+            return original
+        self.store(original, hint)
+        return text
 
     @staticmethod
     def rerun_hint(result: Block) -> str:

@@ -15,6 +15,14 @@
   would only hold the reminder back.
 
 What must hold:
+- Never above raw: the reminder is appended only when the request as sent, reminder included,
+  is smaller than the request the client sent (`StageContext.saving`, counted by the runner as
+  `tokens_after` and `tokens_before`); else it is held back and the decision says so. Once sent
+  it is frozen with its message (below), and the messages before it keep their renderings (an
+  epoch re-decides them only to save more), so what they saved still pays for it in later
+  requests. The one stage that adds text elsewhere is `reread_pointers`, which shows the agent
+  again a read it asked for and is shown cut (fidelity first; `tests/test_pipeline.py` checks
+  every request of a session against raw).
 - Only the newest user message changes, and only by one appended text block
   (`Stage.appends_to_newest`, checked by the runner); older messages never change. It must be
   the newest message but for system messages after it (`compress.model.newest_user_index`:
@@ -25,8 +33,12 @@ What must hold:
   rendered).
 - No hidden state: whether an earlier request got a nudge is recomputed from the messages
   (each assistant message answers the request that ended just before it), so the cooldown
-  (`cooldown_turns`, 6) is deterministic. The replay assumes this stage ran at medium tier on
-  those requests; a cue stated while the session was below medium counts as reminded.
+  (`cooldown_turns`, 6) is deterministic. An earlier request whose reminder was held back is
+  told from the session's rendering of its last message (`StageContext.shown_strings`: no
+  reminder in it), so its cues stay pending for the next request within the window (a decision
+  in the person's first prompt, whose request has nothing to cut, is reminded of in the next
+  one that has). A message the session does not know, or an epoch's re-rendering from the
+  client's messages, holds no reminder: its cues count as not reminded.
 - Cache: the session records the newest message as rendered, nudge included; on the next
   request that message is frozen and rendered from the record, so its nudge stays, byte for
   byte. A new epoch re-renders from the client's messages, which never hold a nudge.
@@ -35,6 +47,7 @@ What must hold:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import xxhash
@@ -114,14 +127,19 @@ def _request_ends(messages: list[Message]) -> list[bool]:
     return ends
 
 
-def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = False) -> dict[int, tuple[str, ...]]:
+def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = False,
+                  sent: Callable[[int], bool] | None = None) -> dict[int, tuple[str, ...]]:
     """Index of the last user message of every request that gets (or got) a memory reminder ->
     the kinds it reminds of. Replays all requests so far (a request ends at each user message
-    an assistant message answered, and at the newest), so the cooldown needs no state."""
+    an assistant message answered, and at the newest), so the cooldown needs no state but
+    `sent`: whether an earlier request's last message was sent with its reminder (None: every
+    reminder due was sent). One that was due but not sent (held back below raw) leaves its cues
+    pending for the next request, within the window."""
     stated: dict[str, int] = {}  # kind -> turn of the latest statement not yet saved or reminded
     last_nudge: int | None = None
     given: dict[int, tuple[str, ...]] = {}
     ends = _request_ends(messages)
+    newest = max((i for i, end in enumerate(ends) if end), default=-1)
     thinking = False  # an assistant message since the last person-written one holds thinking
     for i, msg in enumerate(messages):
         if msg.role not in ("user", "assistant"):
@@ -139,7 +157,8 @@ def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = 
         if not stated or thinking or not ends[i]:
             continue
         recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
-        if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns):
+        if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns) and (
+                sent is None or i == newest or sent(i)):
             given[i] = recent
             last_nudge = msg.turn
             stated.clear()
@@ -162,13 +181,14 @@ def is_reminder(text: str) -> bool:
     return text.startswith(REMINDER_PREFIXES)
 
 
-def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept: bool = False) -> str:
-    """The reminder lines for the newest user message ('' for none)."""
+def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept: bool = False,
+               sent: Callable[[int], bool] | None = None) -> str:
+    """The reminder lines for the newest user message ('' for none); `sent` as for `memory_nudges`."""
     target = newest_user_index(messages)
     if target < 0 or any(b.kind == TEXT and is_reminder(b.text) for b in messages[target].blocks):
         return ""
     lines = []
-    kinds = memory_nudges(messages, opts, thinking_kept).get(target)
+    kinds = memory_nudges(messages, opts, thinking_kept, sent).get(target)
     if kinds:
         lines.append(memory_nudge(kinds))
     turn = messages[target].turn
@@ -180,14 +200,22 @@ def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(Options, ctx.config.options("nudges"))
-    text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept)
+
+    def sent(index: int) -> bool:
+        return any(is_reminder(s) for s in ctx.shown_strings(index))
+
+    text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept, sent)
     if not text:
         return messages
     target = newest_user_index(messages)
     newest = messages[target]
     block = Block(TEXT, raw={"type": "text", "text": text}, text=text)
+    out = [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
+    if ctx.saving(out) <= 0:
+        ctx.note(target, "held a reminder back: with it the request would not be smaller than raw")
+        return messages
     ctx.note(target, "appended a reminder to the newest user message")
-    return [*messages[:target], newest.with_blocks(newest.blocks + (block,)), *messages[target + 1:]]
+    return out
 
 
 STAGE = Stage("nudges", run, Tier.MEDIUM, appends_to_newest=True, options=Options)
