@@ -96,6 +96,7 @@ def test_appends_since_the_last_read_are_read_in_one_round_trip(place, monkeypat
         session.save()
     assert sent == ["EVALSHA"] * 4  # take, the tail (no MGET of the whole state), write, give back
     assert session is held and session.header.next_trial_at == 7
+    assert mine._redis.ttl(mine._rewritten) > 0  # the rewrite count expires with the state
     assert _state(session) == _state(Session.load(place()))
 
 
@@ -160,3 +161,19 @@ def test_a_session_holding_a_record_it_could_not_write_is_read_whole(place):
         theirs.set_next_trial(5)
     session = _caught_up(mine, held)
     assert session is not held and "unsealable" not in session.records
+
+
+def test_a_rewrite_that_ends_with_the_same_line_is_still_read_whole(place):
+    """Another replica rewrote the state into bytes of the same length whose line at the known
+    end is the same (only the header changed) and appended a line: the rewrite count says so."""
+    mine = place()
+    held = _held_by(mine)
+    other = place()
+    data, _ = other.read()
+    epoch = held.header.epoch
+    assert 0 < epoch < 9 and data.count(b'"epoch":%d' % epoch) == 1
+    with other.lock():
+        other.rewrite(data.replace(b'"epoch":%d' % epoch, b'"epoch":%d' % (epoch + 1)) + b'{"next_trial_at":9}\n')
+    session = _caught_up(mine, held)
+    assert session is not held and session.header.epoch == epoch + 1 and session.header.next_trial_at == 9
+    assert _state(session) == _state(Session.load(place()))
