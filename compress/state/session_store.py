@@ -14,7 +14,8 @@ five operations:
   epochs, not fsync-ed: a machine crash may lose the last ones, never tear the lines before).
   Both return the new signature. In Redis, a place holding its lock knows the signature and
   whether the state exists from the lock's take and its own writes (no round trip), and a write
-  is made only if nobody wrote since (`StateChanged`).
+  is made only if nobody wrote since (`StateChanged`). A Redis place also offers
+  `read_since(signature)`: only the lines appended since it last read or wrote the state.
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ class RedisState:
         return b"".join(line + b"\n" for line in opened if line is not None), version
 
     def take_rejected(self) -> int:
-        """Lines dropped by `read` since the last call, for the caller's stats."""
+        """Lines dropped by `read` and `read_since` since the last call, for the caller's stats."""
         n, self._rejected = self._rejected, 0
         return n
 
@@ -281,9 +282,10 @@ class RedisState:
 
     def _write(self, how: str, data: bytes) -> object:
         expected = b"*" if self._seen is None else self._seen[0] or b""
-        extends = self._mark if self._mark is not None and self._seen is not None and self._mark.version == self._seen[0] else None
-        self._mark = None
-        version = self._commit(keys=[self._data, self._version, self._rewritten], args=[how, data, self.keep, expected])
+        mark, self._mark = self._mark, None
+        extends = mark if mark is not None and self._seen is not None and mark.version == self._seen[0] else None
+        version = self._commit(keys=[self._data, self._version, self._rewritten],
+                               args=[how, data, self.keep, expected])
         if version is None:
             self._seen = None  # ask Redis again from now on
             raise StateChanged(f"{self._data} was written by another process since its lock was taken")
