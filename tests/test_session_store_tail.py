@@ -5,13 +5,16 @@ as a whole reload, one round trip, and every appended line checked as a whole re
 from __future__ import annotations
 
 import copy
+import uuid
 from dataclasses import asdict, replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ccr.store import CCRStore
 from compress.runner.pipeline import run
-from compress.state.session import Session
+from compress.state.session import Record, Session
 from ground.jsonbytes import dumps
 from ground.redis_client import connect
 from tests.helpers import SMALL_TAIL
@@ -177,3 +180,46 @@ def test_a_rewrite_that_ends_with_the_same_line_is_still_read_whole(place):
     session = _caught_up(mine, held)
     assert session is not held and session.header.epoch == epoch + 1 and session.header.next_trial_at == 9
     assert _state(session) == _state(Session.load(place()))
+
+
+_STEPS = st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(["trial", "touch", "end", "forget", "record", "epoch"]),
+                            st.integers(1, 50)), min_size=1, max_size=12)
+
+
+def _change(session: Session, what: str, n: int) -> None:
+    if what == "trial":
+        session.set_next_trial(n)
+    elif what == "touch":
+        session.set_touched(float(n))
+    elif what == "end":
+        session.add_request_end(n)
+    elif what == "forget":
+        session.forget_request_ends_after(n)
+    elif what == "record":
+        sealed = next(iter(session.records.values())).sealed if session.records else None
+        session.add(f"h{n}", Record(None, n, n, 0, True, sealed=sealed or {"d": []}))
+    else:
+        session.start_epoch(session.header.provider, 0, 0, dict(list(session.records.items())[:n % 4]))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_STEPS)
+def test_any_interleaving_of_two_replicas_holds_the_state_of_a_whole_load(place, steps):
+    """Replica A keeps its session in memory, replica B loads it whole; whatever each writes
+    (appends, records, epochs), A's session after catching up is what a whole load holds."""
+    name = uuid.uuid4().hex
+    mine = place(name)
+    held = _held_by(mine)
+    for actor, what, n in steps:
+        if actor == "B":
+            with Session.open(place(name)) as theirs:
+                _change(theirs, what, n)
+            continue
+        with mine.lock():
+            session = Session.load(mine, held)
+            assert _state(session) == _state(Session.load(place(name)))
+            _change(session, what, n)
+            session.save()
+            held = session
+    with mine.lock():
+        assert _state(Session.load(mine, held)) == _state(Session.load(place(name)))
