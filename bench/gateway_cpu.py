@@ -6,7 +6,8 @@ port, and the same conversations on the embedded store (files and SQLite) for th
 ~--base-tokens tokens), each request to a random replica (seeded), run, state written, then
 calibrated as the proxy does after the answer. Counts what the trust boundary and Redis cost per
 request: Redis round trips (`execute_command` calls and pipelines), signed lines checked and
-signed (and their bytes), session loads; and CPU seconds per request (process time). With
+signed (and their bytes), session loads, whole reads of a state in Redis and reads of only what
+another replica appended (tail reads); and CPU seconds per request (process time). With
 --profile, the top functions by cumulative time. No HTTP, no event loop: the replica's worker only.
 Run: python bench/gateway_cpu.py [--replicas 1,2,4 --clients 16 --turns 6 --profile]
 """
@@ -100,6 +101,9 @@ def run(setups, conversations, seed: int, profile: bool) -> tuple[float, int, Co
     counting.wrap(store_module, "open_line", "line verified")
     counting.wrap(store_module, "sign_line", "line signed")
     counting.wrap(session_module.Session, "load", "session load")
+    counting.wrap(store_module.RedisState, "read", "whole read")
+    if hasattr(store_module.RedisState, "read_since"):  # absent in a checkout from before it
+        counting.wrap(store_module.RedisState, "read_since", "tail read")
     profiler = cProfile.Profile() if profile else None
     began = time.process_time()
     if profiler:
@@ -162,7 +166,8 @@ def main() -> None:
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    labels = ["redis command", "redis pipeline", "session load", "line verified", "line signed"]
+    labels = ["redis command", "redis pipeline", "session load", "whole read", "tail read", "line verified",
+              "line signed"]
     print("per request: calls (CPU ms in them)")
     print("| setup | CPU per request | " + " | ".join(labels) + " | bytes verified | bytes signed |")
     print("|---|---:|" + "---:|" * (len(labels) + 2))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import xxhash
 
+from compress.state.prune import SESSION_MAX_AGE_DAYS, SESSION_MAX_COUNT, prune_sessions
 from compress.state.sealed import seal, unseal
-from compress.state.session_store import LOCK_FILE, STATE_FILE, RedisState, StateFiles
-from ground.files import private_lock
+from compress.state.session_store import STATE_FILE, RedisState, StateFiles
 from ground.jsonbytes import dumps
 
 if TYPE_CHECKING:
@@ -41,8 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ctxmill.compress")
 
-__all__ = ["STATE_FILE", "VERSION", "Header", "Record", "Session", "known_prefix", "prefix_hashes",
-           "prune_sessions", "state_lock"]
+__all__ = ["SESSION_MAX_AGE_DAYS", "SESSION_MAX_COUNT", "STATE_FILE", "VERSION", "Header", "Record", "Session",
+           "known_prefix", "prefix_hashes", "prune_sessions", "state_lock"]
 VERSION = 2
 Place = StateFiles | RedisState
 
@@ -136,6 +135,9 @@ class Session:
     _rewrite: bool = field(default=False, repr=False)
     _signature: object = field(default=None, repr=False)
     """The place's signature when this session last loaded or saved it."""
+    _whole: bool = field(default=False, repr=False)
+    """This session holds what its place held at `_signature`, no more (`reloaded` may add what
+    others appended since): false once a record could not be written, until an epoch rewrites."""
 
     @classmethod
     def memory(cls) -> Session:
@@ -147,10 +149,14 @@ class Session:
         return self.place.directory if isinstance(self.place, StateFiles) else None
 
     @classmethod
-    def load(cls, where: Path | Place) -> Session:
+    def load(cls, where: Path | Place, held: Session | None = None) -> Session:
         """The state kept at `where` (a session directory or a place); an empty session when
-        there is none or it is unreadable. Errors of the place itself (Redis down) propagate."""
+        there is none or it is unreadable. Errors of the place itself (Redis down) propagate.
+        `held`: this place's session as this process last loaded or saved it: it is returned
+        with only what others appended since read (`_caught_up`), when that can be known."""
         place = _place(where)
+        if held is not None and held.place is place and (caught_up := held._caught_up()) is not None:
+            return caught_up
         session = cls(place=place)
         data, session._signature = place.read()
         if data is None:
@@ -163,7 +169,27 @@ class Session:
         if header.get("version") != VERSION:
             return session
         session.header = Header(**{k: header[k] for k in asdict(Header()) if k in header})
-        for line in lines[1:]:
+        session._extend(lines[1:])
+        session._whole = True
+        return session
+
+    def _caught_up(self) -> Session | None:
+        """This session with the lines others appended to its place since it last loaded or saved
+        it (`RedisState.read_since`: only those are read), so the same state as a whole load,
+        its parsed messages and opened renderings kept; None when it cannot be known (the place
+        cannot tell, was rewritten since, or this session holds more than it wrote)."""
+        read_since = getattr(self.place, "read_since", None)
+        if read_since is None or not self._whole or self._pending or self._rewrite or self.deferred is not None:
+            return None
+        if (appended := read_since(self._signature)) is None:
+            return None
+        data, self._signature = appended
+        self._extend(data.split(b"\n"))
+        return self
+
+    def _extend(self, lines: list[bytes]) -> None:
+        """Apply the state's lines after its header, as written (a torn or unreadable one is skipped)."""
+        for line in lines:
             if not line:
                 continue
             try:
@@ -171,24 +197,23 @@ class Session:
             except orjson.JSONDecodeError:
                 continue  # torn last line
             if "h" in item:
-                session.records[item["h"]] = Record(None, item["rt"], item["ot"], item["c"], item["s"],
-                                                    keys=tuple(item.get("k", ())), sealed=item["r"])
+                self.records[item["h"]] = Record(None, item["rt"], item["ot"], item["c"], item["s"],
+                                                 keys=tuple(item.get("k", ())), sealed=item["r"])
             elif "next_trial_at" in item:
-                session.header.next_trial_at = item["next_trial_at"]
+                self.header.next_trial_at = item["next_trial_at"]
             elif "touched_at" in item:
-                session.header.touched_at = item["touched_at"]
+                self.header.touched_at = item["touched_at"]
             elif "last_request_at" in item:
-                session.header.last_request_at = item["last_request_at"]
+                self.header.last_request_at = item["last_request_at"]
             elif "calibration" in item:
-                session.header.calibration = item["calibration"]
-                session.header.tokens_per_byte = item.get("tokens_per_byte")
+                self.header.calibration = item["calibration"]
+                self.header.tokens_per_byte = item.get("tokens_per_byte")
             elif "prepared" in item:
-                session.header.prepared = item["prepared"]
+                self.header.prepared = item["prepared"]
             elif "end" in item:
-                session.request_ends.append(item["end"])
+                self.request_ends.append(item["end"])
             elif "ends_upto" in item:
-                session.request_ends = [e for e in session.request_ends if e <= item["ends_upto"]]
-        return session
+                self.request_ends = [e for e in self.request_ends if e <= item["ends_upto"]]
 
     @classmethod
     @contextlib.contextmanager
@@ -287,6 +312,7 @@ class Session:
             self._rewrite = False
             return
         if self._rewrite or not self.place.exists():
+            self._whole = True  # `_line` clears it for a record it cannot write
             lines = [dumps(asdict(self.header))]
             lines += [self._line(item) for item in self.records.items()]
             lines += [dumps({"end": n}) for n in self.request_ends]
@@ -305,6 +331,7 @@ class Session:
         prefix_hash, r = item
         sealed = r.at_rest(*self.redaction)
         if sealed is None:
+            self._whole = False
             return b""
         line = {"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens, "c": r.compressible,
                 "s": r.settled}
@@ -337,48 +364,3 @@ def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: li
             log.warning("session state unusable from message %d on: %s", i, exc)
             return i
     return len(hashes)
-
-
-SESSION_MAX_AGE_DAYS = 30
-"""Session folders untouched this long are deleted by `prune_sessions`."""
-SESSION_MAX_COUNT = 200
-"""… and beyond this many, the least recently used go first."""
-
-
-def prune_sessions(root: Path, max_age_days: float = SESSION_MAX_AGE_DAYS, max_sessions: int = SESSION_MAX_COUNT,
-                   now: float | None = None, keep: tuple[str, ...] = ()) -> list[Path]:
-    """Delete the session folders under `root` (state, stats) last written more than
-    `max_age_days` ago, then the least recently written beyond `max_sessions`. A folder
-    whose state lock another process holds is skipped, and one holding a file named in `keep`
-    (a checkpoint) is never deleted nor counted: anonymous requests that create many folders
-    cannot push a person's records out. Returns the folders deleted."""
-    import shutil
-    import time
-
-    from filelock import Timeout
-
-    now = time.time() if now is None else now
-    try:
-        folders = [p for p in Path(root).iterdir()
-                   if p.is_dir() and not p.is_symlink() and not any(os.path.lexists(p / name) for name in keep)]
-    except OSError:
-        return []
-    touched = sorted(((_last_write(p), p) for p in folders), key=lambda t: (-t[0], t[1].name))
-    doomed = [p for i, (when, p) in enumerate(touched) if i >= max_sessions or now - when > max_age_days * 86400]
-    removed = []
-    for folder in doomed:
-        try:
-            with private_lock(folder / LOCK_FILE, timeout=0):
-                shutil.rmtree(folder)
-            removed.append(folder)
-        except (Timeout, OSError):
-            continue
-    return removed
-
-
-def _last_write(folder: Path) -> float:
-    """The newest modification time of the folder and the files in it (0 when unreadable)."""
-    try:
-        return max([folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.iterdir())])
-    except OSError:
-        return 0.0

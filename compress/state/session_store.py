@@ -14,7 +14,8 @@ five operations:
   epochs, not fsync-ed: a machine crash may lose the last ones, never tear the lines before).
   Both return the new signature. In Redis, a place holding its lock knows the signature and
   whether the state exists from the lock's take and its own writes (no round trip), and a write
-  is made only if nobody wrote since (`StateChanged`).
+  is made only if nobody wrote since (`StateChanged`). A Redis place also offers
+  `read_since(signature)`: only the lines appended since it last read or wrote the state.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from ground.files import atomic_write, open_private, private_lock
@@ -112,13 +114,19 @@ _WRITE = """
 if ARGV[4] ~= '*' and (redis.call('GET', KEYS[2]) or '') ~= ARGV[4] then return false end
 if ARGV[1] == 'set' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('APPEND', KEYS[1], ARGV[2]) end
 local version = redis.call('INCR', KEYS[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('EXPIRE', KEYS[2], ARGV[3])
+if ARGV[1] == 'set' then redis.call('SET', KEYS[3], version) end
+for _, key in ipairs(KEYS) do redis.call('EXPIRE', key, ARGV[3]) end
 return version
 """
-"""Replace (`set`) or extend (`append`) the state, count the write and renew both keys' expiry,
-in one step; only when the write counter is still ARGV[4] (what the lock's holder last saw; '*':
-any), else nothing is written (false)."""
+"""Replace (`set`) or extend (`append`) the state, count the write, note the count of a rewrite
+(KEYS[3]: the state's bytes since then were only appended) and renew the keys' expiry, in one
+step; only when the write counter is still ARGV[4] (what the lock's holder last saw; '*': any),
+else nothing is written (false)."""
+_TAIL = """
+return {redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or '', redis.call('GETRANGE', KEYS[1], ARGV[1], -1)}
+"""
+"""The write counter, the count of the last rewrite and the state's bytes from offset ARGV[1],
+as of one moment (`RedisState.read_since`)."""
 _GIVE_BACK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -151,7 +159,7 @@ class RedisState:
             raise ValueError("a shared store's session records need a MAC key (the team's store key)")
         self._redis = client
         base = f"{prefix}session:{name}"
-        self._data, self._version, self._lock = base, base + ":v", base + ":lock"
+        self._data, self._version, self._lock, self._rewritten = base, base + ":v", base + ":lock", base + ":e"
         self._context = self._data.encode()
         self._key = key
         self._token = os.urandom(16).hex()
@@ -164,7 +172,9 @@ class RedisState:
         """The signed lines of the last `read` whose MAC held, and what they carry: the same bytes
         read again (a reload after another replica appended) are not checked again; any other
         line is (a changed byte makes another line)."""
-        self._take = client.register_script(_TAKE)
+        self._mark: _Mark | None = None
+        """Where the state stood when this place last read or wrote all of it (None: unknown)."""
+        self._take, self._tail = client.register_script(_TAKE), client.register_script(_TAIL)
         self._commit, self._give_back = client.register_script(_WRITE), client.register_script(_GIVE_BACK)
         self.lease, self.wait, self.keep = lease, wait, keep
 
@@ -198,11 +208,35 @@ class RedisState:
                 _janitor.give_back(self._redis, self._lock, self._token, self.lease)
 
     def read(self) -> tuple[bytes | None, object]:
-        data, version = self._redis.mget(self._data, self._version)  # one command: both as of one moment
+        data, version, rewritten = self._redis.mget(self._data, self._version, self._rewritten)  # as of one moment
+        self._mark = _Mark.of(version, rewritten, data, len(data or b""))
         return self._verified(data), version
 
+    def read_since(self, signature: object) -> tuple[bytes, object] | None:
+        """The verified lines appended to the state since it stood at `signature` (this place's
+        last `read` or write), and the signature now; None when that cannot be known (this place
+        did not last see the state at `signature`, the state was rewritten since, the bytes where
+        it ended are not the line it ended with): then `read` the whole. One round trip, which
+        reads the last line already known again and what follows it. Lines past it are checked
+        as `read` checks them; those before it are not read again (a co-tenant's change to them
+        is seen at the next whole read, as any change it makes: lines dropped, never used)."""
+        mark = self._mark
+        if mark is None or signature != mark.version:
+            return None
+        start = mark.length - len(mark.last)
+        version, rewritten, data = self._tail(keys=[self._data, self._version, self._rewritten], args=[start])
+        version = version or None
+        if rewritten != mark.rewritten or not data.startswith(mark.last) or not data.endswith(b"\n"):
+            self._mark = None
+            return None
+        appended = data[len(mark.last):]
+        self._mark = _Mark.of(version, rewritten, data, start + len(data))
+        lines = [line for line in appended.split(b"\n") if line]
+        opened = self._open(lines, dict(self._opened))
+        return b"".join(line + b"\n" for line in opened if line is not None), version
+
     def take_rejected(self) -> int:
-        """Lines dropped by `read` since the last call, for the caller's stats."""
+        """Lines dropped by `read` and `read_since` since the last call, for the caller's stats."""
         n, self._rejected = self._rejected, 0
         return n
 
@@ -227,28 +261,61 @@ class RedisState:
         if data is None:
             return None
         lines = [line for line in data.split(b"\n") if line]
-        known = self._opened
-        opened = [known[line] if line in known else open_line(self._key, self._context, line) for line in lines]
-        self._opened = {line: kept for line, kept in zip(lines, opened) if kept is not None}
+        opened = self._open(lines, {})
         if opened and opened[0] is None:
-            self._rejected += len(lines)
+            self._rejected += len(lines) - sum(line is None for line in opened)  # _open counted the rest
             log.warning("%s: its header fails the integrity check: the state is ignored", self._data)
             return None
+        return b"".join(line + b"\n" for line in opened if line is not None)
+
+    def _open(self, lines: list[bytes], kept: dict[bytes, bytes]) -> list[bytes | None]:
+        """What each signed line carries (None: its MAC fails, counted as rejected); `_opened`
+        becomes `kept` and the lines whose MAC held."""
+        known = self._opened
+        opened = [known[line] if line in known else open_line(self._key, self._context, line) for line in lines]
+        kept.update((line, text) for line, text in zip(lines, opened) if text is not None)
+        self._opened = kept
         if bad := sum(line is None for line in opened):
             self._rejected += bad
             log.warning("%s: %d records fail the integrity check and are ignored", self._data, bad)
-        return b"".join(line + b"\n" for line in opened if line is not None)
+        return opened
 
     def _write(self, how: str, data: bytes) -> object:
         expected = b"*" if self._seen is None else self._seen[0] or b""
-        version = self._commit(keys=[self._data, self._version], args=[how, data, self.keep, expected])
+        mark, self._mark = self._mark, None
+        extends = mark if mark is not None and self._seen is not None and mark.version == self._seen[0] else None
+        version = self._commit(keys=[self._data, self._version, self._rewritten],
+                               args=[how, data, self.keep, expected])
         if version is None:
             self._seen = None  # ask Redis again from now on
             raise StateChanged(f"{self._data} was written by another process since its lock was taken")
         signature = str(version).encode()
         if self._seen is not None:
             self._seen = (signature, True)
+            if how == "set":
+                self._mark = _Mark.of(signature, signature, data, len(data))
+            elif extends is not None:
+                self._mark = _Mark.of(signature, extends.rewritten, data, extends.length + len(data))
         return signature
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """Where a session's state in Redis stood: its write counter, the count at its last rewrite,
+    its length and its last line (signed, with its newline)."""
+
+    version: bytes | None
+    rewritten: bytes
+    length: int
+    last: bytes
+
+    @classmethod
+    def of(cls, version: bytes | None, rewritten: bytes | None, end: bytes | None, length: int) -> _Mark | None:
+        """The mark of a state `length` bytes long that ends with `end` (None when there is none to
+        extend: no state, no rewrite count, or not ending with a whole line)."""
+        if not end or not rewritten or not end.endswith(b"\n"):
+            return None
+        return cls(version, rewritten, length, end.rsplit(b"\n", 2)[-2] + b"\n")
 
 
 class _Janitor:

@@ -203,8 +203,8 @@ class SessionState:
         return self.place.lock() if self.place is not None else contextlib.nullcontext()
 
     def _current(self) -> Session:
-        if self._session is None or self._session.changed_on_disk():
-            self._session = Session.load(self.place) if self.place is not None else Session.memory()
+        if self._session is None or self._session.changed_on_disk():  # reads only what others appended, if it can
+            self._session = Session.load(self.place, self._session) if self.place is not None else Session.memory()
         return self._session
 
     def _rejected(self) -> int:
