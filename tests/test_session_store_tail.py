@@ -8,7 +8,6 @@ import copy
 import uuid
 from dataclasses import asdict, replace
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,21 +15,9 @@ from ccr.store import CCRStore
 from compress.runner.pipeline import run
 from compress.state.session import Record, Session
 from ground.jsonbytes import dumps
-from ground.redis_client import connect
 from tests.helpers import SMALL_TAIL
-from tests.redis_fixture import fresh_address
 from tests.test_session import _reminder_turns
-from tests.test_session_redis import _round_trips
-
-
-@pytest.fixture
-def place(redis_server):
-    from compress.state.session_store import RedisState
-
-    address = fresh_address(redis_server)
-    client = connect(address)
-    yield lambda name="s", **options: RedisState(client, address.prefix, name, key=address.key, **options)
-    client.close()
+from tests.test_session_redis import _round_trips, place  # noqa: F401 - the fixture: a RedisState per name
 
 
 def _state(session: Session) -> tuple:
