@@ -13,8 +13,8 @@ import threading
 import httpx
 
 from ctxmill.proxy.app import Proxy
-from ctxmill.proxy.sessions import ProxySession
-from ctxmill.proxy.stats import SessionStats
+from ctxmill.proxy.sessions import Outcome, ProxySession
+from ctxmill.proxy.stats import RunSummary, SessionStats
 from ctxmill.proxy.workerpool import Submitted
 from ctxmill.proxy_config import ProxyConfig
 from tests.helpers import eventually
@@ -168,3 +168,56 @@ def test_a_run_that_never_started_is_dropped_and_its_request_counts_no_failure()
     outcome = asyncio.run(main())
     assert entry.pending is None and outcome.summary is None
     assert (entry.stats.failures, entry.stats.tokens_before) == (0, 0)
+
+
+def _session_whose_last_epoch_took(run_ms: float, size: int) -> ProxySession:
+    entry = ProxySession("k" * 32, None, SessionStats())
+    entry.record_run(size, Outcome(RunSummary(b"{}", 100, 50, mode="epoch", run_ms=run_ms)))
+    return entry
+
+
+def test_an_epoch_the_sessions_last_one_says_will_miss_the_budget_is_deferred_without_waiting_for_it():
+    """The budget is a minute, so only the estimate (the last epoch took 1,000 s) can defer the
+    request before the run ends; the run goes on in the background and fills the outcome."""
+    proxy, pool = _proxy(budget_ms=60_000.0)
+    raw = b'{"messages": []}'
+    entry = _session_whose_last_epoch_took(1_000_000.0, len(raw))
+    assert entry.epoch_estimate(len(raw)) == 1_000.0
+
+    async def main():
+        waiting = asyncio.ensure_future(proxy.compress(entry, raw))
+        await asyncio.sleep(0)
+        assert pool.job is not None
+        pool.job.epoch.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert waiting.done()  # sent as it is at once, not a budget later
+        outcome = waiting.result()
+        assert outcome.deferred and entry.pending is pool.job.done and outcome.summary is None
+        pool.job.done.set_result(RunSummary(b"{}", 100, 50, mode="epoch", run_ms=5.0))
+        await asyncio.sleep(0)
+        return outcome
+
+    outcome = asyncio.run(main())
+    assert outcome.summary is not None and entry.pending is None
+    assert entry.epoch_estimate(len(raw)) == 0.005  # the epoch that just ran is the new estimate
+
+
+def test_an_epoch_the_sessions_last_one_says_fits_the_budget_is_waited_for():
+    proxy, pool = _proxy(budget_ms=60_000.0)
+    raw = b'{"messages": []}'
+    entry = _session_whose_last_epoch_took(1.0, len(raw))  # 1 ms: well within two budgets
+
+    async def main():
+        waiting = asyncio.ensure_future(proxy.compress(entry, raw))
+        await asyncio.sleep(0)
+        assert pool.job is not None
+        pool.job.epoch.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not waiting.done()  # waiting for the run, within the budget
+        pool.job.done.set_result(RunSummary(b"{}", 100, 50, mode="epoch", run_ms=1.0))
+        return await waiting
+
+    outcome = asyncio.run(main())
+    assert not outcome.deferred and outcome.summary is not None

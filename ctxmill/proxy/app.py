@@ -65,6 +65,8 @@ START_WAIT_FACTOR = 4
 INLINE_LIMIT_FACTOR = 40
 """Incremental work is waited for up to this many latency budgets (1 s at 25 ms): only against a
 stuck worker; no incremental run on the corpus comes near it."""
+EPOCH_WAIT_FACTOR = 2
+"""An epoch the session's last one says will take over this many budgets is not waited for."""
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -246,7 +248,7 @@ class Proxy:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
                                            entry.stats_bytes(), context_window, entry.directory is not None,
-                                           needed=False)
+                                           needed=False, epoch_estimate=entry.epoch_estimate(len(raw)))
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
@@ -260,7 +262,7 @@ class Proxy:
             entry.pending.add_done_callback(finished)
         return outcome
 
-    async def within_budget(self, key: str, fn, *args, needed: bool = True) -> Outcome:
+    async def within_budget(self, key: str, fn, *args, needed: bool = True, epoch_estimate: float = 0.0) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
         or later in the background when it misses the budget: `deferred`, with `pending` set).
         The budget adapts to the work: incremental work is always waited for (up to
@@ -269,7 +271,9 @@ class Proxy:
         only epochs are deferred, never a request because the machine is slow. Nor does the time
         a request waits behind other sessions' runs (at most `start_wait`) defer it; a worker so
         far behind that the run would not start within `start_wait` (its queue times its jobs'
-        moving average time) defers the request at once.
+        moving average time) defers the request at once, as does an epoch expected to take over
+        `EPOCH_WAIT_FACTOR` budgets (`epoch_estimate` seconds, from the session's last epoch):
+        waiting the budget for it would add the budget to the request and still send it as is.
         `needed`: the run must happen even after its request left (see WorkerPool)."""
         outcome = Outcome()
         hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
@@ -283,7 +287,7 @@ class Proxy:
             await asyncio.wait({job.started, job.done}, timeout=self.start_wait, return_when=first)
         if job.started.done():
             await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit, return_when=first)
-            if job.epoch.done() and not job.done.done():
+            if job.epoch.done() and not job.done.done() and epoch_estimate <= EPOCH_WAIT_FACTOR * self.budget:
                 await asyncio.wait({job.done}, timeout=self.budget)
         if not job.done.done():
             outcome.deferred, outcome.pending = True, job.done

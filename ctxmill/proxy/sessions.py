@@ -83,6 +83,14 @@ class ProxySession:
         self.calibrated: tuple[float, float] | None = None
         """The calibration the session's state on disk holds, as this process last wrote it
         (`ctxmill.proxy.stats.calibration_of`): an unchanged one is not sent to the worker again."""
+        self.epoch_rate = 0.0
+        """Seconds per request byte of the session's last finished epoch run (0: none yet); see
+        `epoch_estimate`."""
+
+    def epoch_estimate(self, body_size: int) -> float:
+        """Seconds an epoch on a request of `body_size` bytes would take, judging by the session's
+        last one (0: no epoch finished yet)."""
+        return self.epoch_rate * body_size
 
     def stats_bytes(self) -> bytes | None:
         """The stats for the worker to write beside the state (None: nothing to write)."""
@@ -122,6 +130,8 @@ class ProxySession:
         s.tokens_after += summary.tokens_before if outcome.deferred else summary.tokens_after
         s.last_tier = summary.tier
         s.epochs += summary.mode == "epoch"
+        if summary.mode == "epoch" and body_size and summary.run_ms:
+            self.epoch_rate = summary.run_ms / 1000 / body_size
 
     def record_usage(self, usage: Usage) -> None:
         s = self.stats
