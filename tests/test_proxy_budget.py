@@ -176,6 +176,18 @@ def _session_whose_last_epoch_took(run_ms: float, size: int) -> ProxySession:
     return entry
 
 
+async def _epoch_begun(proxy, pool, entry, raw):
+    """`proxy.compress` of `raw` started, its run reporting an epoch, and a few loop turns given to
+    the proxy to act on it; returns the compress task."""
+    waiting = asyncio.ensure_future(proxy.compress(entry, raw))
+    await asyncio.sleep(0)
+    assert pool.job is not None
+    pool.job.epoch.set_result(None)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return waiting
+
+
 def test_an_epoch_the_sessions_last_one_says_will_miss_the_budget_is_deferred_without_waiting_for_it():
     """The budget is a minute, so only the estimate (the last epoch took 1,000 s) can defer the
     request before the run ends; the run goes on in the background and fills the outcome."""
@@ -185,12 +197,7 @@ def test_an_epoch_the_sessions_last_one_says_will_miss_the_budget_is_deferred_wi
     assert entry.epoch_estimate(len(raw)) == 1_000.0
 
     async def main():
-        waiting = asyncio.ensure_future(proxy.compress(entry, raw))
-        await asyncio.sleep(0)
-        assert pool.job is not None
-        pool.job.epoch.set_result(None)
-        for _ in range(5):
-            await asyncio.sleep(0)
+        waiting = await _epoch_begun(proxy, pool, entry, raw)
         assert waiting.done()  # sent as it is at once, not a budget later
         outcome = waiting.result()
         assert outcome.deferred and entry.pending is pool.job.done and outcome.summary is None
@@ -209,12 +216,7 @@ def test_an_epoch_the_sessions_last_one_says_fits_the_budget_is_waited_for():
     entry = _session_whose_last_epoch_took(1.0, len(raw))  # 1 ms: well within two budgets
 
     async def main():
-        waiting = asyncio.ensure_future(proxy.compress(entry, raw))
-        await asyncio.sleep(0)
-        assert pool.job is not None
-        pool.job.epoch.set_result(None)
-        for _ in range(5):
-            await asyncio.sleep(0)
+        waiting = await _epoch_begun(proxy, pool, entry, raw)
         assert not waiting.done()  # waiting for the run, within the budget
         pool.job.done.set_result(RunSummary(b"{}", 100, 50, mode="epoch", run_ms=1.0))
         return await waiting
