@@ -234,9 +234,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
 
 def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
     """Pin (inject at every session start) or unpin the entry with this id; returns it as stored."""
-    from dataclasses import replace
-
-    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))
+    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, entry.replace(pinned=pinned)))
     assert stored is not None, "replace_entry returns the entry it stored under the lock"
     return stored
 

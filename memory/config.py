@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground.records import Record, field
 from memory.bm25 import Bm25Params
 
 # Tuned on SciFact train, CMRC trial and LoCoMo with `bench/memory_retrieval.py --tune`.
@@ -20,8 +20,7 @@ DEFAULT_HALF_LIVES: dict[str, float | None] = {
 }
 
 
-@dataclass(frozen=True)
-class MemoryConfig:
+class MemoryConfig(Record, slots=False):  # its defaults are read off the class (ctxmill.provenance)
     """Where memory lives and how it is searched.
 
     project_home: the project's `.ctxmill/` folder; global_home: the cross-project folder

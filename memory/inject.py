@@ -15,9 +15,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
 
+from ground.records import Record
 from memory import api, usage
 from memory.config import MemoryConfig
 from memory.entry import Entry
@@ -30,8 +30,7 @@ def line(entry: Entry) -> str:
     return f"- [{entry.type}] " + " ".join(entry.text.split())
 
 
-@dataclass(frozen=True)
-class Injection:
+class Injection(Record):
     lines: tuple[str, ...]  # pinned first, then the ranked ones that fit
     pinned: int  # how many of the lines are pinned entries
     entries: int  # entries in MEMORY.md (project and global)
