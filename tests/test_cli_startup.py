@@ -123,10 +123,10 @@ def test_a_quick_hook_sets_logging_up_only_when_it_logs(tmp_path):
 
 
 HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "dataclasses", "inspect", "socket", "subprocess",
-         "memory.dream",
-         "memory.statements", "compress.state.session", "ctxmill.channel", "ctxmill.proxy_config"}
+         "tempfile", "shutil", "memory.dream", "memory.statements", "compress.state.session", "ctxmill.channel", "ctxmill.proxy_config"}
 """What no quick hook imports in its answer's process (always-on off, an English prompt, a fresh
-memory index); `dataclasses` brings `inspect` (the records on their path are `ground.records`)."""
+memory index); `dataclasses` brings `inspect` (the records on their path are `ground.records`),
+`tempfile` brings `shutil` and the compressors (`ground.files.atomic_write` names its own)."""
 
 
 def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
