@@ -198,9 +198,10 @@ def _stat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
-def open_regular(path: str | Path) -> BinaryIO:
-    """The regular file at `path` opened for reading (binary), or OSError as `read_regular` says."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+def open_regular(path: str | Path, follow: bool = True) -> BinaryIO:
+    """The regular file at `path` opened for reading (binary), or OSError as `read_regular` says;
+    `follow=False`: OSError ELOOP when `path` itself is a symbolic link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (getattr(os, "O_CLOEXEC", 0) if follow else _NOFOLLOW))
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

@@ -242,11 +242,13 @@ def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
 def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:
     """All entries in file order, project first."""
     _check_scope(scope, ("all", *SCOPES))
+    from memory.parsed import entries  # each file parsed once per change of its bytes
+
     return [
         entry
         for source in _sources(cfg)
         if scope in ("all", source.scope)
-        for entry in _read(source.path, source.scope, source.default_type).entries()
+        for entry in entries(cfg, source.path, source.scope, source.default_type)
     ]
 
 
