@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 
 from ground.records import Record
 from memory import api, usage
@@ -68,6 +69,7 @@ def _rank(entry: Entry, position: int, uses: dict[str, usage.Use], today: date) 
     return (-weight, -last, -_day(entry.created), position)
 
 
+@cache  # entries share their days: a session start ranks every entry once
 def _day(iso: str | None) -> int:
     try:
         return date.fromisoformat(iso).toordinal() if iso else 0
