@@ -8,7 +8,6 @@ is given, no environment).
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
 from pathlib import Path
 
 from ctxmill.errors import ConfigError
@@ -165,6 +164,8 @@ def parse_budget(value: Any) -> float | None:
 
 
 def compress_table(section: Any, where: str) -> CompressConfig:
+    from dataclasses import fields, replace  # here: the hooks read other tables, without dataclasses
+
     from compress.config import CompressConfig
     from compress.provider_cache import LIVES
     from compress.vocab.tools import PROTECTED_TOOLS

@@ -20,7 +20,6 @@ error names the file that holds it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from ctxmill.config_tables import (
     security_table,
 )
 from ctxmill.provenance import Layers
+from ground.records import Record, field
 
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (a memory search reads settings)
 if TYPE_CHECKING:
@@ -51,8 +51,7 @@ if TYPE_CHECKING:
     from memory.history.config import HistoryConfig
     from repomap.config import RepoMapConfig
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Record, slots=False):  # its cached properties need the instance's __dict__
     """What the faces pass to the engines, read once at the edge (`Settings.load`)."""
 
     home: Path
@@ -148,6 +147,8 @@ class Settings:
     @cached_property
     def compress(self) -> CompressConfig:
         """The `[compress]` and `[security]` tables."""
+        from dataclasses import replace
+
         return replace(self.table("compress", compress_table), **self.redaction)
 
     @cached_property

@@ -234,9 +234,7 @@ def forget(cfg: MemoryConfig, id: str) -> Entry:
 
 def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
     """Pin (inject at every session start) or unpin the entry with this id; returns it as stored."""
-    from dataclasses import replace
-
-    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, replace(entry, pinned=pinned)))
+    _, stored = _edit_entry(cfg, id, lambda doc, entry: doc.replace_entry(entry.id, entry.replace(pinned=pinned)))
     assert stored is not None, "replace_entry returns the entry it stored under the lock"
     return stored
 
@@ -244,11 +242,13 @@ def set_pinned(cfg: MemoryConfig, id: str, pinned: bool = True) -> Entry:
 def list_entries(cfg: MemoryConfig, scope: str = "all") -> list[Entry]:
     """All entries in file order, project first."""
     _check_scope(scope, ("all", *SCOPES))
+    from memory.parsed import entries  # each file parsed once per change of its bytes
+
     return [
         entry
         for source in _sources(cfg)
         if scope in ("all", source.scope)
-        for entry in _read(source.path, source.scope, source.default_type).entries()
+        for entry in entries(cfg, source.path, source.scope, source.default_type)
     ]
 
 

@@ -27,12 +27,12 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from operator import itemgetter
 
+from ground.records import Record
 
-@dataclass(frozen=True)
-class Bm25Params:
+
+class Bm25Params(Record):
     """BM25's k1 and b; heading (section and tags) terms count `heading_weight` times.
 
     Ranking on top of BM25 (what `memory.api.search` does):

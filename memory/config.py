@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground.records import Record, field
 from memory.bm25 import Bm25Params
 
 # Tuned on SciFact train, CMRC trial and LoCoMo with `bench/memory_retrieval.py --tune`.
@@ -20,14 +20,14 @@ DEFAULT_HALF_LIVES: dict[str, float | None] = {
 }
 
 
-@dataclass(frozen=True)
-class MemoryConfig:
+class MemoryConfig(Record, slots=False):  # its defaults are read off the class (ctxmill.provenance)
     """Where memory lives and how it is searched.
 
     project_home: the project's `.ctxmill/` folder; global_home: the cross-project folder
     (e.g. ~/.local/share/ctxmill). Both hold MEMORY.md, notes.md and the `.index/` folder
-    (the index lives in the project home and covers both). cache_dir holds the jieba
-    dictionary cache (default: global_home/cache).
+    (the index lives in the project home and covers both); global_home/cache/memory holds the
+    memory files as parsed (`memory.parsed`). cache_dir holds the jieba dictionary cache
+    (default: global_home/cache).
     decay: an entry's decay d shrinks by half_lives[type], never below decay_floor; pinned
     entries and types with half-life None never decay (d = 1).
     recency: how much of d a search applies: a score is multiplied by 1 - recency * (1 - d), so

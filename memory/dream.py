@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -107,7 +107,7 @@ def readable_gotcha(entry: Entry) -> Entry:
     """A gotcha as one line: literal `\\n` / `\\t` sequences and line breaks become spaces."""
     if entry.type != "gotcha" or ("\\n" not in entry.text and "\\t" not in entry.text and "\n" not in entry.text):
         return entry
-    return replace(entry, text=" ".join(_ESCAPED_BREAK.sub(" ", entry.text).split()))
+    return entry.replace(text=" ".join(_ESCAPED_BREAK.sub(" ", entry.text).split()))
 
 
 def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> tuple[list[_Item], list[tuple[Entry, str]]]:
@@ -128,7 +128,7 @@ def _items(cfg: MemoryConfig, memory: MemoryDocument, notes: MemoryDocument) -> 
                     left_out.append((entry, f"left out: {why}"))
                     continue
                 if entry.id in held:  # a note with an id MEMORY.md holds: it joins under its own
-                    entry = replace(entry, id=unique_id(entry.id, entry.text, taken))
+                    entry = entry.replace(id=unique_id(entry.id, entry.text, taken))
                     taken.add(entry.id)
             replaces = Replacement.of(entry.text, tok.tokens) if entry.type == "decision" else None
             # An undated entry was written by a person: newer than any dated one.

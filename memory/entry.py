@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import xxhash
+
+from ground.records import Record
 
 # entry type -> MEMORY.md section heading
 SECTIONS: dict[str, str] = {
@@ -19,8 +20,7 @@ TYPES = tuple(SECTIONS)
 SCOPES = ("project", "global")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Record):
     """One memory item. `created` is an ISO date (YYYY-MM-DD) or None for hand-written entries."""
 
     id: str
@@ -47,11 +47,10 @@ class Entry:
         }
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(Record):
     entry: Entry
     score: float
-    snippet: str = field(default="")
+    snippet: str = ""
 
     def to_dict(self) -> dict:
         return {**self.entry.to_dict(), "score": round(self.score, 4), "snippet": self.snippet}

@@ -30,7 +30,7 @@ import threading
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from typing import NamedTuple
 
@@ -163,7 +163,7 @@ class Files:
         today = date.today().isoformat()
         old = self.entries.get(path)
         if old is not None:
-            replaced = self.doc.replace_entry(old.id, replace(old, text=text, created=today))
+            replaced = self.doc.replace_entry(old.id, old.replace(text=text, created=today))
             assert replaced is not None, "self.entries holds entries of self.doc"
             entry = replaced
         else:
@@ -196,7 +196,7 @@ class Files:
             target = canonical(new + path[len(old):])
             self._owner.check_no_secret(target)
             entry = self.entries.pop(path)
-            moved = self.doc.replace_entry(entry.id, replace(entry, text=target + entry.text[len(path):]))
+            moved = self.doc.replace_entry(entry.id, entry.replace(text=target + entry.text[len(path):]))
             assert moved is not None, "self.entries holds entries of self.doc"
             self.entries[target] = moved
             self.touched.add(entry.id)

@@ -24,11 +24,11 @@ import time
 import warnings
 from array import array
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
 
+from ground.records import Record, field_names
 from memory import pieces
 from memory.bm25 import BUCKETS, Bm25Params, Index, weighted_terms
 from memory.entry import Entry
@@ -42,7 +42,7 @@ _MTIME_SLACK_NS = 2_000_000_000
 _ROW_CHUNK = 64
 _NO_META = -1  # the meta code of a document number no entry has
 
-_FIELDS = list(Entry.__dataclass_fields__)
+_FIELDS = list(field_names(Entry))
 _FILE = _FIELDS.index("file")
 _META = tuple(_FIELDS.index(f) for f in ("type", "created", "pinned", "scope"))
 
@@ -51,8 +51,7 @@ class CorruptIndexWarning(UserWarning):
     """The index file could not be trusted and was rebuilt from the memory files."""
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Record):
     """A memory file; bullets outside typed sections are entries of `default_type` (None: not entries)."""
 
     path: Path

@@ -15,9 +15,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
+from functools import cache
 
+from ground.records import Record
 from memory import api, usage
 from memory.config import MemoryConfig
 from memory.entry import Entry
@@ -30,8 +31,7 @@ def line(entry: Entry) -> str:
     return f"- [{entry.type}] " + " ".join(entry.text.split())
 
 
-@dataclass(frozen=True)
-class Injection:
+class Injection(Record):
     lines: tuple[str, ...]  # pinned first, then the ranked ones that fit
     pinned: int  # how many of the lines are pinned entries
     entries: int  # entries in MEMORY.md (project and global)
@@ -69,6 +69,7 @@ def _rank(entry: Entry, position: int, uses: dict[str, usage.Use], today: date) 
     return (-weight, -last, -_day(entry.created), position)
 
 
+@cache  # entries share their days: a session start ranks every entry once
 def _day(iso: str | None) -> int:
     try:
         return date.fromisoformat(iso).toordinal() if iso else 0

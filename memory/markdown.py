@@ -31,7 +31,6 @@ rewrite keeps bytes it could not read. Entry texts show such bytes as U+FFFD.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 
 import xxhash
 
@@ -59,14 +58,15 @@ def encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-@dataclass
 class Block:
-    """A run of source lines. `raw` is exact source text; headings carry level and entry type."""
+    """A run of source lines. `raw` is exact source text; headings carry level and entry type.
+    A plain class, changed in place (`entry`): a session start parses MEMORY.md into these
+    without importing `dataclasses`."""
 
-    raw: str
-    entry: Entry | None = None
-    level: int = 0
-    section_type: str | None = None
+    __slots__ = ("raw", "entry", "level", "section_type")
+
+    def __init__(self, raw: str, entry: Entry | None = None, level: int = 0, section_type: str | None = None) -> None:
+        self.raw, self.entry, self.level, self.section_type = raw, entry, level, section_type
 
 
 def section_type(heading: str) -> str | None:
@@ -145,7 +145,7 @@ def _give_id(block: Block, entry: Entry, entry_id: str) -> None:
     else:  # a hand-written entry: its id becomes explicit
         body = block.raw.rstrip()
         block.raw = f"{body} <!-- {entry_id} -->{block.raw[len(body):]}"
-    block.entry = replace(entry, id=entry_id)
+    block.entry = entry.replace(id=entry_id)
 
 
 def format_entry(entry: Entry) -> str:
@@ -201,7 +201,7 @@ class MemoryDocument:
                 done[block.entry.id] = block.entry
                 continue
             taken.discard(block.entry.id)
-            stored = replace(new, id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
+            stored = new.replace(id=unique_id(new.id, new.text, taken), scope=self.scope, file=self.file,
                              section=block.entry.section)
             taken.add(stored.id)
             done[block.entry.id] = stored
@@ -220,7 +220,7 @@ class MemoryDocument:
             group = []
             for n, entry in enumerate(entries):
                 if entry.type == kind:
-                    entry = replace(entry, id=unique_id(entry.id, entry.text, taken), scope=self.scope, file=self.file,
+                    entry = entry.replace(id=unique_id(entry.id, entry.text, taken), scope=self.scope, file=self.file,
                                     section=SECTIONS[kind])
                     taken.add(entry.id)
                     group.append((n, entry))
@@ -237,7 +237,7 @@ class MemoryDocument:
         title = _HEADING.match(self.blocks[heading].raw)
         assert title is not None, "a block with a level is a heading line"
         name = title.group(2)
-        entries = [replace(entry, section=name) for entry in entries]
+        entries = [entry.replace(section=name) for entry in entries]
         end = next((i for i in range(heading + 1, len(self.blocks)) if 0 < self.blocks[i].level <= 2), len(self.blocks))
         # After the section's last non-blank block: an entry placed above other text would take an
         # indented line below it as its own continuation. A section that runs into a code fence left

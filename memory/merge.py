@@ -18,7 +18,7 @@ merging a file with itself gives it back; the result parses (`memory.markdown.pa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memory.entry import Entry, new_id
@@ -69,7 +69,7 @@ def merge(base: str, ours: str, theirs: str, default_type: str | None = None) ->
             salt += 1
         used.add(fresh)
         renamed.append((entry.id, fresh))
-        doc.add(replace(entry, id=fresh))
+        doc.add(entry.replace(id=fresh))
 
     for entry_id, theirs_entry in t.items():
         base_entry, ours_entry = b.get(entry_id), o.get(entry_id)

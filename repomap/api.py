@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground.records import Record, field
 from repomap.config import RepoMapConfig as RepoMapConfig  # its settings, read without the engine
 from repomap.index import RepoIndex
 from repomap.outline import Outline
@@ -22,8 +22,7 @@ HEADER = (
 )
 
 
-@dataclass(frozen=True)
-class RepoMap:
+class RepoMap(Record):
     text: str
     """The map with its header, or "" when no file fits, the repository has no file to name, or
     (`wait=False`) its index is not complete yet."""

@@ -3,11 +3,10 @@ imports no part of the map (a prompt in a repository with no index yet needs non
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ground.records import Record
 
 
-@dataclass(frozen=True)
-class RepoMapConfig:
+class RepoMapConfig(Record, slots=False):  # its defaults are read off the class (ctxmill.provenance)
     enabled: bool = True
     """Whether each prompt of a hooked client gets a map."""
     budget: int = 512

@@ -23,18 +23,18 @@ short by a deadline goes on where it stopped next time.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
 import xxhash
 
 from ground.files import private_dir, private_file
+from ground.records import Record
 from repomap.files import list_files, minified, read, safe_stat, wanted
 from repomap.languages import supported
 from repomap.outline import Definition, Outline, outline
@@ -65,8 +65,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value REAL);
 _TABLES = ("files", "terms", "names", "meta")
 
 
-@dataclass(frozen=True, slots=True)
-class FileRow:
+class FileRow(Record):
     ndefs: int
     size: int
     prior: float
@@ -386,11 +385,14 @@ class RepoIndex:
 
 
 def _encode(o: Outline) -> bytes:
+    import orjson  # here: a prompt decodes outlines (`_decode`) without orjson, which imports dataclasses
+
     return orjson.dumps(
         [[[d.kind, d.name, d.signature, d.line, d.depth] for d in o.defs], list(o.refs)]
     )
 
 
 def _decode(blob: bytes) -> Outline:
-    defs, refs = orjson.loads(blob)
+    """The outline `_encode` wrote, read with the stdlib's JSON (the hook's process has it loaded)."""
+    defs, refs = json.loads(blob)
     return Outline(tuple(Definition(*d) for d in defs), tuple(refs))

@@ -13,9 +13,9 @@ so no nesting depth raises RecursionError.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
+from ground.records import Record
 from repomap.languages import CONTAINERS, LEAVES, NAMED_VALUES, grammar_for, parser_for
 
 SIGNATURE_CHARS = 160
@@ -38,8 +38,7 @@ escape, a bidi override): a signature is one line of plain text. Compiled when a
     return regex.compile(r"[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
+class Definition(Record):
     kind: str
     """"container" (its members follow, one level deeper) or "leaf"."""
     name: str
@@ -48,8 +47,7 @@ class Definition:
     depth: int
 
 
-@dataclass(frozen=True, slots=True)
-class Outline:
+class Outline(Record):
     defs: tuple[Definition, ...]
     refs: tuple[str, ...]
 

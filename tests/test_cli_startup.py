@@ -122,10 +122,11 @@ def test_a_quick_hook_sets_logging_up_only_when_it_logs(tmp_path):
         assert f"ctxmill hook {name}: failed open" in logged
 
 
-HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "socket", "subprocess", "memory.dream",
-         "memory.statements", "compress.state.session", "ctxmill.channel", "ctxmill.proxy_config"}
+HEAVY = {"jieba", "regex", "logging", "argparse", "typing", "dataclasses", "inspect", "socket", "subprocess",
+         "tempfile", "shutil", "memory.dream", "memory.statements", "compress.state.session", "ctxmill.channel", "ctxmill.proxy_config"}
 """What no quick hook imports in its answer's process (always-on off, an English prompt, a fresh
-memory index)."""
+memory index); `dataclasses` brings `inspect` (the records on their path are `ground.records`),
+`tempfile` brings `shutil` and the compressors (`ground.files.atomic_write` names its own)."""
 
 
 def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
@@ -142,7 +143,7 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
     }
     unwanted = {"UserPromptSubmit": HEAVY | {"memory.markdown", "repomap.api", "sqlite3", "orjson"},  # no map index yet
                 "SessionStart": HEAVY | {"repomap.api", "memory.bm25.search", "orjson"},
-                "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings", "dataclasses"}}
+                "PreToolUse": HEAVY | {"orjson", "memory", "repomap", "ctxmill.settings"}}
     for name, fields in events.items():
         done, modules = _imports(["hook", name], tmp_path, json.dumps({**base, "hook_event_name": name, **fields}))
         assert done.returncode == 0 and "failed open" not in done.stderr, (name, done.stderr)
@@ -158,5 +159,6 @@ def test_each_quick_hook_imports_only_what_its_event_needs(tmp_path):
     done, modules = _imports(["hook", "UserPromptSubmit"], tmp_path, json.dumps(  # now with the map
         {**base, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit", **events["UserPromptSubmit"]}))
     assert done.returncode == 0 and "repomap.api" in modules
-    unwanted = HEAVY | {"compress.vocab.tools", "compress.vocab.touches"}  # the path keys alone
+    unwanted = HEAVY | {"compress.vocab.tools", "compress.vocab.touches",  # the path keys alone
+                        "orjson"}  # outlines and the transcript's tail are read with the stdlib's json
     assert not modules & unwanted, modules & unwanted

@@ -3,7 +3,6 @@
 import multiprocessing
 import os
 import warnings
-from dataclasses import replace
 
 import pytest
 
@@ -35,7 +34,7 @@ def test_secrets_are_redacted_before_writing(cfg):
 
 
 def test_extra_redaction_patterns_from_config(cfg):
-    cfg = replace(cfg, redact_extra=(("ticket", r"SECRET-\d+"),))
+    cfg = cfg.replace(redact_extra=(("ticket", r"SECRET-\d+"),))
     assert api.store(cfg, "note", "see SECRET-42").text == "see [REDACTED:ticket]"
 
 
@@ -100,7 +99,7 @@ def test_older_entries_decay_but_constraints_and_pins_do_not(cfg):
     scores = {h.entry.id: h.score for h in api.search(cfg, "cache layer", limit=3)}
     assert scores["m-00000001"] < scores["m-00000002"]
     assert scores["m-00000003"] > scores["m-00000001"]
-    no_decay = {h.entry.id: h.score for h in api.search(replace(cfg, decay=False), "cache layer", limit=3)}
+    no_decay = {h.entry.id: h.score for h in api.search(cfg.replace(decay=False), "cache layer", limit=3)}
     assert no_decay["m-00000003"] == pytest.approx(scores["m-00000003"])
 
 

@@ -4,7 +4,6 @@ entries found useful most often and most recently; the rest stay searchable; doc
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from datetime import date, timedelta
 
 import pytest
@@ -41,7 +40,7 @@ def test_past_the_budget_pinned_stay_the_most_useful_come_next_and_the_rest_stay
     for _ in range(3):
         usage.record(cfg, [entries[20].id], (TODAY - timedelta(days=2)).isoformat())
     usage.record(cfg, [entries[10].id], (TODAY - timedelta(days=200)).isoformat())
-    small = replace(cfg, inject_chars=4 * len(line(entries[0])))
+    small = cfg.replace(inject_chars=4 * len(line(entries[0])))
     got = select(small, TODAY)
     assert got.lines[:3] == (line(pinned), line(entries[20]), line(entries[30]))
     assert got.chars <= small.inject_chars and got.left_out > 30
@@ -54,7 +53,7 @@ def test_pinned_entries_are_injected_even_past_the_budget(cfg):
     pins = [api.store(cfg, "decision", f"Pinned decision number {i} about the release train.", pin=True)
             for i in range(5)]
     _fill(cfg, 5)
-    got = select(replace(cfg, inject_chars=10), TODAY)
+    got = select(cfg.replace(inject_chars=10), TODAY)
     assert got.lines == tuple(line(p) for p in pins)
     name, problem = memory_fullness(got)
     assert "5 of 10 entries (5 pinned)" in name and "pinned entries alone take" in problem
@@ -62,7 +61,7 @@ def test_pinned_entries_are_injected_even_past_the_budget(cfg):
 
 def test_doctor_says_how_full_the_budget_is(cfg):
     _fill(cfg, 40)
-    name, problem = memory_fullness(select(replace(cfg, inject_chars=1000), TODAY))
+    name, problem = memory_fullness(select(cfg.replace(inject_chars=1000), TODAY))
     assert problem is None and "of 40 entries (0 pinned)" in name and "of 1,000 chars" in name
     assert "searchable only" in name
 

@@ -123,11 +123,9 @@ def test_tags_and_recency_still_rank_among_equal_matches(memory):
 def test_recency_is_the_memory_configs_and_zero_ignores_age(memory):
     """Two entries tagged #docker of one length class: with the default recency the newer ranks
     first; with recency 0 age is ignored, so the scores are the BM25 scores alone."""
-    from dataclasses import replace
-
     default = {h.entry.id: h.score for h in api.search(memory, "docker", limit=5)}
-    ageless = {h.entry.id: h.score for h in api.search(replace(memory, recency=0.0), "docker", limit=5)}
-    full = {h.entry.id: h.score for h in api.search(replace(memory, recency=1.0), "docker", limit=5)}
+    ageless = {h.entry.id: h.score for h in api.search(memory.replace(recency=0.0), "docker", limit=5)}
+    full = {h.entry.id: h.score for h in api.search(memory.replace(recency=1.0), "docker", limit=5)}
     for entry_id in ("m-0000ba5e", "m-00000a19"):  # 5 and 20 days old
         assert full[entry_id] < default[entry_id] < ageless[entry_id]
     assert ageless["m-0000ba5e"] / ageless["m-00000a19"] < default["m-0000ba5e"] / default["m-00000a19"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ground.records import field_names
+
 HOSTILE = {  # every key only the user's own config may set, with what an attacker would write
     ("proxy", "upstream_anthropic"): "https://evil.example",
     ("proxy", "upstream_openai"): "https://evil.example",
@@ -51,7 +53,7 @@ def toml_value(value) -> str:
 
 def view(settings) -> tuple:
     """Everything a `ctxmill.settings.Settings` decides, its project home left out."""
-    memory = {k: v for k, v in vars(settings.memory).items() if k != "project_home"}
+    memory = {k: getattr(settings.memory, k) for k in field_names(settings.memory) if k != "project_home"}
     return (
         settings.proxy_overrides,
         settings.store,
