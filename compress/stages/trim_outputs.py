@@ -296,12 +296,11 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     text = block.result_text
     if is_subagent(block.tool_name) and not moved and ctx.age(msg) < opts.report_fresh_turns:
         return block
-    if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
-            max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
-        return block
+    copy = reading and _only_copy(ctx.tier, opts, stale, source, cold, text)  # its text stays whole; images do not
     scale = opts.scale(ctx.tier, ctx.age(msg), stale, source, cold)
     over = len(text) > opts.min_chars * scale
-    if over or (has_base64_run(text, opts.base64_min_chars) and base64_pattern(opts.base64_min_chars).search(text)):
+    if not copy and (over or (has_base64_run(text, opts.base64_min_chars)
+                              and base64_pattern(opts.base64_min_chars).search(text))):
         budget = opts.budget(scale, kind)
         hint = ctx.rerun_hint(block)
         short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, opts.base64_min_chars, over),
@@ -310,6 +309,16 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     if any(p.kind == IMAGE for p in block.parts):
         block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
     return block
+
+
+def _only_copy(tier: Tier, opts: TrimOptions, stale: bool, source: bool, cold: bool, text: str) -> bool:
+    """Whether a file read's text is the agent's copy, kept whole: no later message shows its
+    lines (not `stale`) and either the tier is below `unshown_tier` or it is a read of source
+    code that is not cold; never with a line longer than `fresh_max_line_chars` (minified code
+    is not copied line by line), nor with `keep_fresh_reads` off."""
+    if stale or not opts.keep_fresh_reads or not (tier < Tier.parse(opts.unshown_tier) or (source and not cold)):
+        return False
+    return max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars
 
 
 STAGE = Stage("trim_outputs", run, Tier.ALWAYS, options=TrimOptions)
