@@ -11,8 +11,13 @@ line numbers decide_on_arrival thinned is still one):
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
 
-A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). And
+Must hold (the only-copy rule): below `unshown_tier` (the high tier: the host compacts soon), a
+file read that is not stale (below: no later message shows its lines again) leaves this stage with
+its text byte for byte, however old, cold, committed or far from source code it is, and whatever
+the request times; only its image parts may become markers, and a line longer than
+`fresh_max_line_chars` (minified code) makes it ordinary output. At the high tier a read of
+source code that is neither stale nor cold (below) still stays whole: it is the agent's copy of a
+file it may be working on (`keep_fresh_reads`; off, every read is cut like other output). And
 a subagent's report is kept whole only while it is the newest thing the agent works on
 (`moved_on`): younger than `report_fresh_turns` turns, and until a call in a later turn touches
 a file (the agent acts on a report in the turns after it, then works on files); then it is cut
