@@ -6,8 +6,6 @@ compacts soon) it may be cut. Client shapes: Claude Code `Read` (`     12→` pr
 
 from __future__ import annotations
 
-import json
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +16,7 @@ from compress.runner.pipeline import Chain, run
 from compress.stages import trim_outputs
 from compress.stages.trim_outputs import stale_reads
 from compress.state.session import Session
-from tests.stagekit import anthropic, assert_markers_resolve, config, result_texts, run_stage
+from tests.stagekit import anthropic, assert_markers_resolve, codex_exec, config, result_texts, run_stage
 
 STATUS = [f"- [x] Milestone {i}: settle group expenses in USDC on chain {i % 7}, see docs/flow-{i}.md" for i in range(420)]
 CODE = [f"    total_{i} = settle(group_{i}, amount={i}, currency='USDC')" for i in range(420)]
@@ -30,21 +28,6 @@ def claude_read(path: str, lines: list[str], first: int = 1, last: int | None = 
     tool_input: dict = {"file_path": path} if (first, last) == (1, len(lines)) else {
         "file_path": path, "offset": first, "limit": last - first + 1}
     return "Read", tool_input, "\n".join(f"{n:6}\u2192{lines[n - 1]}" for n in range(first, last + 1))
-
-
-def codex_body(commands: list[tuple[str, str]], turns_after: int = 1) -> dict:
-    """A Codex Responses request: one exec_command call and output per (command, output), then
-    `turns_after` plain turns."""
-    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]}]
-    for n, (cmd, text) in enumerate(commands):
-        items.append({"type": "function_call", "name": "exec_command", "call_id": f"call_{n}",
-                      "arguments": json.dumps({"cmd": cmd, "workdir": "/repo"})})
-        items.append({"type": "function_call_output", "call_id": f"call_{n}",
-                      "output": f"Chunk ID: {n}\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{text}"})
-    for _ in range(turns_after):
-        items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]})
-        items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]})
-    return {"model": "gpt-5.5", "input": items, "store": False}
 
 
 def codex_outputs(body: dict) -> list[str]:
@@ -74,7 +57,7 @@ def test_codex_cold_sed_and_cat_reads_stay_whole_below_the_high_tier():
     """Codex `sed -n` of a doc and `cat` of a source file, both left alone 40 turns and made
     before a successful `git commit` (cold twice over): whole at medium, cut at high."""
     doc, code = "\n".join(STATUS), "\n".join(CODE)
-    body = codex_body([("sed -n '1,420p' STATUS.md", doc), ("cat src/settle.ts", code),
+    body = codex_exec([("sed -n '1,420p' STATUS.md", doc), ("cat src/settle.ts", code),
                        ("git commit -am 'settle'", "[main 1a2b3c4] settle")], turns_after=40)
     medium = codex_outputs(run_stage(body, trim_outputs.STAGE, config("medium"))[0].body)
     assert medium[:2] == codex_outputs(body)[:2]
