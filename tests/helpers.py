@@ -14,7 +14,12 @@ from compress.runner.run_report import RunResult
 from compress.state.session import Session
 from ground.jsonbytes import dumps
 
-SMALL_TAIL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20)
+READS_BY_AGE = {"unshown_tier": "always"}
+"""trim_outputs options under which a read that no later message shows is cut by age at any tier
+(shipped: whole below the high tier), so a long read of a text file is an output the pipeline cuts
+once it leaves the protected tail: what the epoch and pipeline tests below cut."""
+SMALL_TAIL = CompressConfig(protect_tail_tokens=0, protect_tail_turns=1, min_saving_chars=20,
+                            stage_options={"trim_outputs": READS_BY_AGE})
 
 
 def compress(body: Any, config: CompressConfig = SMALL_TAIL, session: Session | None = None,

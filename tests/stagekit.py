@@ -57,6 +57,23 @@ def openai(calls: list[tuple[str, dict, str]], turns_after: int = 1) -> dict:
     return {"model": "gpt-4o", "messages": messages}
 
 
+def codex_exec(commands: list[tuple[str, str]], turns_after: int = 1) -> dict:
+    """A Codex Responses request: one exec_command call and output per (command, output), as
+    Codex reports a finished command, then `turns_after` plain turns."""
+    import json
+
+    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]}]
+    for n, (cmd, text) in enumerate(commands):
+        items.append({"type": "function_call", "name": "exec_command", "call_id": f"call_{n}",
+                      "arguments": json.dumps({"cmd": cmd, "workdir": "/repo"})})
+        items.append({"type": "function_call_output", "call_id": f"call_{n}",
+                      "output": f"Chunk ID: {n}\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{text}"})
+    for _ in range(turns_after):
+        items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]})
+        items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]})
+    return {"model": "gpt-5.5", "input": items, "store": False}
+
+
 def run_stage(body: dict, stage: Stage, cfg: CompressConfig = OPEN, store: CCRStore | None = None):
     store = store or CCRStore.in_memory()
     result = run(body, session=Session.memory(), store=store, config=cfg, chain=Chain([stage]))

@@ -109,6 +109,8 @@ def test_at_says_when_a_replayed_request_was_sent(tmp_path):
     body = _reads_with_a_long_note(8, big=1)
     start = 1_795_770_000.0
     session = tmp_path / "sess"
+    (tmp_path / ".ctxmill").mkdir()  # the big read no later message shows is cut by age (shipped: kept below high)
+    (tmp_path / ".ctxmill" / "config.toml").write_text('[compress.stages.trim_outputs]\nunshown_tier = "always"\n')
     for k in range(3, len(body["messages"]), 2):
         request = tmp_path / f"r{k}.json"
         request.write_text(json.dumps({**body, "messages": body["messages"][:k]}))

@@ -17,7 +17,7 @@ from compress.runner.pipeline import Chain, run
 from compress.stagekit.stage import Stage
 from compress.state.session import Session
 from compress.tiers import Tier, TierThresholds
-from tests.helpers import SMALL_TAIL, as_bytes, compress, conversation_field, markers_in
+from tests.helpers import READS_BY_AGE, SMALL_TAIL, as_bytes, compress, conversation_field, markers_in
 from tests.strategies import requests
 
 PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -172,10 +172,11 @@ def test_the_protected_tail_stops_growing_at_protect_tail_blocks():
     for i in range(1, 7):  # six small turns: 12 blocks, far fewer than 4,000 tokens
         messages += turn(i, "ok")
     body = {"system": "s", "messages": messages}
-    by_blocks = run(body, session=Session.memory(), store=CCRStore.in_memory())
+    by_age = {"trim_outputs": READS_BY_AGE}  # the log read is cut once it leaves the tail
+    by_blocks = run(body, session=Session.memory(), store=CCRStore.in_memory(), config=CompressConfig(stage_options=by_age))
     assert markers_in(by_blocks.body["messages"][2]["content"][0]["content"])
     by_tokens = run(body, session=Session.memory(), store=CCRStore.in_memory(),
-                    config=CompressConfig(protect_tail_blocks=0))
+                    config=CompressConfig(protect_tail_blocks=0, stage_options=by_age))
     assert by_tokens.body["messages"][2] == body["messages"][2]  # the read is within the last 4,000 tokens
 
 

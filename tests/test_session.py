@@ -17,7 +17,7 @@ from compress.runner.epochs import EpochChoice, best_start, cached_prefixes, epo
 from compress.runner.pipeline import run
 from compress.state.session import STATE_FILE, Session, known_prefix, prefix_hashes, state_lock
 from ground.jsonbytes import dumps
-from tests.helpers import SMALL_TAIL, conversation_field
+from tests.helpers import READS_BY_AGE, SMALL_TAIL, conversation_field
 from tests.strategies import requests
 
 
@@ -487,7 +487,7 @@ def test_a_read_kept_whole_is_cut_once_it_goes_cold_without_new_output_to_pay_fo
     worth a re-decision, though nothing newer is left to cut (`open_to_cuts`)."""
     body = _read_then_quiet_turns(12)
     config = replace(SMALL_TAIL, protect_tail_turns=2, epoch_savings_threshold=400, window_epoch_savings=200,
-                     epoch_horizon=0, stage_options={"trim_outputs": {"cold_after_turns": 6, "cold_ref_chars": 0,
+                     epoch_horizon=0, stage_options={"trim_outputs": {**READS_BY_AGE, "cold_after_turns": 6, "cold_ref_chars": 0,
                                                                        "report_fresh_turns": 0}})
     epochs = []  # (request, read cut, report cut) at each epoch after the first
     for k, result in feed(body, config, _Memory()):

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from compress.formats.requests import from_provider
 from compress.stagekit.shown_again import READS_SHOW, copy_lines
 from compress.stages.trim_outputs import stale_reads
-from tests.stagekit import anthropic, openai
+from tests.stagekit import anthropic, codex_exec, openai
 
 LINES = [f"    value_{i} = compute_{i}(x, y) + {i}" for i in range(860)]
 PATH = "/repo/src/app.py"
@@ -49,25 +49,12 @@ def test_claude_code_a_read_of_another_range_leaves_the_first_read_fresh():
     assert stale_ids(again) == {"toolu_000", "toolu_001"}
 
 
-def codex_body(commands: list[tuple[str, str]]) -> dict:
-    """A Codex Responses request: one exec_command call and output per (command, output)."""
-    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]}]
-    for n, (cmd, text) in enumerate(commands):
-        items.append({"type": "function_call", "name": "exec_command", "call_id": f"call_{n}",
-                      "arguments": json.dumps({"cmd": cmd, "workdir": "/repo"})})
-        items.append({"type": "function_call_output", "call_id": f"call_{n}",
-                      "output": f"Chunk ID: {n}\nWall time: 0.1 seconds\nProcess exited with code 0\nOutput:\n{text}"})
-    items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]})
-    items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]})
-    return {"model": "gpt-5.5", "input": items, "store": False}
-
-
 def test_codex_sed_ranges_count():
     head, rest = ("sed -n '1,320p' src/app.py", plain(1, 320)), ("sed -n '320,860p' src/app.py", plain(320, 860))
-    assert stale_ids(codex_body([head, rest])) == set()
-    assert stale_ids(codex_body([head, rest, ("cat src/app.py", plain(1, 860))])) == {"call_0", "call_1"}
+    assert stale_ids(codex_exec([head, rest])) == set()
+    assert stale_ids(codex_exec([head, rest, ("cat src/app.py", plain(1, 860))])) == {"call_0", "call_1"}
     # the same range read again shows every line of the first read
-    assert stale_ids(codex_body([head, ("sed -n '1,320p' src/app.py", plain(1, 320))])) == {"call_0"}
+    assert stale_ids(codex_exec([head, ("sed -n '1,320p' src/app.py", plain(1, 320))])) == {"call_0"}
 
 
 def test_opencode_read_with_offset():

@@ -253,17 +253,22 @@ def test_property_errors_visible_never_larger_markers_resolve(lines, tool, tier)
             assert all(line in visible for line in lines if is_error_line(line))
 
 
-def test_reads_of_files_that_are_not_source_code_get_less():
-    """Docs, data and logs are rarely copied into edits: their reads get `non_source_scale`."""
+def test_reads_of_files_that_are_not_source_code_get_less_at_the_high_tier():
+    """Docs, data and logs are rarely copied into edits: at the high tier their reads are cut
+    with `non_source_scale`, where a fresh read of source code stays whole. Below it, a read no
+    later message shows stays whole either way (`unshown_tier`)."""
     text = numbered(python_file(80))
     source = anthropic([("Read", {"file_path": "/src/app.py"}, text)])
     log = anthropic([("Read", {"file_path": "/tmp/app.log"}, text)])
-    kept_source = result_texts(run_stage(source, trim_outputs.STAGE)[0].body)[0]
-    kept_log = result_texts(run_stage(log, trim_outputs.STAGE)[0].body)[0]
+    kept_source = result_texts(run_stage(source, trim_outputs.STAGE, config("high"))[0].body)[0]
+    kept_log = result_texts(run_stage(log, trim_outputs.STAGE, config("high"))[0].body)[0]
+    assert len(kept_log) < len(kept_source) == len(text)
+    assert result_texts(run_stage(log, trim_outputs.STAGE, config("medium"))[0].body)[0] == text
     same = result_texts(run_stage(log, trim_outputs.STAGE, config(
-        stage_options={"trim_outputs": {"non_source_scale": 1.0}}))[0].body)[0]
-    assert len(kept_log) < len(kept_source)
-    assert same.replace("/tmp/app.log", "") == kept_source.replace("/src/app.py", "")
+        "high", stage_options={"trim_outputs": {"non_source_scale": 1.0, **CUT_FRESH}}))[0].body)[0]
+    cut_source = result_texts(run_stage(source, trim_outputs.STAGE, config(
+        "high", stage_options={"trim_outputs": CUT_FRESH}))[0].body)[0]
+    assert same.replace("/tmp/app.log", "") == cut_source.replace("/src/app.py", "") != text
 
 
 def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
@@ -280,7 +285,7 @@ def test_a_read_whose_file_is_not_changed_soon_after_gets_less_once_it_is_old():
     assert trim_outputs.cold_reads(list(from_provider(warm).messages), 12, 14) == set()
     assert trim_outputs.cold_reads(list(from_provider(young).messages), 12, 6) == set()
     assert trim_outputs.cold_reads(list(from_provider(cold).messages), 0, 14) == set()
-    after_12 = config(stage_options={"trim_outputs": {"cold_after_turns": 12, "cold_since": "read"}})
+    after_12 = config("high", stage_options={"trim_outputs": {"cold_after_turns": 12, "cold_since": "read"}})
     kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, after_12)[0].body)[0]
             for name, body in (("cold", cold), ("warm", warm), ("young", young))}
     assert len(kept["cold"]) < len(kept["warm"]) == len(kept["young"]) == len(text)
@@ -383,7 +388,7 @@ def test_a_long_read_of_a_file_the_agent_already_changed_waits_the_full_turns():
         assert rule(worked, 30, anchor, 3_000, ref_changed=False) == set()
         assert rule(worked, 30, anchor, 3_000, ref_changed=True) == {"toolu_001"}
         assert rule(explored, 30, anchor, 3_000, ref_changed=False) == {"toolu_001"}
-    short_wait = config(stage_options={"trim_outputs": {"cold_ref_chars": 3_000, "cold_ref_changed": False}})
+    short_wait = config("high", stage_options={"trim_outputs": {"cold_ref_chars": 3_000, "cold_ref_changed": False}})
     kept = {name: result_texts(run_stage(body, trim_outputs.STAGE, short_wait)[0].body)[1] for name, body in bodies.items()}
     assert kept["worked"] == long_text and len(kept["explored"]) < len(long_text)
 
@@ -416,7 +421,7 @@ def test_reads_made_before_a_successful_git_commit_are_cold():
     assert trim_outputs.committed_reads(messages, messages[-1].turn) == {"toolu_000"}
     assert trim_outputs.committed_reads(messages, commit_turn - 1) == set()
 
-    cut, whole = (result_texts(run_stage(body, trim_outputs.STAGE, config(stage_options={
+    cut, whole = (result_texts(run_stage(body, trim_outputs.STAGE, config("high", stage_options={
         "trim_outputs": {"cold_after_commit": on}}))[0].body)[0] for on in (True, False))
     assert len(cut) < len(text) / 2 and whole == text
 
@@ -453,10 +458,11 @@ def test_a_report_is_whole_only_while_the_agent_has_not_moved_on_to_files():
     assert read == code
 
 
-def test_a_docs_read_is_cut_once_it_is_history_whether_or_not_the_agent_moved_on():
+def test_a_docs_read_is_cut_at_the_high_tier_once_it_is_history_whether_or_not_the_agent_moved_on():
     """A read of a docs file (.md, .txt) is not kept whole while newest (measured dearer, no needed
-    line kept more): once history it is cut with `non_source_scale`, the original in CCR, alone
-    or followed by other reads. Claude Code Read, Codex exec_command `sed -n`, OpenCode read."""
+    line kept more): at the high tier, once history, it is cut with `non_source_scale`, the
+    original in CCR, alone or followed by other reads; below it, the agent's only copy of those
+    lines stays whole. Claude Code Read, Codex exec_command `sed -n`, OpenCode read."""
     doc = "\n".join(f"{i}\tThe API accepts option_{i} and returns a paginated list of records." for i in range(1, 400))
     code = numbered(python_file())
     shapes = [
@@ -468,9 +474,10 @@ def test_a_docs_read_is_cut_once_it_is_history_whether_or_not_the_agent_moved_on
         make = anthropic if name == "Read" else openai
         for body in (make([(name, doc_input, doc)], turns_after=3),
                      make([(name, doc_input, doc), (other, other_input, code)], turns_after=3)):
-            result, store = run_stage(body, trim_outputs.STAGE)
+            result, store = run_stage(body, trim_outputs.STAGE, config("high"))
             after = result_texts(result.body)[0]
             assert len(after) < len(doc) / 3, name
+            assert result_texts(run_stage(body, trim_outputs.STAGE, config("medium"))[0].body)[0] == doc, name
             assert assert_markers_resolve(after, doc, store) >= 1
 
 

@@ -99,9 +99,18 @@ class TrimOptions:
     """A read of source code that is neither stale nor cold stays whole (line numbers thinned on
     arrival): it is the agent's copy of a file it may be working on, and the texts its edits
     replace are copied out of it; unless a line is longer than `fresh_max_line_chars`
-    (minified code is not copied line by line)."""
+    (minified code is not copied line by line). Off: every read is cut like other output, at
+    any tier (`unshown_tier` too)."""
+    unshown_tier: str = "high"
+    """The lowest tier at which a file read that no later message shows again (not stale:
+    `trim_outputs.stale_reads`) may be cut, however old, cold or far from source code it is.
+    "high" (the host compacts soon) keeps it, the agent's only copy of those lines, whole
+    until then; "always" cuts cold and non-source reads by age at any tier (cheaper, but it
+    hides lines agents later copy into edits; docs/replay-results.md). A line longer than
+    `fresh_max_line_chars` makes a read ordinary output at any tier."""
 
     def __post_init__(self) -> None:
+        Tier.parse(self.unshown_tier)
         if self.cold_since not in COLD_SINCE:
             raise ValueError(f"trim_outputs.cold_since must be one of {', '.join(COLD_SINCE)}, got {self.cold_since!r}")
         if self.tier_scale is None:

@@ -11,8 +11,13 @@ line numbers decide_on_arrival thinned is still one):
   files and lines per file; file lists are grouped by directory with counts; subagent, web and
   other output keep head, headings, error lines and tail.
 
-A read of source code that is neither stale nor cold (below) stays whole: it is the agent's copy
-of a file it may be working on (`keep_fresh_reads`, unless a line is minified-long). And
+Must hold (the only-copy rule): below `unshown_tier` (the high tier: the host compacts soon), a
+file read that is not stale (below: no later message shows its lines again) leaves this stage with
+its text byte for byte, however old, cold, committed or far from source code it is, and whatever
+the request times; only its image parts may become markers, and a line longer than
+`fresh_max_line_chars` (minified code) makes it ordinary output. At the high tier a read of
+source code that is neither stale nor cold (below) still stays whole: it is the agent's copy of a
+file it may be working on (`keep_fresh_reads`; off, every read is cut like other output). And
 a subagent's report is kept whole only while it is the newest thing the agent works on
 (`moved_on`): younger than `report_fresh_turns` turns, and until a call in a later turn touches
 a file (the agent acts on a report in the turns after it, then works on files); then it is cut
@@ -296,12 +301,11 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     text = block.result_text
     if is_subagent(block.tool_name) and not moved and ctx.age(msg) < opts.report_fresh_turns:
         return block
-    if reading and source and opts.keep_fresh_reads and not (stale or cold) and (
-            max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars):
-        return block
+    copy = reading and _only_copy(ctx.tier, opts, stale, source, cold, text)  # its text stays whole; images do not
     scale = opts.scale(ctx.tier, ctx.age(msg), stale, source, cold)
     over = len(text) > opts.min_chars * scale
-    if over or (has_base64_run(text, opts.base64_min_chars) and base64_pattern(opts.base64_min_chars).search(text)):
+    if not copy and (over or (has_base64_run(text, opts.base64_min_chars)
+                              and base64_pattern(opts.base64_min_chars).search(text))):
         budget = opts.budget(scale, kind)
         hint = ctx.rerun_hint(block)
         short = accept(ctx, text, lambda key: trimmed(text, kind, budget, key, path, opts.base64_min_chars, over),
@@ -310,6 +314,16 @@ def _trim_block(block: Block, msg: Message, ctx: StageContext, opts: TrimOptions
     if any(p.kind == IMAGE for p in block.parts):
         block = replace(block, parts=tuple(image_marker(p, ctx, ctx.rerun_hint(block)) if p.kind == IMAGE else p for p in block.parts))
     return block
+
+
+def _only_copy(tier: Tier, opts: TrimOptions, stale: bool, source: bool, cold: bool, text: str) -> bool:
+    """Whether a file read's text is the agent's copy, kept whole: no later message shows its
+    lines (not `stale`) and either the tier is below `unshown_tier` or it is a read of source
+    code that is not cold; never with a line longer than `fresh_max_line_chars` (minified code
+    is not copied line by line), nor with `keep_fresh_reads` off."""
+    if stale or not opts.keep_fresh_reads or not (tier < Tier.parse(opts.unshown_tier) or (source and not cold)):
+        return False
+    return max(map(len, text.split("\n")), default=0) <= opts.fresh_max_line_chars
 
 
 STAGE = Stage("trim_outputs", run, Tier.ALWAYS, options=TrimOptions)
