@@ -196,6 +196,27 @@ def test_a_decision_in_the_first_prompt_is_reminded_of_in_the_first_request_that
     assert memory_nudges(canonical(second), Options()) == {0: ("decision",)}  # assuming every reminder sent
 
 
+def test_no_reminder_that_would_push_the_cached_prefix_out_of_the_providers_lookback():
+    """Anthropic looks for a cached prefix only `cache_window_blocks` blocks back from a
+    request's end. When a request adds just fewer blocks than that since the last one, the
+    reminder's block would leave the last request's prefix out of reach and the whole request
+    would be written to the cache again (w12z Cap: 83,470 cost units for its last request
+    against raw's 8,595, the session above raw): the reminder is held back. One block fewer
+    and it is sent."""
+    config = replace(MEDIUM, cache_window_blocks=7)
+    cue = "The fix is to pin the version."
+    for added_turns, nudged in ((2, False), (1, True)):  # 3 blocks a turn: 6 + 1 reach 7, 3 + 1 do not
+        session, store = Session.memory(), CCRStore.in_memory()
+        first = conversation([NEUTRAL], log=True)
+        run(first, session=session, store=store, config=config)
+        second = conversation([NEUTRAL] * added_turns + [cue], log=True)  # the first request and `added_turns` more
+        assert memory_nudges(canonical(second), Options())  # a reminder is due
+        out = run(second, session=session, store=store, config=config)
+        assert out.report.tokens_after < out.report.tokens_before  # it would fit under raw
+        assert ("memory_store" in orjson.dumps(out.body["messages"][-1]).decode()) is nudged
+        assert any("held a reminder back" in d for _, _, d in out.report.decisions) is not nudged
+
+
 def _context(slack: int, messages: list) -> StageContext:
     """A medium-tier context whose request saved `slack` tokens before this stage."""
     tokens = MessageTokens(estimate_tokens)

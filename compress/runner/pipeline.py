@@ -51,6 +51,7 @@ from compress.runner.epochs import (
     forced_reason,
     in_reach_next_time,
     left_pressure,
+    lookback_for,
 )
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.plan import Plan, Planner
@@ -231,11 +232,13 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     report.tier = tier.label
     blocks = provider_blocks(messages, thinking_kept)
     tail = tail_start(messages, raw_tokens, blocks, config)
+    life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
+    resent = first_resent(messages, frozen, thinking_kept)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
-                      hashes, thinking_kept, managed.floor, sum(raw_tokens))
+                      hashes, thinking_kept, managed.floor, sum(raw_tokens),
+                      max(cached_prefixes(session, resent, life.any_prefix), default=None), lookback_for(provider, config))
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier)
-    life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     current_turn = messages[-1].turn if messages else 0
     later: Callable[[], None] | None = None
     if reason:
@@ -244,7 +247,6 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         plan = planner.plan(0, current_turn)
     else:
         plan = planner.plan(frozen, session.header.anchor_turn)
-        resent = first_resent(messages, frozen, thinking_kept)
         last_end = max(session.request_ends, default=0)  # the provider still holds it whole, or 0
         last_end = last_end if resent >= last_end else 0
         session.forget_request_ends_after(resent)

@@ -20,7 +20,7 @@ from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
-from compress.provider_cache import sends_thinking
+from compress.provider_cache import provider_blocks, sends_thinking
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.protocol_guard import violation
 from compress.stagekit.stage import PendingOriginals, Stage, StageContext, is_compressed
@@ -87,6 +87,12 @@ class Planner:
     raw_tokens: int = 0
     """Tokens of the request's messages as the client sent them (the runner's count, without the
     head: `RunReport.tokens_before` less the system prompt and tools)."""
+    cached_end: int | None = None
+    """Messages in the newest prefix of this request the provider holds cached from an earlier
+    request (`compress.runner.epochs.cached_prefixes`; None: none)."""
+    lookback: int | None = None
+    """Content blocks back from a request's end the provider looks for that prefix
+    (`compress.runner.epochs.lookback_for`; None: anywhere)."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
@@ -128,11 +134,20 @@ class Planner:
         message counted as `plan` counts its `out_tokens` (the head, sent alike on both sides,
         cancels out). Dropped thinking counts on neither side: what stripping it saves is no
         saving (a rendering that keeps some still counts it, so the figure errs low)."""
+        if self._out_of_reach(messages) and not self._out_of_reach(self.messages):
+            return 0
         sent = 0
         for i, msg in enumerate(messages):
             record = self._recorded(first, i)
             sent += record.out_tokens if record is not None else self.tokens.message(msg)
         return self.raw_tokens - self.unbilled - sent
+
+    def _out_of_reach(self, messages: list[Message]) -> bool:
+        """Whether so many blocks follow the cached prefix in a request of `messages` that the
+        provider no longer finds it (as `compress.runner.epochs.epoch_trial` counts reach)."""
+        if self.cached_end is None or self.lookback is None:
+            return False
+        return sum(provider_blocks(messages, self.thinking_kept)[self.cached_end:]) >= self.lookback
 
     def _shown_strings(self, index: int) -> tuple[str, ...]:
         """`StageContext.shown_strings`: the strings of the session's rendering of message `index`."""

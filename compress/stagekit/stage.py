@@ -136,8 +136,10 @@ class StageContext:
     """Tokens the request saves against the raw request (the client's messages) when it is sent
     as `messages` (a stage's input or output), counted as the runner counts the request's
     `tokens_before` and `tokens_after`, but for the thinking the provider drops, billed on
-    neither side (`compress.runner.plan.Planner.saving`): a stage that adds text keeps it only
-    while this stays above 0, so no request is sent larger than raw."""
+    neither side (`compress.runner.plan.Planner.saving`), and 0 when the blocks `messages` add
+    would leave the last request's cached prefix out of the provider's lookback where the raw
+    request still reaches it (the provider would write the whole request again): a stage that
+    adds text keeps it only while this stays above 0, so no request is sent larger than raw."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""
