@@ -48,9 +48,11 @@ the API's (GPT-5.5's API reads 1M, GPT-5.6 Sol 1.05M, but Codex's catalogue caps
 272K, 95% of which it reports as `model_context_window`). The GPT-5.6 family has no one window
 across clients: Codex 0.171's catalogue gives Sol, Terra and Luna 272K (configurable up to 872K),
 OpenCode's bundled model list 1.05M on most providers and 372K for Sol and Terra on one, and a
-GPT-5.6 recording reports 353,400 (95% of 372K). The table keeps 372K: a window too large only
-delays the high tier's cuts, where one too small would settle bodies that are the agent's only
-copy long before the host compacts; a user whose client runs another window sets its tiers
+GPT-5.6 recording reports 353,400 (95% of 372K). The table keeps 372K for a client that does not
+say its window: a window too large only delays the high tier's cuts, where one too small would
+settle bodies that are the agent's only copy long before the host compacts. A request from Codex
+(its `originator` header) gets Codex's window (`CLIENT_WINDOWS`), an OpenCode one the window its
+plugin reports; a user whose client runs another window sets its tiers
 (`[compress.model_tiers."gpt-5.6"]`)."""
 
 
@@ -59,15 +61,28 @@ def _longest_prefix(model: str, prefixes: Iterable[str]) -> str | None:
     return max((p for p in prefixes if model.startswith(p)), key=len, default=None)
 
 
-def known_window(model: str) -> int | None:
-    """The context window of `model` when `KNOWN_WINDOWS` knows it (longest prefix of its
-    normalized name; a dated or variant suffix such as `-20260416`, `-sol` or `-codex` keeps
-    its family's), 1M for a model id that asks for it (`claude-opus-4-6[1m]`), else None."""
+CLIENT_WINDOWS: Mapping[str, Mapping[str, int]] = {
+    "codex": {"gpt-5.6": 272_000},
+}
+"""Windows a client gives a model where they differ from `KNOWN_WINDOWS`, by client and
+model-name prefix. Codex 0.171's bundled catalogue gives GPT-5.6 Sol, Terra and Luna 272K
+(`context_window`; a user may raise it to their `max_context_window`, 872K, with
+`model_context_window`, which Codex does not send); its other models' windows are the table's.
+OpenCode sends its own window for the model (models.dev's `limit.context`) through its plugin."""
+
+
+def known_window(model: str, client: str | None = None) -> int | None:
+    """The context window of `model` as `client` runs it (`CLIENT_WINDOWS`), else as
+    `KNOWN_WINDOWS` knows it (longest prefix of its normalized name; a dated or variant suffix
+    such as `-20260416`, `-sol` or `-codex` keeps its family's), 1M for a model id that asks
+    for it (`claude-opus-4-6[1m]`), else None."""
     name = normalized(model)
     if name.endswith(LONG_CONTEXT_SUFFIX):
         return NATIVE_1M
-    best = _longest_prefix(name, KNOWN_WINDOWS)
-    return KNOWN_WINDOWS[best] if best is not None else None
+    for table in (CLIENT_WINDOWS.get(client or "", {}), KNOWN_WINDOWS):
+        if (best := _longest_prefix(name, table)) is not None:
+            return table[best]
+    return None
 
 
 class Tier(IntEnum):

@@ -369,3 +369,15 @@ def test_by_default_a_report_is_left_for_trim_outputs():
     body = anthropic([("Agent", {"prompt": "map the repo"}, [{"type": "text", "text": report}])], turns_after=0)
     result, _ = run_stage(body, decide_on_arrival.STAGE, DEFAULT)
     assert result_texts(result.body) == [report]
+
+
+def test_a_shell_command_that_prints_a_file_beside_a_listing_is_a_read_kept_whole_on_arrival():
+    """Sarthib7 FundWise's shape: the agent copied package.json lines out of it 38 messages later."""
+    package = "\n".join(['{', '  "scripts": {', '    "test": "vitest run",'] + [f'    "dep-{i}": "^1.{i}.0",' for i in range(80)])
+    shown = "zerion-readiness.mjs\nseed.ts\n---PACKAGE---\n" + package
+    command = 'ls /r/scripts/ 2>&1 | head -20 && echo "---PACKAGE---" && head -50 /r/package.json'
+    body = anthropic([("Bash", {"command": command}, shown), ("Bash", {"command": f"{command} && npm run build"}, shown)],
+                     turns_after=0)
+    read, built = result_texts(run_stage(body, decide_on_arrival.STAGE, DEFAULT)[0].body)
+    assert len(shown) > 2_000 and read == shown
+    assert '"test": "vitest run",' in read and len(built) < len(shown)

@@ -14,7 +14,9 @@ never touched. A JSON content array (an MCP tool's result as a string,
 long output; a subagent's report is not (trim_outputs decides it once it is history), unless
 `reports` (option, default off) says it is. A poll of a
 running command (`compress.vocab.polls`) is decided as the command it polls, which an earlier
-message of the same history names (a read polled back is a read; a build's log is cut). A read of a data file or log (JSON lines, logs, CSV,
+message of the same history names (a read polled back is a read; a build's log is cut). A shell
+command whose output is the text of files it reads (`compress.vocab.commands.shows_files`: `ls d
+&& head -50 package.json`) is a read, not command output. A read of a data file or log (JSON lines, logs, CSV,
 task output: `compress.vocab.files.is_data`) is cut the same way. Any other numbered file read
 keeps every line whole but only the first and every `number_every`-th (option, default 10) of
 its line numbers (`compress.stagekit.line_numbers`; 1 keeps them all, for tools that edit by line

@@ -3,7 +3,7 @@
 `command_words` (each simple command from its program on, `bash -c SCRIPT` read as commands),
 `looks_only` (it only looks or checks: ls, cat, grep, git status, a test or type-check run,
 `x --version` …), `commits` (it runs `git commit`), `main_command` (the program and subcommand it is run for), `same_command` (two
-commands run the same thing), `reads_one_file` (it only shows one file's lines). Built on the
+commands run the same thing), `shows_files` (its output is the text of the files it reads). Built on the
 shallow parsing of `compress.vocab.shell`.
 """
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 import posixpath
 from functools import lru_cache
 
-from compress.vocab.shell import WRAPPERS, script_of, shell_touches, simple_commands
+import regex
+
+from compress.vocab.shell import WRAPPERS, pipelines, script_of, shell_touches, simple_commands
 from compress.vocab.touches import READ
 
 _LOOK_COMMANDS = frozenset({
@@ -30,12 +32,15 @@ _LOOK_SUBCOMMANDS = {
     "git": {"status", "log", "diff", "show", "branch", "remote", "ls-files", "check-ignore", "rev-parse", "ls-remote",
             "blame", "describe", "config"},
     "bd": {"show", "ready", "list"}, "gh": {"auth"}, "launchctl": {"list"},
-    # checks: they tell whether something is wrong, they do not fix it
+}
+"""Subcommands that only look."""
+_CHECK_SUBCOMMANDS = {
     "mix": {"test", "dialyzer", "credo", "compile"}, "cargo": {"check", "test", "clippy", "build"},
     "go": {"test", "vet", "build"}, "npm": {"test"}, "pnpm": {"test", "typecheck", "lint"},
     "yarn": {"test", "typecheck", "lint"}, "bun": {"test", "typecheck"}, "npx": {"vitest", "jest", "tsc", "eslint"},
 }
-"""Subcommands that only look or check."""
+"""Subcommands that check: they tell whether something is wrong, they do not fix it (but they
+run the project)."""
 _CHECKS = frozenset({"pytest", "tsc", "mypy", "pyright", "rspec", "jest", "vitest", "eslint", "ruff", "flake8", "pylint",
                      "shellcheck", "rubocop"})
 """Checkers, which only look unless told to fix (`--fix`, `-A`, `--write`)."""
@@ -43,30 +48,43 @@ _FIXING = frozenset({"--fix", "-A", "-a", "--write", "--autocorrect"})
 _SHELLS = frozenset({"bash", "sh", "zsh"})
 
 
+def _program_words(words: list[str]) -> list[str]:
+    """One simple command's words from its program on (wrappers and VAR=value left out, the
+    program by its base name lower-cased); [] for `cd` and for nothing left."""
+    while words and (words[0] in WRAPPERS or "=" in words[0] and not words[0].startswith(("=", "-"))):
+        words = words[1:]
+    if not words or words[0] == "cd":
+        return []
+    return [posixpath.basename(words[0].replace("\\", "/")).lower()] + words[1:]
+
+
 def command_words(command: str, _depth: int = 0) -> list[list[str]]:
     """Each simple command's words from its program on: wrappers, VAR=value and `cd` left out,
     the program by its base name lower-cased, the script of `bash -c SCRIPT` read as commands."""
     out: list[list[str]] = []
-    for words in simple_commands(command):
-        while words and (words[0] in WRAPPERS or "=" in words[0] and not words[0].startswith(("=", "-"))):
-            words = words[1:]
-        if not words or words[0] == "cd":
+    for words in map(_program_words, simple_commands(command)):
+        if not words:
             continue
-        name = posixpath.basename(words[0].replace("\\", "/")).lower()
-        if name in _SHELLS and "-c" in words[1:-1] and _depth < 2:
+        if words[0] in _SHELLS and "-c" in words[1:-1] and _depth < 2:
             out += command_words(words[words.index("-c") + 1], _depth + 1)
             continue
-        out.append([name] + words[1:])
+        out.append(words)
     return out
+
+
+def _sees(words: list[str]) -> bool:
+    """It only looks and runs nothing of the project (ls, echo, test, git status, `x --version`)."""
+    name, args = words[0], words[1:]
+    if name in _LOOK_COMMANDS:
+        return True
+    if "--version" in args or "--help" in args or args[:1] in (["-v"], ["-V"], ["version"]):
+        return True
+    return name in _LOOK_SUBCOMMANDS and bool(args[:1]) and args[0] in _LOOK_SUBCOMMANDS[name]
 
 
 def _looks(words: list[str]) -> bool:
     name, args = words[0], words[1:]
-    if name in _LOOK_COMMANDS:
-        return not (name == "sed" and "-i" in args)
-    if "--version" in args or "--help" in args or args[:1] in (["-v"], ["-V"], ["version"]):
-        return True
-    if name in _LOOK_SUBCOMMANDS and args[:1] and args[0] in _LOOK_SUBCOMMANDS[name]:
+    if _sees(words) or name in _CHECK_SUBCOMMANDS and args[:1] and args[0] in _CHECK_SUBCOMMANDS[name]:
         return True
     if name.startswith("python") and args[:1] == ["-m"] and args[1:2] and args[1] in _CHECKS:
         return not _FIXING.intersection(args)
@@ -75,35 +93,65 @@ def _looks(words: list[str]) -> bool:
     return name == "curl" and not {"-X", "-d", "--data", "-T", "-o", "-O", "--request"}.intersection(args)
 
 
-_READ_PROGRAMS = frozenset({"cat", "head", "tail", "nl", "sed", "less", "bat", "get-content", "gc", "select-object",
-                            "foreach-object", "%", "}"})
-"""Programs of a command that shows one file's lines: reads, and windows or numbering of them."""
+_PRINTERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "get-content", "gc"})
+"""Programs that print the files they name as they are (or a window of them: `head -50`)."""
+_WINDOWS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "select-object"})
+"""Programs that, piped after a printer, pass on a window of its lines or number them."""
+_SED_PRINT = regex.compile(r"\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|\+\d+|/[^/]*/))?\s*p\s*(?:;|$))+\s*")
+"""A `sed -n` script that only prints lines by number or pattern range (`1,80p`, `10,20p;40,50p`,
+`/start/,/end/p`)."""
+_SED_QUIT = regex.compile(r"\s*\d+q\s*")
+"""A sed script that prints the first lines (`50q`)."""
+_AWK_WINDOW = regex.compile(r"\s*(?:NR\s*(?:==|>=|<=|>|<)\s*\d+\s*(?:&&|\|\|)?\s*)+(?:\{\s*print(?:\s+\$0)?\s*;?\s*\})?\s*")
+"""An awk program that only prints lines by number (`NR>=10 && NR<=20`, `NR==5 {print}`)."""
+
+
+def _window(words: list[str], printer: bool) -> bool:
+    """`words` show a window of lines as they are: a file's when it is a pipeline's `printer`
+    (its first part), else its input's."""
+    name, args = words[0], words[1:]
+    script = next((a for a in args if not a.startswith("-")), None)
+    if name == "sed":
+        quiet = any(a.startswith("-") and not a.startswith("--") and "n" in a for a in args) or "--quiet" in args
+        return script is not None and not any(a.startswith("-i") or a == "--in-place" for a in args) and (
+            quiet and _SED_PRINT.fullmatch(script) is not None or _SED_QUIT.fullmatch(script) is not None)
+    if name == "awk":
+        return script is not None and _AWK_WINDOW.fullmatch(script) is not None
+    if name == "tail" and any(a in ("-f", "-F", "--follow") for a in args):
+        return False  # follows a growing file: a running task's output, not a file's text
+    return name in (_PRINTERS if printer else _WINDOWS)
 
 
 @lru_cache(maxsize=2048)
-def reads_one_file(command: str) -> bool:
-    """The command only shows lines of one file (`nl -ba f | sed -n 1,80p`, PowerShell's
-    `$i=1; Get-Content f | ForEach-Object { … }`): it reads exactly one file, writes none, and
-    each of its parts is a reader, a line window or numbering, or a PowerShell variable step.
-    Cached: `tool_kind` asks again for every run over the same history."""
+def shows_files(command: str) -> bool:
+    """The command's output is the text of the files it reads, whole or a window of lines
+    (`head -50 package.json`, `nl -ba f | sed -n 1,80p`, `cat a; echo ---; cat b`, PowerShell's
+    `$i=1; Get-Content f | ForEach-Object { … }`), beside what parts that only look print
+    (`ls scripts/ && head -50 package.json`, `test -f f && sed -n 1,220p f || true`): every file
+    it touches it reads, some pipeline starts with a printer of files and passes only windows or
+    numbering of their lines on, and every other pipeline only looks (`_sees`). A command that
+    runs anything else (a build, a test, a script, `grep` of the printed lines) shows its own
+    output. Cached: `tool_kind` asks again for every run over the same history."""
     touches = shell_touches(command)
-    if not touches or any(t.action != READ for t in touches) or len({t.path for t in touches}) != 1:
+    if not touches or any(t.action != READ for t in touches):
         return False
-    parts = simple_commands(script_of(command))
-    for words in parts:
-        if not _shows_lines(words):
-            return False
-        if words[0].lower() in ("foreach-object", "%"):
-            return True  # the rest is its script block: it formats each line (no file touched but the read)
-    return bool(parts)
-
-
-def _shows_lines(words: list[str]) -> bool:
-    args = [w for w in words if not ("=" in w and not w.startswith(("=", "-")) and w is words[0])]
-    if not args or args[0].startswith("$"):
-        return True
-    name = posixpath.basename(args[0]).lower()
-    return name in _READ_PROGRAMS and not (name == "sed" and any(a.startswith("-i") for a in args))
+    printed = False
+    for pipeline in pipelines(script_of(command)):
+        stages = [w for w in map(_program_words, pipeline) if w and not w[0].startswith("$")]  # PowerShell
+        # variable steps (`$i = 1`) print nothing
+        if not stages:
+            continue
+        if not _window(stages[0], printer=True):
+            if not all(_sees(w) for w in stages):
+                return False
+            continue
+        for words in stages[1:]:
+            if words[0] in ("foreach-object", "%"):
+                return True  # the rest is its script block: it formats each line (no file touched but the reads)
+            if not _window(words, printer=False):
+                return False
+        printed = True
+    return printed
 
 
 _GIT_VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})

@@ -1,7 +1,7 @@
 """Which files a shell command touches: `shell_touches(command, cwd)`, and its heredocs.
 
 Reads Bash `command` and Codex `cmd` strings: heredocs (`cat > f <<'EOF'`), redirections (`>`,
-`>>`, `<`, `tee`), `cat/head/tail/sed -n` reads, `mv`, `cp`, `rm`, `touch`, `sed -i`,
+`>>`, `<`, `tee`), `cat/head/tail/nl/bat/sed -n/awk` reads, `mv`, `cp`, `rm`, `touch`, `sed -i`,
 `git mv/rm`, apply_patch bodies and `cd DIR &&` prefixes (which set the working directory
 later relative paths join). Parsing is deliberately shallow (no variables, globs, subshell
 tracking); anything it cannot read gives no touch rather than a wrong one. Linear in the command.
@@ -46,8 +46,10 @@ class Heredoc:
 
 WRAPPERS = frozenset({"sudo", "env", "command", "time", "nohup", "exec", "xargs"})
 """Programs that run the command after them (`sudo cat f` reads f)."""
-_READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "wc", "diff", "source", "."})
-_VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "cp": {"-t"}, "mv": {"-t"},
+_READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat", "batcat", "wc", "diff", "source", "."})
+_BAT_VALUES = {"-r", "--line-range", "-l", "--language", "-H", "--highlight-line", "-m", "--map-syntax"}
+_VALUE_OPTIONS = {"head": {"-n", "-c"}, "tail": {"-n", "-c"}, "sed": {"-e", "-f"}, "awk": {"-f", "-F", "-v"},
+                  "bat": _BAT_VALUES, "batcat": _BAT_VALUES, "cp": {"-t"}, "mv": {"-t"},
                   "get-content": {"-totalcount", "-head", "-tail", "-first", "-last", "-encoding", "-readcount",
                                   "-delimiter"},
                   "set-content": {"-encoding", "-value", "-stream", "-delimiter", "-width", "-filepath"}}
@@ -224,20 +226,33 @@ def simple_commands(script: str) -> list[list[str]]:
     """Words of each simple command (split at `&&`, `||`, `;`, `|`, `&`, parentheses and
     newlines), quotes removed; nothing when the script is unreadable (unbalanced quotes).
     Comment lines and line continuations are dropped first. Linear time."""
+    return [words for pipeline in pipelines(script) for words in pipeline]
+
+
+_PIPES = frozenset({"|", "|&"})
+
+
+def pipelines(script: str) -> list[list[list[str]]]:
+    """The simple commands of `simple_commands`, grouped into pipelines: the commands one `|`
+    (or `|&`) joins are one pipeline, in order; any other separator starts the next."""
     script = "\n".join(line for line in script.replace("\\\n", " ").split("\n") if not line.lstrip().startswith("#"))
-    commands: list[list[str]] = [[]]
+    out: list[list[list[str]]] = [[[]]]
     pos = 0
     for match in _TOKEN.finditer(script):
         if match.start() != pos:
             return []
         pos = match.end()
-        if match.group("op") in _SEPARATORS:
-            commands.append([])
+        if match.group("op") in _PIPES:
+            out[-1].append([])
+        elif match.group("op") in _SEPARATORS:
+            out.append([[]])
         elif match.group("op"):
-            commands[-1].append(match.group("op"))
+            out[-1][-1].append(match.group("op"))
         elif match.group("word"):
-            commands[-1].append(_unquote(match.group("word")))
-    return [c for c in commands if c] if pos == len(script) else []
+            out[-1][-1].append(_unquote(match.group("word")))
+    if pos != len(script):
+        return []
+    return [p for p in ([c for c in pipeline if c] for pipeline in out) if p]
 
 
 _REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">&", "<&"})
@@ -319,8 +334,8 @@ def _command_touches(name: str, args: list[str], cwd: str | None) -> list[FileTo
     operands = _operands(name, _without_backup_suffix(args) if name == "sed" else args)
     if name in _READERS:
         return [FileTouch(p, READ) for p in paths(operands)]
-    if name == "sed":
-        in_place = any(a.startswith("-i") or a == "--in-place" for a in args)
+    if name in ("sed", "awk"):  # the script first, unless an option gives it
+        in_place = name == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args)
         has_script_option = any(a in ("-e", "-f") for a in args)
         files = operands if has_script_option else operands[1:]
         return [FileTouch(p, EDIT if in_place else READ) for p in paths(files)]

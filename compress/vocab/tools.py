@@ -2,8 +2,8 @@
 
 Names are compared lower-cased, an MCP tool `mcp__server__name` by its last part (`base_name`),
 so Claude Code, Codex, OpenCode and SWE-agent tools map alike. The kind of a shell call is then
-told by its command (`cat f` reads a file, `rg x` searches; a compound command that only shows one
-file's lines, `compress.vocab.commands.reads_one_file`, is a read too), and that of a Codex
+told by its command (`cat f` reads a file, `rg x` searches; a compound command whose output is the
+text of files it reads, `compress.vocab.commands.shows_files`, is a read of them too), and that of a Codex
 code-mode `exec` program by the tool calls it makes (`compress.vocab.codemode`). Kept light (no
 regex; shell and JavaScript parsers imported only for compound commands and programs): the faces
 import it for the protected-tools default.
@@ -47,7 +47,8 @@ _BY_KIND = {
 _KIND_OF = {name: kind for kind, names in _BY_KIND.items() for name in names}
 
 _COMMAND_PREFIXES = (
-    (ToolKind.FILE_READ, ("cat ", "head ", "tail ", "sed -n", "less ", "bat ", "nl ", "get-content ", "gc ")),
+    (ToolKind.FILE_READ, ("cat ", "head ", "tail ", "sed -n", "less ", "more ", "bat ", "batcat ", "nl ", "get-content ",
+                        "gc ")),
     (ToolKind.SEARCH, ("grep ", "rg ", "ag ", "git grep", "ack ", "select-string ", "findstr ")),
     (ToolKind.FILE_LIST, ("ls", "find ", "tree", "fd ", "git ls-files", "get-childitem", "gci ", "dir ")),
 )
@@ -159,13 +160,14 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
     if kind is ToolKind.COMMAND:
         command = command_of(tool_input)
         low = command.lower()
-        if "|" not in low and "&&" not in low and ";" not in low and "\n" not in low:
+        compound = "|" in low or "&&" in low or ";" in low or "\n" in low
+        if not compound:
             for candidate, prefixes in _COMMAND_PREFIXES:
                 if low.startswith(prefixes):
                     return candidate
-        elif command:
-            from compress.vocab.commands import reads_one_file  # shell parsing only for compound commands
-            if reads_one_file(command):
+        if compound or low.startswith(("awk ", "sed ")):  # awk and sed print a file's lines by their script
+            from compress.vocab.commands import shows_files  # shell parsing only for compound commands
+            if shows_files(command):
                 return ToolKind.FILE_READ
     return kind
 

@@ -44,11 +44,11 @@ from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
 from ctxmill.proxy.sessions import Outcome, ProxySession, SessionPool
 from ctxmill.proxy.stats import calibration_of
 from ctxmill.proxy.usage_tap import UsageTap
+from ctxmill.proxy.window import declared_context_window
 from ctxmill.proxy.wire import (
     BodyTooLarge,
     ClientGone,
     ClientTooSlow,
-    declared_context_window,
     downstream_headers,
     error_response,
     read_body,
@@ -155,7 +155,7 @@ class Proxy:
                 pending = outcome.pending
                 return await self.forward(request, target, outcome.data or raw, started)
             async with self.pool.use(key) as entry:
-                outcome = await self.compress(entry, raw, declared_context_window(request.headers.items()))
+                outcome = await self.compress(entry, raw, declared_context_window(request.headers.items(), raw))
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
             size = len(raw)

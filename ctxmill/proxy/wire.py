@@ -28,21 +28,6 @@ HOP_BY_HOP = frozenset({
 })
 
 
-LONG_CONTEXT_BETA = "context-1m"
-LONG_CONTEXT_WINDOW = 1_000_000
-
-
-def declared_context_window(headers: Iterable[tuple[str, str]]) -> int | None:
-    """The context window a request declares in its headers: 1M tokens when its `anthropic-beta`
-    names the long-context beta (`context-1m-2025-08-07`, which Claude Code 2.1 always sends),
-    else None (unknown: the tiers keep their configured thresholds)."""
-    for name, value in headers:
-        if name.lower() == "anthropic-beta" and any(
-                t.strip().startswith(LONG_CONTEXT_BETA) for t in value.split(",")):
-            return LONG_CONTEXT_WINDOW
-    return None
-
-
 class BodyTooLarge(Exception):
     pass
 
