@@ -95,7 +95,7 @@ def _entry(row: object) -> Entry:
 def _save(cache: Path, key: str, parsed: list[Entry]) -> None:
     from ground.files import atomic_write
 
-    rows = [[e.id, e.type, e.text, e.created, e.pinned, list(e.tags), e.scope, e.file, e.section] for e in parsed]
+    rows = [list(e.to_dict().values()) for e in parsed]  # the fields in order, tags as a list
     data = json.dumps({"key": key, "entries": rows}, ensure_ascii=False, separators=(",", ":"))
     try:
         atomic_write(cache, data.encode("utf-8", "surrogatepass"), fsync=False)

@@ -234,9 +234,10 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     tail = tail_start(messages, raw_tokens, blocks, config)
     life = cache_life(provider, cache_ttl(provider, body), config.cache_ttl, request.model)
     resent = first_resent(messages, frozen, thinking_kept)
+    lookback = lookback_for(provider, config)
+    cached_end = None if lookback is None else max(cached_prefixes(session, resent, life.any_prefix), default=None)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
-                      hashes, thinking_kept, managed.floor, sum(raw_tokens),
-                      max(cached_prefixes(session, resent, life.any_prefix), default=None), lookback_for(provider, config))
+                      hashes, thinking_kept, managed.floor, sum(raw_tokens), cached_end, lookback)
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier)
     current_turn = messages[-1].turn if messages else 0

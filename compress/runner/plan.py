@@ -89,7 +89,7 @@ class Planner:
     head: `RunReport.tokens_before` less the system prompt and tools)."""
     cached_end: int | None = None
     """Messages in the newest prefix of this request the provider holds cached from an earlier
-    request (`compress.runner.epochs.cached_prefixes`; None: none)."""
+    request (`compress.runner.epochs.cached_prefixes`; None: none, or no `lookback` to reach it in)."""
     lookback: int | None = None
     """Content blocks back from a request's end the provider looks for that prefix
     (`compress.runner.epochs.lookback_for`; None: anywhere)."""

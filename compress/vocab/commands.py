@@ -95,7 +95,7 @@ def _looks(words: list[str]) -> bool:
 
 _PRINTERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "get-content", "gc"})
 """Programs that print the files they name as they are (or a window of them: `head -50`)."""
-_WINDOWS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "batcat", "select-object"})
+_WINDOWS = _PRINTERS - {"get-content", "gc"} | {"select-object"}
 """Programs that, piped after a printer, pass on a window of its lines or number them."""
 _SED_PRINT = regex.compile(r"\s*(?:(?:\d+|\$|/[^/]*/)(?:\s*,\s*(?:\d+|\$|\+\d+|/[^/]*/))?\s*p\s*(?:;|$))+\s*")
 """A `sed -n` script that only prints lines by number or pattern range (`1,80p`, `10,20p;40,50p`,

@@ -166,7 +166,7 @@ def tool_kind(name: str, tool_input: Any = None) -> ToolKind:
                 if low.startswith(prefixes):
                     return candidate
         if compound or low.startswith(("awk ", "sed ")):  # awk and sed print a file's lines by their script
-            from compress.vocab.commands import shows_files  # shell parsing only for compound commands
+            from compress.vocab.commands import shows_files  # shell parsing only for these commands
             if shows_files(command):
                 return ToolKind.FILE_READ
     return kind
