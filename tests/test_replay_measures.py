@@ -15,7 +15,7 @@ from compress.token_counters import get_counter
 from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
-from replay.needed import CARRY_CALLS, MessageTexts, Needed, copied_lines, needs_of_call
+from replay.needed import CARRY_CALLS, MessageTexts, Need, Needed, copied_lines, needs_of_call
 from replay.pricing import RequestAccountant
 from replay.runner import replay
 
@@ -209,6 +209,26 @@ def test_effective_cost_adds_rereads_only_for_lost_needed_lines():
     assert raw.needed.fraction() == 1.0 and raw.effective_cost == raw.cost
     assert cap.needed.fraction() == 0.0 and cap.needed.calls_with_loss == 1  # line 100 was in the cut middle
     assert cap.effective_cost > cap.cost
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=1, max_value=4), st.frozensets(st.integers(0, 3), max_size=3)),
+                max_size=30))
+def test_a_source_is_re_read_only_when_its_last_re_read_is_no_longer_carried(calls):
+    """Every call that loses a source holds it from a re-read at most CARRY_CALLS calls
+    before, and two re-reads of one source are more than CARRY_CALLS calls apart."""
+    needed, call, fetched = Needed(), 0, []
+    for gap, sources in calls:
+        call += gap
+        needs = [Need(f"line {s}", s, "11+") for s in sorted(sources)]
+        needed.add(needs, "", lambda lost, at=call: fetched.extend((at, s) for s in lost) or len(lost), call=call)
+        for source in sources:
+            last = max(at for at, s in fetched if s == source)
+            assert call - CARRY_CALLS <= last <= call
+    for source in range(4):
+        times = [at for at, s in fetched if s == source]
+        assert all(b - a > CARRY_CALLS for a, b in zip(times, times[1:]))
+    assert needed.rereads == len(fetched) == needed.reread_cost
 
 
 def test_a_side_pays_one_reread_for_edits_that_copy_from_one_cut_read_in_a_row():
