@@ -214,7 +214,8 @@ def main() -> int:
     big = [r for r in reports if r.requests >= 100]
     summary = ["| sessions | side | modelled | effective | needed lines kept (count) | " + " | ".join(AGE_BUCKETS) + " |",
                "|---|---|---|---|---|" + "---|" * len(AGE_BUCKETS),
-               *totals([r for r in reports if r.format == "claude-code"], "claude-code", sides),
+               *[row for fmt in sorted({r.format for r in reports})
+                 for row in totals([r for r in reports if r.format == fmt], fmt, sides)],
                *totals(big, "≥ 100 requests", sides), *totals(reports, "all", sides),
                *totals(list(untimed.values()), "all, no times", SIDES[:2])]
     text = "\n".join([
