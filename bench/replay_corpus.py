@@ -35,7 +35,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compress.config import CompressConfig  # noqa: E402
-from compress.formats.requests import SHAPES  # noqa: E402
 from compress.formats.sessions import UnknownFormat, read_session, session_files  # noqa: E402
 from compress.runner.pipeline import DEFAULT_STAGES  # noqa: E402
 from compress.stagekit.output_cut import TrimOptions  # noqa: E402
@@ -196,7 +195,7 @@ def main() -> int:
             continue
         for point, timed in itertools.product(points, modes):
             ours = point.name == shipped and timed
-            worker = Headroom(args.headroom, SHAPES[transcript.provider].MESSAGES_FIELD) if peer and ours else None
+            worker = Headroom(args.headroom) if peer and ours else None
             try:
                 report = replay(transcript, source=str(path), config=CompressConfig(stage_options=point.options),
                                 peers={peer: worker} if worker else None, times=timed)
@@ -215,7 +214,8 @@ def main() -> int:
     big = [r for r in reports if r.requests >= 100]
     summary = ["| sessions | side | modelled | effective | needed lines kept (count) | " + " | ".join(AGE_BUCKETS) + " |",
                "|---|---|---|---|---|" + "---|" * len(AGE_BUCKETS),
-               *totals([r for r in reports if r.format == "claude-code"], "claude-code", sides),
+               *[row for fmt in sorted({r.format for r in reports})
+                 for row in totals([r for r in reports if r.format == fmt], fmt, sides)],
                *totals(big, "≥ 100 requests", sides), *totals(reports, "all", sides),
                *totals(list(untimed.values()), "all, no times", SIDES[:2])]
     text = "\n".join([

@@ -7,10 +7,15 @@ copied out of its context. A side *kept* it when it is still present verbatim in
 request k. Its source is the newest raw message holding it; its age, the number of messages
 after that source in request k (bucketed 0-3 / 4-10 / 11+).
 
-Effective cost: for each call that lost a needed line, the side pays a re-read: one more call
-reading its request k from the cache (read price × its tokens), writing each lost source
-message again (write price × its tokens) and carrying it through the next `CARRY_CALLS` calls
-(read price × its tokens each).
+Effective cost: when a call loses a needed line whose source the agent does not hold from an
+earlier re-read, the side pays a re-read: one more call reading its request k from the cache
+(read price × its tokens), writing each such source message again (write price × its tokens)
+and carrying it through the next `CARRY_CALLS` calls (read price × its tokens each).
+
+Must hold: one re-read of a source brings back all its lines for as long as it is carried, so
+calls k+1..k+CARRY_CALLS that lose lines of it pay nothing more; after that the copy is cut
+again and the next loss pays another re-read. Each side is counted by the same rule, and a new
+history (after a host compaction) holds nothing (`Needed.new_history`).
 """
 
 from __future__ import annotations
@@ -73,11 +78,15 @@ class Needed:
     total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(AGE_BUCKETS, 0))
     kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(AGE_BUCKETS, 0))
     calls_with_loss: int = 0
+    rereads: int = 0
+    """Source messages re-read (a call that re-reads two sources counts two)."""
     reread_cost: float = 0.0
+    held: dict[int, int] = field(default_factory=dict, repr=False)
+    """Source -> the last call through which its re-read is carried (this history's sources)."""
 
-    def add(self, needs: list[Need], side_text: str, reread: Callable[[set[int]], float]) -> None:
-        """Count `needs` against `side_text` (the side's request k as one text); `reread(lost
-        sources)` prices the re-read of a call that lost some."""
+    def add(self, needs: list[Need], side_text: str, reread: Callable[[set[int]], float], call: int) -> None:
+        """Count `needs` of call number `call` against `side_text` (the side's request as one
+        text); `reread(sources)` prices re-reading the lost sources the agent does not hold."""
         lost: set[int] = set()
         for need in needs:
             self.total[need.bucket] += 1
@@ -85,15 +94,25 @@ class Needed:
                 self.kept[need.bucket] += 1
             else:
                 lost.add(need.source)
-        if lost:
-            self.calls_with_loss += 1
-            self.reread_cost += reread(lost)
+        if not lost:
+            return
+        self.calls_with_loss += 1
+        fetch = {source for source in lost if self.held.get(source, call - 1) < call}
+        if fetch:
+            self.rereads += len(fetch)
+            self.reread_cost += reread(fetch)
+            self.held.update(dict.fromkeys(fetch, call + CARRY_CALLS))
+
+    def new_history(self) -> None:
+        """A new history starts (its message indices are new sources): no re-read is held."""
+        self.held.clear()
 
     def merge(self, other: Needed) -> None:
         for bucket in AGE_BUCKETS:
             self.total[bucket] += other.total[bucket]
             self.kept[bucket] += other.kept[bucket]
         self.calls_with_loss += other.calls_with_loss
+        self.rereads += other.rereads
         self.reread_cost += other.reread_cost
 
     def fraction(self, bucket: str | None = None) -> float:
@@ -105,7 +124,7 @@ class Needed:
     def to_dict(self) -> dict[str, Any]:
         return {"total": dict(self.total), "kept": dict(self.kept), "fraction": self.fraction(),
                 "by_age": {b: self.fraction(b) for b in AGE_BUCKETS},
-                "calls_with_loss": self.calls_with_loss, "reread_cost": round(self.reread_cost, 1)}
+                "calls_with_loss": self.calls_with_loss, "rereads": self.rereads, "reread_cost": round(self.reread_cost, 1)}
 
 
 class MessageTexts:

@@ -213,6 +213,8 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
     for history in histories:
         session = Session.memory()
         cap = DecideOnceCap(transcript.provider)
+        for side in stats.values():
+            side.needed.new_history()
         for call in (c for c in history.calls if c.index > 0):
             at = call.at if times else None
             stamps.append(at)
@@ -242,7 +244,7 @@ def replay(transcript: Transcript, *, source: str = "", config: CompressConfig =
                     kinds.add(name, body, priced, sides[name])
                 if needs:
                     stats[name].needed.add(needs, texts.request(body[sides[name].field]),
-                                           _reread(prices, priced, sides["raw"], raw_messages))
+                                           _reread(prices, priced, sides["raw"], raw_messages), len(durations))
                 if name == "raw" and call.usage is not None and (glued is False or not call.after_host_compaction):
                     usage_pairs.append((priced, call.usage))
             if progress:

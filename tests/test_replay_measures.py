@@ -15,7 +15,7 @@ from compress.token_counters import get_counter
 from replay.by_kind import CHANGE_INPUTS, FILE_READS, USER_TEXT
 from replay.cap import KEEP, LIMIT, DecideOnceCap, capped_text
 from replay.costmodel import ANTHROPIC, ANTHROPIC_1H, PromptCache, prices_for
-from replay.needed import MessageTexts, Needed, copied_lines, needs_of_call
+from replay.needed import CARRY_CALLS, MessageTexts, Need, Needed, copied_lines, needs_of_call
 from replay.pricing import RequestAccountant
 from replay.runner import replay
 
@@ -58,11 +58,29 @@ def test_needed_counts_kept_lines_and_prices_a_reread_once_per_call():
         _edit_reply("def handler_number_1(self, value):\ndef handler_number_150(self, value):")), MessageTexts())
     needed = Needed()
     calls = []
-    needed.add(needs, "def handler_number_1(self, value):", lambda lost: calls.append(lost) or 10.0)
+    needed.add(needs, "def handler_number_1(self, value):", lambda lost: calls.append(lost) or 10.0, call=1)
     assert needed.total["0-3"] == 2 and needed.kept["0-3"] == 1 and needed.fraction() == 0.5
     assert calls == [{1}] and needed.reread_cost == 10.0 and needed.calls_with_loss == 1
-    needed.add(needs, SOURCE, lambda lost: 1 / 0)  # nothing lost: no re-read priced
+    needed.add(needs, SOURCE, lambda lost: 1 / 0, call=2)  # nothing lost: no re-read priced
     assert needed.fraction() == 0.75
+
+
+def test_one_reread_of_a_cut_source_brings_back_its_lines_until_it_is_cut_again():
+    """Two calls that lose lines of one cut read pay one re-read; once the re-read copy is
+    gone (carried CARRY_CALLS calls), a later loss pays another; a new history starts afresh."""
+    first, second = (needs_of_call([*_read_turn(1, SOURCE)], SHAPES["anthropic"].parse_message(
+        _edit_reply(f"def handler_number_{n}(self, value):")), MessageTexts()) for n in (100, 150))
+    needed = Needed()
+    paid: list[set[int]] = []
+    reread = lambda lost: paid.append(lost) or 10.0  # noqa: E731
+    needed.add(first, "", reread, call=1)
+    needed.add(second, "", reread, call=1 + CARRY_CALLS)
+    assert paid == [{1}] and needed.rereads == 1 and needed.calls_with_loss == 2 and needed.reread_cost == 10.0
+    needed.add(first, "", reread, call=2 + CARRY_CALLS)  # the re-read copy was cut again
+    assert paid == [{1}, {1}] and needed.rereads == 2 and needed.reread_cost == 20.0
+    needed.new_history()  # message 1 of the next history is another message
+    needed.add(second, "", reread, call=3 + CARRY_CALLS)
+    assert needed.rereads == 3 and needed.to_dict()["rereads"] == 3
 
 
 def test_cap_keeps_head_and_tail_of_long_results_only():
@@ -191,6 +209,39 @@ def test_effective_cost_adds_rereads_only_for_lost_needed_lines():
     assert raw.needed.fraction() == 1.0 and raw.effective_cost == raw.cost
     assert cap.needed.fraction() == 0.0 and cap.needed.calls_with_loss == 1  # line 100 was in the cut middle
     assert cap.effective_cost > cap.cost
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=1, max_value=4), st.frozensets(st.integers(0, 3), max_size=3)),
+                max_size=30))
+def test_a_source_is_re_read_only_when_its_last_re_read_is_no_longer_carried(calls):
+    """Every call that loses a source holds it from a re-read at most CARRY_CALLS calls
+    before, and two re-reads of one source are more than CARRY_CALLS calls apart."""
+    needed, call, fetched = Needed(), 0, []
+    for gap, sources in calls:
+        call += gap
+        needs = [Need(f"line {s}", s, "11+") for s in sorted(sources)]
+        needed.add(needs, "", lambda lost, at=call: fetched.extend((at, s) for s in lost) or len(lost), call=call)
+        for source in sources:
+            last = max(at for at, s in fetched if s == source)
+            assert call - CARRY_CALLS <= last <= call
+    for source in range(4):
+        times = [at for at, s in fetched if s == source]
+        assert all(b - a > CARRY_CALLS for a, b in zip(times, times[1:]))
+    assert needed.rereads == len(fetched) == needed.reread_cost
+
+
+def test_a_side_pays_one_reread_for_edits_that_copy_from_one_cut_read_in_a_row():
+    """Every side alike: the cap cut the read's middle; three edits in a row copy from it and
+    the agent re-reads it once."""
+    session = [{"role": "user", "content": "edit the handlers"}, *_read_turn(1, SOURCE)]
+    for n in (100, 101, 102):
+        reply = _edit_reply(f"def handler_number_{n}(self, value):")
+        reply["content"][0]["id"] = f"e{n}"
+        session += [reply, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"e{n}", "content": "ok"}]}]
+    cap = replay(read_text(json.dumps({"messages": session}), "request")).cap
+    assert cap.needed.fraction() == 0.0 and cap.needed.calls_with_loss == 3
+    assert cap.needed.rereads == 1
 
 
 def test_replay_by_kind_splits_each_sides_cost_by_kind_of_content():
