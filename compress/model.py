@@ -91,6 +91,21 @@ class Message:
     raw: Any
     turn: int = 0
     content_is_str: bool = False
+    has_user_text: bool = field(init=False, compare=False, repr=False)
+    """A user message that carries something the person wrote (not only tool results)."""
+    has_thinking: bool = field(init=False, compare=False, repr=False)
+    """An assistant message with thinking blocks (which the provider drops once a person
+    writes again)."""
+    thinking_blocks: int = field(init=False, compare=False, repr=False)
+    """How many of the blocks are thinking or redacted thinking, whatever the role."""
+
+    def __post_init__(self) -> None:
+        # Derived once per message: every run asks them of every message, several times over
+        thinking = sum(1 for b in self.blocks if b.kind in (THINKING, REDACTED_THINKING))
+        object.__setattr__(self, "thinking_blocks", thinking)
+        object.__setattr__(self, "has_thinking", self.role == "assistant" and thinking > 0)
+        object.__setattr__(self, "has_user_text",
+                           self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks))
 
     def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> Message:
         blocks = tuple(blocks)
@@ -102,17 +117,6 @@ class Message:
         for i, b in enumerate(self.blocks):
             if b.kind == TOOL_RESULT:
                 yield i, b
-
-    @property
-    def has_user_text(self) -> bool:
-        """A user message that carries something the person wrote (not only tool results)."""
-        return self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks)
-
-    @property
-    def has_thinking(self) -> bool:
-        """An assistant message with thinking blocks (which the provider drops once a person
-        writes again)."""
-        return self.role == "assistant" and any(b.kind in (THINKING, REDACTED_THINKING) for b in self.blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +162,7 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str,
 def last_person_index(messages: Sequence[Any]) -> int:
     """Index of the last message a person wrote (`has_user_text`), -1 if none. Thinking of the
     assistant messages before it belongs to completed turns, which the provider drops."""
-    return max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].has_user_text), -1)
 
 
 def opens_turn(messages: Sequence[Message], i: int) -> bool:
