@@ -20,6 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from compress.prefix_scans import PrefixScans
+
 TEXT = "text"
 THINKING = "thinking"
 REDACTED_THINKING = "redacted_thinking"
@@ -143,20 +145,54 @@ class ToolCall:
     result_block: int = -1
 
 
-def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str, ToolCall]:
-    """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id."""
-    uses: dict[str, tuple[str, int, int]] = {}
-    results: dict[str, tuple[int, int]] = {}
-    for mi, msg in enumerate(messages):
-        for bi, block in enumerate(msg.blocks):
+def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: PrefixScans | None = None,
+                     unchanged: int = 0) -> dict[str, ToolCall]:
+    """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id.
+    `scans`: checkpoints of earlier indexes (`compress.prefix_scans`) to resume from, and to
+    leave one in after the first `unchanged` messages; the result is the same without them."""
+    key = "model.index_tool_calls"
+    saved: _CallIndex | None = scans.resume(key, messages) if scans is not None else None
+    at = 0 if saved is None else saved.at
+    uses = {} if saved is None else dict(saved.uses)
+    results = {} if saved is None else dict(saved.results)
+    calls = {} if saved is None else dict(saved.calls)
+    changed: list[str] = []
+    for mi in range(at, len(messages)):
+        if mi == unchanged and scans is not None:
+            _update(calls, uses, results, changed)
+            scans.store(key, messages[:mi], _CallIndex(mi, dict(uses), dict(results), dict(calls)))
+        for bi, block in enumerate(messages[mi].blocks):
             kind = block.kind
             if kind == TOOL_USE:
                 if block.tool_id not in uses:
                     uses[block.tool_id] = (block.tool_name, mi, bi)
+                    changed.append(block.tool_id)
             elif kind == TOOL_RESULT and block.tool_id in uses and block.tool_id not in results:
                 results[block.tool_id] = (mi, bi)
-    return {tool_id: ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
-            for tool_id, (name, mi, bi) in uses.items()}
+                changed.append(block.tool_id)
+    _update(calls, uses, results, changed)
+    if scans is not None and unchanged == len(messages) > at:
+        scans.store(key, messages, _CallIndex(len(messages), uses, results, dict(calls)))
+    return calls
+
+
+@dataclass(frozen=True, slots=True)
+class _CallIndex:
+    """`index_tool_calls` after its first `at` messages (its dicts are never changed once stored)."""
+
+    at: int
+    uses: dict[str, tuple[str, int, int]]
+    results: dict[str, tuple[int, int]]
+    calls: dict[str, ToolCall]
+
+
+def _update(calls: dict[str, ToolCall], uses: dict[str, tuple[str, int, int]], results: dict[str, tuple[int, int]],
+            changed: list[str]) -> None:
+    """The entries of `calls` for the ids in `changed` (emptied), from `uses` and `results`."""
+    for tool_id in changed:
+        name, mi, bi = uses[tool_id]
+        calls[tool_id] = ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
+    changed.clear()
 
 
 def last_person_index(messages: Sequence[Any]) -> int:
@@ -172,11 +208,13 @@ def opens_turn(messages: Sequence[Message], i: int) -> bool:
     return messages[i].role == "assistant" and (i == 0 or messages[i - 1].role != "assistant")
 
 
-def number_turns(messages: list[Message]) -> tuple[Message, ...]:
-    """Set each message's `turn`: the count of model replies (`opens_turn`) up to and including it."""
-    turn = 0
-    out = []
-    for i, msg in enumerate(messages):
+def number_turns(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
+    """Set each message's `turn`: the count of model replies (`opens_turn`) up to and including it.
+    The first `start` messages are numbered already (by this function, as a prefix of these)."""
+    turn = messages[start - 1].turn if start else 0
+    out = messages[:start]
+    for i in range(start, len(messages)):
+        msg = messages[i]
         if opens_turn(messages, i):
             turn += 1
         out.append(msg if msg.turn == turn else replace(msg, turn=turn))

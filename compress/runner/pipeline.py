@@ -43,6 +43,7 @@ from compress.formats.requests import (
 from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.model import Message
+from compress.prefix_scans import PrefixScans
 from compress.provider_cache import cache_life, provider_blocks
 from compress.runner.epochs import (
     cached_prefixes,
@@ -204,7 +205,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         if (parsed := session.parsed.get(h)) is None:
             break
         known.append(parsed)
-    request = from_provider(body if plain is client else {**body, field: plain}, provider, known)
+    request = from_provider(body if plain is client else {**body, field: plain}, provider, known,
+                            PrefixScans(session.scans))
     messages = list(request.messages)
     report.provider = provider
     report.messages = len(messages)
@@ -237,7 +239,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     lookback = lookback_for(provider, config)
     cached_end = None if lookback is None else max(cached_prefixes(session, resent, life.any_prefix), default=None)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
-                      hashes, thinking_kept, managed.floor, sum(raw_tokens), cached_end, lookback)
+                      hashes, thinking_kept, managed.floor, sum(raw_tokens), cached_end, lookback, session.scans)
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier)
     current_turn = messages[-1].turn if messages else 0

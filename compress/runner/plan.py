@@ -20,6 +20,7 @@ from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.prefix_scans import PrefixScans
 from compress.provider_cache import provider_blocks, sends_thinking
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.protocol_guard import violation
@@ -93,6 +94,8 @@ class Planner:
     lookback: int | None = None
     """Content blocks back from a request's end the provider looks for that prefix
     (`compress.runner.epochs.lookback_for`; None: anywhere)."""
+    scans: dict[Any, Any] = field(default_factory=dict)
+    """The session's scan checkpoints (`Session.scans`), handed to the stages."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
@@ -170,7 +173,8 @@ class Planner:
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
                            thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut,
-                           shown_strings=self._shown_strings, saving=partial(self.saving, first))
+                           shown_strings=self._shown_strings, saving=partial(self.saving, first), unchanged=first,
+                           scans=PrefixScans(self.scans))
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

@@ -126,6 +126,9 @@ class Session:
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
+    scans: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """Checkpoints of the stages' scans over the parsed messages (`compress.prefix_scans`),
+    in memory only, so a long-lived process resumes them rather than replaying the history."""
     redaction: tuple[tuple, tuple] = ((), ())
     """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
     deferred: Callable[[], None] | None = field(default=None, repr=False)
