@@ -27,6 +27,7 @@ from compress.runner.pipeline import run
 from compress.stages.nudges import Options, memory_nudges
 from compress.state.session import Session
 from compress.tiers import TierThresholds
+from compress.vocab.polls import polled_calls
 
 TEXTS = ["Reading the file now.", "We decided to split the module.", "必须先跑测试。", "The root cause was a race.",
          "Fixed it.", "不要这样做。"]
@@ -96,17 +97,22 @@ def test_property_carried_scans_change_no_byte(steps, high, keep_thinking):
             now += 2.0
 
 
+TOOLS = {0: "memory_store", 4: "exec_command", 5: "write_stdin"}
+
+
 def _history(draws: list[tuple[str, int, int]]) -> list:
     """Canonical messages from (text, tool id, what answers) draws: ids repeat, some calls stay
-    unanswered, a person writes, or a system message (Claude Code 2.1's hook context) follows."""
+    unanswered, a person writes, or a system message (Claude Code 2.1's hook context) follows;
+    tool 0 saves to memory, 4 starts a command that runs on, 5 polls it."""
     messages: list[dict] = [{"role": "user", "content": "go"}]
     for text, tool_id, answer in draws:
         messages.append({"role": "assistant", "content": [
             {"type": "text", "text": text},
-            {"type": "tool_use", "id": f"t{tool_id}", "name": "memory_store" if tool_id == 0 else "Read", "input": {}}]})
+            {"type": "tool_use", "id": f"t{tool_id}", "name": TOOLS.get(tool_id, "Read"), "input": {"session_id": 7}}]})
         if answer == 0:
+            output = "Process running with session ID 7" if tool_id == 4 else "x"
             messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{tool_id}",
-                                                          "content": "x"}]})
+                                                          "content": output}]})
         elif answer == 1:
             messages.append({"role": "user", "content": text})
         elif answer == 2:
@@ -145,6 +151,7 @@ def _same_as_from_the_start(prefix: list, opts: Options, scans: PrefixScans, see
     assert memory_nudges(prefix, opts, scans=scans, unchanged=unchanged) == memory_nudges(prefix, opts)
     assert index_tool_calls(prefix, scans, unchanged) == index_tool_calls(prefix)
     assert list(index_tool_calls(prefix, scans, len(prefix))) == list(index_tool_calls(prefix))
+    assert polled_calls(prefix, scans, unchanged) == polled_calls(prefix)
 
 
 def test_a_checkpoint_is_used_only_for_the_very_objects_it_was_taken_on():

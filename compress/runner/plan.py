@@ -99,8 +99,10 @@ class Planner:
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
-        mutable = tuple(first <= i < self.tail for i in range(len(self.messages)))
-        arriving = tuple(first <= i for i in range(len(self.messages)))
+        n = len(self.messages)
+        first, tail = min(first, n), max(0, min(self.tail, n))
+        mutable = (False,) * first + (True,) * (tail - first) + (False,) * (n - max(first, tail))
+        arriving = (False,) * first + (True,) * (n - first)
         plan = self._apply_stages(mutable, arriving, anchor, first)
         plan.anchor_turn = anchor
         plan.first_new = start
@@ -113,8 +115,8 @@ class Planner:
                 plan.rendered.append(render_message(self.provider, msg))
                 plan.out_tokens.append(self.tokens.message(msg))
         plan.out_total = sum(plan.out_tokens)
-        plan.settled = [i < self.tail for i in range(len(self.messages))]
-        plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
+        plan.settled = [True] * tail + [False] * (n - tail)
+        plan.compressible = [0] * first + [self.tokens.compressible(m) for m in self.messages[first:]]
         return plan
 
     def _recorded(self, first: int, index: int) -> Record | None:
