@@ -361,6 +361,8 @@ def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: li
         record = records.get(h)
         if record is None:
             return i
+        if record.rendered is not None:
+            continue  # open already
         try:
             record.open(raw_messages[i])
         except ValueError as exc:
