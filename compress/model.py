@@ -158,7 +158,7 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: Prefi
     calls = {} if saved is None else dict(saved.calls)
     changed: list[str] = []
     for mi in range(at, len(messages)):
-        if mi == unchanged and scans is not None:
+        if mi == unchanged > at and scans is not None:
             _update(calls, uses, results, changed)
             scans.store(key, messages[:mi], _CallIndex(mi, dict(uses), dict(results), dict(calls)))
         for bi, block in enumerate(messages[mi].blocks):

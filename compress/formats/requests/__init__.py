@@ -87,7 +87,8 @@ def from_provider(body: Any, provider: str | None = None, known: Sequence[Messag
 
 def _name_results(messages: tuple[Message, ...], start: int = 0, scans: PrefixScans | None = None) -> tuple[Message, ...]:
     """Copy each tool_use's name onto its tool_result (from message `start` on), so stages
-    know what produced a result."""
+    know what produced a result. With `scans`, the index of the named messages is left as a
+    checkpoint too (naming changes no call): they are what the session keeps for its next request."""
     calls = index_tool_calls(messages, scans, start)
     out = list(messages[:start])
     for msg in messages[start:]:
@@ -98,7 +99,10 @@ def _name_results(messages: tuple[Message, ...], start: int = 0, scans: PrefixSc
             for b in msg.blocks
         )
         out.append(msg.with_blocks(blocks))
-    return tuple(out)
+    named = tuple(out)
+    if scans is not None:
+        index_tool_calls(named, scans, len(named))
+    return named
 
 
 def _call_input(messages: tuple[Message, ...], call: Any) -> Any:
