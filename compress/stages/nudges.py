@@ -38,7 +38,10 @@ What must hold:
   reminder in it), so its cues stay pending for the next request within the window (a decision
   in the person's first prompt, whose request has nothing to cut, is reminded of in the next
   one that has). A message the session does not know, or an epoch's re-rendering from the
-  client's messages, holds no reminder: its cues count as not reminded.
+  client's messages, holds no reminder: its cues count as not reminded. The replay resumes
+  from a checkpoint the session's previous request left (`compress.prefix_scans`) only where no
+  later message can change which requests ended before it, and after asking `sent` again what it
+  went by: the same reminders as a replay from the first message.
 - Cache: the session records the newest message as rendered, nudge included; on the next
   request that message is frozen and rendered from the record, so its nudge stays, byte for
   byte. A new epoch re-renders from the client's messages, which never hold a nudge.
