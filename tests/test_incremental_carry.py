@@ -177,3 +177,32 @@ def test_a_replay_resumes_only_where_what_follows_cannot_change_which_request_en
     other = messages[:4] + list(from_provider({"model": "m", "system": "", "messages": rewritten}).messages)[4:]
     assert memory_nudges(other, opts, sent=lambda i: True, scans=scans, unchanged=4) == \
         memory_nudges(other, opts, sent=lambda i: True)
+
+
+def test_a_live_session_resumes_every_scan_past_what_it_had_seen(monkeypatch):
+    config = CompressConfig(tiers=TierThresholds(medium=1, high=10**9), protect_tail_tokens=0, protect_tail_turns=1,
+                            epoch_savings_threshold=10**9, window_epoch_savings=10**9)
+    messages: list[dict] = [{"role": "user", "content": "please fix the build"}]
+    for n in range(1, 8):
+        messages += _turn(n, TEXTS[n % len(TEXTS)], "Read", False, None)
+    session, store = Session.memory(), CCRStore.in_memory()
+    for end in (len(messages) - 4, len(messages) - 2):  # an epoch, then an incremental run
+        run({"model": "m", "system": "", "messages": orjson.loads(orjson.dumps(messages[:end]))}, session=session,
+            store=store, config=config)
+    resumed: dict[object, int] = {}
+    real = PrefixScans.resume
+
+    def resume(self, key, listed):
+        state = real(self, key, listed)
+        at = state if isinstance(state, int) else getattr(state, "at", 0)
+        resumed[key if isinstance(key, str) else key[0]] = max(at, resumed.get(key, 0))
+        return state
+
+    monkeypatch.setattr(PrefixScans, "resume", resume)
+    result = run({"model": "m", "system": "", "messages": orjson.loads(orjson.dumps(messages))}, session=session,
+                 store=store, config=config)
+    assert result.report.mode == "incremental"
+    # each scan reads only what the last two requests added: a stage may have changed the previous
+    # request's new messages, so checkpoints stop where that request's known prefix ended
+    assert resumed.keys() >= {"model.index_tool_calls", "nudges.memory_nudges", "polls.no_poll_before"}
+    assert all(at >= len(messages) - 5 for at in resumed.values()), resumed
