@@ -25,6 +25,7 @@ from compress.model import index_tool_calls
 from compress.prefix_scans import PrefixScans
 from compress.runner.pipeline import run
 from compress.stages.nudges import Options, memory_nudges
+from compress.state.prefix_hash import PrefixHashMemo, prefix_hashes
 from compress.state.session import Session
 from compress.tiers import TierThresholds
 from compress.vocab.polls import polled_calls
@@ -206,3 +207,52 @@ def test_a_live_session_resumes_every_scan_past_what_it_had_seen(monkeypatch):
     # request's new messages, so checkpoints stop where that request's known prefix ended
     assert resumed.keys() >= {"model.index_tool_calls", "nudges.memory_nudges", "polls.no_poll_before"}
     assert all(at >= len(messages) - 5 for at in resumed.values()), resumed
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False)
+                     | st.sampled_from([1.0, 0.0, -0.0, 2**70]) | st.text(max_size=6) | st.just("\ud800"),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
+                     max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_json, max_size=6), min_size=1, max_size=5))
+def test_property_memoised_prefix_hashes_are_the_hashes(requests):
+    """Whatever the messages (1, 1.0 and true, keys in another order, lone surrogates), a memo
+    primed by earlier requests gives the very hashes."""
+    memo = PrefixHashMemo()
+    for messages in requests:
+        for variant in (messages, orjson.loads(orjson.dumps(messages, default=str)) if _plain(messages) else messages,
+                        [_reordered(m) for m in messages], [_retyped(m) for m in messages]):
+            assert memo.hashes(variant) == prefix_hashes(variant)
+
+
+def _plain(value: object) -> bool:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+def _reordered(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _reordered(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reordered(v) for v in value]
+    return value
+
+
+def _retyped(value: object) -> object:
+    """The same value to Python's `==` in other JSON: true -> 1 -> 1.0 -> true, 0 -> -0.0."""
+    if isinstance(value, dict):
+        return {k: _retyped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_retyped(v) for v in value]
+    if value is True:
+        return 1
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value) if value else -0.0
+    if isinstance(value, float) and value == 1.0:
+        return True
+    return value

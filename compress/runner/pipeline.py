@@ -73,7 +73,7 @@ from compress.stages import (
     supersede_inputs,
     trim_outputs,
 )
-from compress.state.session import Session, known_prefix, prefix_hashes
+from compress.state.session import Session, known_prefix
 from compress.tiers import Tier, thresholds_for
 from compress.token_counters import estimate_tokens
 
@@ -197,7 +197,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     thinking_kept = keeps_all_thinking(provider, body)
     client = body[field]
     plain = unmarked_messages(provider, client)  # cache breakpoints move every request
-    hashes = prefix_hashes(plain)
+    hashes = session.hashing.hashes(plain)
     session.redaction = (config.redact_extra, config.redact_allow)
     frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
     known: list[Message] = []  # the known prefix's parsed messages, up to the first the session lacks

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import xxhash
 
+from compress.state.prefix_hash import PrefixHashMemo, prefix_hashes
 from compress.state.prune import SESSION_MAX_AGE_DAYS, SESSION_MAX_COUNT, prune_sessions
 from compress.state.sealed import seal, unseal
 from compress.state.session_store import STATE_FILE, RedisState, StateFiles
@@ -126,6 +126,8 @@ class Session:
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
+    hashing: PrefixHashMemo = field(default_factory=PrefixHashMemo, repr=False)
+    """The last request's prefix hashes, to hash the next one quicker (memory only)."""
     scans: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Checkpoints of the stages' scans over the parsed messages (`compress.prefix_scans`),
     in memory only, so a long-lived process resumes them rather than replaying the history."""
@@ -339,19 +341,6 @@ class Session:
         line = {"h": prefix_hash, "r": sealed, "rt": r.raw_tokens, "ot": r.out_tokens, "c": r.compressible,
                 "s": r.settled}
         return dumps({**line, "k": list(r.keys)} if r.keys else line)
-
-
-def prefix_hashes(raw_messages: list[Any]) -> list[str]:
-    """The session's keys: the hash of each message prefix (equal hashes mean equal messages up
-    to and including it)."""
-    out = []
-    prev = b""
-    for msg in raw_messages:
-        h = xxhash.xxh3_128(prev)
-        h.update(dumps(msg))
-        prev = h.digest()
-        out.append(h.hexdigest())
-    return out
 
 
 def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: list[Any]) -> int:
