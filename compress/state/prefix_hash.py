@@ -5,10 +5,10 @@ Must hold:
 - `prefix_hashes` is the one definition: the xxh3-128 chain over each message's compact JSON
   (`ground.jsonbytes.dumps`); equal hashes mean equal messages up to and including it.
 - `PrefixHashMemo.hashes` gives exactly `prefix_hashes`. It looks a message up by the hash it
-  chains from and a fingerprint of the message's pickle (protocol 5): a pickle determines the
-  value it was made from, its types (1, 1.0 and true apart) and its keys' order, so equal pickles
-  mean equal JSON bytes; a message whose pickle differs (or cannot be made) is hashed from its
-  JSON as always. Pickling a parsed message is about twice as quick as writing its JSON, and
+  chains from and a fingerprint of the message's pickle (protocol 5): for a value parsed from
+  JSON (what every face hands the pipeline), a pickle determines the value, its types (1, 1.0
+  and true apart) and its keys' order, so equal pickles mean equal JSON bytes; a message whose
+  pickle differs (or cannot be made) is hashed from its JSON as always. Pickling a parsed message is about twice as quick as writing its JSON, and
   nothing is ever unpickled.
 - Bounded and in memory only: the memo holds the keys of the last request hashed, no more.
 """
