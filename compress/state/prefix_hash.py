@@ -8,8 +8,8 @@ Must hold:
   chains from and a fingerprint of the message's pickle (protocol 5): for a value parsed from
   JSON (what every face hands the pipeline), a pickle determines the value, its types (1, 1.0
   and true apart) and its keys' order, so equal pickles mean equal JSON bytes; a message whose
-  pickle differs (or cannot be made) is hashed from its JSON as always. Pickling a parsed message is about twice as quick as writing its JSON, and
-  nothing is ever unpickled.
+  pickle differs (or cannot be made) is hashed from its JSON as always. Pickling a parsed
+  message is about twice as quick as writing its JSON, and nothing is ever unpickled.
 - Bounded and in memory only: the memo holds the keys of the last request hashed, no more.
 """
 
