@@ -20,6 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from compress.prefix_scans import PrefixScans
+
 TEXT = "text"
 THINKING = "thinking"
 REDACTED_THINKING = "redacted_thinking"
@@ -91,6 +93,21 @@ class Message:
     raw: Any
     turn: int = 0
     content_is_str: bool = False
+    has_user_text: bool = field(init=False, compare=False, repr=False)
+    """A user message that carries something the person wrote (not only tool results)."""
+    has_thinking: bool = field(init=False, compare=False, repr=False)
+    """An assistant message with thinking blocks (which the provider drops once a person
+    writes again)."""
+    thinking_blocks: int = field(init=False, compare=False, repr=False)
+    """How many of the blocks are thinking or redacted thinking, whatever the role."""
+
+    def __post_init__(self) -> None:
+        # Derived once per message: every run asks them of every message, several times over
+        thinking = sum(1 for b in self.blocks if b.kind in (THINKING, REDACTED_THINKING))
+        object.__setattr__(self, "thinking_blocks", thinking)
+        object.__setattr__(self, "has_thinking", self.role == "assistant" and thinking > 0)
+        object.__setattr__(self, "has_user_text",
+                           self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks))
 
     def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> Message:
         blocks = tuple(blocks)
@@ -102,17 +119,6 @@ class Message:
         for i, b in enumerate(self.blocks):
             if b.kind == TOOL_RESULT:
                 yield i, b
-
-    @property
-    def has_user_text(self) -> bool:
-        """A user message that carries something the person wrote (not only tool results)."""
-        return self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks)
-
-    @property
-    def has_thinking(self) -> bool:
-        """An assistant message with thinking blocks (which the provider drops once a person
-        writes again)."""
-        return self.role == "assistant" and any(b.kind in (THINKING, REDACTED_THINKING) for b in self.blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,26 +145,60 @@ class ToolCall:
     result_block: int = -1
 
 
-def index_tool_calls(messages: tuple[Message, ...] | list[Message]) -> dict[str, ToolCall]:
-    """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id."""
-    uses: dict[str, tuple[str, int, int]] = {}
-    results: dict[str, tuple[int, int]] = {}
-    for mi, msg in enumerate(messages):
-        for bi, block in enumerate(msg.blocks):
+def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: PrefixScans | None = None,
+                     unchanged: int = 0) -> dict[str, ToolCall]:
+    """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id.
+    `scans`: checkpoints of earlier indexes (`compress.prefix_scans`) to resume from, and to
+    leave one in after the first `unchanged` messages; the result is the same without them."""
+    key = "model.index_tool_calls"
+    saved: _CallIndex | None = scans.resume(key, messages) if scans is not None else None
+    at = 0 if saved is None else saved.at
+    uses = {} if saved is None else dict(saved.uses)
+    results = {} if saved is None else dict(saved.results)
+    calls = {} if saved is None else dict(saved.calls)
+    changed: list[str] = []
+    for mi in range(at, len(messages)):
+        if mi == unchanged > at and scans is not None:
+            _update(calls, uses, results, changed)
+            scans.store(key, messages[:mi], _CallIndex(mi, dict(uses), dict(results), dict(calls)))
+        for bi, block in enumerate(messages[mi].blocks):
             kind = block.kind
             if kind == TOOL_USE:
                 if block.tool_id not in uses:
                     uses[block.tool_id] = (block.tool_name, mi, bi)
+                    changed.append(block.tool_id)
             elif kind == TOOL_RESULT and block.tool_id in uses and block.tool_id not in results:
                 results[block.tool_id] = (mi, bi)
-    return {tool_id: ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
-            for tool_id, (name, mi, bi) in uses.items()}
+                changed.append(block.tool_id)
+    _update(calls, uses, results, changed)
+    if scans is not None and unchanged == len(messages) > at:
+        scans.store(key, messages, _CallIndex(len(messages), uses, results, dict(calls)))
+    return calls
+
+
+@dataclass(frozen=True, slots=True)
+class _CallIndex:
+    """`index_tool_calls` after its first `at` messages (its dicts are never changed once stored)."""
+
+    at: int
+    uses: dict[str, tuple[str, int, int]]
+    results: dict[str, tuple[int, int]]
+    calls: dict[str, ToolCall]
+
+
+def _update(calls: dict[str, ToolCall], uses: dict[str, tuple[str, int, int]], results: dict[str, tuple[int, int]],
+            changed: list[str]) -> None:
+    """The entries of `calls` for the ids in `changed` (emptied), from `uses` and `results`."""
+    for tool_id in changed:
+        name, mi, bi = uses[tool_id]
+        calls[tool_id] = ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
+    changed.clear()
 
 
 def last_person_index(messages: Sequence[Any]) -> int:
     """Index of the last message a person wrote (`has_user_text`), -1 if none. Thinking of the
     assistant messages before it belongs to completed turns, which the provider drops."""
-    return max((i for i, m in enumerate(messages) if m.has_user_text), default=-1)
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].has_user_text), -1)
 
 
 def opens_turn(messages: Sequence[Message], i: int) -> bool:
@@ -168,11 +208,13 @@ def opens_turn(messages: Sequence[Message], i: int) -> bool:
     return messages[i].role == "assistant" and (i == 0 or messages[i - 1].role != "assistant")
 
 
-def number_turns(messages: list[Message]) -> tuple[Message, ...]:
-    """Set each message's `turn`: the count of model replies (`opens_turn`) up to and including it."""
-    turn = 0
-    out = []
-    for i, msg in enumerate(messages):
+def number_turns(messages: list[Message], start: int = 0) -> tuple[Message, ...]:
+    """Set each message's `turn`: the count of model replies (`opens_turn`) up to and including it.
+    The first `start` messages are numbered already (by this function, as a prefix of these)."""
+    turn = messages[start - 1].turn if start else 0
+    out = messages[:start]
+    for i in range(start, len(messages)):
+        msg = messages[i]
         if opens_turn(messages, i):
             turn += 1
         out.append(msg if msg.turn == turn else replace(msg, turn=turn))

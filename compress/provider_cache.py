@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.model import Message, last_person_index
 from compress.model_prices import listed_price, price_for
 
 READ_PRICE = 0.1
@@ -89,8 +89,7 @@ def provider_blocks(messages: list[Message], thinking_kept: bool = False) -> lis
     """Content blocks of each message as the provider counts them for its cache lookback (at
     least one per message)."""
     last_person = last_person_index(messages)
-    return [sum(1 for b in m.blocks
-                if sends_thinking(i, last_person, thinking_kept) or b.kind not in (THINKING, REDACTED_THINKING))
+    return [(len(m.blocks) if sends_thinking(i, last_person, thinking_kept) else len(m.blocks) - m.thinking_blocks)
             or 1 for i, m in enumerate(messages)]
 
 

@@ -43,6 +43,7 @@ from compress.formats.requests import (
 from compress.formats.requests.managed import managed_floor
 from compress.formats.requests.shape import stored_history
 from compress.model import Message
+from compress.prefix_scans import PrefixScans
 from compress.provider_cache import cache_life, provider_blocks
 from compress.runner.epochs import (
     cached_prefixes,
@@ -72,7 +73,7 @@ from compress.stages import (
     supersede_inputs,
     trim_outputs,
 )
-from compress.state.session import Session, known_prefix, prefix_hashes
+from compress.state.session import Session, known_prefix
 from compress.tiers import Tier, thresholds_for
 from compress.token_counters import estimate_tokens
 
@@ -196,7 +197,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     thinking_kept = keeps_all_thinking(provider, body)
     client = body[field]
     plain = unmarked_messages(provider, client)  # cache breakpoints move every request
-    hashes = prefix_hashes(plain)
+    hashes = session.hashing.hashes(plain)
     session.redaction = (config.redact_extra, config.redact_allow)
     frozen = known_prefix(hashes, session.records, plain) if session.header.provider == provider else 0
     known: list[Message] = []  # the known prefix's parsed messages, up to the first the session lacks
@@ -204,7 +205,8 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
         if (parsed := session.parsed.get(h)) is None:
             break
         known.append(parsed)
-    request = from_provider(body if plain is client else {**body, field: plain}, provider, known)
+    request = from_provider(body if plain is client else {**body, field: plain}, provider, known,
+                            PrefixScans(session.scans))
     messages = list(request.messages)
     report.provider = provider
     report.messages = len(messages)
@@ -237,7 +239,7 @@ def _run(body: Any, session: Session, store: CCRWriter | None, config: CompressC
     lookback = lookback_for(provider, config)
     cached_end = None if lookback is None else max(cached_prefixes(session, resent, life.any_prefix), default=None)
     planner = Planner(provider, messages, chain.active(tier, config), tail, tier, config, tokens, session.records,
-                      hashes, thinking_kept, managed.floor, sum(raw_tokens), cached_end, lookback)
+                      hashes, thinking_kept, managed.floor, sum(raw_tokens), cached_end, lookback, session.scans)
 
     reason, pressed = forced_reason(session, provider, tier, frozen, tier)
     current_turn = messages[-1].turn if messages else 0

@@ -20,6 +20,7 @@ from ccr.markers import find_markers
 from compress.config import CompressConfig
 from compress.formats.requests import render_message
 from compress.model import REDACTED_THINKING, THINKING, Message, last_person_index
+from compress.prefix_scans import PrefixScans
 from compress.provider_cache import provider_blocks, sends_thinking
 from compress.runner.message_tokens import MessageTokens
 from compress.runner.protocol_guard import violation
@@ -93,11 +94,15 @@ class Planner:
     lookback: int | None = None
     """Content blocks back from a request's end the provider looks for that prefix
     (`compress.runner.epochs.lookback_for`; None: anywhere)."""
+    scans: dict[Any, Any] = field(default_factory=dict)
+    """The session's scan checkpoints (`Session.scans`), handed to the stages."""
 
     def plan(self, start: int, anchor: int) -> Plan:
         first = max(start, self.floor)
-        mutable = tuple(first <= i < self.tail for i in range(len(self.messages)))
-        arriving = tuple(first <= i for i in range(len(self.messages)))
+        n = len(self.messages)
+        first, tail = min(first, n), max(0, min(self.tail, n))
+        mutable = (False,) * first + (True,) * (tail - first) + (False,) * (n - max(first, tail))
+        arriving = (False,) * first + (True,) * (n - first)
         plan = self._apply_stages(mutable, arriving, anchor, first)
         plan.anchor_turn = anchor
         plan.first_new = start
@@ -110,8 +115,8 @@ class Planner:
                 plan.rendered.append(render_message(self.provider, msg))
                 plan.out_tokens.append(self.tokens.message(msg))
         plan.out_total = sum(plan.out_tokens)
-        plan.settled = [i < self.tail for i in range(len(self.messages))]
-        plan.compressible = [0 if i < first else self.tokens.compressible(m) for i, m in enumerate(self.messages)]
+        plan.settled = [True] * tail + [False] * (n - tail)
+        plan.compressible = [0] * first + [self.tokens.compressible(m) for m in self.messages[first:]]
         return plan
 
     def _recorded(self, first: int, index: int) -> Record | None:
@@ -170,7 +175,8 @@ class Planner:
         originals = PendingOriginals(redact_extra=config.redact_extra, redact_allow=config.redact_allow)
         ctx = StageContext(config, self.tier, anchor, mutable, originals, self.tokens.count,
                            thinking_kept=self.thinking_kept, past_tail=mutable, shown_cut=self._shown_cut,
-                           shown_strings=self._shown_strings, saving=partial(self.saving, first))
+                           shown_strings=self._shown_strings, saving=partial(self.saving, first), unchanged=first,
+                           scans=PrefixScans(self.scans))
         current = list(self.messages)
         saved: dict[str, int] = {}
         stage_ms: dict[str, float] = {}

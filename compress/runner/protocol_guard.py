@@ -11,6 +11,8 @@ if it `may_edit_inputs`, tool inputs.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from typing import Any
 
 from compress.model import TEXT, TOOL_RESULT, TOOL_USE, Message, newest_user_index
@@ -22,9 +24,8 @@ def violation(before: list[Message], after: Any, mutable: tuple[bool, ...], stag
     if not isinstance(after, list) or len(after) != len(before):
         return "changed the number of messages"
     newest = newest_user_index(before) if stage.appends_to_newest else -1
-    for i, (a, b) in enumerate(zip(before, after)):
-        if a is b:
-            continue
+    for i in itertools.compress(itertools.count(), map(operator.is_not, before, after)):  # the changed ones
+        a, b = before[i], after[i]
         if i == newest:
             if _appends_one_text_block(a, b):
                 continue

@@ -20,6 +20,7 @@ from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from compress.config import CompressConfig
 from compress.model import TOOL_RESULT, Block, Message
+from compress.prefix_scans import PrefixScans
 from compress.stagekit.line_numbers import NUMBERS_THINNED
 from compress.stagekit.memo import TextMemo
 from compress.tiers import Tier
@@ -140,6 +141,13 @@ class StageContext:
     would leave the last request's cached prefix out of the provider's lookback where the raw
     request still reaches it (the provider would write the whole request again): a stage that
     adds text keeps it only while this stays above 0, so no request is sent larger than raw."""
+
+    unchanged: int = 0
+    """The first this many messages are the session's parsed messages, which no stage of this run
+    changes (the run decides from the next one on)."""
+    scans: PrefixScans = field(default_factory=PrefixScans)
+    """Checkpoints of scans over the messages that a stage may resume (`compress.prefix_scans`;
+    the session's, so the next run of it resumes from what this one left)."""
 
     def age(self, msg: Message) -> int:
         """Assistant turns between a message and the anchor (0 or less: the current turn)."""

@@ -38,7 +38,10 @@ What must hold:
   reminder in it), so its cues stay pending for the next request within the window (a decision
   in the person's first prompt, whose request has nothing to cut, is reminded of in the next
   one that has). A message the session does not know, or an epoch's re-rendering from the
-  client's messages, holds no reminder: its cues count as not reminded.
+  client's messages, holds no reminder: its cues count as not reminded. The replay resumes
+  from a checkpoint the session's previous request left (`compress.prefix_scans`) only where no
+  later message can change which requests ended before it, and after asking `sent` again what it
+  went by: the same reminders as a replay from the first message.
 - Cache: the session records the newest message as rendered, nudge included; on the next
   request that message is frozen and rendered from the record, so its nudge stays, byte for
   byte. A new epoch re-renders from the client's messages, which never hold a nudge.
@@ -55,6 +58,7 @@ import xxhash
 from ccr.markers import format_inline
 from compress.config import options_as
 from compress.model import TEXT, TOOL_USE, Block, Message, newest_user_index
+from compress.prefix_scans import PrefixScans
 from compress.stagekit.stage import Stage, StageContext
 from compress.tiers import Tier
 from compress.vocab.injections import REMINDER_TAGS, remove_segments
@@ -127,41 +131,78 @@ def _request_ends(messages: list[Message]) -> list[bool]:
     return ends
 
 
+@dataclass(frozen=True, slots=True)
+class _Replay:
+    """Where a replay of the requests (`memory_nudges`) stands before message `at`."""
+
+    at: int = 0
+    stated: tuple[tuple[str, int], ...] = ()
+    """kind -> turn of the latest statement not yet saved or reminded."""
+    last_nudge: int | None = None
+    thinking: bool = False
+    """An assistant message since the last person-written one holds thinking."""
+    given: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    asked: tuple[tuple[int, bool], ...] = ()
+    """The answers of `sent` the replay went by, checked again before it resumes from here."""
+
+
 def memory_nudges(messages: list[Message], opts: Options, thinking_kept: bool = False,
-                  sent: Callable[[int], bool] | None = None) -> dict[int, tuple[str, ...]]:
+                  sent: Callable[[int], bool] | None = None, scans: PrefixScans | None = None,
+                  unchanged: int = 0) -> dict[int, tuple[str, ...]]:
     """Index of the last user message of every request that gets (or got) a memory reminder ->
     the kinds it reminds of. Replays all requests so far (a request ends at each user message
     an assistant message answered, and at the newest), so the cooldown needs no state but
     `sent`: whether an earlier request's last message was sent with its reminder (None: every
     reminder due was sent). One that was due but not sent (held back below raw) leaves its cues
-    pending for the next request, within the window."""
-    stated: dict[str, int] = {}  # kind -> turn of the latest statement not yet saved or reminded
-    last_nudge: int | None = None
-    given: dict[int, tuple[str, ...]] = {}
-    ends = _request_ends(messages)
-    newest = max((i for i, end in enumerate(ends) if end), default=-1)
-    thinking = False  # an assistant message since the last person-written one holds thinking
-    for i, msg in enumerate(messages):
+    pending for the next request, within the window. `scans`: checkpoints of earlier replays
+    (`compress.prefix_scans`), to resume from and to leave one in, within the first
+    `unchanged` messages (those the run hands on as the session parsed them); the result is the
+    same without them."""
+    key = ("nudges.memory_nudges", opts, thinking_kept, sent is None)
+    saved = scans.resume(key, messages) if scans is not None else None
+    start = saved if saved is not None and (sent is None or all(sent(i) == a for i, a in saved.asked)) else _Replay()
+    ends = _request_ends(messages[start.at:])
+    if start.at and not any(ends):  # the newest request may end before the checkpoint
+        start, ends = _Replay(), _request_ends(messages)
+    newest = start.at + max((i for i, end in enumerate(ends) if end), default=-1)
+    # a checkpoint within what the run has not changed, where what follows decides whether the
+    # messages before it ended a request, and before the newest request's end
+    mark = next((i for i in range(min(unchanged - 1, newest), start.at, -1) if messages[i].role != "system"), -1)
+    stated = dict(start.stated)
+    last_nudge = start.last_nudge
+    given = dict(start.given)
+    thinking = start.thinking
+    asked = list(start.asked)
+    for i in range(start.at, len(messages)):
+        if i == mark and scans is not None:
+            scans.store(key, messages[:i + 1], _Replay(i, tuple(stated.items()), last_nudge, thinking,
+                                                       tuple(given.items()), tuple(asked)))
+        msg = messages[i]
         if msg.role not in ("user", "assistant"):
             continue
         thinking = not thinking_kept and (msg.has_thinking or (thinking and not msg.has_user_text))
-        saved = False
+        saved_now = False
         for b in msg.blocks:
             if b.kind == TEXT and not is_reminder(b.text):
                 for kind in _text_cues(b.text):
                     stated[kind] = msg.turn
             elif b.kind == TOOL_USE and is_memory_tool(b.tool_name):
-                saved = True
-        if saved:
+                saved_now = True
+        if saved_now:
             stated.clear()
-        if not stated or thinking or not ends[i]:
+        if not stated or thinking or not ends[i - start.at]:
             continue
         recent = tuple(k for k in DECISION_KINDS if k in stated and msg.turn - stated[k] < opts.window_turns)
-        if recent and (last_nudge is None or msg.turn - last_nudge >= opts.cooldown_turns) and (
-                sent is None or i == newest or sent(i)):
-            given[i] = recent
-            last_nudge = msg.turn
-            stated.clear()
+        if not recent or (last_nudge is not None and msg.turn - last_nudge < opts.cooldown_turns):
+            continue
+        if sent is not None and i != newest:
+            answer = sent(i)
+            asked.append((i, answer))
+            if not answer:
+                continue
+        given[i] = recent
+        last_nudge = msg.turn
+        stated.clear()
     return given
 
 
@@ -182,13 +223,15 @@ def is_reminder(text: str) -> bool:
 
 
 def nudge_text(messages: list[Message], tier: Tier, opts: Options, thinking_kept: bool = False,
-               sent: Callable[[int], bool] | None = None) -> str:
-    """The reminder lines for the newest user message ('' for none); `sent` as for `memory_nudges`."""
+               sent: Callable[[int], bool] | None = None, scans: PrefixScans | None = None,
+               unchanged: int = 0) -> str:
+    """The reminder lines for the newest user message ('' for none); `sent`, `scans` and
+    `unchanged` as for `memory_nudges`."""
     target = newest_user_index(messages)
     if target < 0 or any(b.kind == TEXT and is_reminder(b.text) for b in messages[target].blocks):
         return ""
     lines = []
-    kinds = memory_nudges(messages, opts, thinking_kept, sent).get(target)
+    kinds = memory_nudges(messages, opts, thinking_kept, sent, scans, unchanged).get(target)
     if kinds:
         lines.append(memory_nudge(kinds))
     turn = messages[target].turn
@@ -204,7 +247,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     def sent(index: int) -> bool:
         return any(is_reminder(s) for s in ctx.shown_strings(index))
 
-    text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept, sent)
+    text = nudge_text(messages, ctx.tier, opts, ctx.thinking_kept, sent, ctx.scans, ctx.unchanged)
     if not text:
         return messages
     target = newest_user_index(messages)

@@ -222,7 +222,7 @@ def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     options = options_as(SupersedeOptions, ctx.config.options("supersede_inputs"))
     min_chars, settled_after = options.min_chars, options.settled_after_turns
     # a poll is the command it polls: a read whose lines came back through write_stdin shows its file
-    seen = resolved(messages, polled_calls(messages))
+    seen = resolved(messages, polled_calls(messages, ctx.scans, ctx.unchanged))
     calls = _calls(seen, next((i for i, mutable in enumerate(ctx.mutable) if mutable), len(messages)))
     timeline = [item for item in calls if item.touches]
     later = later_touches([item.touches for item in timeline])

@@ -270,7 +270,7 @@ def image_marker(part: Block, ctx: StageContext, hint: str | None = None) -> Blo
 
 def run(messages: list[Message], ctx: StageContext) -> list[Message]:
     opts = options_as(TrimOptions, ctx.config.options("trim_outputs"))
-    polls = polled_calls(messages)
+    polls = polled_calls(messages, ctx.scans, ctx.unchanged)
     seen = resolved(messages, polls)  # a poll classified as the command it polls
     calls = {b.tool_id: (b.tool_name, b.input) for m in seen for b in m.blocks if b.kind == TOOL_USE}
     stale = stale_reads(seen)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import xxhash
 
+from compress.state.prefix_hash import PrefixHashMemo, prefix_hashes
 from compress.state.prune import SESSION_MAX_AGE_DAYS, SESSION_MAX_COUNT, prune_sessions
 from compress.state.sealed import seal, unseal
 from compress.state.session_store import STATE_FILE, RedisState, StateFiles
@@ -126,6 +126,11 @@ class Session:
     parsed: dict[str, Any] = field(default_factory=dict, repr=False)
     """Canonical messages by prefix hash, kept in memory only, so a long-lived process parses
     only new messages."""
+    hashing: PrefixHashMemo = field(default_factory=PrefixHashMemo, repr=False)
+    """The last request's prefix hashes, to hash the next one quicker (memory only)."""
+    scans: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """Checkpoints of the stages' scans over the parsed messages (`compress.prefix_scans`),
+    in memory only, so a long-lived process resumes them rather than replaying the history."""
     redaction: tuple[tuple, tuple] = ((), ())
     """(redact_extra, redact_allow) for sealing records: set by the pipeline from its config."""
     deferred: Callable[[], None] | None = field(default=None, repr=False)
@@ -338,19 +343,6 @@ class Session:
         return dumps({**line, "k": list(r.keys)} if r.keys else line)
 
 
-def prefix_hashes(raw_messages: list[Any]) -> list[str]:
-    """The session's keys: the hash of each message prefix (equal hashes mean equal messages up
-    to and including it)."""
-    out = []
-    prev = b""
-    for msg in raw_messages:
-        h = xxhash.xxh3_128(prev)
-        h.update(dumps(msg))
-        prev = h.digest()
-        out.append(h.hexdigest())
-    return out
-
-
 def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: list[Any]) -> int:
     """Length of the longest message prefix the session has a record of each message for,
     each rendering opened (a record loaded from disk is rebuilt from its raw message)."""
@@ -358,6 +350,8 @@ def known_prefix(hashes: list[str], records: dict[str, Record], raw_messages: li
         record = records.get(h)
         if record is None:
             return i
+        if record.rendered is not None:
+            continue  # open already
         try:
             record.open(raw_messages[i])
         except ValueError as exc:

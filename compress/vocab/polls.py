@@ -18,6 +18,7 @@ from typing import Any
 import regex
 
 from compress.model import TOOL_RESULT, TOOL_USE, Block, Message
+from compress.prefix_scans import PrefixScans
 
 POLL_TOOLS = frozenset({"write_stdin"})
 """Tools whose output continues that of the command a session id names (Codex unified exec)."""
@@ -29,10 +30,16 @@ def is_poll(name: str) -> bool:
     return name.lower().rsplit("__", 1)[-1] in POLL_TOOLS
 
 
-def polled_calls(messages: list[Message]) -> dict[str, tuple[str, Any]]:
+def polled_calls(messages: list[Message], scans: PrefixScans | None = None, unchanged: int = 0) -> dict[str, tuple[str, Any]]:
     """Tool id of each poll -> (name, input) of the call that started the session it polls (its
-    result named the session id first); polls of a session no earlier result names are left out."""
-    if not any(b.kind == TOOL_USE and is_poll(b.tool_name) for m in messages for b in m.blocks):
+    result named the session id first); polls of a session no earlier result names are left out.
+    `scans`: checkpoints (`compress.prefix_scans`) of where earlier lists had no poll, to look
+    only past, and to leave one in after the first `unchanged` messages; the same result without."""
+    key = "polls.no_poll_before"
+    start = (scans.resume(key, messages) or 0) if scans is not None else 0
+    if not any(b.kind == TOOL_USE and is_poll(b.tool_name) for m in messages[start:] for b in m.blocks):
+        if scans is not None and start < unchanged <= len(messages):
+            scans.store(key, messages[:unchanged], unchanged)
         return {}
     calls: dict[str, tuple[str, Any]] = {}
     sessions: dict[str, tuple[str, Any]] = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from compress.formats.requests import anthropic, openai_chat, openai_responses
 from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns
+from compress.prefix_scans import PrefixScans
 
 SHAPES: dict[str, ModuleType] = {m.NAME: m for m in (anthropic, openai_chat, openai_responses)}
 """Provider name -> shape module, in detection order; the first is the default."""
@@ -70,22 +71,25 @@ def _messages(body: Any, shape: ModuleType) -> list[Any]:
     return messages
 
 
-def from_provider(body: Any, provider: str | None = None, known: Sequence[Message] = ()) -> Request:
+def from_provider(body: Any, provider: str | None = None, known: Sequence[Message] = (),
+                  scans: PrefixScans | None = None) -> Request:
     """The canonical request. `known` may hold messages already parsed (by this function) from
-    an identical prefix of the body's messages; they are reused and only the rest is parsed."""
+    an identical prefix of the body's messages; they are reused and only the rest is parsed.
+    `scans`: checkpoints of earlier indexes of tool calls (`compress.prefix_scans`; the session's)."""
     provider = provider or detect(body)
     if provider not in SHAPES:
         raise InvalidRequest(f"unknown provider {provider!r}")
     shape = SHAPES[provider]
     fresh = [shape.parse_message(m) for m in _messages(body, shape)[len(known):]]
-    messages = number_turns([*known, *fresh])
-    return Request(provider, _name_results(messages, start=len(known)), body)
+    messages = number_turns([*known, *fresh], len(known))
+    return Request(provider, _name_results(messages, len(known), scans), body)
 
 
-def _name_results(messages: tuple[Message, ...], start: int = 0) -> tuple[Message, ...]:
+def _name_results(messages: tuple[Message, ...], start: int = 0, scans: PrefixScans | None = None) -> tuple[Message, ...]:
     """Copy each tool_use's name onto its tool_result (from message `start` on), so stages
-    know what produced a result."""
-    calls = index_tool_calls(messages)
+    know what produced a result. With `scans`, the index of the named messages is left as a
+    checkpoint too (naming changes no call): they are what the session keeps for its next request."""
+    calls = index_tool_calls(messages, scans, start)
     out = list(messages[:start])
     for msg in messages[start:]:
         blocks = tuple(
@@ -95,7 +99,10 @@ def _name_results(messages: tuple[Message, ...], start: int = 0) -> tuple[Messag
             for b in msg.blocks
         )
         out.append(msg.with_blocks(blocks))
-    return tuple(out)
+    named = tuple(out)
+    if scans is not None:
+        index_tool_calls(named, scans, len(named))
+    return named
 
 
 def _call_input(messages: tuple[Message, ...], call: Any) -> Any:
