@@ -86,15 +86,18 @@ def test_head_is_written_once_then_read():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 3), max_size=30), min_size=1, max_size=12))
+@given(st.lists(st.tuples(st.lists(st.integers(0, 3), max_size=30), st.integers(0, 5)), min_size=1, max_size=12))
 def test_every_token_is_read_or_written(requests):
-    """Whatever the requests, each token is read or written once; a cache of every prefix reads
-    at least what a cache of request ends reads, and never past the longest shared prefix."""
+    """Whatever the requests and the pauses between them (time only moves forward, as in any
+    recording), each token is read or written once; a cache of every prefix reads at least what
+    a cache of request ends reads, and never past the longest shared prefix."""
     ends, any_prefix = PromptCache(None, lifetime=3), PromptCache(None, lifetime=3, any_prefix=True)
     seen: list[list[int]] = []
-    for at, keys in enumerate(requests):
+    at = 0.0
+    for keys, pause in requests:
+        at += pause
         tokens = [k + 1 for k in keys]
-        costs = [cache.add(keys, tokens, at=float(at * at % 7)) for cache in (ends, any_prefix)]
+        costs = [cache.add(keys, tokens, at=at) for cache in (ends, any_prefix)]
         for cost in costs:
             assert cost.read + cost.write == sum(tokens)
             assert cost.read >= 0 and cost.write >= 0
