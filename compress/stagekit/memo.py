@@ -52,7 +52,7 @@ class TextMemo:
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = self.misses = 0
-        """Lookups answered from the memo, and computed (for benches sizing `max_bytes`)."""
+        """Lookups answered from the memo, and computed (what shows a warm memo answering)."""
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], str | None]) -> str | None:
         """The remembered value of `key`, or `compute()` (remembered if small enough)."""
