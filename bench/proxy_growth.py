@@ -1,33 +1,55 @@
 """What a proxy worker's memory grows by over many requests, by where it was allocated.
 
-    python bench/proxy_growth.py [--sessions 20 --turns 50]
+    python bench/proxy_growth.py [--shape growing] [--sessions 20 --turns 50]
+    python bench/proxy_growth.py --shape steady [--sessions 20 --life 15 --rounds 60 --round-seconds 40]
 
 Runs the sessions of bench/bench_proxy.py (~150K-token tool-using conversations, one more tool
 call per turn) through one `ctxmill.proxy.worker.Worker` in this process (what the proxy's
-workers run, with its state in a temporary folder), turn by turn across the sessions, and takes
-tracemalloc snapshots after the warm-up turns and at the end. Prints the Python heap per turn
-and the growth between the snapshots grouped by the first ctxmill frame that allocated it, next
-to the growth of the conversations themselves (their JSON bytes): state that grows with the
-sessions it holds is expected; anything else must be a bounded cache.
+workers run, with its state in a temporary folder), one request of every live session per round,
+and takes tracemalloc snapshots after the warm-up rounds and at the end. Two shapes:
+- `growing`: the same `--sessions` conversations grow for `--turns` rounds (what bench_proxy.py
+  sends). The heap may grow with the conversations held; the summary gives it per MiB of their
+  growth.
+- `steady`: what a gateway sees: `--sessions` conversations are live at any time, each lives
+  `--life` requests and then ends (the client compacts or the person starts over: a new session
+  with a new first message takes its place), their phases staggered so the live conversations'
+  bytes stay level. A round advances the clock the worker's idle rule reads (this script
+  replaces `ctxmill.proxy.worker`'s `time.monotonic`) by `--round-seconds`: the time a person
+  or agent takes per request. Ended sessions leave
+  the worker's memory `IDLE_SECONDS` after their last run, so after `--life` rounds plus that
+  many seconds the heap must stay flat.
+Prints the Python heap per round (and what the worker holds: sessions, the memos' bytes) and the
+growth between the snapshots grouped by the first ctxmill frame that allocated it, next to the
+growth of the live conversations themselves (their JSON bytes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if not os.environ.get("PYTHONPATH"):  # PYTHONPATH=<tree> measures that tree's code (a baseline)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_proxy import conversation  # noqa: E402
-from compress.config import CompressConfig  # noqa: E402
-from ctxmill.proxy.worker import Worker, WorkerSetup  # noqa: E402
+from bench.bench_proxy import conversation
+from compress.config import CompressConfig
+from compress.stagekit import output_cut, stage
+from compress.stagekit.memo import TextMemo
+from ctxmill.proxy import worker as worker_module
+from ctxmill.proxy.worker import Worker, WorkerSetup
+
+ROOT = Path(worker_module.__file__).resolve().parents[2]
 
 
 def _site(trace: tracemalloc.Traceback) -> str:
@@ -39,47 +61,113 @@ def _site(trace: tracemalloc.Traceback) -> str:
     return "elsewhere"
 
 
+@dataclass
+class Talk:
+    """One live conversation: its session key, its messages, and how many it has sent so far."""
+
+    key: str
+    messages: list[dict]
+    sent: int
+
+    def request(self) -> bytes:
+        return orjson.dumps({"model": "claude-bench", "max_tokens": 1024,
+                             "system": [{"type": "text", "text": "You are a coding agent."}],
+                             "metadata": {"user_id": f"bench_{self.key}"}, "messages": self.messages[:self.sent]})
+
+
+def _talk(n: int, tokens: int, turns: int, phase: int = 0) -> Talk:
+    messages, start = conversation(n, tokens, turns)
+    return Talk(f"{n:032x}", messages, start + 2 * phase)
+
+
+def growing(args: argparse.Namespace) -> Iterator[list[Talk]]:
+    """The same conversations, each one tool call longer every round."""
+    talks = [_talk(c, args.tokens, args.turns) for c in range(args.sessions)]
+    for _ in range(args.turns):
+        yield talks
+        for t in talks:
+            t.sent += 2
+
+
+def steady(args: argparse.Namespace) -> Iterator[list[Talk]]:
+    """`--sessions` live conversations, each replaced by a new one after `--life` requests; slot
+    c starts its first conversation c/sessions of the way through its life."""
+    life = args.life
+    phases = [c * life // args.sessions for c in range(args.sessions)]
+    talks = [_talk(c, args.tokens, life, phases[c]) for c in range(args.sessions)]
+    age = list(phases)
+    started = args.sessions
+    for _ in range(args.rounds):
+        yield talks
+        for c in range(args.sessions):
+            age[c] += 1
+            if age[c] < life:
+                talks[c].sent += 2
+            else:  # ends: a new conversation (a new session key) takes the slot
+                talks[c], age[c], started = _talk(started, args.tokens, life), 0, started + 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sessions", type=int, default=20)
-    p.add_argument("--turns", type=int, default=50)
-    p.add_argument("--warmup", type=int, default=5, help="turns per session before the first snapshot")
+    p.add_argument("--shape", choices=("growing", "steady"), default="growing")
+    p.add_argument("--sessions", type=int, default=20, help="conversations live at once")
+    p.add_argument("--turns", type=int, default=50, help="growing: rounds (requests per conversation)")
+    p.add_argument("--life", type=int, default=15, help="steady: requests per conversation")
+    p.add_argument("--rounds", type=int, default=60, help="steady: rounds")
+    p.add_argument("--round-seconds", type=float, default=40.0, help="steady: worker clock seconds per round")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="rounds before the first snapshot (default: 5 growing; steady: life + the idle rounds)")
     p.add_argument("--tokens", type=int, default=150_000)
     args = p.parse_args()
+    rounds = args.turns if args.shape == "growing" else args.rounds
+    idle_rounds = int(worker_module.IDLE_SECONDS // args.round_seconds) + 1
+    warmup = args.warmup or (5 if args.shape == "growing" else args.life + idle_rounds)
+    if warmup >= rounds:
+        p.error(f"--warmup {warmup} leaves no rounds to measure of {rounds}")
+    now = [0.0]
     with tempfile.TemporaryDirectory() as home:
         setup = WorkerSetup(sessions_root=Path(home) / "sessions", ccr_root=Path(home) / "ccr",
                             compress=CompressConfig(), chain=None, max_sessions=10 * args.sessions)
+        worker_module.time = SimpleNamespace(**{**vars(time), "monotonic": lambda: now[0]})  # type: ignore[assignment]
         worker = Worker(setup)
-        talks = [conversation(c, args.tokens, args.turns) for c in range(args.sessions)]
+        shape = growing(args) if args.shape == "growing" else steady(args)
         tracemalloc.start(10)
         snapshots, sizes = {}, {}
-        for turn in range(args.turns):
+        for n, talks in enumerate(shape, 1):
             total = 0
-            for c, (messages, start) in enumerate(talks):
-                raw = orjson.dumps({"model": "claude-bench", "max_tokens": 1024,
-                                    "system": [{"type": "text", "text": "You are a coding agent."}],
-                                    "metadata": {"user_id": f"bench_{c}"}, "messages": messages[:start + 2 * turn]})
+            for talk in talks:
+                raw = talk.request()
                 total += len(raw)
-                key = f"{c:032x}"
-                summary = worker.compress(key, raw)
+                summary = worker.compress(talk.key, raw)
                 worker.finish()
-                worker.calibrate(key, len(summary.data or raw) // 4, summary.tokens_after,
+                worker.calibrate(talk.key, len(summary.data or raw) // 4, summary.tokens_after,
                                  summary.tokens_before / len(raw))
-            print(f"turn {turn + 1:3d}: Python heap {tracemalloc.get_traced_memory()[0] / 2**20:6.1f} MiB,"
-                  f" conversations {total / 2**20:6.1f} MiB of JSON", flush=True)
-            if turn + 1 in (args.warmup, args.turns):
-                snapshots[turn + 1], sizes[turn + 1] = tracemalloc.take_snapshot(), total
+            now[0] += args.round_seconds
+            print(f"round {n:3d}: Python heap {tracemalloc.get_traced_memory()[0] / 2**20:6.1f} MiB,"
+                  f" live conversations {total / 2**20:6.1f} MiB of JSON, sessions held {len(worker.states):3d},"
+                  f" memos: trimmed {_memo_mib(output_cut.TRIMMED):5.1f} MiB, redacted {_memo_mib(stage.REDACTED):5.1f} MiB",
+                  flush=True)
+            if n in (warmup, rounds):
+                snapshots[n], sizes[n] = tracemalloc.take_snapshot(), total
         worker.store.close()
-    first, last = snapshots[args.warmup], snapshots[args.turns]
+    first, last = snapshots[warmup], snapshots[rounds]
     grown: Counter[str] = Counter()
     for stat in last.compare_to(first, "traceback"):
         grown[_site(stat.traceback)] += stat.size_diff
-    print(f"from turn {args.warmup} to {args.turns}: the conversations grew"
-          f" {(sizes[args.turns] - sizes[args.warmup]) / 2**20:.1f} MiB of JSON; the heap grew"
-          f" {sum(grown.values()) / 2**20:.1f} MiB, by where it is kept:")
+    live = (sizes[rounds] - sizes[warmup]) / 2**20
+    heap = sum(grown.values()) / 2**20
+    per = f" ({heap / live:.2f} MiB of heap per MiB of conversation)" if live > 0.5 else ""
+    print(f"{args.shape}, from round {warmup} to {rounds} ({(rounds - warmup) * args.sessions} requests):"
+          f" the live conversations grew {live:.1f} MiB of JSON; the heap grew {heap:.1f} MiB{per},"
+          f" by where it is kept:")
     for site, size in grown.most_common(12):
         print(f"  {size / 2**20:+7.2f} MiB  {site}")
     return 0
+
+
+def _memo_mib(memo: TextMemo) -> float:
+    """The values a memo holds as CPython stores them, in MiB (whatever the memo counts)."""
+    return sum(sys.getsizeof(v) for v in memo._values.values() if v is not None) / 2**20
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The speed-ups of the per-turn transform decide exactly what the plain definitions decide:
-the error-line scan, key lines of file reads, the base64 prefilter, and the trim memo."""
+the error-line scan, key lines of file reads, the base64 prefilter, and the trim memo
+(the memo's bounds: tests/test_memo.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from hypothesis import strategies as st
 
 from compress.stagekit import kept_lines, output_cut
 from compress.stagekit.line_numbers import NUMBER_PREFIX
-from compress.stagekit.memo import ENTRY_CHARS, TextMemo
 from compress.stagekit.output_cut import base64_pattern, has_base64_run
 from compress.stages import trim_outputs
 from compress.vocab.signals import errors as error_signals
@@ -69,29 +69,6 @@ def test_key_lines_found_in_one_pass_are_the_per_line_matches(text, prose):
 def test_base64_prefilter_never_hides_a_match(text, min_chars):
     if base64_pattern(min_chars).search(text):
         assert has_base64_run(text, min_chars)
-
-
-def test_memo_keeps_recent_values_within_its_size():
-    memo = TextMemo(max_chars=3 * (ENTRY_CHARS + 10), max_value_chars=20)
-    calls = []
-
-    def compute(value):
-        def f():
-            calls.append(value)
-            return value
-        return f
-
-    for i in range(4):
-        assert memo.get_or_compute(i, compute(f"{i}" * 10)) == f"{i}" * 10
-    assert len(memo) == 3  # the oldest was dropped
-    assert memo.get_or_compute(3, compute("other")) == "3" * 10
-    assert memo.get_or_compute(0, compute("0" * 10)) == "0" * 10
-    assert calls == [f"{i}" * 10 for i in range(4)] + ["0" * 10]
-    assert memo.get_or_compute("big", compute("y" * 21)) == "y" * 21
-    assert memo.get_or_compute("big", compute("y" * 21)) == "y" * 21
-    assert calls[-2:] == ["y" * 21] * 2  # too long to keep: computed each time
-    assert memo.get_or_compute("none", compute(None)) is None
-    assert memo.get_or_compute("none", compute("not again")) is None
 
 
 def test_trim_gives_the_same_output_with_a_cold_or_warm_memo():

@@ -3,9 +3,12 @@
 `TextMemo`: a bounded, thread-safe memo for pure text results, so epochs that re-run a stage
 over the same history (the proxy runs one per session every so often) do not redo the same
 work. Keys must determine the result completely (e.g. a content hash of the input plus every
-option that affects it); values are strings or None. The memo holds at most `max_chars`
-characters of values (each entry counts `ENTRY_CHARS` more for its key) and drops the least
-recently used first; a value longer than `max_value_chars` is not kept.
+option that affects it); values are strings or None. Must hold: the bytes the memo accounts for
+(`held_bytes`: each value's str object, `sys.getsizeof`, 1, 2 or 4 bytes a character as CPython
+stores it, plus `ENTRY_BYTES` for its key and place) never exceed `max_bytes`, the least
+recently used dropped first; a value of more than `max_value_bytes` is not kept; a memo returns
+what `compute()` returns, whatever it holds (it is a cache: dropping entries never changes a
+result).
 
 `PerObject`: a function's value computed once per object, for objects that do not change
 (one run's messages and blocks, a request's texts).
@@ -13,52 +16,73 @@ recently used first; a value longer than `max_value_chars` is not kept.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-ENTRY_CHARS = 64
+ENTRY_BYTES = 320
+"""What an entry costs besides its value: its key (a tuple of a content hash or CCR key and the
+options, ~230 bytes not shared with other entries) and its place in the ordered dict (~90 bytes),
+measured on the memos after bench/proxy_growth.py's sessions."""
 
 K = TypeVar("K")
 V = TypeVar("V")
 
+MEMO_BYTES = 16 * 2**20
+"""The bound of each of the pipeline's text memos, per process (`output_cut.TRIMMED`,
+`stage.REDACTED`): the trimmed outputs of about 30 sessions of 150K tokens (bench/proxy_growth.py
+measured 0.55 MB of trimmed and 0.22 MB of redacted text per such session), what a proxy worker
+re-decides at its sessions' epochs."""
+MEMO_VALUE_BYTES = 2**20
+"""A value larger than this is not kept (computed again each time): one output must not evict a
+memo's worth of others."""
+
 
 def _size(value: str | None) -> int:
-    return ENTRY_CHARS + (len(value) if value is not None else 0)
+    return ENTRY_BYTES + (sys.getsizeof(value) if value is not None else 0)
 
 
 class TextMemo:
-    def __init__(self, max_chars: int, max_value_chars: int) -> None:
-        self.max_chars = max_chars
-        self.max_value_chars = max_value_chars
+    def __init__(self, max_bytes: int, max_value_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.max_value_bytes = max_value_bytes
         self._values: OrderedDict[Hashable, str | None] = OrderedDict()
-        self._chars = 0
+        self._bytes = 0
         self._lock = threading.Lock()
+        self.hits = self.misses = 0
+        """Lookups answered from the memo, and computed (what shows a warm memo answering)."""
 
     def get_or_compute(self, key: Hashable, compute: Callable[[], str | None]) -> str | None:
         """The remembered value of `key`, or `compute()` (remembered if small enough)."""
         with self._lock:
             if key in self._values:
                 self._values.move_to_end(key)
+                self.hits += 1
                 return self._values[key]
+            self.misses += 1
         value = compute()
-        if value is not None and len(value) > self.max_value_chars:
-            return value
         size = _size(value)
+        if size - ENTRY_BYTES > self.max_value_bytes:
+            return value
         with self._lock:
             if key not in self._values:
                 self._values[key] = value
-                self._chars += size
-                while self._chars > self.max_chars:
+                self._bytes += size
+                while self._bytes > self.max_bytes:
                     _, dropped = self._values.popitem(last=False)
-                    self._chars -= _size(dropped)
+                    self._bytes -= _size(dropped)
         return value
+
+    def held_bytes(self) -> int:
+        """The bytes the memo accounts for now (at most `max_bytes`)."""
+        return self._bytes
 
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
-            self._chars = 0
+            self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._values)

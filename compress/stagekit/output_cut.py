@@ -28,7 +28,7 @@ from compress.stagekit.kept_lines import (
     select_prose,
     select_search,
 )
-from compress.stagekit.memo import TextMemo
+from compress.stagekit.memo import MEMO_BYTES, MEMO_VALUE_BYTES, TextMemo
 from compress.tiers import Tier
 from compress.vocab.tools import ToolKind
 
@@ -231,7 +231,7 @@ def _select(lines: list[str], kind: ToolKind, budget: Budget, text: str, path: s
     return select_prose(lines, budget, text)
 
 
-TRIMMED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+TRIMMED = TextMemo(max_bytes=MEMO_BYTES, max_value_bytes=MEMO_VALUE_BYTES)
 """`trim_text` results (it is pure), by all its arguments but the text, whose CCR key is one of them."""
 
 

@@ -22,7 +22,7 @@ from compress.config import CompressConfig
 from compress.model import TOOL_RESULT, Block, Message
 from compress.prefix_scans import PrefixScans
 from compress.stagekit.line_numbers import NUMBERS_THINNED
-from compress.stagekit.memo import TextMemo
+from compress.stagekit.memo import MEMO_BYTES, MEMO_VALUE_BYTES, TextMemo
 from compress.tiers import Tier
 from compress.vocab.tools import is_protected_tool
 from ground.redact import redact
@@ -75,7 +75,7 @@ class Stage:
     (`compress.stagekit.stage_options`); the stage reads them with `options_as(cls, ...)`."""
 
 
-REDACTED = TextMemo(max_chars=16_000_000, max_value_chars=1_000_000)
+REDACTED = TextMemo(max_bytes=MEMO_BYTES, max_value_bytes=MEMO_VALUE_BYTES)
 """Originals as stored, by content hash: an epoch's trial re-decides old outputs whose
 originals were redacted before, and scanning them for secrets again is most of its time."""
 
