@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import socket
@@ -31,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -96,25 +98,82 @@ async def run_clients(url: str, clients: int, turns: range, base_tokens: int, st
                 if time.monotonic() > deadline:
                     errors += 1
                     return
-                body = orjson.dumps({"model": "claude-bench", "max_tokens": 1024, "stream": bool(turn % 2),
-                                     "system": [{"type": "text", "text": "You are a coding agent."}],
-                                     "metadata": {"user_id": f"bench_{client}"},
-                                     "messages": messages[:start + 2 * turn]})
-                began = time.perf_counter()
-                try:
-                    async with http.stream("POST", url + "/v1/messages", content=body,
-                                           headers={"x-api-key": "bench", "anthropic-version": "2023-06-01",
-                                                    "content-type": "application/json"}) as r:
-                        async for _ in r.aiter_raw():
-                            pass
-                        ok = r.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                latencies.append((turn, (time.perf_counter() - began) * 1000))
+                ms, ok = await _send(http, url, client, turn, messages[:start + 2 * turn])
+                latencies.append((turn, ms))
                 errors += not ok
 
         await asyncio.gather(*(one(c) for c in range(clients)))
     return latencies, errors
+
+
+async def _send(http: httpx.AsyncClient, url: str, client: int, turn: int, messages: list) -> tuple[float, bool]:
+    """One request of a client's session: (ms to its last response byte, whether it succeeded)."""
+    body = orjson.dumps({"model": "claude-bench", "max_tokens": 1024, "stream": bool(turn % 2),
+                         "system": [{"type": "text", "text": "You are a coding agent."}],
+                         "metadata": {"user_id": f"bench_{client}"}, "messages": messages})
+    began = time.perf_counter()
+    try:
+        async with http.stream("POST", url + "/v1/messages", content=body,
+                               headers={"x-api-key": "bench", "anthropic-version": "2023-06-01",
+                                        "content-type": "application/json"}) as r:
+            async for _ in r.aiter_raw():
+                pass
+            ok = r.status_code == 200
+    except httpx.HTTPError:
+        ok = False
+    return (time.perf_counter() - began) * 1000, ok
+
+
+def paired(args, trees: list[tuple[str, Path]], env: dict, up_url: str, floor: float) -> int:
+    """--paired: one session whose every turn goes directly, then through each build's proxy (all
+    running at once, each with its own home), the order rotating turn by turn and one request at
+    a time, so the machine's load drifts over all of them alike; a turn's added latency is its
+    time through a proxy minus its time direct. The number of errors."""
+    with contextlib.ExitStack() as stack:
+        targets = {"direct": up_url, **{label: stack.enter_context(_proxy(args, {**env, "PYTHONPATH": str(tree)}))[0]
+                                        for label, tree in trees}}
+        names = list(targets)
+        times: dict[str, list[float]] = {name: [] for name in names}
+        messages, start = conversation(0, args.tokens, args.warmup + args.turns)
+
+        async def session() -> int:
+            errors = 0
+            async with httpx.AsyncClient(timeout=60, trust_env=False) as http:
+                for turn in range(args.warmup + args.turns):
+                    for name in names[turn % len(names):] + names[:turn % len(names)]:
+                        ms, ok = await _send(http, targets[name], 0, turn, messages[:start + 2 * turn])
+                        errors += not ok
+                        if turn >= args.warmup:
+                            times[name].append(ms)
+            return errors
+
+        errors = asyncio.run(session())
+    for name in names[1:]:
+        added = [x - d for x, d in zip(times[name], times["direct"])]
+        p50, p90 = _quantile(added, .5), _quantile(added, .9)
+        print(f"{name:>8} paired, 1 session × {args.turns} turns: added p50 {p50:+.1f} ms ({p50 / floor:.1f}× floor),"
+              f" p90 {p90:+.1f} ms, max {max(added):+.1f} ms; direct p50 {_quantile(times['direct'], .5):.1f} ms",
+              flush=True)
+    return errors
+
+
+@contextlib.contextmanager
+def _proxy(args, env: dict) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A fresh proxy of the checkout on env's PYTHONPATH, with a home of its own: its URL and process."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as home:
+        proxy = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port),
+                                  "--upstream-anthropic", args.upstream, "--home", home, "--log-level", "warning",
+                                  *(["--latency-budget-ms", args.budget] if args.budget else []),
+                                  *(["--workers", str(args.workers)] if args.workers else [])],
+                                 env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")}, cwd=env["PYTHONPATH"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_ready(f"http://127.0.0.1:{port}", proxy)
+            yield f"http://127.0.0.1:{port}", proxy
+        finally:
+            proxy.terminate()
+            proxy.wait(timeout=30)
 
 
 def _wait_ready(url: str, proc: subprocess.Popen) -> None:
@@ -207,6 +266,8 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=None, help="the proxy's --workers (default: its own)")
     p.add_argument("--time-limit", type=float, default=400, help="seconds per phase before giving up")
     p.add_argument("--baseline", metavar="DIR", help="also run the proxy of this checkout (another commit), side by side")
+    p.add_argument("--paired", action="store_true",
+                   help="instead of the phases: one session, each turn direct and through every build in turn")
     args = p.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -221,8 +282,12 @@ def main() -> int:
     failed = 0
     upstream = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), "--port", str(up_port),
                                  "--delay", str(args.delay)], env=env)
+    args.upstream = up_url
     try:
         _wait_ready(up_url, upstream)
+        if args.paired:
+            builds = ([("baseline", Path(args.baseline))] if args.baseline else []) + [("proxy", ROOT)]
+            return 1 if paired(args, builds, env, up_url, floor) else 0
         for clients in counts:
             for label, tree in ([("baseline", Path(args.baseline))] if args.baseline else []) + [("proxy", ROOT)]:
                 failed += _phase(args, {**env, "PYTHONPATH": str(tree)}, up_url, upstream, clients, floor, label)
@@ -236,41 +301,28 @@ def _phase(args, env: dict, up_url: str, upstream: subprocess.Popen, clients: in
            label: str = "proxy") -> int:
     """Direct, then through a fresh proxy (of the checkout on env's PYTHONPATH): one line of
     figures; the number of errors."""
-    proxy_port = _free_port()
-    proxy_url = f"http://127.0.0.1:{proxy_port}"
-    with tempfile.TemporaryDirectory() as home:
-        proxy = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(proxy_port),
-                                  "--upstream-anthropic", up_url, "--home", home, "--log-level", "warning",
-                                  *(["--latency-budget-ms", args.budget] if args.budget else []),
-                                  *(["--workers", str(args.workers)] if args.workers else [])],
-                                 env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")}, cwd=env["PYTHONPATH"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait_ready(proxy_url, proxy)
-            if os.environ.get("BENCH_PROFILE"):  # e.g. BENCH_PROFILE="py-spy record -o prof.svg -p {pid}"
-                subprocess.Popen(os.environ["BENCH_PROFILE"].format(pid=proxy.pid).split())
-            results, used, rss, start = {}, {}, [], {}
-            for name, url in (("direct", up_url), ("proxy", proxy_url)):
-                start[name] = asyncio.run(run_clients(url, clients, range(args.warmup), args.tokens, args.delay,
-                                                      time.monotonic() + args.time_limit))
-                warm_stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
-                began = time.monotonic()
-                before = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
-                sampling = name == "proxy"
-                done = threading.Event()
-                sampler = threading.Thread(target=_sample_rss, args=(proxy.pid, done, rss), daemon=True)
-                if sampling:
-                    sampler.start()
-                lat, errors = asyncio.run(run_clients(url, clients, range(args.warmup, args.warmup + args.turns),
-                                                      args.tokens, args.delay, began + args.time_limit))
-                done.set()
-                results[name] = (lat, errors, time.monotonic() - began)
-                after = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
-                used[name] = dict(zip(("proxy", "workers", "upstream"), (b - a for a, b in zip(before, after))))
-            stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
-        finally:
-            proxy.terminate()
-            proxy.wait(timeout=30)
+    with _proxy(args, env) as (proxy_url, proxy):
+        if os.environ.get("BENCH_PROFILE"):  # e.g. BENCH_PROFILE="py-spy record -o prof.svg -p {pid}"
+            subprocess.Popen(os.environ["BENCH_PROFILE"].format(pid=proxy.pid).split())
+        results, used, rss, start = {}, {}, [], {}
+        for name, url in (("direct", up_url), ("proxy", proxy_url)):
+            start[name] = asyncio.run(run_clients(url, clients, range(args.warmup), args.tokens, args.delay,
+                                                  time.monotonic() + args.time_limit))
+            warm_stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
+            began = time.monotonic()
+            before = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
+            sampling = name == "proxy"
+            done = threading.Event()
+            sampler = threading.Thread(target=_sample_rss, args=(proxy.pid, done, rss), daemon=True)
+            if sampling:
+                sampler.start()
+            lat, errors = asyncio.run(run_clients(url, clients, range(args.warmup, args.warmup + args.turns),
+                                                  args.tokens, args.delay, began + args.time_limit))
+            done.set()
+            results[name] = (lat, errors, time.monotonic() - began)
+            after = (*_tree_cpu(proxy.pid), _cpu_seconds(upstream.pid))
+            used[name] = dict(zip(("proxy", "workers", "upstream"), (b - a for a, b in zip(before, after))))
+        stats = httpx.get(proxy_url + "/ctxmill/stats", timeout=10, trust_env=False).json()["totals"]
     d = [x for _, x in results["direct"][0]]
     x = [x for _, x in results["proxy"][0]]
     p50, p99 = _quantile(x, .5) - _quantile(d, .5), _quantile(x, .99) - _quantile(d, .99)

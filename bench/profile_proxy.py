@@ -6,7 +6,12 @@ cProfile and the request path timestamped (time.monotonic, one clock for every p
 machine), runs --warmup + --turns requests of one session through it, stops the proxy with
 SIGINT (uvicorn's clean shutdown, so the profile is written) and prints, per step, the median
 and p90 ms over the timed turns, then the profile's top functions by own time.
-Run: python bench/profile_proxy.py [--turns 20] [--profile-out prof.out]
+`--floor` measures what the proxy costs when compression does nothing, the floor of this
+architecture: `forward` sends each request on untouched without reading its session key (the
+HTTP hop alone: headers, body read, upstream request, relay); `handoff` also reads the key and
+passes the body to the session's worker, which only takes its length, then sends the original
+(the hop plus the hand-off of the request, without the compressed bytes coming back).
+Run: python bench/profile_proxy.py [--turns 20] [--profile-out prof.out] [--floor forward|handoff]
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ STEPS = ("client→handle", "body read", "session key", "pickle job", "worker ru
          "last byte relayed", "relay end→client done")
 
 
-def _instrument() -> list[dict]:
+def _instrument(floor: str = "") -> list[dict]:
     """In the proxy process: wrap the request path's steps to note when each one ends; the
-    marks of each request (filled in as requests end)."""
+    marks of each request (filled in as requests end). `floor`: see the module's docstring."""
     import pickle
 
     import httpx
@@ -40,6 +45,7 @@ def _instrument() -> list[dict]:
     import ctxmill.proxy.app as app
     import ctxmill.proxy.relay as relay
     import ctxmill.proxy.workerpool as workerpool
+    from ctxmill.proxy.sessions import Outcome
 
     marks: list[dict] = []
     current: dict = {}
@@ -70,7 +76,16 @@ def _instrument() -> list[dict]:
         note("session key")
         return out
 
+    if floor == "forward":
+        def timed_identity(*args):  # the floor: no key, so forwarded untouched
+            note("session key")
+            return None, None
+
     compress = app.Proxy.compress
+    if floor == "handoff":
+        async def compress(self, entry, raw, context_window=None):  # the body to the worker, which takes its len
+            await self.within_budget(entry.key, len, raw)
+            return Outcome()
 
     async def timed_compress(self, *args):
         out = await compress(self, *args)
@@ -127,13 +142,13 @@ def _instrument() -> list[dict]:
     return marks
 
 
-def serve_profiled(argv: list[str], profile_out: str, marks_file: str) -> None:
+def serve_profiled(argv: list[str], profile_out: str, marks_file: str, floor: str) -> None:
     """The proxy command under cProfile (main thread only: the event loop)."""
     import cProfile
 
     from ctxmill.cli import main
 
-    marks = _instrument()
+    marks = _instrument(floor)
     profile = cProfile.Profile() if profile_out != "-" else None  # "-": timestamps only (cProfile slows calls)
     if profile is not None:
         profile.enable()
@@ -185,7 +200,7 @@ def _report(client: list[tuple[float, float]], marks: list[dict], delay_s: float
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
-        serve_profiled(sys.argv[4:], sys.argv[2], sys.argv[3])
+        serve_profiled(sys.argv[5:], sys.argv[2], sys.argv[3], sys.argv[4])
         return 0
     import bench_proxy
     import httpx
@@ -199,6 +214,8 @@ def main() -> int:
     p.add_argument("--profile-out", default=None, help="keep the cProfile output here (pstats format)")
     p.add_argument("--no-profile", action="store_true", help="timestamps only (cProfile slows every call)")
     p.add_argument("--top", type=int, default=30)
+    p.add_argument("--floor", choices=("forward", "handoff"), default="",
+                   help="compression does nothing: the request forwarded untouched, or only handed to a worker")
     args = p.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     up_port, proxy_port = bench_proxy._free_port(), bench_proxy._free_port()
@@ -208,7 +225,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         profile_out = "-" if args.no_profile else args.profile_out or os.path.join(home, "proxy.prof")
         marks_file = os.path.join(home, "marks.json")
-        proxy = subprocess.Popen([sys.executable, __file__, "--serve", profile_out, marks_file,
+        proxy = subprocess.Popen([sys.executable, __file__, "--serve", profile_out, marks_file, args.floor,
                                   "proxy", "--port", str(proxy_port), "--upstream-anthropic", up_url,
                                   "--home", home, "--log-level", "warning"],
                                  env={**env, "XDG_DATA_HOME": os.path.join(home, "xdg")}, cwd=ROOT)

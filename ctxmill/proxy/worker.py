@@ -327,6 +327,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
     global _socket
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the proxy, which then closes `sock`
     frames.die_with_peer(sock)
+    region = frames.accept_region(sock)
     start(setup)
     _socket = sock
     with sock:
@@ -335,24 +336,25 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
                 _worker.stats.write()
             elif _worker is not None and not frames.arrives_within(sock, IDLE_SECONDS / 10):
                 _worker.drop_idle()  # a worker with no job for a while lets its idle sessions go
-            elif not _answer(sock):
+            elif not _answer(sock, region):
                 break
     flush()
 
 
-def _answer(sock: socket.socket) -> bool:
-    """Run the next job from `sock` and send its answer; False when the proxy hung up. The job's
-    bytes die with this call: a worker waiting for its next job holds none of the last one."""
-    job = frames.receive(sock)
+def _answer(sock: socket.socket, region: frames.Region | None = None) -> bool:
+    """Run the next job from `sock` (or `region`) and answer the same way; False when the proxy
+    hung up. The job's bytes die with this call: a waiting worker holds none of the last one."""
+    job = frames.receive(sock, region)
     if job is None:
         return False
-    fn, args = pickle.loads(job)
+    with job:  # read out (unpickled) before the answer takes the region
+        fn, args = pickle.loads(job)
     del job
     try:
         answer = pickle.dumps((True, fn(*args)), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - the proxy fails this job open
         answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-    sock.sendall(frames.header(len(answer)) + answer)  # one send: one wake-up of the proxy
+    sock.sendall(b"".join(frames.pack(answer, region)))  # one send: one wake-up of the proxy
     del answer
     if _worker is not None:
         _worker.finish()  # the state is written before the next job is read

@@ -6,7 +6,9 @@ start from a forkserver that preloaded the engine (the proxy process has threads
 forked itself; a new worker costs a fork, not an interpreter start). Each is connected by a Unix
 socket pair the event loop reads and writes itself (`worker.serve` on the other end): a job is one
 length-prefixed pickle of (function, args) and its answer one pickle of (ok, value), so a 0.7 MB
-request crosses with no helper thread and no GIL hand-over (`ctxmill.proxy.frames`). Must hold:
+request crosses with no helper thread and no GIL hand-over (`ctxmill.proxy.frames`); where the
+system allows it, a frame's bytes go through a memory region the two processes share and only
+its header crosses the socket. Must hold:
 - `submit` returns a `Submitted` (asyncio futures: `started` when the job went to its worker,
   `epoch` when its run began an epoch, `done` with its result) and never blocks the event loop.
 - A worker gets one job at a time. `first` jobs (a session's usage, which the client's answer
@@ -90,6 +92,7 @@ class _Process:
                                           name="ctxmill-proxy-worker")
         self.process.start()
         theirs.close()
+        self._region = frames.offer_region(ours)
         self._socket = ours
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
@@ -98,19 +101,30 @@ class _Process:
         if self._streams is None:
             self._streams = await asyncio.open_unix_connection(sock=self._socket, limit=IO_LIMIT)
         reader, writer = self._streams
-        payload = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
+        head, rest = frames.pack(pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL), self._region)
         try:
-            writer.write(frames.header(len(payload)))
-            writer.write(payload)
+            writer.write(head)
+            if rest:
+                writer.write(rest)
+            del rest
             await writer.drain()
             while not (size := int.from_bytes(await reader.readexactly(frames.HEADER), "big")):
                 on_epoch()  # a notice (frames.EPOCH); the answer follows
-            ok, value = pickle.loads(await reader.readexactly(size))
+            ok, value = self._answer(size, await reader.readexactly(size) if not size & frames.SHARED else b"")
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             raise WorkerDied(f"proxy worker exited ({type(exc).__name__})") from None
         if not ok:
             raise value
         return value
+
+    def _answer(self, size: int, data: bytes) -> tuple[bool, Any]:
+        """The answer's (ok, value): from the region when its header says `SHARED`, else `data`."""
+        if not size & frames.SHARED:
+            return pickle.loads(data)
+        if self._region is None:
+            raise ConnectionError("the worker answered in a shared region it was never offered")
+        with self._region.view(size & ~frames.SHARED) as view:
+            return pickle.loads(view)
 
     def hang_up(self) -> None:
         """Close our end (on the event loop): the worker flushes and exits when it reads EOF."""
