@@ -152,47 +152,28 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: Prefi
     leave one in after the first `unchanged` messages; the result is the same without them."""
     key = "model.index_tool_calls"
     saved: _CallIndex | None = scans.resume(key, messages) if scans is not None else None
-    at = 0 if saved is None else saved.at
-    uses = {} if saved is None else dict(saved.uses)
-    results = {} if saved is None else dict(saved.results)
-    calls = {} if saved is None else dict(saved.calls)
-    changed: list[str] = []
+    at, calls = (0, {}) if saved is None else (saved.at, dict(saved.calls))
     for mi in range(at, len(messages)):
         if mi == unchanged > at and scans is not None:
-            _update(calls, uses, results, changed)
-            scans.store(key, messages[:mi], _CallIndex(mi, dict(uses), dict(results), dict(calls)))
+            scans.store(key, messages[:mi], _CallIndex(mi, dict(calls)))
         for bi, block in enumerate(messages[mi].blocks):
             kind = block.kind
             if kind == TOOL_USE:
-                if block.tool_id not in uses:
-                    uses[block.tool_id] = (block.tool_name, mi, bi)
-                    changed.append(block.tool_id)
-            elif kind == TOOL_RESULT and block.tool_id in uses and block.tool_id not in results:
-                results[block.tool_id] = (mi, bi)
-                changed.append(block.tool_id)
-    _update(calls, uses, results, changed)
+                if block.tool_id not in calls:
+                    calls[block.tool_id] = ToolCall(block.tool_id, block.tool_name, mi, bi)
+            elif kind == TOOL_RESULT and (call := calls.get(block.tool_id)) is not None and call.result_msg < 0:
+                calls[block.tool_id] = ToolCall(call.tool_id, call.name, call.use_msg, call.use_block, mi, bi)
     if scans is not None and unchanged == len(messages) > at:
-        scans.store(key, messages, _CallIndex(len(messages), uses, results, dict(calls)))
+        scans.store(key, messages, _CallIndex(len(messages), dict(calls)))
     return calls
 
 
 @dataclass(frozen=True, slots=True)
 class _CallIndex:
-    """`index_tool_calls` after its first `at` messages (its dicts are never changed once stored)."""
+    """`index_tool_calls` after its first `at` messages (its dict is never changed once stored)."""
 
     at: int
-    uses: dict[str, tuple[str, int, int]]
-    results: dict[str, tuple[int, int]]
     calls: dict[str, ToolCall]
-
-
-def _update(calls: dict[str, ToolCall], uses: dict[str, tuple[str, int, int]], results: dict[str, tuple[int, int]],
-            changed: list[str]) -> None:
-    """The entries of `calls` for the ids in `changed` (emptied), from `uses` and `results`."""
-    for tool_id in changed:
-        name, mi, bi = uses[tool_id]
-        calls[tool_id] = ToolCall(tool_id, name, mi, bi, *results.get(tool_id, (-1, -1)))
-    changed.clear()
 
 
 def last_person_index(messages: Sequence[Any]) -> int:

@@ -97,7 +97,7 @@ class Needed:
         if not lost:
             return
         self.calls_with_loss += 1
-        fetch = {source for source in lost if self.held.get(source, call - 1) < call}
+        fetch = {source for source in lost if self.held.get(source, -1) < call}  # not held through this call
         if fetch:
             self.rereads += len(fetch)
             self.reread_cost += reread(fetch)
