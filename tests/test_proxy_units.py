@@ -379,8 +379,8 @@ def test_worker_writes_stats_in_batches_and_all_at_flush(tmp_path):
     assert [orjson.loads((f / STATS_FILE).read_bytes()) for f in folders] == [{"requests": 2}] * 2
 
 
-def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, monkeypatch):
-    """A persisted session with no run for IDLE_SECONDS is dropped from its worker's memory (a
+def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path):
+    """A persisted session with no run for the setup's idle_seconds is dropped from its worker's memory (a
     memory-only one is not: its state lives nowhere else); its next run renders the same bytes
     as a worker that kept it."""
     import time
@@ -395,8 +395,8 @@ def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, m
     requests = [orjson.dumps({**body, "messages": body["messages"][:n]}) for n in (3, 5, 7)]
     sent: dict[str, list] = {}
     for name, idle in (("kept", 3600.0), ("dropped", 0.05)):
-        monkeypatch.setattr(worker, "IDLE_SECONDS", idle)
-        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8))
+        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8,
+                                             idle_seconds=idle))
         w.store.close()
         w.store = CCRStore.in_memory()
         for raw in requests:

@@ -55,14 +55,12 @@ from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
+from ctxmill.proxy_config import DEFAULT_IDLE_SECONDS
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
-
-IDLE_SECONDS = 600.0
-"""A session with no run for this long leaves its worker's memory (`Worker.drop_idle`)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +87,8 @@ class WorkerSetup:
     save_delay: float = 0.0
     """Seconds a worker waits between a run's answer and writing its state: 0, except to force
     the race between replicas in bench/gateway.py (the lock makes the others wait it out)."""
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    """A session with no run for this long leaves the worker's memory (`Worker.drop_idle`)."""
 
 
 class SessionState:
@@ -275,13 +275,14 @@ class Worker:
         self.drop_idle(shed + state.size)
 
     def drop_idle(self, released: int = 0) -> None:
-        """Drop the sessions kept at a place (files, shared store) with no run for `IDLE_SECONDS`
-        from memory: their next run reloads the same state, so the same bytes. `released`:
+        """Drop the sessions kept at a place (files, shared store) with no run for the setup's
+        `idle_seconds` from memory: their next run reloads the same state, so the same bytes. `released`:
         bytes of bodies let go since (memory goes back to the OS every `TRIM_AFTER_BYTES`)."""
         if self._unwritten is None:
-            idle = time.monotonic() - IDLE_SECONDS
+            idle = time.monotonic() - self.setup.idle_seconds
             for key in [k for k, s in self.states.items() if s.used_at < idle and s.place is not None]:
                 released += self.states.pop(key).size
+                log.debug("session %s left memory (no run for %g s)", key[:12], self.setup.idle_seconds)
         if self._released.add(released):  # a body's parse leaves freed heap pages behind
             give_back_memory()
 
@@ -334,7 +335,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
         while True:
             if _worker is not None and _worker.stats.due(lambda seconds: not frames.arrives_within(sock, seconds)):
                 _worker.stats.write()
-            elif _worker is not None and not frames.arrives_within(sock, IDLE_SECONDS / 10):
+            elif _worker is not None and not frames.arrives_within(sock, setup.idle_seconds / 10):
                 _worker.drop_idle()  # a worker with no job for a while lets its idle sessions go
             elif not _answer(sock, region):
                 break
