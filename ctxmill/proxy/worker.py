@@ -4,7 +4,9 @@ The proxy's event loop never runs the pipeline: it sends a request's bytes to th
 owns the session (`WorkerPool` sends a session always to the same one) and gets back the
 compressed bytes and a small `RunSummary`. Must hold:
 - A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU, idle
-  ones dropped) and runs one request at a time, so a session's runs are in request order.
+  ones dropped) and runs one request at a time, so a session's runs are in request order. With
+  it, each session's last request and compressed body (`ctxmill.proxy.reuse`): the next run
+  parses and serialises only what its client appended, with the same values and bytes.
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
   takes) from before it loads the state until the state is written, and reloads the state when
@@ -52,7 +54,7 @@ from compress.runner.pipeline import Chain
 from compress.runner.pipeline import run as run_pipeline
 from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
-from ctxmill.proxy import frames
+from ctxmill.proxy import frames, reuse
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
 from ctxmill.shared_store import session_place
@@ -113,22 +115,29 @@ class SessionState:
         self._held: contextlib.ExitStack | None = None
         """The place's lock, from a run's start until its state is written."""
         self._stats: bytes | None = None
+        self._last_request: reuse.Kept | None = None
+        self._last_output: reuse.Kept | None = None
+        """The last request's body and compressed body, so the next run parses and serialises
+        only what its client appended (`ctxmill.proxy.reuse`: the same values and bytes)."""
 
     def compress(self, raw: bytes, worker: Worker, stats: bytes | None = None,
                  context_window: int | None = None, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
         try:
-            body = orjson.loads(raw)
+            body, self._last_request = reuse.parse(raw, self._last_request)
             self._hold()
             session = self._current()
             result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
                                   chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
                                   context_window=context_window, now=time.time(), on_epoch=on_epoch)
             report = result.report
-            data = None if result.body is body or report.error else dumps(result.body)
+            data = None
+            if result.body is not body and not report.error:
+                data, self._last_output = reuse.serialise(result.body, self._last_output)
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
             self._release()
+            self._last_request = self._last_output = None
             store = STORE_FAILURE if _store_failure(exc) else ""
             if store:
                 self._session = None  # reloaded from the store once it answers again
@@ -343,7 +352,8 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
 
 def _answer(sock: socket.socket, region: frames.Region | None = None) -> bool:
     """Run the next job from `sock` (or `region`) and answer the same way; False when the proxy
-    hung up. The job's bytes die with this call: a waiting worker holds none of the last one."""
+    hung up. The job's frame dies with this call: a waiting worker holds none of it (the sessions
+    keep their last request's bytes, `SessionState`)."""
     job = frames.receive(sock, region)
     if job is None:
         return False
