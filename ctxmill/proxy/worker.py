@@ -78,7 +78,7 @@ class WorkerSetup:
     chain: Chain | None
     max_sessions: int
     max_kept_bytes: int = 256 * 2**20
-    """Request bytes of the sessions kept in memory (each its last); beyond it LRU ones drop (state stays)."""
+    """Bytes of the kept sessions' last requests; beyond it the least recently used leave memory (state stays)."""
     log_file: Path | None = None
     """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
     log_level: str = "info"
@@ -87,7 +87,7 @@ class WorkerSetup:
     store: StoreAddress | None = None
     """A shared Redis store for session state and originals (None: files and SQLite)."""
     save_delay: float = 0.0
-    """Seconds between a run's answer and its state's write: 0, but to force bench/gateway.py's race."""
+    """Seconds a worker waits after a run's answer before writing its state (0; bench/gateway.py forces a race)."""
 
 
 class SessionState:
