@@ -125,7 +125,7 @@ def test_a_real_worker_lets_an_idle_session_go_and_reloads_the_same_bytes(fake, 
         send(0, 7)
         left = f"session {key_a[:12]} left memory"
         if name == "dropped":
-            eventually(lambda: left in logs["dropped"].read_text())
+            eventually(lambda left=left: left in logs["dropped"].read_text())
         else:
             assert left not in logs[name].read_text()
     assert upstream_bodies["kept"] == upstream_bodies["dropped"]
