@@ -76,7 +76,7 @@ class WorkerSetup:
     chain: Chain | None
     max_sessions: int
     max_kept_bytes: int = 256 * 2**20
-    """Bytes of the kept sessions' last requests; beyond it the least recently used leave memory (state stays)."""
+    """Bytes the kept sessions hold (`SessionState.size`); beyond it the least recently used leave (state stays)."""
     log_file: Path | None = None
     """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
     log_level: str = "info"
@@ -104,8 +104,7 @@ class SessionState:
         """Where the stats are written (and the state, without a shared store)."""
         self.place = (session_place(store, directory, f"proxy-{key}")  # type: ignore[arg-type]
                       if store is not None or directory is not None else None)
-        self.size = 0
-        """The byte size of the session's last request (what its state keeps in memory, roughly)."""
+        self.size = 0  # bytes kept between runs: its last request's and the compressed body kept (`reuse.Kept`)
         self.used_at = time.monotonic()
         self._session: Session | None = None
         self._held: contextlib.ExitStack | None = None
@@ -118,6 +117,7 @@ class SessionState:
                  context_window: int | None = None, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
+        self.size = len(raw)  # its parsed messages stay in the session's records, whatever comes of the run
         try:
             body, self._last_request = reuse.parse(raw, self._last_request)
             self._hold()
@@ -138,6 +138,7 @@ class SessionState:
                         self.key[:12], store, type(exc).__name__, exc)
             return RunSummary(None, error=f"{store}{type(exc).__name__}: {exc}"[:500], rejected=self._rejected())
         self._stats = stats
+        self.size += len(self._last_output.spans.data) if self._last_output is not None else 0
         model = body.get("model") if isinstance(body, dict) else None
         return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
                           report.summary_line(), report.error, model if isinstance(model, str) else "",
@@ -252,7 +253,6 @@ class Worker:
         self.finish()
         state = self.state(key, persist)
         summary = state.compress(raw, self, stats, context_window, on_epoch)
-        state.size = len(raw)
         self._unwritten = state
         return summary
 
