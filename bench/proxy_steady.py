@@ -1,6 +1,6 @@
 """Resident memory of real `ctxmill proxy` processes serving a steady gateway, round by round.
 
-    python bench/proxy_steady.py [--sessions 20 --life 15 --rounds 90 --idle 10 --round-seconds 1]
+    python bench/proxy_steady.py [--sessions 20 --life 15 --rounds 110 --idle 20 --round-seconds 3]
                                  [--delay 0] [--workers N] [--baseline DIR]
 
 The shape of `bench/proxy_growth.py --shape steady`, on the real processes: `--sessions`
@@ -88,9 +88,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=20, help="conversations live at once")
     p.add_argument("--life", type=int, default=15, help="requests per conversation before it ends")
-    p.add_argument("--rounds", type=int, default=90, help="rounds (a request of every live session each)")
-    p.add_argument("--idle", type=float, default=10.0, help="seconds an ended session stays in its worker's memory")
-    p.add_argument("--round-seconds", type=float, default=1.0, help="least seconds per round")
+    p.add_argument("--rounds", type=int, default=110, help="rounds (a request of every live session each)")
+    p.add_argument("--idle", type=float, default=20.0, help="seconds an ended session stays in its worker's memory")
+    p.add_argument("--round-seconds", type=float, default=3.0, help="least seconds per round")
     p.add_argument("--warmup", type=int, default=None, help="rounds before the figures (default: life + idle rounds)")
     p.add_argument("--tokens", type=int, default=150_000, help="size of each conversation's first request")
     p.add_argument("--delay", type=float, default=0.0, help="upstream answer delay in seconds")
