@@ -16,7 +16,7 @@ and takes tracemalloc snapshots after the warm-up rounds and at the end. Two sha
   bytes stay level. A round advances the clock the worker's idle rule reads (this script
   replaces `ctxmill.proxy.worker`'s `time.monotonic`) by `--round-seconds`: the time a person
   or agent takes per request. Ended sessions leave
-  the worker's memory `IDLE_SECONDS` after their last run, so after `--life` rounds plus that
+  the worker's memory `idle_seconds` (10 minutes) after their last run, so after `--life` rounds plus that
   many seconds the heap must stay flat.
 Prints the Python heap per round (and what the worker holds: sessions, the memos' bytes) and the
 growth between the snapshots grouped by the first ctxmill frame that allocated it, next to the
@@ -48,6 +48,7 @@ from compress.stagekit import output_cut, stage
 from compress.stagekit.memo import TextMemo
 from ctxmill.proxy import worker as worker_module
 from ctxmill.proxy.worker import Worker, WorkerSetup
+from ctxmill.proxy_config import DEFAULT_IDLE_SECONDS
 
 ROOT = Path(worker_module.__file__).resolve().parents[2]
 
@@ -120,7 +121,7 @@ def main() -> int:
     p.add_argument("--tokens", type=int, default=150_000)
     args = p.parse_args()
     rounds = args.turns if args.shape == "growing" else args.rounds
-    idle_rounds = int(worker_module.IDLE_SECONDS // args.round_seconds) + 1
+    idle_rounds = int(DEFAULT_IDLE_SECONDS // args.round_seconds) + 1
     warmup = args.warmup or (5 if args.shape == "growing" else args.life + idle_rounds)
     if warmup >= rounds:
         p.error(f"--warmup {warmup} leaves no rounds to measure of {rounds}")

@@ -22,6 +22,8 @@ DEFAULT_MAX_BODY = 64 * 2**20
 DEFAULT_LATENCY_BUDGET_MS = 25.0
 DEFAULT_MAX_INFLIGHT = 256 * 2**20
 DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_IDLE_SECONDS = 600.0
+"""A session with no run for this long leaves its worker's memory (`ProxyConfig.idle_seconds`)."""
 
 
 def default_workers() -> int:
@@ -83,8 +85,14 @@ class ProxyConfig:
     save_delay: float = 0.0
     """Seconds each worker waits between a run's answer and writing its state: 0; only
     bench/gateway.py sets it (CTXMILL_SAVE_DELAY_MS) to force the race between replicas."""
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    """A session with no run for this long leaves its worker's memory (its state stays at its
+    place; its next run reloads it, so the same bytes). `DEFAULT_IDLE_SECONDS`; only the benches
+    lower it (CTXMILL_IDLE_SECONDS), to reach a steady gateway's memory in minutes."""
 
     def __post_init__(self) -> None:
+        if not self.idle_seconds > 0:
+            raise ValueError(f"the idle time must be positive, got {self.idle_seconds}")
         if self.max_inflight_bytes < self.max_body_bytes:
             raise ValueError(f"the in-flight limit ({self.max_inflight_bytes:,} bytes) must be at least the largest "
                              f"body accepted ({self.max_body_bytes:,} bytes)")

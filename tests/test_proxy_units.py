@@ -106,7 +106,8 @@ def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
 
 def test_memory_is_handed_back_once_the_bodies_let_go_add_up(tmp_path, monkeypatch):
     """Each request's parse leaves freed heap pages behind, so a process hands them back once
-    the bodies it let go of since the last time add up (`TRIM_AFTER_BYTES`), whatever their size."""
+    the bodies it let go of since the last time add up (`TRIM_AFTER_BYTES`), whatever their size:
+    a worker's run lets go of what its session kept (`SessionState.size`: request and output)."""
     from ccr.store import CCRStore
     from compress.config import CompressConfig
     from ctxmill.proxy import inflight, worker
@@ -116,15 +117,23 @@ def test_memory_is_handed_back_once_the_bodies_let_go_add_up(tmp_path, monkeypat
     third = inflight.TRIM_AFTER_BYTES // 3 + 1
     assert [released.add(third) for _ in range(6)] == [False, False, True, False, False, True]
     raw = orjson.dumps(example())
-    monkeypatch.setattr(inflight, "TRIM_AFTER_BYTES", 3 * len(raw))
     trims: list[int] = []
     monkeypatch.setattr(worker, "give_back_memory", lambda: trims.append(1))
-    w = worker.Worker(worker.WorkerSetup(tmp_path / "sessions", None, CompressConfig(), None, max_sessions=4))
-    w.store.close()
-    w.store = CCRStore.in_memory()
-    for _ in range(6):
-        assert w.compress("k" * 32, raw).error == ""
-        w.finish()
+
+    def after_runs(folder: Path, runs: int) -> worker.Worker:
+        w = worker.Worker(worker.WorkerSetup(folder, None, CompressConfig(), None, max_sessions=4))
+        w.store.close()
+        w.store = CCRStore.in_memory()
+        for _ in range(runs):
+            assert w.compress("k" * 32, raw).error == ""
+            w.finish()
+        return w
+
+    kept = after_runs(tmp_path / "one", 1).states["k" * 32].size
+    assert kept > len(raw)  # the compressed body kept counts too
+    monkeypatch.setattr(inflight, "TRIM_AFTER_BYTES", 3 * kept)
+    trims.clear()
+    after_runs(tmp_path / "six", 6)
     assert len(trims) == 2
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -379,8 +388,8 @@ def test_worker_writes_stats_in_batches_and_all_at_flush(tmp_path):
     assert [orjson.loads((f / STATS_FILE).read_bytes()) for f in folders] == [{"requests": 2}] * 2
 
 
-def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, monkeypatch):
-    """A persisted session with no run for IDLE_SECONDS is dropped from its worker's memory (a
+def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path):
+    """A persisted session with no run for the setup's idle_seconds is dropped from its worker's memory (a
     memory-only one is not: its state lives nowhere else); its next run renders the same bytes
     as a worker that kept it."""
     import time
@@ -395,8 +404,8 @@ def test_idle_sessions_leave_worker_memory_and_reload_the_same_bytes(tmp_path, m
     requests = [orjson.dumps({**body, "messages": body["messages"][:n]}) for n in (3, 5, 7)]
     sent: dict[str, list] = {}
     for name, idle in (("kept", 3600.0), ("dropped", 0.05)):
-        monkeypatch.setattr(worker, "IDLE_SECONDS", idle)
-        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8))
+        w = worker.Worker(worker.WorkerSetup(tmp_path / name, None, CompressConfig(), CHAIN, max_sessions=8,
+                                             idle_seconds=idle))
         w.store.close()
         w.store = CCRStore.in_memory()
         for raw in requests:

@@ -14,6 +14,7 @@ from pathlib import Path
 from ctxmill.config_tables import parse_budget
 from ctxmill.proxy_config import (
     ANTHROPIC_API,
+    DEFAULT_IDLE_SECONDS,
     DEFAULT_LATENCY_BUDGET_MS,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_CONNECTIONS,
@@ -216,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
             store=store,
             log_file=args.log_file,
             log_level=args.log_level,
-            save_delay=_save_delay(),
+            save_delay=_bench_seconds("CTXMILL_SAVE_DELAY_MS", 0.0, unit=1 / 1000),
+            idle_seconds=_bench_seconds("CTXMILL_IDLE_SECONDS", DEFAULT_IDLE_SECONDS, least=1.0),
         )
     except ValueError as exc:  # the in-flight limit below --max-body-mb
         raise CliError(f"{exc}: raise --max-inflight-mb or lower --max-body-mb") from None
@@ -228,15 +230,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _save_delay() -> float:
-    """CTXMILL_SAVE_DELAY_MS: how long workers pause between an answer and writing its state
-    (bench/gateway.py forces the race between replicas with it; never set otherwise)."""
+def _bench_seconds(name: str, default: float, unit: float = 1.0, least: float = 0.0) -> float:
+    """Seconds from the environment variable `name` (a number of `unit` seconds; `default` when
+    unset, invalid or below `least` seconds). For the benches' settings only, never a user's:
+    CTXMILL_SAVE_DELAY_MS, how long workers pause between an answer and writing its state
+    (bench/gateway.py forces the race between replicas with it), and CTXMILL_IDLE_SECONDS, how
+    long a session with no run stays in its worker's memory (bench/proxy_steady.py reaches a
+    steady gateway in minutes with it)."""
     import os
 
     try:
-        return max(0.0, float(os.environ.get("CTXMILL_SAVE_DELAY_MS", "0")) / 1000)
-    except ValueError:
-        return 0.0
+        value = float(os.environ[name]) * unit
+    except (KeyError, ValueError):
+        return default
+    return value if value >= least else default
 
 
 def _listen(host: str, port: int):

@@ -84,7 +84,7 @@ class Proxy:
             ccr_retention=config.ccr, store=config.store,
             compress=config.compress, chain=config.chain, max_sessions=config.max_sessions,
             max_kept_bytes=config.max_inflight_bytes, log_file=config.log_file, log_level=config.log_level,
-            save_delay=config.save_delay), config.workers)
+            save_delay=config.save_delay, idle_seconds=config.idle_seconds), config.workers)
         budget = config.latency_budget_ms
         self.budget = None if budget is None else budget / 1000
         self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000

@@ -56,14 +56,12 @@ from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames, reuse
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
+from ctxmill.proxy_config import DEFAULT_IDLE_SECONDS
 from ctxmill.shared_store import session_place
 from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
-
-IDLE_SECONDS = 600.0
-"""A session with no run for this long leaves its worker's memory (`Worker.drop_idle`)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,7 @@ class WorkerSetup:
     chain: Chain | None
     max_sessions: int
     max_kept_bytes: int = 256 * 2**20
-    """Bytes of the kept sessions' last requests; beyond it the least recently used leave memory (state stays)."""
+    """Bytes the kept sessions hold (`SessionState.size`); beyond it the least recently used leave (state stays)."""
     log_file: Path | None = None
     """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
     log_level: str = "info"
@@ -88,6 +86,8 @@ class WorkerSetup:
     """A shared Redis store for session state and originals (None: files and SQLite)."""
     save_delay: float = 0.0
     """Seconds a worker waits after a run's answer before writing its state (0; bench/gateway.py forces a race)."""
+    idle_seconds: float = DEFAULT_IDLE_SECONDS
+    """A session with no run for this long leaves the worker's memory (`Worker.drop_idle`)."""
 
 
 class SessionState:
@@ -104,8 +104,7 @@ class SessionState:
         """Where the stats are written (and the state, without a shared store)."""
         self.place = (session_place(store, directory, f"proxy-{key}")  # type: ignore[arg-type]
                       if store is not None or directory is not None else None)
-        self.size = 0
-        """The byte size of the session's last request (what its state keeps in memory, roughly)."""
+        self.size = 0  # bytes kept between runs: its last request's and the compressed body kept (`reuse.Kept`)
         self.used_at = time.monotonic()
         self._session: Session | None = None
         self._held: contextlib.ExitStack | None = None
@@ -118,6 +117,7 @@ class SessionState:
                  context_window: int | None = None, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
+        self.size = len(raw)  # its parsed messages stay in the session's records, whatever comes of the run
         try:
             body, self._last_request = reuse.parse(raw, self._last_request)
             self._hold()
@@ -138,6 +138,7 @@ class SessionState:
                         self.key[:12], store, type(exc).__name__, exc)
             return RunSummary(None, error=f"{store}{type(exc).__name__}: {exc}"[:500], rejected=self._rejected())
         self._stats = stats
+        self.size += len(self._last_output.spans.data) if self._last_output is not None else 0
         model = body.get("model") if isinstance(body, dict) else None
         return RunSummary(data, report.tokens_before, report.tokens_after, report.tier, report.mode,
                           report.summary_line(), report.error, model if isinstance(model, str) else "",
@@ -252,7 +253,6 @@ class Worker:
         self.finish()
         state = self.state(key, persist)
         summary = state.compress(raw, self, stats, context_window, on_epoch)
-        state.size = len(raw)
         self._unwritten = state
         return summary
 
@@ -276,13 +276,13 @@ class Worker:
         self.drop_idle(shed + state.size)
 
     def drop_idle(self, released: int = 0) -> None:
-        """Drop the sessions kept at a place (files, shared store) with no run for `IDLE_SECONDS`
-        from memory: their next run reloads the same state, so the same bytes. `released`:
-        bytes of bodies let go since (memory goes back to the OS every `TRIM_AFTER_BYTES`)."""
+        """Drop the sessions kept at a place with no run for `setup.idle_seconds` from memory (their next
+        run reloads the same state: the same bytes). `released`: bytes let go since (trims: `ReleasedBytes`)."""
         if self._unwritten is None:
-            idle = time.monotonic() - IDLE_SECONDS
+            idle = time.monotonic() - self.setup.idle_seconds
             for key in [k for k, s in self.states.items() if s.used_at < idle and s.place is not None]:
                 released += self.states.pop(key).size
+                log.debug("session %s left memory (no run for %g s)", key[:12], self.setup.idle_seconds)
         if self._released.add(released):  # a body's parse leaves freed heap pages behind
             give_back_memory()
 
@@ -334,7 +334,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
         while True:
             if _worker is not None and _worker.stats.due(lambda seconds: not frames.arrives_within(sock, seconds)):
                 _worker.stats.write()
-            elif _worker is not None and not frames.arrives_within(sock, IDLE_SECONDS / 10):
+            elif _worker is not None and not frames.arrives_within(sock, setup.idle_seconds / 10):
                 _worker.drop_idle()  # a worker with no job for a while lets its idle sessions go
             elif not _answer(sock, region):
                 break
