@@ -227,6 +227,34 @@ def test_property_memoised_prefix_hashes_are_the_hashes(requests):
             assert memo.hashes(variant) == prefix_hashes(variant)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.integers(0, 7), _json), max_size=7), min_size=1, max_size=6))
+def test_property_hashes_trusting_identity_are_the_hashes(plans):
+    """A memo that takes a message's hash from the last request when it is the very object at
+    the same position (the proxy's worker: its kept messages) gives the very hashes, whatever
+    was kept, moved, dropped, copied or new: an integer in a plan is the last request's object
+    at that position (kept in place or moved), anything else a new message."""
+    memo, last = PrefixHashMemo(trust_identity=True), []
+    for plan in plans:
+        messages = [last[p] if type(p) is int and 0 <= p < len(last) else p for p in plan]
+        assert memo.hashes(messages) == prefix_hashes(messages)
+        last = messages
+
+
+def test_only_a_trusting_memo_takes_a_hash_by_identity():
+    """A message changed in place between two requests is hashed anew by a memo that does not
+    trust identity (the default: a library caller may reuse and change its objects); one that
+    trusts it takes the last hash, which is why only the proxy's worker sets it."""
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    for trusting in (False, True):
+        memo = PrefixHashMemo(trust_identity=trusting)
+        before = memo.hashes(messages)
+        messages[1]["content"] = "changed"
+        assert (memo.hashes(messages) == before) is trusting
+        assert prefix_hashes(messages) != before
+        messages[1]["content"] = "b"
+
+
 def _plain(value: object) -> bool:
     try:
         orjson.dumps(value)

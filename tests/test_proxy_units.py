@@ -17,7 +17,7 @@ from ctxmill.proxy.identity import request_key, session_key
 from ctxmill.proxy.usage_tap import UsageTap
 from ctxmill.proxy.wire import downstream_headers, upstream_headers
 from tests.fake_upstream import anthropic_events, openai_chunks, openai_completion
-from tests.strategies import anthropic_requests, openai_requests
+from tests.strategies import anthropic_requests, openai_requests, responses_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 REPLY = {"role": "assistant", "content": [{"type": "thinking", "thinking": "t" * 50, "signature": "s"},
@@ -326,6 +326,25 @@ def test_a_chain_that_cannot_reach_the_workers_is_refused_up_front():
 def test_request_key_reads_the_same_key_from_the_raw_bytes(body, provider, ids):
     body = {**body, **ids}
     assert request_key(provider, orjson.dumps(body)) == session_key(provider, body)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.tuples(st.just("openai"), openai_requests()),
+                 st.tuples(st.just("openai-responses"), responses_requests(wild=True))),
+       st.data())
+def test_a_system_message_later_in_the_conversation_keeps_the_session(shaped, data):
+    provider, body = shaped
+    field = "input" if provider == "openai-responses" else "messages"
+    messages = body[field]
+    first_user = next(i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user")
+    at = data.draw(st.integers(first_user + 1, len(messages)))
+    later = {"role": data.draw(st.sampled_from(["system", "developer"])), "content": data.draw(st.text(max_size=40))}
+    grown = {**body, field: [*messages[:at], later, *messages[at:]]}
+    key = session_key(provider, body)
+    assert key is not None
+    assert session_key(provider, grown) == key == request_key(provider, orjson.dumps(grown))
+    earlier = {**body, field: [later, *messages]}
+    assert session_key(provider, earlier) == request_key(provider, orjson.dumps(earlier)) != key
 
 
 def test_request_key_is_none_for_what_is_not_a_request():

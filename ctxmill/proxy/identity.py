@@ -4,11 +4,11 @@ key = xxh3_128 of (provider, client id, system prompt, first user message), wher
 is the request shape (`compress.formats.requests.SHAPES`), the client id is Anthropic
 `metadata.user_id` (Claude Code sends one per conversation) or OpenAI `prompt_cache_key` (Codex
 sends its session id) / `safety_identifier` / `user`, and "" when absent; the system prompt is
-the shape's `SYSTEM_FIELD` and, for OpenAI shapes, the system and developer messages. The system
-prompt and first user message are always part of the key: side requests (title generation,
-sub-agents) share Claude Code's `user_id` but not its conversation, and a changed system prompt
-invalidates the provider's prompt cache anyway, so starting a new session then costs nothing. Cache breakpoints
-are not part of the key: Claude Code marks the first prompt's last block in its first request
+the shape's `SYSTEM_FIELD` and, for OpenAI shapes, the system and developer messages before the
+first user message. The system prompt and first user message are always part of the key: side
+requests (title generation, sub-agents) share Claude Code's `user_id` but not its conversation,
+and a changed system prompt invalidates the provider's prompt cache anyway, so starting a new
+session then costs nothing. Cache breakpoints are not part of the key: Claude Code marks the first prompt's last block in its first request
 only (`compress.formats.requests.unmarked_messages`).
 
 `request_identity(provider, raw)` reads only those fields from the raw bytes (simdjson parses
@@ -53,15 +53,22 @@ def client_id(provider: str, body: dict) -> str:
 
 
 def _system_and_first_user(provider: str, body: dict) -> tuple[Any, Any]:
+    """The system prompt and the first user message; for OpenAI shapes the system prompt takes in
+    the system and developer messages before the first user message only (one a client adds later
+    in the conversation, Codex's turn context, leaves the session as it is)."""
     shape = SHAPES[provider]
     messages = body.get(shape.MESSAGES_FIELD) or []
-    first_user = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
-    if first_user is not None:
-        first_user = unmarked_messages(provider, [first_user])[0]
+    opening: list[dict] = []
+    first_user = None
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "user":
+            first_user = unmarked_messages(provider, [m])[0]
+            break
+        opening.append(m)
     prompt = body.get(shape.SYSTEM_FIELD) if shape.SYSTEM_FIELD else None
     if provider == "anthropic":
         return prompt, first_user
-    system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    system = [m for m in opening if isinstance(m, dict) and m.get("role") in ("system", "developer")]
     return ([prompt, *system] if prompt is not None else system), first_user
 
 

@@ -208,6 +208,7 @@ class SessionState:
     def _current(self) -> Session:
         if self._session is None or self._session.changed_on_disk():  # reads only what others appended, if it can
             self._session = Session.load(self.place, self._session) if self.place is not None else Session.memory()
+            self._session.hashing.trust_identity = True  # its bodies are parsed here, never changed in place
         return self._session
 
     def _rejected(self) -> int:
@@ -383,8 +384,7 @@ def calibrate_request(key: str, prompt_tokens: int, sent_tokens: int, tokens_per
 def count_request(raw: bytes) -> RunSummary:
     assert _worker is not None
     try:
-        return RunSummary(compress_once(orjson.loads(raw), _worker.setup.compress, _worker.setup.chain,
-                                        _epoch_notice))
+        return RunSummary(compress_once(orjson.loads(raw), _worker.setup.compress, _worker.setup.chain, _epoch_notice))
     except Exception as exc:  # noqa: BLE001 - fail open
         log.warning("count_tokens: compression failed, original sent: %s", type(exc).__name__)
         return RunSummary(None, error=type(exc).__name__)
