@@ -4,7 +4,8 @@ The proxy's event loop never runs the pipeline: it sends a request's bytes to th
 owns the session (`WorkerPool` sends a session always to the same one) and gets back the
 compressed bytes and a small `RunSummary`. Must hold:
 - A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU, idle
-  ones dropped) and runs one request at a time, so a session's runs are in request order.
+  ones dropped) and runs one request at a time, so a session's runs are in request order; with
+  it its last request and compressed body (`ctxmill.proxy.reuse`: the same values and bytes).
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
   takes) from before it loads the state until the state is written, and reloads the state when
@@ -52,7 +53,7 @@ from compress.runner.pipeline import Chain
 from compress.runner.pipeline import run as run_pipeline
 from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
-from ctxmill.proxy import frames
+from ctxmill.proxy import frames, reuse
 from ctxmill.proxy.inflight import ReleasedBytes, give_back_memory
 from ctxmill.proxy.stats import STORE_FAILURE, RunSummary, StatsBatch, calibration_of, session_directory
 from ctxmill.shared_store import session_place
@@ -77,8 +78,7 @@ class WorkerSetup:
     chain: Chain | None
     max_sessions: int
     max_kept_bytes: int = 256 * 2**20
-    """Request bytes the sessions kept in memory may add up to (each counts its last request);
-    beyond it the least recently used are dropped from memory (their state stays on disk)."""
+    """Bytes of the kept sessions' last requests; beyond it the least recently used leave memory (state stays)."""
     log_file: Path | None = None
     """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
     log_level: str = "info"
@@ -87,8 +87,7 @@ class WorkerSetup:
     store: StoreAddress | None = None
     """A shared Redis store for session state and originals (None: files and SQLite)."""
     save_delay: float = 0.0
-    """Seconds a worker waits between a run's answer and writing its state: 0, except to force
-    the race between replicas in bench/gateway.py (the lock makes the others wait it out)."""
+    """Seconds a worker waits after a run's answer before writing its state (0; bench/gateway.py forces a race)."""
 
 
 class SessionState:
@@ -96,9 +95,8 @@ class SessionState:
     with its place (files or the shared store) through `compress.state.session`.
 
     A run takes the place's lock and keeps it until its state is written (`finish`, which the
-    worker calls right after the answer went back and before it reads its next job): another
-    process that wants the session waits on the lock, so it never reads the state of the request
-    before."""
+    worker calls right after the answer went back, before its next job): another process that
+    wants the session waits on the lock, so it never reads the state of the request before."""
 
     def __init__(self, key: str, directory: Path | None, store: StoreAddress | None = None) -> None:
         self.key = key
@@ -113,22 +111,26 @@ class SessionState:
         self._held: contextlib.ExitStack | None = None
         """The place's lock, from a run's start until its state is written."""
         self._stats: bytes | None = None
+        self._last_request: reuse.Kept | None = None  # the next run parses only what was appended
+        self._last_output: reuse.Kept | None = None  # and serialises only what was rendered anew
 
     def compress(self, raw: bytes, worker: Worker, stats: bytes | None = None,
                  context_window: int | None = None, on_epoch: Callable[[], None] | None = None) -> RunSummary:
         self.finish(worker)
         began = time.perf_counter()
         try:
-            body = orjson.loads(raw)
+            body, self._last_request = reuse.parse(raw, self._last_request)
             self._hold()
             session = self._current()
             result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
                                   chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
                                   context_window=context_window, now=time.time(), on_epoch=on_epoch)
             report = result.report
-            data = None if result.body is body or report.error else dumps(result.body)
+            data, self._last_output = ((None, self._last_output) if result.body is body or report.error
+                                       else reuse.serialise(result.body, self._last_output))
         except Exception as exc:  # noqa: BLE001 - fail open: the original body is sent
             self._release()
+            self._last_request = self._last_output = None
             store = STORE_FAILURE if _store_failure(exc) else ""
             if store:
                 self._session = None  # reloaded from the store once it answers again
@@ -213,14 +215,13 @@ class SessionState:
 
 
 def calibrated(session: Session, body_size: int) -> int | None:
-    """The request's size as the provider will count it, from the session's calibration (None
-    until a usage report: the pipeline's own estimate decides the tier)."""
+    """The request's size as the provider counts it, from the session's calibration (None: none yet)."""
     c, per_byte = session.header.calibration, session.header.tokens_per_byte
     return None if c is None or per_byte is None else round(c * per_byte * body_size)
 
 
 def _store_failure(exc: BaseException) -> bool:
-    """Whether `exc` says the shared store failed (unreachable, busy), not the pipeline."""
+    """Whether `exc` says the shared store failed (unreachable, busy)."""
     return isinstance(exc, (CCRError, StateBusy)) or type(exc).__module__.split(".")[0] == "redis"
 
 
@@ -299,8 +300,7 @@ class DiscardingStore:
 
 def compress_once(body: dict, config: CompressConfig, chain: Chain | None = None,
                   on_epoch: Callable[[], None] | None = None) -> bytes | None:
-    """The body as a fresh session would compress it (None: unchanged). For count_tokens: the
-    count reflects compression (as an epoch would render it) without disturbing the session."""
+    """The body as a fresh session would compress it (None: unchanged), for count_tokens."""
     result = run_pipeline(body, session=Session.memory(), store=DiscardingStore(), config=config, chain=chain,
                           on_epoch=on_epoch)
     return None if result.body is body else dumps(result.body)
@@ -343,7 +343,7 @@ def serve(sock: socket.socket, setup: WorkerSetup) -> None:
 
 def _answer(sock: socket.socket, region: frames.Region | None = None) -> bool:
     """Run the next job from `sock` (or `region`) and answer the same way; False when the proxy
-    hung up. The job's bytes die with this call: a waiting worker holds none of the last one."""
+    hung up. The job's frame dies with this call: a waiting worker holds none of it."""
     job = frames.receive(sock, region)
     if job is None:
         return False
