@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from compress.prefix_scans import PrefixScans
 
@@ -102,12 +102,21 @@ class Message:
     """How many of the blocks are thinking or redacted thinking, whatever the role."""
 
     def __post_init__(self) -> None:
-        # Derived once per message: every run asks them of every message, several times over
-        thinking = sum(1 for b in self.blocks if b.kind in (THINKING, REDACTED_THINKING))
-        object.__setattr__(self, "thinking_blocks", thinking)
-        object.__setattr__(self, "has_thinking", self.role == "assistant" and thinking > 0)
-        object.__setattr__(self, "has_user_text",
-                           self.role == "user" and any(b.kind in (TEXT, IMAGE) for b in self.blocks))
+        # Derived once per message: every run asks them of every message, several times over.
+        # One plain loop: a full epoch builds every message several times (parse, turns, names,
+        # stages), and generator expressions here cost it more than the flags save.
+        thinking = 0
+        written = False
+        for block in self.blocks:
+            kind = block.kind
+            if kind == THINKING or kind == REDACTED_THINKING:
+                thinking += 1
+            elif kind == TEXT or kind == IMAGE:
+                written = True
+        set_flag = object.__setattr__
+        set_flag(self, "thinking_blocks", thinking)
+        set_flag(self, "has_thinking", thinking > 0 and self.role == "assistant")
+        set_flag(self, "has_user_text", written and self.role == "user")
 
     def with_blocks(self, blocks: tuple[Block, ...] | list[Block]) -> Message:
         blocks = tuple(blocks)
@@ -133,9 +142,10 @@ class Request:
         return value if isinstance(value, str) else ""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool_use and where it and its result live (result indexes are -1 when unanswered)."""
+class ToolCall(NamedTuple):
+    """A tool_use and where it and its result live (result indexes are -1 when unanswered).
+    A named tuple: `index_tool_calls` builds one per call and again when its result comes, and a
+    tuple is built in half the time of a frozen dataclass (a full epoch indexes every call)."""
 
     tool_id: str
     name: str
@@ -150,7 +160,7 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: Prefi
     """tool id -> ToolCall, pairing each tool_use with the first tool_result of the same id.
     `scans`: checkpoints of earlier indexes (`compress.prefix_scans`) to resume from, and to
     leave one in after the first `unchanged` messages; the result is the same without them."""
-    key = "model.index_tool_calls"
+    key = "model.index_tool_calls"  # as in remember_tool_calls
     saved: _CallIndex | None = scans.resume(key, messages) if scans is not None else None
     at, calls = (0, {}) if saved is None else (saved.at, dict(saved.calls))
     for mi in range(at, len(messages)):
@@ -164,8 +174,15 @@ def index_tool_calls(messages: tuple[Message, ...] | list[Message], scans: Prefi
             elif kind == TOOL_RESULT and (call := calls.get(block.tool_id)) is not None and call.result_msg < 0:
                 calls[block.tool_id] = ToolCall(call.tool_id, call.name, call.use_msg, call.use_block, mi, bi)
     if scans is not None and unchanged == len(messages) > at:
-        scans.store(key, messages, _CallIndex(len(messages), dict(calls)))
+        remember_tool_calls(scans, messages, calls)
     return calls
+
+
+def remember_tool_calls(scans: PrefixScans, messages: Sequence[Message], calls: dict[str, ToolCall]) -> None:
+    """Leave `calls` as the checkpoint of `index_tool_calls` on all of `messages`. Must hold:
+    `calls` is what `index_tool_calls(messages)` gives (e.g. the index of messages that differ from
+    the indexed ones only in what no index reads: a result's tool name and call input)."""
+    scans.store("model.index_tool_calls", messages, _CallIndex(len(messages), dict(calls)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -284,3 +284,21 @@ def _retyped(value: object) -> object:
     if isinstance(value, float) and value == 1.0:
         return True
     return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(_draws, st.integers(0, 60))
+def test_property_parsing_leaves_the_index_of_the_named_messages(draws, known):
+    """`from_provider` with the session's scans leaves as its checkpoint the index a scan of the
+    named messages from the start gives (naming a result moves no block and changes no id), and
+    each message's derived flags are their definitions."""
+    body = {"model": "m", "system": "", "messages": [m.raw for m in _history(draws)]}
+    scans = PrefixScans()
+    first = from_provider(body, "anthropic", (), scans).messages
+    again = from_provider(body, "anthropic", first[:min(known, len(first))], scans).messages
+    for named in (first, again):
+        assert scans.resume("model.index_tool_calls", named).calls == index_tool_calls(list(named))
+    for m in again:
+        thinking = sum(b.kind in ("thinking", "redacted_thinking") for b in m.blocks)
+        assert m.thinking_blocks == thinking and m.has_thinking == (m.role == "assistant" and thinking > 0)
+        assert m.has_user_text == (m.role == "user" and any(b.kind in ("text", "image") for b in m.blocks))

@@ -21,10 +21,16 @@ from ccr.markers import find_markers
 NUMBER_PREFIX = r"[ \t]{0,12}\d{1,9}(?:\t|→|:[ \t])"
 """A line-number prefix of a numbered file read (`  12→`, `12\t`, `12: `)."""
 _NUMBERED = re.compile(f"^{NUMBER_PREFIX}")
-_THINNABLE = re.compile(r"^[ \t]{0,12}(\d{1,9})(?:\t|→)", re.MULTILINE)
-_COLON_SPACED = re.compile(r"^[ \t]{0,12}(\d{1,9}): ", re.MULTILINE)
-_COLON = re.compile(r"^[ \t]{0,12}\d{1,9}:", re.MULTILINE)
-_COLON_CODE = re.compile(r"^[ \t]{0,12}\d{1,9}: \S", re.MULTILINE)
+
+# The scans below read "\n" + text and match a prefix with the newline before it: re finds a
+# pattern that opens with a literal character by searching for that character, about twice as
+# quick as trying `^` (re.MULTILINE) at every position. A prefix holds no newline, so the matches
+# are those of `^` on each line of the text, its first line included.
+_THINNABLE = re.compile(r"(\n[ \t]{0,12}(\d{1,9})(?:\t|→))")
+_COLON_SPACED = re.compile(r"(\n[ \t]{0,12}(\d{1,9}): )")
+_COLON = re.compile(r"\n[ \t]{0,12}\d{1,9}:")
+_COLON_CODE = re.compile(r"\n[ \t]{0,12}\d{1,9}: \S")
+_PREFIXES = re.compile(f"\n{NUMBER_PREFIX}")
 
 NUMBERS_THINNED = "line numbers shown on"
 """How the summary of a thinned read's marker opens (`[ctxmill: line numbers shown on line 1 and
@@ -50,39 +56,48 @@ def thin_line_numbers(text: str, every: int = 10, min_lines: int = 20) -> Thinne
     lines = text.count("\n") + 1
     if lines < min_lines:
         return None
-    prefix, numbers = _numbering(text, lines)
-    if prefix is None:
+    parts = _numbering(text, lines)
+    if parts is None:
         return None
-    first = numbers[0]
+    # parts: the text's pieces between prefixes, each prefix (with its newline) and its number.
+    # The numbers count up by one, so the k-th numbered line's is first + k.
+    count = len(parts) // 3
+    first = int(parts[2])
+    prefixes = parts[1::3]
+    parts[1::3] = ["\n"] * count
+    parts[2::3] = [""] * count
+    step = abs(every)  # n % every == 0 exactly when n % abs(every) == 0 (every 0 raises, as % does)
+    for k in (0, *range(-first % step, count, step)):
+        parts[3 * k + 1] = prefixes[k]
+    return Thinned("".join(parts)[1:], first, first + count - 1, every)
 
-    def thin(match: re.Match) -> str:
-        number = int(match.group(1))
-        return match.group(0) if number == first or number % every == 0 else ""
 
-    return Thinned(prefix.sub(thin, text), first, numbers[-1], every)
-
-
-def _numbering(text: str, lines: int) -> tuple[re.Pattern | None, list[int]]:
-    """The prefix that numbers `text` (`→` or tab, else `12: ` as the module docstring says) and
-    its numbers, or (None, []): at least `MIN_NUMBERED_SHARE` of the lines, counting up by one.
-    The `12: ` scans run only when the other prefix does not number the text."""
+def _numbering(text: str, lines: int) -> list[str] | None:
+    """The prefix that numbers `text` (`→` or tab, else `12: ` as the module docstring says),
+    as `"\n" + text` split by it (each prefix and its number captured), or None: the prefix must
+    number at least `MIN_NUMBERED_SHARE` of the lines, counting up by one. The `12: ` scans run
+    only when the other prefix does not number the text."""
+    scanned = "\n" + text
     for prefix in (_THINNABLE, _COLON_SPACED):
-        numbers = [int(n) for n in prefix.findall(text)]
-        if prefix is _COLON_SPACED and (len(numbers) != len(_COLON.findall(text)) or not _COLON_CODE.search(text)):
+        if prefix is _COLON_SPACED and not _COLON_CODE.search(scanned):
             continue
-        if numbers and len(numbers) >= MIN_NUMBERED_SHARE * lines and all(b == a + 1 for a, b in zip(numbers, numbers[1:])):
-            return prefix, numbers
-    return None, []
-
-
-_PREFIXES = re.compile(f"^{NUMBER_PREFIX}", re.MULTILINE)
+        parts = prefix.split(scanned)
+        count = len(parts) // 3
+        if prefix is _COLON_SPACED and count != len(_COLON.findall(scanned)):
+            continue
+        if count and count >= MIN_NUMBERED_SHARE * lines:
+            numbers = list(map(int, parts[2::3]))
+            if numbers == list(range(numbers[0], numbers[0] + count)):
+                return parts
+    return None
 
 
 def content_chars(text: str) -> int:
     """The characters of `text` without its lines' line-number prefixes: the size of the file a
     read shows, the same whether the host numbers every line (`     12→`, `12\t`, `12: `), a few
     (a thinned read) or none (Codex's `sed -n`)."""
-    return len(text) - sum(map(len, _PREFIXES.findall(text)))
+    found = _PREFIXES.findall("\n" + text)
+    return len(text) - (sum(map(len, found)) - len(found))  # each match holds its newline
 
 
 def unnumbered_lines(text: str) -> list[str]:

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import xxhash
-
 from ccr.keys import make_key
 from ccr.markers import find_markers, has_marker
 from compress.config import CompressConfig
@@ -80,10 +78,13 @@ REDACTED = TextMemo(max_bytes=MEMO_BYTES, max_value_bytes=MEMO_VALUE_BYTES)
 originals were redacted before, and scanning them for secrets again is most of its time."""
 
 
-def redacted(text: str, redact_extra: tuple = (), redact_allow: tuple = ()) -> str:
-    """`ground.redact.redact(text, ...)`, remembered (`REDACTED`)."""
-    key = (xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass")), tuple(redact_extra), tuple(redact_allow))
-    return REDACTED.get_or_compute(key, lambda: redact(text, redact_extra, redact_allow))  # type: ignore[return-value]
+def stored_form(text: str, redact_extra: tuple = (), redact_allow: tuple = ()) -> tuple[str, str]:
+    """`text` as CCR stores it, `ground.redact.redact(text, ...)` (remembered: `REDACTED`, by the
+    text's own CCR key), and the key it is stored under: the text's own when nothing was redacted."""
+    key = make_key(text)
+    stored: str = REDACTED.get_or_compute((key, tuple(redact_extra), tuple(redact_allow)),  # type: ignore[assignment]
+                                          lambda: redact(text, redact_extra, redact_allow))
+    return stored, key if stored == text else make_key(stored)
 
 
 @dataclass(slots=True)
@@ -97,14 +98,14 @@ class PendingOriginals:
     redact_extra: tuple = ()
     redact_allow: tuple = ()
 
-    def key_of(self, text: str) -> str:
-        """The key `put(text)` stores `text` under (nothing is stored)."""
-        return make_key(redacted(text, self.redact_extra, self.redact_allow))
+    def stored_form(self, text: str) -> tuple[str, str]:
+        """What `put(text)` stores and the key it returns (nothing is stored)."""
+        return stored_form(text, self.redact_extra, self.redact_allow)
 
-    def put(self, text: str, hint: str | None = None) -> str:
-        text = redacted(text, self.redact_extra, self.redact_allow)
-        key = make_key(text)
-        self.entries.setdefault(key, (text, hint and redact(hint, self.redact_extra, self.redact_allow)))
+    def put(self, text: str, hint: str | None = None, form: tuple[str, str] | None = None) -> str:
+        """Buffer `text` for CCR and return its key; `form`: its `stored_form`, if known already."""
+        stored, key = form or self.stored_form(text)
+        self.entries.setdefault(key, (stored, hint and redact(hint, self.redact_extra, self.redact_allow)))
         return key
 
 
@@ -178,10 +179,11 @@ class StageContext:
         its digits (the estimator's count of 32 zeros is 15 tokens below a typical key's)."""
         if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
             return original
-        text = build(self.originals.key_of(original))
+        form = self.originals.stored_form(original)
+        text = build(form[1])
         if not self.worth_it(original, text, relative, min_fraction, min_chars):
             return original
-        self.store(original, hint)
+        self.originals.put(original, hint, form)
         return text
 
     @staticmethod

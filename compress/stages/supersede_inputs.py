@@ -70,7 +70,7 @@ What must hold:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from compress.config import options_as
 from compress.model import Block, Message, ToolCall, index_tool_calls
@@ -121,7 +121,7 @@ def _calls(messages: list[Message], start: int) -> list[_Touching]:
     messages)."""
     out = []
     tail = index_tool_calls(messages[start:]).values()
-    calls = [replace(c, use_msg=c.use_msg + start, result_msg=c.result_msg + start if c.result_msg >= 0 else -1)
+    calls = [c._replace(use_msg=c.use_msg + start, result_msg=c.result_msg + start if c.result_msg >= 0 else -1)
              for c in sorted(tail, key=lambda c: (c.use_msg, c.use_block))]
     for call in calls:
         result = messages[call.result_msg].blocks[call.result_block] if call.result_msg >= 0 else None

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from compress.formats.requests import anthropic, openai_chat, openai_responses
-from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns
+from compress.model import TOOL_RESULT, Message, Request, index_tool_calls, number_turns, remember_tool_calls
 from compress.prefix_scans import PrefixScans
 
 SHAPES: dict[str, ModuleType] = {m.NAME: m for m in (anthropic, openai_chat, openai_responses)}
@@ -100,8 +100,8 @@ def _name_results(messages: tuple[Message, ...], start: int = 0, scans: PrefixSc
         )
         out.append(msg.with_blocks(blocks))
     named = tuple(out)
-    if scans is not None:
-        index_tool_calls(named, scans, len(named))
+    if scans is not None:  # naming moves no block and changes no id: the same index
+        remember_tool_calls(scans, named, calls)
     return named
 
 
