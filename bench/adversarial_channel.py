@@ -11,6 +11,8 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 KEY = "sk-ant-api03-" + "b" * 40
@@ -31,6 +33,24 @@ def squat_faces(tmp: Path) -> list[tuple]:
     os.environ.pop("CTXMILL_PROXY_AUTOSTART", None)
     return [_before_install(tmp / "install"), _before_session(tmp / "session"), _after_crash(tmp / "crash"),
             _cannot_start(tmp / "cannot-start")]
+
+
+@contextmanager
+def _user_home(tmp: Path) -> Iterator[Path]:
+    """The user's own global home below `tmp` (XDG_DATA_HOME/ctxmill, made the user's for the
+    duration; the keeper and its proxies inherit it): only its config.toml may set `[proxy]`
+    (ctxmill.provenance), so a face that configures the proxy writes it there."""
+    before = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp)
+    home = tmp / "ctxmill"
+    home.mkdir(parents=True)
+    try:
+        yield home
+    finally:
+        if before is None:
+            os.environ.pop("XDG_DATA_HOME", None)
+        else:
+            os.environ["XDG_DATA_HOME"] = before
 
 
 def _before_install(tmp: Path) -> tuple:
@@ -91,12 +111,11 @@ def _after_crash(tmp: Path) -> tuple:
     from tests.trust.kit import Squatter
 
     fake, port, lost, leaked = FakeUpstream(), _free_port(), 0, 0
-    tmp.mkdir(parents=True)
-    with ServerThread(fake.app()) as upstream:
-        (tmp / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream.url}"\n')
-        always_on.enable(tmp, "claude-code", port)
+    with ServerThread(fake.app()) as upstream, _user_home(tmp) as home:
+        (home / "config.toml").write_text(f'[proxy]\nupstream_anthropic = "{upstream.url}"\n')
+        always_on.enable(home, "claude-code", port)
         try:
-            assert always_on.ensure(tmp, wait=60) is None
+            assert always_on.ensure(home, wait=60) is None
             for _ in range(KILLS):
                 pid = always_on.serving_pid(port, timeout=30)
                 with Squatter(port, seconds=2.0) as squatter:
@@ -112,7 +131,7 @@ def _after_crash(tmp: Path) -> tuple:
                     squatter.wait_bound_or_done(30)
                     leaked += squatter.bound or bool(squatter.got)
         finally:
-            always_on.stop(port, tmp)
+            always_on.stop(port, home)
     return ("always-on port", f"another user binding in a loop from each of {KILLS} kill -9 of the proxy, a request "
             "sent at once", KILLS, lost, leaked, None)
 
@@ -125,19 +144,19 @@ def _cannot_start(tmp: Path) -> tuple:
     from tests.trust.kit import Squatter
 
     port = _free_port()
-    tmp.mkdir(parents=True)
-    (tmp / "config.toml").write_text("[proxy]\nworkers = 'many'\n")
-    always_on.enable(tmp, "codex", port)
-    try:
-        always_on.ensure(tmp, wait=60)
-        with Squatter(port, seconds=2.0) as squatter:
-            squatter.wait_bound_or_done(30)
-            leaked = squatter.bound or bool(squatter.got)
-        reply = httpx.post(f"http://127.0.0.1:{port}/v1/responses", headers={"authorization": f"Bearer {KEY}"},
-                           trust_env=False, timeout=30, json={"model": "m", "input": "hi"})
-        lost = reply.status_code != 503 or "cannot start" not in reply.text
-    finally:
-        always_on.stop(port, tmp)
+    with _user_home(tmp) as home:
+        (home / "config.toml").write_text("[proxy]\nworkers = 'many'\n")
+        always_on.enable(home, "codex", port)
+        try:
+            always_on.ensure(home, wait=60)
+            with Squatter(port, seconds=2.0) as squatter:
+                squatter.wait_bound_or_done(30)
+                leaked = squatter.bound or bool(squatter.got)
+            reply = httpx.post(f"http://127.0.0.1:{port}/v1/responses", headers={"authorization": f"Bearer {KEY}"},
+                               trust_env=False, timeout=30, json={"model": "m", "input": "hi"})
+            lost = reply.status_code != 503 or "cannot start" not in reply.text
+        finally:
+            always_on.stop(port, home)
     return ("always-on port", "another user binding while the proxy cannot start (bad config)", 1, int(lost),
             int(leaked), None)
 

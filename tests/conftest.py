@@ -105,14 +105,15 @@ def writes_stay_in_tmp():
 
 
 def _untracked() -> set[str] | None:
-    """The checkout's files git does not track (ignored ones too), but the tools' own caches."""
+    """The checkout's files git does not track (ignored ones too), but the tools' own caches; a
+    tracked file edited meanwhile (someone working in the checkout) is not one of them."""
     try:
         done = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--ignored", "-uall"],
                               capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    skip = ("__pycache__/", ".venv/", ".hypothesis/", ".egg-info/", ".benchmarks/")
-    lines = {line[3:] for line in done.stdout.splitlines()} if done.returncode == 0 else set()
+    skip = ("__pycache__/", ".venv/", ".hypothesis/", ".egg-info/", ".benchmarks/", ".ruff_cache/", ".mypy_cache/")
+    lines = {line[3:] for line in done.stdout.splitlines() if line[:2] in ("??", "!!")} if done.returncode == 0 else set()
     return {path for path in lines if not any(part in path for part in skip)}
 
 
