@@ -89,6 +89,9 @@ def test_doctor_flags_a_proxy_deferring_more_than_five_percent(monkeypatch, tmp_
     monkeypatch.setattr(proxy_command, "fetch_stats", lambda host, port: {"totals": totals})
     name, problem = doctor._deferrals(tmp_path)
     assert "12 of 100 requests sent uncompressed (12.0%)" in name and "more than 5%" in problem
+    assert "worker was busy" not in problem
+    totals.update(deferred_behind=10)  # most of them waited behind other sessions' runs
+    assert "10 of them because their worker was busy" in doctor._deferrals(tmp_path)[1]
     totals.update(deferred=3, deferred_share=0.03)
     assert doctor._deferrals(tmp_path)[1] is None
     monkeypatch.setattr(always_on, "serving_pid", lambda port: None)

@@ -223,3 +223,55 @@ def test_an_epoch_the_sessions_last_one_says_fits_the_budget_is_waited_for():
 
     outcome = asyncio.run(main())
     assert not outcome.deferred and outcome.summary is not None
+
+
+def test_a_run_its_worker_drops_while_the_request_waits_counts_as_deferred_behind_other_sessions():
+    """The request waits for its run to start; the pool drops the job unrun meanwhile (its start
+    deadline passed behind other sessions' runs). The original is sent, and the request counts as
+    deferred because its worker was busy, not as a run that passed it through for no reason."""
+    proxy, pool = _proxy(starts=False)
+    entry = ProxySession("k" * 32, None, SessionStats())
+
+    async def main():
+        waiting = asyncio.ensure_future(proxy.compress(entry, b"{}"))
+        await asyncio.sleep(0)
+        for future in (pool.job.done, pool.job.started, pool.job.epoch):  # what WorkerPool._next does
+            future.cancel()
+        outcome = await waiting
+        entry.record_request("anthropic", 2, outcome)
+        return outcome
+
+    outcome = asyncio.run(main())
+    assert outcome.deferred and outcome.behind and outcome.data is None and entry.pending is None
+    assert (entry.stats.deferred, entry.stats.deferred_behind, entry.stats.failures) == (1, 1, 0)
+    assert "busy with other sessions' runs" in proxy.describe(outcome)
+
+
+def test_a_worker_too_far_behind_defers_at_once_and_says_so():
+    """A worker whose queue would not start the run within the start wait: the request is sent as
+    it is without waiting, counted as deferred behind other sessions; an epoch deferred past the
+    budget is not counted so."""
+    proxy, pool = _proxy(starts=False)
+    pool.expected_wait = lambda key: 10 * proxy.start_wait  # type: ignore[method-assign]
+    entry = ProxySession("k" * 32, None, SessionStats())
+
+    async def main():
+        outcome = await asyncio.wait_for(proxy.compress(entry, b"{}"), timeout=proxy.start_wait / 2)
+        entry.record_request("anthropic", 2, outcome)
+        pool.job.done.cancel()
+        await asyncio.sleep(0)
+        return outcome
+
+    outcome = asyncio.run(main())
+    assert outcome.deferred and outcome.behind and (entry.stats.deferred, entry.stats.deferred_behind) == (1, 1)
+    assert "busy with other sessions' runs" in proxy.describe(outcome)
+
+    proxy, pool = _proxy()
+    epoch = _run_for(proxy, pool, _epoch_past_the_budget)
+    assert epoch.deferred and not epoch.behind
+    assert "not done within" in proxy.describe(epoch)
+
+
+async def _epoch_past_the_budget(job: Submitted, waiting: asyncio.Future) -> None:
+    job.epoch.set_result(None)
+    await asyncio.sleep(3 * BUDGET_MS / 1000)

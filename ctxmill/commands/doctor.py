@@ -232,6 +232,10 @@ def _deferrals(global_home) -> tuple[str, str | None] | None:
     name = (f"latency budget: {totals.get('deferred', 0):,} of {requests:,} requests sent uncompressed "
             f"({100 * share:.1f}%)")
     if requests >= 20 and share > DEFERRED_SHARE_LIMIT:
+        behind = totals.get("deferred_behind", 0)
+        if 2 * behind > totals.get("deferred", 0):
+            return name, (f"more than 5%, {behind:,} of them because their worker was busy with other sessions' "
+                          f"runs: raise --workers (up to the cores) or [proxy] latency_budget_ms")
         return name, ("more than 5% - the machine is busy or the budget is tight: raise [proxy] latency_budget_ms "
                       "or --workers")
     return name, None

@@ -115,7 +115,9 @@ def format_stats(data: dict) -> str:
     totals = data.get("totals", {})
     if totals.get("requests"):
         rows.append(f"deferred past the latency budget: {totals.get('deferred', 0):,} of {totals['requests']:,} "
-                    f"requests ({100 * totals.get('deferred_share', 0):.1f}%); records failing the shared store's "
+                    f"requests ({100 * totals.get('deferred_share', 0):.1f}%; "
+                    f"{totals.get('deferred_behind', 0):,} because their worker was busy with other sessions' "
+                    f"runs); records failing the shared store's "
                     f"integrity check: {totals.get('rejected_records', 0):,}")
     return "\n".join(rows)
 

@@ -123,7 +123,7 @@ class Proxy:
             return JSONResponse({"error": f"ctxmill proxy: refused: {why}"}, status_code=403)
         sessions = self.pool.snapshot()
         keys = ("requests", "tokens_before", "tokens_after", "saved", "failures", "store_failures", "epochs",
-                "deferred", "rejected_records", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                "deferred", "deferred_behind", "rejected_records", "input_tokens", "cache_read_tokens", "cache_write_tokens",
                 "output_tokens")
         totals: dict = {k: sum(s[k] for s in sessions) for k in keys}
         totals["deferred_share"] = round(totals["deferred"] / totals["requests"], 4) if totals["requests"] else 0.0
@@ -289,11 +289,17 @@ class Proxy:
             await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit, return_when=first)
             if job.epoch.done() and not job.done.done() and epoch_estimate <= EPOCH_WAIT_FACTOR * self.budget:
                 await asyncio.wait({job.done}, timeout=self.budget)
-        if not job.done.done():
+        if job.done.cancelled():  # dropped unrun while the request waited for it to start
+            outcome.deferred = outcome.behind = True
+        elif not job.done.done():
             outcome.deferred, outcome.pending = True, job.done
+            outcome.behind = not job.started.done()
         return outcome
 
     def describe(self, outcome: Outcome) -> str:
+        if outcome.behind:
+            return (f"deferred: its worker was busy with other sessions' runs and could not start it "
+                    f"within {1000 * (self.start_wait or 0):g} ms, sent as is")
         if outcome.deferred and outcome.pending is None:
             return "deferred: sent as is while the session's previous run finishes"
         if outcome.deferred:

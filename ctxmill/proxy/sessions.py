@@ -48,6 +48,9 @@ class Outcome:
     summary: RunSummary | None = None
     deferred: bool = False
     """The original bytes were sent (the run missed the budget, or another was in flight)."""
+    behind: bool = False
+    """Deferred because the session's worker was too far behind other sessions' runs to start
+    this one in time (the run is dropped unrun; the session's next request catches up)."""
     error: str = ""
     pending: asyncio.Future | None = None
     """The run that missed the budget, still going."""
@@ -113,6 +116,7 @@ class ProxySession:
         s.provider = provider
         s.requests += 1
         s.deferred += outcome.deferred
+        s.deferred_behind += outcome.behind
         if outcome.summary is not None or outcome.error:
             self.record_run(body_size, outcome)
 

@@ -83,6 +83,10 @@ class SessionStats:
     deferred: int = 0
     """Requests sent as they were because their compression missed the latency budget. The
     session's next compressed request costs one prompt-cache write (as an epoch does)."""
+    deferred_behind: int = 0
+    """Of `deferred`: those whose worker was too busy with other sessions' runs to start their run
+    in time (more `--workers`, more cores or a larger budget help; an epoch's deferral does not
+    count here)."""
     rejected_records: int = 0
     """Session records of the shared store that failed their integrity check (ignored)."""
     usage_reports: int = 0
