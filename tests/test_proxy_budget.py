@@ -275,3 +275,48 @@ def test_a_worker_too_far_behind_defers_at_once_and_says_so():
 async def _epoch_past_the_budget(job: Submitted, waiting: asyncio.Future) -> None:
     job.epoch.set_result(None)
     await asyncio.sleep(3 * BUDGET_MS / 1000)
+
+
+def test_a_warm_session_waits_behind_other_sessions_runs_where_a_cold_one_goes_as_it_is():
+    """The worker's queue would start the run after 8 budgets: past the start wait (4), within a
+    warm session's (20). A session whose last request went compressed waits and goes compressed
+    (sent as it is, it would cost two writes of the whole prompt to the provider's cache); a new
+    session, or one whose last request went as it was, goes as it is at once."""
+    proxy, pool = _proxy(starts=False)
+    pool.expected_wait = lambda key: 2 * proxy.start_wait  # type: ignore[method-assign]
+    summary = RunSummary(b"{}", 100, 50)
+
+    async def request(entry: ProxySession) -> Outcome:
+        waiting = asyncio.ensure_future(proxy.compress(entry, b"{}"))
+        await asyncio.sleep(2 * proxy.start_wait)  # the start wait is over: a cold request left
+        if not waiting.done():
+            pool.job.started.set_result(None)
+            pool.job.done.set_result(summary)
+        outcome = await waiting
+        entry.record_request("anthropic", 2, outcome)
+        if not pool.job.done.done():
+            pool.job.done.cancel()  # dropped unrun, as WorkerPool does
+        await asyncio.sleep(0)
+        return outcome
+
+    async def main():
+        entry = ProxySession("k" * 32, None, SessionStats())
+        first = await request(entry)  # new: not warm
+        assert first.deferred and first.behind and not entry.warm
+        entry.warm = True  # as after a request that went compressed
+        second = await request(entry)
+        assert not second.deferred and second.data == b"{}" and entry.warm
+        return entry
+
+    entry = asyncio.run(main())
+    assert (entry.stats.requests, entry.stats.deferred, entry.stats.deferred_behind) == (2, 1, 1)
+
+
+def test_a_session_is_warm_exactly_when_its_last_request_went_compressed():
+    entry = ProxySession("k" * 32, None, SessionStats())
+    compressed = Outcome(RunSummary(b"{}", 100, 50))
+    for outcome, warm in [(compressed, True), (Outcome(deferred=True), False), (compressed, True),
+                          (Outcome(RunSummary(b"{}", 100, 50), deferred=True), False),
+                          (Outcome(error="WorkerDied: gone"), False), (compressed, True)]:
+        entry.record_request("anthropic", 2, outcome)
+        assert entry.warm is warm

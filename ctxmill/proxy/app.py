@@ -62,6 +62,11 @@ log = logging.getLogger("ctxmill.proxy")
 
 START_WAIT_FACTOR = 4
 """A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
+WARM_START_FACTOR = 20
+"""A request of a warm session (its last one went compressed: `ProxySession.warm`) waits for its
+run to start up to this many budgets (500 ms at 25 ms): behind a burst of other sessions' runs,
+waiting costs it milliseconds where going as it is would cost two writes of the whole prompt to
+the provider's cache."""
 INLINE_LIMIT_FACTOR = 40
 """Incremental work is waited for up to this many latency budgets (1 s at 25 ms): only against a
 stuck worker; no incremental run on the corpus comes near it."""
@@ -89,6 +94,7 @@ class Proxy:
         self.budget = None if budget is None else budget / 1000
         self.start_wait = None if budget is None else START_WAIT_FACTOR * budget / 1000
         """How long a request waits for its worker to start its run (behind other sessions' runs)."""
+        self.warm_start_wait = None if budget is None else WARM_START_FACTOR * budget / 1000
         self.inline_limit = None if budget is None else INLINE_LIMIT_FACTOR * budget / 1000
         self.ledger = team_ledger(config)
         """Rows are written in batches off the event loop (ctxmill.ledger.batch)."""
@@ -243,12 +249,15 @@ class Proxy:
         background run). A run that had not even started when its request left is dropped unrun
         (`needed=False`): the session's next request decides its messages with its own, as a
         replica that never saw it would; so a busy worker does not go on to run requests already
-        sent, which would keep the session's next ones waiting behind them."""
+        sent, which would keep the session's next ones waiting behind them. A warm session (its
+        last request went compressed) waits longer for its run to start (`WARM_START_FACTOR`):
+        sent as it is, it would cost the provider's cache two writes of the whole prompt."""
         if entry.pending is not None:
             return Outcome(deferred=True)
         outcome = await self.within_budget(entry.key, worker.compress_request, entry.key, raw,
                                            entry.stats_bytes(), context_window, entry.directory is not None,
-                                           needed=False, epoch_estimate=entry.epoch_estimate(len(raw)))
+                                           needed=False, epoch_estimate=entry.epoch_estimate(len(raw)),
+                                           start_wait=self.warm_start_wait if entry.warm else self.start_wait)
         if outcome.deferred and outcome.pending is not None:
             entry.pending = outcome.pending
 
@@ -262,7 +271,8 @@ class Proxy:
             entry.pending.add_done_callback(finished)
         return outcome
 
-    async def within_budget(self, key: str, fn, *args, needed: bool = True, epoch_estimate: float = 0.0) -> Outcome:
+    async def within_budget(self, key: str, fn, *args, needed: bool = True, epoch_estimate: float = 0.0,
+                            start_wait: float | None = None) -> Outcome:
         """Run `fn(*args)` in the session's worker; an Outcome filled in when it finishes (now,
         or later in the background when it misses the budget: `deferred`, with `pending` set).
         The budget adapts to the work: incremental work is always waited for (up to
@@ -274,17 +284,19 @@ class Proxy:
         moving average time) defers the request at once, as does an epoch expected to take over
         `EPOCH_WAIT_FACTOR` budgets (`epoch_estimate` seconds, from the session's last epoch):
         waiting the budget for it would add the budget to the request and still send it as is.
-        `needed`: the run must happen even after its request left (see WorkerPool)."""
+        `needed`: the run must happen even after its request left (see WorkerPool); `start_wait`:
+        how long this request may wait for its run to start (default `self.start_wait`)."""
         outcome = Outcome()
-        hopeless = self.start_wait is not None and self.workers.expected_wait(key) > self.start_wait
-        job = self.workers.submit(key, fn, *args, wait=0 if hopeless else self.start_wait, needed=needed)
+        start_wait = self.start_wait if start_wait is None else start_wait
+        hopeless = start_wait is not None and self.workers.expected_wait(key) > start_wait
+        job = self.workers.submit(key, fn, *args, wait=0 if hopeless else start_wait, needed=needed)
         job.done.add_done_callback(lambda f: _fill(outcome, f))
         if self.budget is None:
             await asyncio.wait({job.done})
             return outcome
         first = asyncio.FIRST_COMPLETED
         if not hopeless:  # a worker this far behind would not start it in time: no wait for nothing
-            await asyncio.wait({job.started, job.done}, timeout=self.start_wait, return_when=first)
+            await asyncio.wait({job.started, job.done}, timeout=start_wait, return_when=first)
         if job.started.done():
             await asyncio.wait({job.done, job.epoch}, timeout=self.inline_limit, return_when=first)
             if job.epoch.done() and not job.done.done() and epoch_estimate <= EPOCH_WAIT_FACTOR * self.budget:
@@ -298,8 +310,7 @@ class Proxy:
 
     def describe(self, outcome: Outcome) -> str:
         if outcome.behind:
-            return (f"deferred: its worker was busy with other sessions' runs and could not start it "
-                    f"within {1000 * (self.start_wait or 0):g} ms, sent as is")
+            return "deferred: its worker was busy with other sessions' runs and could not start it in time, sent as is"
         if outcome.deferred and outcome.pending is None:
             return "deferred: sent as is while the session's previous run finishes"
         if outcome.deferred:

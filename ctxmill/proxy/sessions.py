@@ -86,6 +86,11 @@ class ProxySession:
         self.calibrated: tuple[float, float] | None = None
         """The calibration the session's state on disk holds, as this process last wrote it
         (`ctxmill.proxy.stats.calibration_of`): an unchanged one is not sent to the worker again."""
+        self.warm = False
+        """The session's last request went upstream compressed, so the provider's prompt cache holds
+        the compressed prefix: sending the next one as it is would cost two cache writes of the
+        whole prompt (that request's, and the next compressed one's) where waiting costs
+        milliseconds; `Proxy.compress` waits longer for its run to start (`WARM_START_FACTOR`)."""
         self.epoch_rate = 0.0
         """Seconds per request byte of the session's last finished epoch run (0: none yet); see
         `epoch_estimate`."""
@@ -117,6 +122,7 @@ class ProxySession:
         s.requests += 1
         s.deferred += outcome.deferred
         s.deferred_behind += outcome.behind
+        self.warm = outcome.data is not None
         if outcome.summary is not None or outcome.error:
             self.record_run(body_size, outcome)
 
