@@ -43,6 +43,7 @@ def _instrument(floor: str = "") -> list[dict]:
     import httpx
 
     import ctxmill.proxy.app as app
+    import ctxmill.proxy.identity_memo as identity_memo
     import ctxmill.proxy.relay as relay
     import ctxmill.proxy.workerpool as workerpool
     from ctxmill.proxy.sessions import Outcome
@@ -69,7 +70,7 @@ def _instrument(floor: str = "") -> list[dict]:
         note("body read")
         return out
 
-    identity = app.request_identity
+    identity = identity_memo.IdentityMemo.identify
 
     def timed_identity(*args):
         out = identity(*args)
@@ -135,7 +136,7 @@ def _instrument(floor: str = "") -> list[dict]:
         marks.append(dict(current))
 
     for owner, name, timed in ((app.Proxy, "handle", timed_handle), (app.Proxy, "read", timed_read),
-                               (app, "request_identity", timed_identity), (app.Proxy, "compress", timed_compress),
+                               (identity_memo.IdentityMemo, "identify", timed_identity), (app.Proxy, "compress", timed_compress),
                                (workerpool, "pickle", TimedPickle), (httpx.AsyncClient, "send", timed_send),
                                (app, "relay", timed_relay)):
         setattr(owner, name, timed)

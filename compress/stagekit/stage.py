@@ -163,12 +163,15 @@ class StageContext:
         """A lossy result is kept only if it saves enough characters (`min_chars`, default the
         config's) and, unless `relative` is off, a large enough fraction of the original: the
         configured one, or a stage's stricter `min_fraction`; and it must hold fewer tokens."""
+        return (self._saves_chars(original, compressed, relative, min_fraction, min_chars)
+                and self.count_tokens(compressed) < self.count_tokens(original))  # markers are token-dense
+
+    def _saves_chars(self, original: str, compressed: str, relative: bool, min_fraction: float,
+                     min_chars: int | None) -> bool:
         saved = len(original) - len(compressed)
         enough = saved >= (self.config.min_saving_chars if min_chars is None else min_chars)
         fraction = max(self.config.min_saving_fraction, min_fraction)
-        if not enough or (relative and saved < fraction * len(original)):
-            return False
-        return self.count_tokens(compressed) < self.count_tokens(original)  # markers are token-dense
+        return enough and not (relative and saved < fraction * len(original))
 
     def lossy(self, original: str, build: Callable[[str], str], hint: str | None = None,
               relative: bool = True, min_fraction: float = 0.0, min_chars: int | None = None) -> str:
@@ -176,12 +179,18 @@ class StageContext:
         otherwise the original. `build` must give the same length for any key. A placeholder key
         rules out, before the original is redacted for its key, what cannot save enough; the
         rendering with the real key is judged again, since the token count of a key depends on
-        its digits (the estimator's count of 32 zeros is 15 tokens below a typical key's)."""
-        if not self.worth_it(original, build(_PLACEHOLDER_KEY), relative, min_fraction, min_chars):
+        its digits (the estimator's count of 32 zeros is 15 tokens below a typical key's). Each
+        is `worth_it`; the original is counted once for both (a text under
+        `compress.runner.message_tokens.CountOnce.LONG` is not remembered between counts)."""
+        trial = build(_PLACEHOLDER_KEY)
+        if not self._saves_chars(original, trial, relative, min_fraction, min_chars):
+            return original
+        before = self.count_tokens(original)
+        if self.count_tokens(trial) >= before:
             return original
         form = self.originals.stored_form(original)
         text = build(form[1])
-        if not self.worth_it(original, text, relative, min_fraction, min_chars):
+        if not self._saves_chars(original, text, relative, min_fraction, min_chars) or self.count_tokens(text) >= before:
             return original
         self.originals.put(original, hint, form)
         return text

@@ -1,8 +1,8 @@
 """The ASGI app: compress on the compressing routes, forward everything, stream responses back.
 
 Per request on a compressing route: read the body (bounded), read its session key
-(`identity.request_key`, a lazy parse), send the bytes to the session's worker process
-(`WorkerPool`) and wait for the compressed bytes: as long as the run is incremental work, and at
+(`identity_memo.IdentityMemo`: a lazy parse of what it adds to its session's last request), send
+the bytes to the session's worker process (`WorkerPool`) and wait for the compressed bytes: as long as the run is incremental work, and at
 most `latency_budget_ms` once it began an epoch (`within_budget`); then send them (or, past the
 budget, the original bytes while the run finishes in the background) upstream with the client's headers, and stream the upstream
 response back byte for byte while a `UsageTap` reads the provider's usage. Fail open: a body
@@ -37,7 +37,8 @@ from compress.formats.usage import Usage
 from ctxmill.paths import sessions_dir, user_ccr_dir
 from ctxmill.proxy import browsers, worker
 from ctxmill.proxy.books import dashboard, ledger_row, team_ledger
-from ctxmill.proxy.identity import client_session, request_identity
+from ctxmill.proxy.identity import client_session
+from ctxmill.proxy.identity_memo import IdentityMemo
 from ctxmill.proxy.inflight import Held, InflightBytes, NoRoom
 from ctxmill.proxy.relay import QuietBreaks, SentOnce, relay
 from ctxmill.proxy.routing import COUNT_TOKENS, Route, route
@@ -83,6 +84,8 @@ class Proxy:
         self.sessions_root = root
         self.pool = SessionPool(root, config.max_sessions, config.max_stats, config.new_sessions_per_hour)
         self.inflight = InflightBytes(config.max_inflight_bytes, config.client_timeout)
+        self.identities = IdentityMemo()
+        """Session keys read from what a request adds to its session's last one (the event loop's)."""
         self.client: httpx.AsyncClient | None = None
         self.workers = WorkerPool(worker.WorkerSetup(
             sessions_root=root, ccr_root=(config.ccr_dir or user_ccr_dir()) if config.persist else None,
@@ -153,7 +156,8 @@ class Proxy:
             raw = await self.read(request, target, held)
             if isinstance(raw, Response):
                 return raw
-            key, folder = request_identity(target.shape, raw) if target.shape else (None, None)
+            client = client_session(request.headers)
+            key, folder = self.identities.identify(target.shape, raw, client or "") if target.shape else (None, None)
             if key is None:
                 return await self.forward(request, target, raw, started)
             if target.kind == COUNT_TOKENS:
@@ -165,7 +169,6 @@ class Proxy:
                 entry.record_request(target.shape, len(raw), outcome)
             pending = outcome.pending
             size = len(raw)
-            client = client_session(request.headers)
             return await self.forward(request, target, outcome.data or raw, started,
                                       on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder,
                                                                            client),

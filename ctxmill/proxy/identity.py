@@ -103,12 +103,23 @@ REUSE_LIMIT = 8 * 2**20
 in address space); a larger body gets a parser of its own, freed with it."""
 
 
+def mini(value: simdjson.Object | simdjson.Array) -> bytes:
+    """simdjson's compact JSON of a parsed object or list."""
+    text = value.mini
+    return text if isinstance(text, bytes) else str(text).encode()
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, simdjson.Object):
         return value.as_dict()
     if isinstance(value, simdjson.Array):
         return value.as_list()
     return value
+
+
+UNREADABLE = (ValueError, RuntimeError, TypeError)
+"""What parsing and reading a body that is not a request can raise (simdjson raises RuntimeError for
+DEPTH_ERROR and BIGINT_ERROR)."""
 
 
 def request_key(provider: str, raw: bytes) -> str | None:
@@ -123,34 +134,47 @@ def request_identity(provider: str, raw: bytes) -> Identity:
     invalid UTF-8): such a body is forwarded as it is."""
     try:
         return _request_identity(SHAPES[provider], provider, raw)
-    except (ValueError, RuntimeError, TypeError):  # simdjson raises RuntimeError for DEPTH_ERROR, BIGINT_ERROR
+    except UNREADABLE:
         return Identity(None)
 
 
 def _request_identity(shape, provider: str, raw: bytes) -> Identity:
-    doc = (_PARSER if len(raw) <= REUSE_LIMIT else simdjson.Parser()).parse(raw)
+    return document_identity(shape, provider, parse(raw))[0]
+
+
+def parse(raw: bytes) -> Any:
+    """`raw` parsed lazily (`_PARSER`'s one document at a time, up to REUSE_LIMIT); raises what
+    simdjson raises for what it cannot parse."""
+    return (_PARSER if len(raw) <= REUSE_LIMIT else simdjson.Parser()).parse(raw)
+
+
+def document_identity(shape, provider: str, doc: Any) -> tuple[Identity, int]:
+    """The identity of a parsed request (see `request_identity`), and the index of the message
+    where its reading stopped (it reads none after that one), -1 when it read to the end of the
+    conversation list or found no conversation."""
     if not isinstance(doc, simdjson.Object):
-        return Identity(None)
+        return Identity(None), -1
     messages = doc.get(shape.MESSAGES_FIELD)
     if not isinstance(messages, simdjson.Array) or stored_history(shape, doc):
-        return Identity(None)
+        return Identity(None), -1
     wanted = ("system", "developer") if provider != "anthropic" else ()
     kept: list[dict] = []
     context: list[bytes] = []
-    for message in messages:
+    stopped = -1
+    for index, message in enumerate(messages):
         obj = message if isinstance(message, simdjson.Object) else None
         role = obj.get("role") if obj is not None else None
         if kept and kept[-1].get("role") == "user":  # past the key's fields: the clients' context messages
             if obj is not None and role in ("system", "developer", "user"):
-                mini = obj.mini
-                context.append(mini if isinstance(mini, bytes) else str(mini).encode())
+                context.append(mini(obj))
             if len(context) == FOLDER_LOOKAHEAD or role not in ("system", "developer", "user"):
+                stopped = index
                 break
         elif obj is not None and (role in wanted or role == "user"):
             kept.append(obj.as_dict())
     fields = (shape.SYSTEM_FIELD, "metadata", *_OPENAI_ID_FIELDS)
     skeleton = {name: _plain(doc.get(name)) for name in fields if name and name in doc}
-    return _identity(provider, {**skeleton, shape.MESSAGES_FIELD: kept}, b"".join(context))
+    return _identity(provider, {**skeleton, shape.MESSAGES_FIELD: kept}, b"".join(context)), stopped
 
 
 CLIENT_SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "x-session-id")
