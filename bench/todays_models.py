@@ -37,6 +37,8 @@ from replay.runner import replay  # noqa: E402
 DEFAULT_CORPUS = Path(os.environ.get("CTXMILL_CORPUS", ROOT.parent / "shared" / "corpus"))
 TODAYS = {"claude-code": "claude-opus-5-5", "codex": "gpt-6.2-sol"}
 """Each client's folder in the corpus -> the model the client runs by default today."""
+LABELS = {"claude-code": "Claude Code", "codex": "Codex", "claude-opus-5-5": "Opus 5.5", "gpt-6.2-sol": "GPT-6.2 Sol"}
+"""Folder and model names as docs/replay.md's table shows them."""
 
 
 def engine_prices_as(model: str) -> contextlib.AbstractContextManager:
@@ -50,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     args = parser.parse_args()
-    print("| sessions | run as | engine prices | side | modelled | effective | needed (11+) | dearest session |\n"
+    print("| sessions | run as | engine decides at | side | modelled | effective | needed (11+) | dearest session |\n"
           "|---|---|---|---|---|---|---|---|")
     for client, today in TODAYS.items():
         files = sorted((args.corpus / "transcripts" / client).glob("*.json*"))
@@ -73,7 +75,9 @@ def main() -> None:
             for side, total in totals.items():
                 if side == "cap" and engine != run_as:
                     continue  # the cap does not depend on the engine's prices
-                print(f"| {client} ({total.sessions}) | {run_as} | {engine} | {side} | {total.modelled_ratio:.3f} | "
+                decides_at = LABELS.get(engine, "recorded models'" if run_as != "recorded" else "recorded")
+                print(f"| {LABELS[client]} ({total.sessions}) | {LABELS.get(run_as, run_as)} | {decides_at} | {side} | "
+                      f"{total.modelled_ratio:.3f} | "
                       f"{total.effective_ratio:.3f} | {total.needed.fraction():.3f} ({total.needed.fraction('11+'):.3f}) | "
                       f"{dearest[side]:.3f} |", flush=True)
 
