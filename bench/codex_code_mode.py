@@ -91,9 +91,9 @@ def main() -> None:
     args = parser.parse_args()
     files = sorted((args.corpus / "transcripts" / "codex").glob("*.jsonl"))
     variants = {"as recorded": (False, contextlib.nullcontext),
-                "code mode, programs read": (True, contextlib.nullcontext),
-                "code mode, programs unread": (True, programs_unread)}
-    print("| sessions | side | modelled | effective | needed (11+) |\n|---|---|---|---|---|")
+                "code mode": (True, contextlib.nullcontext),
+                'code mode, every program\'s output read as "other" output': (True, programs_unread)}
+    print(f"{len(files)} sessions\n| sessions | side | modelled | effective | needed (11+) |\n|---|---|---|---|---|")
     for name, (convert, context) in variants.items():
         totals = {side: Score() for side in ("cap", "ctxmill")}
         for path in files:
@@ -105,7 +105,7 @@ def main() -> None:
             for side, total in totals.items():
                 total.add(report, side)
         for side, total in totals.items():
-            print(f"| {name} ({len(files)}) | {side} | {total.modelled_ratio:.3f} | {total.effective_ratio:.3f} | "
+            print(f"| {name} | {side} | {total.modelled_ratio:.3f} | {total.effective_ratio:.3f} | "
                   f"{total.needed.fraction():.3f} ({total.needed.fraction('11+'):.3f}) |", flush=True)
 
 if __name__ == "__main__":

@@ -149,6 +149,8 @@ class SideStats:
     needed: Needed = field(default_factory=Needed)
     sizes: list[int] = field(default_factory=list)
     """Each request's tokens, in order (set by `finish`; the charts of `replay --html`)."""
+    costs: list[float] = field(default_factory=list)
+    """Each request's modelled cost, in order (what a session has cost so far, request by request)."""
 
     @property
     def effective_cost(self) -> float:
@@ -160,6 +162,7 @@ class SideStats:
         self.cache_read += priced.cache.read
         self.cache_write += priced.cache.write
         self.cost += priced.cost
+        self.costs.append(priced.cost)
 
     def finish(self, sizes: list[int], host: Compaction = HOST_200K) -> SideStats:
         """`sizes`: each request's tokens as the host sees them (plus any unseen head); `host`:
