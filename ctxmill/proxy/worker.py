@@ -75,7 +75,7 @@ the proxy's new sessions past its hourly allowance of new session folders (`ctxm
 Their state lives nowhere else, so they never leave by the idle rule; beyond this many the least
 recently used leaves and its next request starts over (an epoch). So a flood of made-up
 conversations, or a busy hour's ended sessions, hold at most this many sessions' state (a
-150K-token session's is ~2 MiB), not `max_sessions`'."""
+150K-token session's is ~2.5 MiB: bench/proxy_growth.py), not `max_sessions`'."""
 
 
 @dataclass(frozen=True)
