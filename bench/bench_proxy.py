@@ -158,10 +158,14 @@ def paired(args, trees: list[tuple[str, Path]], env: dict, up_url: str, floor: f
 
 
 @contextlib.contextmanager
-def _proxy(args, env: dict) -> Iterator[tuple[str, subprocess.Popen]]:
-    """A fresh proxy of the checkout on env's PYTHONPATH, with a home of its own: its URL and process."""
+def _proxy(args, env: dict, config: str = "") -> Iterator[tuple[str, subprocess.Popen]]:
+    """A fresh proxy of the checkout on env's PYTHONPATH, with a home of its own: its URL and process.
+    `config`: the text of the user's own config.toml it reads (its `[proxy]` table), if any."""
     port = _free_port()
     with tempfile.TemporaryDirectory() as home:
+        if config:
+            os.makedirs(os.path.join(home, "xdg", "ctxmill"))
+            Path(home, "xdg", "ctxmill", "config.toml").write_text(config)
         proxy = subprocess.Popen([sys.executable, "-m", "ctxmill", "proxy", "--port", str(port),
                                   "--upstream-anthropic", args.upstream, "--home", home, "--log-level", "warning",
                                   *(["--latency-budget-ms", args.budget] if args.budget else []),

@@ -1,7 +1,7 @@
 """Resident memory of real `ctxmill proxy` processes serving a steady gateway, round by round.
 
     python bench/proxy_steady.py [--sessions 20 --life 15 --rounds 110 --idle 20 --round-seconds 3]
-                                 [--delay 0] [--workers N] [--baseline DIR]
+                                 [--delay 0] [--workers N] [--baseline DIR] [--new-sessions-per-hour N|proxy]
 
 The shape of `bench/proxy_growth.py --shape steady`, on the real processes: `--sessions`
 conversations (~`--tokens`-token tool-using ones, from bench/bench_proxy.py) are live at any
@@ -11,7 +11,12 @@ every live session, all at once, then waits out `--round-seconds`. The proxy run
 CTXMILL_IDLE_SECONDS=`--idle` (a bench-only setting, `ctxmill.commands.proxy`), so an ended
 session leaves its worker's memory `--idle` seconds after its last request instead of 10 minutes:
 after `--life` rounds plus the idle time the sessions held are level and every further request
-only churns them.
+only churns them. The bench's clock runs faster for the proxy's hourly allowance of new session
+folders too (`[proxy] new_sessions_per_hour`, 100): it is scaled like the idle time (100 × 600 s /
+`--idle`), else the bench's ~1,600 new sessions an hour would cross it after 100 sessions, and
+every later one would be kept in memory only, where it never leaves by the idle rule (the flood
+path: `--new-sessions-per-hour proxy` keeps the proxy's own allowance, and writes no setting, for a
+checkout that has none).
 
 After every round: the resident memory (RSS) of the proxy process and of its other processes
 (workers, forkserver), and its stats (requests, deferred, epochs). At the end, per build: RSS at
@@ -38,7 +43,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_proxy import _descendants, _free_port, _proxy, _rss_mib, _wait_ready
-from bench.proxy_growth import Talk, steady
+from bench.proxy_growth import PROXY_ALLOWANCE, Talk, steady
+from ctxmill.proxy_config import DEFAULT_IDLE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,10 +103,17 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=None, help="the proxy's --workers (default: its own)")
     p.add_argument("--budget", default=None, help="the proxy's --latency-budget-ms (default: its own)")
     p.add_argument("--baseline", metavar="DIR", help="also run the proxy of this checkout, side by side")
+    p.add_argument("--new-sessions-per-hour", metavar="N|proxy", default=None,
+                   help="the proxy's allowance of new session folders (default: its own scaled like the idle time;"
+                        " 'proxy': its own, unscaled, no setting written)")
     args = p.parse_args()
     warmup = args.warmup or args.life + int(args.idle // args.round_seconds) + 1
     if warmup >= args.rounds:
         p.error(f"--warmup {warmup} leaves no rounds to measure of {args.rounds}")
+    allowance = (PROXY_ALLOWANCE if args.new_sessions_per_hour == "proxy" else
+                 round(PROXY_ALLOWANCE * DEFAULT_IDLE_SECONDS / args.idle) if args.new_sessions_per_hour is None else
+                 int(args.new_sessions_per_hour))
+    config = "" if args.new_sessions_per_hour == "proxy" else f"[proxy]\nnew_sessions_per_hour = {allowance}\n"
     env = {**os.environ, "CTXMILL_IDLE_SECONDS": str(args.idle)}
     up_port = _free_port()
     args.upstream = f"http://127.0.0.1:{up_port}"
@@ -112,25 +125,28 @@ def main() -> int:
     try:
         _wait_ready(args.upstream, upstream)
         with contextlib.ExitStack() as stack:
-            proxies = {label: stack.enter_context(_proxy(args, {**env, "PYTHONPATH": str(tree)}))
+            proxies = {label: stack.enter_context(_proxy(args, {**env, "PYTHONPATH": str(tree)}, config))
                        for label, tree in builds}
             print(f"{args.sessions} sessions live, {args.life} requests each, ~{args.tokens:,} tokens;"
                   f" idle {args.idle:g} s, rounds of at least {args.round_seconds:g} s, upstream delay"
-                  f" {args.delay * 1000:.0f} ms; warm-up {warmup} rounds; load average {os.getloadavg()[0]:.1f}",
-                  flush=True)
-            failed = asyncio.run(_rounds(args, proxies, rows))
+                  f" {args.delay * 1000:.0f} ms; warm-up {warmup} rounds; the proxy's allowance {allowance} new"
+                  f" session folders an hour; load average {os.getloadavg()[0]:.1f}", flush=True)
+            failed, started = asyncio.run(_rounds(args, proxies, rows))
     finally:
         upstream.terminate()
         upstream.wait(timeout=10)
-    print(f"load average at the end {os.getloadavg()[0]:.1f}; failed requests {failed}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}; failed requests {failed}; {started} sessions in all"
+          f" ({max(0, started - allowance)} past the allowance: memory-only)")
     for label, _ in builds:
         print(summary(label, rows[label], warmup))
     return 1 if failed else 0
 
 
-async def _rounds(args: argparse.Namespace, proxies: dict, rows: dict) -> int:
-    """Send the steady shape's rounds to every build; print and keep each round's figures."""
+async def _rounds(args: argparse.Namespace, proxies: dict, rows: dict) -> tuple[int, int]:
+    """Send the steady shape's rounds to every build; print and keep each round's figures. The
+    requests that failed and the sessions started."""
     failed, sent = 0, 0
+    keys: set[str] = set()
     labels = list(proxies)
     limits = httpx.Limits(max_connections=2 * args.sessions)
     async with httpx.AsyncClient(timeout=120, limits=limits, trust_env=False) as http:
@@ -140,6 +156,7 @@ async def _rounds(args: argparse.Namespace, proxies: dict, rows: dict) -> int:
             for label in order:
                 failed += await _send_round(http, proxies[label][0], talks)
             sent += len(talks)
+            keys.update(t.key for t in talks)
             cells = []
             for label in labels:
                 url, process = proxies[label]
@@ -151,7 +168,7 @@ async def _rounds(args: argparse.Namespace, proxies: dict, rows: dict) -> int:
             took = time.monotonic() - began
             print(f"round {n:3d} ({sent:5d} requests, {took:4.1f} s): {' | '.join(cells)}", flush=True)
             await asyncio.sleep(max(0.0, args.round_seconds - took))
-    return failed
+    return failed, len(keys)
 
 
 if __name__ == "__main__":

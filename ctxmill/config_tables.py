@@ -107,7 +107,7 @@ def proxy_table(section: Any, where: str) -> dict[str, Any]:
     """latency_budget_ms "none" becomes None (always wait)."""
     table = _table(section, f"{where}: proxy")
     unknown = set(table) - {"latency_budget_ms", "workers", "max_inflight_mb", "max_connections", "client_timeout",
-                            *UPSTREAM_KEYS}
+                            "new_sessions_per_hour", *UPSTREAM_KEYS}
     if unknown:
         raise ConfigError(f"{where}: unknown key proxy.{sorted(unknown)[0]}")
     out: dict[str, Any] = {}
@@ -129,6 +129,10 @@ def proxy_table(section: Any, where: str) -> dict[str, Any]:
         out["max_connections"] = _typed(table["max_connections"], int, f"{where}: proxy.max_connections")
         if out["max_connections"] < 1:
             raise ConfigError(f"{where}: proxy.max_connections must be at least 1")
+    if "new_sessions_per_hour" in table:
+        out["new_sessions_per_hour"] = _typed(table["new_sessions_per_hour"], int, f"{where}: proxy.new_sessions_per_hour")
+        if out["new_sessions_per_hour"] < 0:
+            raise ConfigError(f"{where}: proxy.new_sessions_per_hour must be at least 0")
     if "client_timeout" in table:
         out["client_timeout"] = float(_positive(table["client_timeout"], f"{where}: proxy.client_timeout"))
     return out

@@ -4,14 +4,16 @@ same with a memo that keeps everything, one that keeps nothing, or one evicting 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccr.store import CCRStore
+from compress.stagekit import memo as memo_module
 from compress.stagekit import output_cut, stage
-from compress.stagekit.memo import ENTRY_BYTES, TextMemo
+from compress.stagekit.memo import ENTRY_BYTES, TextMemo, used_by
 from compress.state.session import Session
 from ground.jsonbytes import dumps
 from tests.helpers import compress
@@ -67,6 +69,45 @@ def test_a_memo_keeps_the_most_recently_used_and_computes_the_rest_again():
     assert memo.get_or_compute("none", _computed(calls, None)) is None
     assert memo.get_or_compute("none", _computed(calls, "not again")) is None
     assert (memo.hits, memo.misses) == (2, 8)
+
+
+users = st.sampled_from(["a", "b", "c"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 3_000), st.lists(st.one_of(st.tuples(st.just("use"), st.one_of(st.none(), users), st.integers(0, 12)),
+                                                 st.tuples(st.just("release"), users, st.just(0))), max_size=80))
+def test_releasing_a_user_drops_exactly_the_entries_no_other_user_holds(max_bytes, steps):
+    """A model of who used each held entry since it was stored (None: a use outside `used_by`):
+    releasing a user drops the entries it used that no other unreleased user did, nothing else,
+    and says how many bytes went."""
+    memo = TextMemo(max_bytes=max_bytes, max_value_bytes=max_bytes)
+    used: dict[int, set[str | None]] = {}
+    for action, user, key in steps:
+        if action == "use":
+            with used_by(user) if user is not None else contextlib.nullcontext():
+                assert memo.get_or_compute(key, lambda key=key: f"{key}" * 20) == f"{key}" * 20
+            used = {k: u for k, u in used.items() if k in memo._values}  # the bound dropped the others
+            if key in memo._values:
+                used.setdefault(key, set()).add(user)
+        else:
+            held, before = memo.held_bytes(), set(memo._values)
+            gone = {k for k, u in used.items() if user in u and not u - {user, None}}
+            assert memo.release(user) == held - memo.held_bytes()
+            assert set(memo._values) == before - gone
+            used = {k: u - {user} for k, u in used.items() if k not in gone}
+        assert memo.held_bytes() == sum(ENTRY_BYTES + sys.getsizeof(v) for v in memo._values.values())
+        assert memo.users() == len(set().union(set(), *used.values()) - {None})
+
+
+def test_release_reaches_every_memo_of_the_process():
+    memos = [TextMemo(max_bytes=10_000, max_value_bytes=10_000) for _ in range(2)]
+    with used_by("gone"):
+        for n, memo in enumerate(memos):
+            memo.get_or_compute(n, lambda: "x" * 100)
+    memos[0].get_or_compute("outside", lambda: "y")
+    assert memo_module.release("gone") == 2 * (ENTRY_BYTES + sys.getsizeof("x" * 100))
+    assert [len(m) for m in memos] == [1, 0] and all(m.users() == 0 for m in memos)
 
 
 def _session_bytes(turns: int) -> list[bytes]:

@@ -88,6 +88,33 @@ def test_a_memory_only_session_never_leaves_by_the_idle_rule(tmp_path):
             w.store.close()
 
 
+def test_memory_only_sessions_beyond_their_bound_leave_least_recently_used_first(tmp_path):
+    """Persisted sessions do not count; the one that left starts over: its next request gets the
+    bytes of a worker that never saw it."""
+    keys = [f"{n:032x}" for n in range(10, 16)]
+    w = worker.Worker(worker.WorkerSetup(tmp_path / "sessions", tmp_path / "ccr", SMALL, None, max_sessions=8,
+                                         max_memory_only=2))
+    fresh = _worker(tmp_path / "fresh", IDLE)
+
+    def run(w: worker.Worker, n: int, messages: int, persist: bool = False) -> bytes | None:
+        data = w.compress(keys[n], _request(n, messages), persist=persist).data
+        w.finish()
+        return data
+
+    try:
+        for n, persist in ((0, False), (1, False), (2, True), (3, False)):
+            run(w, n, 3, persist)
+        assert list(w.states) == [keys[1], keys[2], keys[3]] and w.memory_only() == [keys[1], keys[3]]
+        run(w, 1, 5)
+        run(w, 4, 3)
+        assert list(w.states) == [keys[2], keys[1], keys[4]]
+        assert run(w, 0, 5) == run(fresh, 0, 5)
+        assert list(w.states) == [keys[2], keys[4], keys[0]]
+    finally:
+        w.store.close()
+        fresh.store.close()
+
+
 def test_idle_time_must_be_positive():
     with pytest.raises(ValueError, match="idle time"):
         ProxyConfig(idle_seconds=0)

@@ -178,7 +178,10 @@ def test_proxy_settings_from_the_config_file_and_flags(tmp_path, monkeypatch):
     assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": 40.0, "workers": 3}
     config.write_text('[proxy]\nlatency_budget_ms = "none"\n')
     assert Settings.load(tmp_path).proxy_overrides == {"latency_budget_ms": None}
-    for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1'):
+    config.write_text('[proxy]\nnew_sessions_per_hour = 5000\n')
+    assert Settings.load(tmp_path).proxy_overrides == {"new_sessions_per_hour": 5000}
+    for bad in ('latency_budget_ms = 0', 'latency_budget_ms = "soon"', 'workers = 0', 'port = 1',
+                'new_sessions_per_hour = -1', 'new_sessions_per_hour = 1.5'):
         config.write_text(f"[proxy]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"proxy\."):
             Settings.load(tmp_path).proxy_overrides

@@ -4,8 +4,13 @@ The proxy's event loop never runs the pipeline: it sends a request's bytes to th
 owns the session (`WorkerPool` sends a session always to the same one) and gets back the
 compressed bytes and a small `RunSummary`. Must hold:
 - A worker keeps the `compress.Session` of the sessions it owns in memory (bounded LRU, idle
-  ones dropped) and runs one request at a time, so a session's runs are in request order; with
-  it its last request and compressed body (`ctxmill.proxy.reuse`: the same values and bytes).
+  ones dropped; those with no place, past the proxy's allowance of new folders, never leave by
+  the idle rule and are bounded apart: `MAX_MEMORY_ONLY`) and runs one request at a time, so
+  a session's runs are in request order; with it its last request and compressed body
+  (`ctxmill.proxy.reuse`: the same values and bytes).
+  The entries of the pipeline's memos (`compress.stagekit.memo`) a session's runs used are its
+  own while it is kept: when it leaves, those no other kept session used leave with it, so what
+  the worker holds follows the sessions it keeps, not every session it ever ran.
 - Each run holds the session's lock (its place's: the directory's file lock, the one
   `Session.open` takes, or with a shared store (`WorkerSetup.store`) the Redis lock every replica
   takes) from before it loads the state until the state is written, and reloads the state when
@@ -51,6 +56,7 @@ from ccr.stores import open_store
 from compress.config import CompressConfig
 from compress.runner.pipeline import Chain
 from compress.runner.pipeline import run as run_pipeline
+from compress.stagekit import memo
 from compress.state.session import Session
 from compress.state.session_store import StateBusy, StateChanged
 from ctxmill.proxy import frames, reuse
@@ -62,6 +68,14 @@ from ground.jsonbytes import dumps
 from ground.redis_client import StoreAddress
 
 log = logging.getLogger("ctxmill.proxy")
+
+MAX_MEMORY_ONLY = 16
+"""Sessions a worker keeps in memory only, per worker, while it keeps the others' state at a place:
+the proxy's new sessions past its hourly allowance of new session folders (`ctxmill.proxy.sessions`).
+Their state lives nowhere else, so they never leave by the idle rule; beyond this many the least
+recently used leaves and its next request starts over (an epoch). So a flood of made-up
+conversations, or a busy hour's ended sessions, hold at most this many sessions' state (a
+150K-token session's is ~2.5 MiB: bench/proxy_growth.py), not `max_sessions`'."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,9 @@ class WorkerSetup:
     max_sessions: int
     max_kept_bytes: int = 256 * 2**20
     """Bytes the kept sessions hold (`SessionState.size`); beyond it the least recently used leave (state stays)."""
+    max_memory_only: int = MAX_MEMORY_ONLY
+    """Sessions kept with no place although the worker keeps state at one (`Worker.memory_only`);
+    beyond it the least recently used of them leaves."""
     log_file: Path | None = None
     """Where the proxy process logs besides stderr (`--log-file`); None: stderr only."""
     log_level: str = "info"
@@ -122,9 +139,10 @@ class SessionState:
             body, self._last_request = reuse.parse(raw, self._last_request)
             self._hold()
             session = self._current()
-            result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
-                                  chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
-                                  context_window=context_window, now=time.time(), on_epoch=on_epoch)
+            with memo.used_by(self.key):  # the memos' entries it uses go when the session leaves (`Worker._leave`)
+                result = run_pipeline(body, session=session, store=worker.store, config=worker.setup.compress,
+                                      chain=worker.setup.chain, reported_input_tokens=calibrated(session, len(raw)),
+                                      context_window=context_window, now=time.time(), on_epoch=on_epoch)
             report = result.report
             data, self._last_output = ((None, self._last_output) if result.body is body or report.error
                                        else reuse.serialise(result.body, self._last_output))
@@ -155,12 +173,13 @@ class SessionState:
         try:
             if worker.setup.save_delay:
                 time.sleep(worker.setup.save_delay)  # the forced race of bench/gateway.py
-            if self._session is not None and self.place is None:
-                self._session.settle()
-            if self.place is not None and self._session is not None:
-                if self._session.changed_on_disk():
-                    raise StateChanged("written by another process during the run")
-                self._session.save()  # raises StateChanged when another process wrote meanwhile
+            with memo.used_by(self.key):  # the epoch trial's stages use the memos too
+                if self._session is not None and self.place is None:
+                    self._session.settle()
+                if self.place is not None and self._session is not None:
+                    if self._session.changed_on_disk():
+                        raise StateChanged("written by another process during the run")
+                    self._session.save()  # raises StateChanged when another process wrote meanwhile
         except StateChanged:  # the lease ran out mid-run and another process wrote: theirs wins
             self._session = None
             log.warning("session %s: state changed by another process; reloading", self.key[:12])
@@ -265,7 +284,8 @@ class Worker:
 
     def finish(self) -> None:
         """Write the last run's state and release its lock; then drop the least recently used
-        sessions beyond the limits (the latest always stays) and the idle ones (`drop_idle`)."""
+        sessions beyond the limits (the latest always stays: `max_sessions`, `max_kept_bytes`,
+        `max_memory_only`) and the idle ones (`drop_idle`)."""
         state, self._unwritten = self._unwritten, None
         if state is None:
             return
@@ -273,8 +293,18 @@ class Worker:
         shed = 0
         while len(self.states) > 1 and (len(self.states) > self.setup.max_sessions
                                         or sum(s.size for s in self.states.values()) > self.setup.max_kept_bytes):
-            shed += self.states.popitem(last=False)[1].size
+            shed += self._leave(next(iter(self.states)))
+        spilled = self.memory_only()
+        for key in spilled[:max(0, len(spilled) - self.setup.max_memory_only)]:  # the latest is the last
+            shed += self._leave(key)
         self.drop_idle(shed + state.size)
+
+    def memory_only(self) -> list[str]:
+        """The kept sessions with no place although this worker keeps state at one (past the
+        proxy's allowance of new folders), least recently used first (none when all are in memory)."""
+        if self.setup.sessions_root is None:
+            return []
+        return [k for k, s in self.states.items() if s.place is None]
 
     def drop_idle(self, released: int = 0) -> None:
         """Drop the sessions kept at a place with no run for `setup.idle_seconds` from memory (their next
@@ -282,10 +312,15 @@ class Worker:
         if self._unwritten is None:
             idle = time.monotonic() - self.setup.idle_seconds
             for key in [k for k, s in self.states.items() if s.used_at < idle and s.place is not None]:
-                released += self.states.pop(key).size
+                released += self._leave(key)
                 log.debug("session %s left memory (no run for %g s)", key[:12], self.setup.idle_seconds)
         if self._released.add(released):  # a body's parse leaves freed heap pages behind
             give_back_memory()
+
+    def _leave(self, key: str) -> int:
+        """Drop a session from this worker's memory, with the memos' entries only it used
+        (`compress.stagekit.memo.release`); the bytes let go."""
+        return self.states.pop(key).size + memo.release(key)
 
 
 class DiscardingStore:
