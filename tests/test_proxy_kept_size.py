@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxmill.proxy import worker
+from ctxmill.proxy.session_state import SessionState
 from tests.proxy_fixtures import SMALL
 from tests.test_proxy_idle import KEYS, _request
 
@@ -75,7 +76,7 @@ def test_the_kept_bytes_stay_within_the_bound_and_count_request_and_output(turns
     with tempfile.TemporaryDirectory() as folder:
         bounded, free = _worker(Path(folder) / "bounded", bound), _worker(Path(folder) / "free")
         sent = [0] * len(KEYS)
-        kept: dict[str, tuple[worker.SessionState, bytes, bytes | None]] = {}  # state, last request, kept output
+        kept: dict[str, tuple[SessionState, bytes, bytes | None]] = {}  # state, last request, kept output
         try:
             for session in turns:
                 sent[session] += 1

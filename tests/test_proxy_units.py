@@ -86,7 +86,8 @@ def test_calibration_is_session_state_that_a_fresh_worker_reads(tmp_path):
     from ccr.store import CCRStore
     from compress.config import CompressConfig
     from compress.state.session import Session
-    from ctxmill.proxy.worker import Worker, WorkerSetup, calibrated
+    from ctxmill.proxy.session_state import calibrated
+    from ctxmill.proxy.worker import Worker, WorkerSetup
     from tests.proxy_helpers import example
 
     setup = WorkerSetup(tmp_path / "sessions", None, CompressConfig(), None, max_sessions=4)

@@ -64,10 +64,8 @@ log = logging.getLogger("ctxmill.proxy")
 START_WAIT_FACTOR = 4
 """A request waits for its run to start at most this many latency budgets (100 ms at 25 ms)."""
 WARM_START_FACTOR = 20
-"""A request of a warm session (its last one went compressed: `ProxySession.warm`) waits for its
-run to start up to this many budgets (500 ms at 25 ms): behind a burst of other sessions' runs,
-waiting costs it milliseconds where going as it is would cost two writes of the whole prompt to
-the provider's cache."""
+"""A warm session's request (`ProxySession.warm`) waits for its run to start up to this many
+budgets (500 ms at 25 ms): waiting costs milliseconds, going as it is two cache writes."""
 INLINE_LIMIT_FACTOR = 40
 """Incremental work is waited for up to this many latency budgets (1 s at 25 ms): only against a
 stuck worker; no incremental run on the corpus comes near it."""
@@ -173,7 +171,7 @@ class Proxy:
                                       on_usage=lambda usage: self.answered(entry, target, outcome, usage, folder,
                                                                            client),
                                       calibrate=lambda usage: self.calibrate(entry, outcome, usage, size),
-                                      note=f"session {key[:12]} · {self.describe(outcome)}")
+                                      note=f"session {key[:12]} · {outcome.describe(self.config.latency_budget_ms)}")
         finally:
             held.release_after(pending)  # the body's bytes count until no run still needs them
 
@@ -310,17 +308,6 @@ class Proxy:
             outcome.deferred, outcome.pending = True, job.done
             outcome.behind = not job.started.done()
         return outcome
-
-    def describe(self, outcome: Outcome) -> str:
-        if outcome.behind:
-            return "deferred: its worker was busy with other sessions' runs and could not start it in time, sent as is"
-        if outcome.deferred and outcome.pending is None:
-            return "deferred: sent as is while the session's previous run finishes"
-        if outcome.deferred:
-            return f"deferred: compression not done within {self.config.latency_budget_ms:g} ms, sent as is"
-        if outcome.summary is None or outcome.error:
-            return f"passed through unchanged: {outcome.error}"
-        return outcome.summary.line
 
     # -- forwarding -----------------------------------------------------------------
 

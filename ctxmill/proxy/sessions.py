@@ -16,7 +16,7 @@ Must hold:
   still compressed), so a flood of made-up conversations cannot fill the disk.
 
 Calibration from the provider's reported usage decides tiers, so it is session state, kept
-where the state is (`ctxmill.proxy.worker.SessionState.calibrate`), not here: every process and
+where the state is (`ctxmill.proxy.session_state.SessionState.calibrate`), not here: every process and
 replica that continues a session calibrates it the same way.
 """
 
@@ -67,6 +67,18 @@ class Outcome:
         if s is None or s.error or self.error:
             return 0
         return s.tokens_before if self.deferred else s.tokens_after
+
+    def describe(self, budget_ms: float | None) -> str:
+        """The log line's account of what was sent (`budget_ms`: the proxy's latency budget)."""
+        if self.behind:
+            return "deferred: its worker was busy with other sessions' runs and could not start it in time, sent as is"
+        if self.deferred and self.pending is None:
+            return "deferred: sent as is while the session's previous run finishes"
+        if self.deferred:
+            return f"deferred: compression not done within {budget_ms:g} ms, sent as is"
+        if self.summary is None or self.error:
+            return f"passed through unchanged: {self.error}"
+        return self.summary.line
 
     def tokens_per_byte(self, body_size: int) -> float:
         """ctxmill's raw estimate per byte of the request (0 when unknown)."""
