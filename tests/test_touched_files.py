@@ -180,3 +180,17 @@ def test_never_raises_and_paths_are_normalised(name, tool_input):
     for touch in touched_files(name, tool_input):
         assert touch.action in (READ, WRITE, EDIT, DELETE, MOVE, CREATE)
         assert touch.path and touch.path == normalize_path(touch.path)
+
+
+@given(st.text(alphabet="\x00ab1 <>'EOF\n", max_size=40))
+def test_a_command_holding_nul_characters_of_its_own_never_breaks_the_heredoc_reader(command):
+    """The reader marks each heredoc with a NUL-led word; a command's own NULs (tool input is
+    anyone's text) are not markers: no exception, and every heredoc found is one of the command's."""
+    heredocs = shell_heredocs(command)
+    assert all(h.body in command for h in heredocs)
+
+
+def test_a_nul_word_that_is_not_a_heredoc_marker_is_ignored():
+    assert shell_heredocs("echo \x00abc > f") == ()
+    [heredoc] = shell_heredocs("cat > out.txt <<'EOF' \x00x\nbody\nEOF")
+    assert heredoc.body == "body" and heredoc.targets == ("out.txt",)

@@ -92,7 +92,7 @@ def shell_heredocs(command: str, cwd: str | None = None) -> tuple[Heredoc, ...]:
         touches: list[FileTouch] = []
         cwd = _touch_command(words, cwd, touches)
         for word in words:
-            if word.startswith(_SENTINEL):
+            if word.startswith(_SENTINEL) and word[1:].isascii() and word[1:].isdecimal():  # not a NUL of the command's own
                 targets[int(word[1:])] = tuple(t.path for t in touches if t.action in (WRITE, EDIT))
     return tuple(Heredoc(delimiter, body, targets.get(n, ())) for n, (delimiter, body) in enumerate(bodies))
 
